@@ -1,0 +1,53 @@
+"""Settings read from the environment, with the embedded SQLite database as the default."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+INSTANCE_DIR = PROJECT_ROOT / "instance"
+DEFAULT_SQLITE_URL = f"sqlite:///{INSTANCE_DIR / 'marginalia.db'}"
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept Heroku-style ``postgres://`` URLs and pin the psycopg2 driver."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg2://" + url[len("postgresql://") :]
+    return url
+
+
+def database_url() -> str:
+    """The database named by ``DATABASE_URL``, or the embedded SQLite file."""
+    return normalise_database_url(os.environ.get("DATABASE_URL") or DEFAULT_SQLITE_URL)
+
+
+@dataclass
+class Settings:
+    """Everything the app reads from its environment, in one place."""
+
+    database_url: str = field(default_factory=database_url)
+    secret_key: str = field(default_factory=lambda: os.environ.get("SECRET_KEY", ""))
+    max_content_length: int = field(
+        default_factory=lambda: int(os.environ.get("MAX_CONTENT_LENGTH", 64 * 1024))
+    )
+    max_upload_length: int = field(
+        default_factory=lambda: int(os.environ.get("MAX_UPLOAD_LENGTH", 32 * 1024 * 1024))
+    )
+    spacy_model: str = field(default_factory=lambda: os.environ.get("SPACY_MODEL", "en_core_web_sm"))
+    detector_model: str = field(default_factory=lambda: os.environ.get("DETECTOR_MODEL", ""))
+    behind_proxy: int = field(default_factory=lambda: int(os.environ.get("BEHIND_PROXY", "0")))
+
+    def as_flask_config(self) -> dict:
+        return {
+            "DATABASE_URL": self.database_url,
+            "SECRET_KEY": self.secret_key or os.urandom(32).hex(),
+            "MAX_CONTENT_LENGTH": self.max_content_length,
+            "MAX_UPLOAD_LENGTH": self.max_upload_length,
+            "SPACY_MODEL": self.spacy_model,
+            "DETECTOR_MODEL": self.detector_model,
+            "BEHIND_PROXY": self.behind_proxy,
+        }

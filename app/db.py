@@ -1,0 +1,65 @@
+"""Engine and session handling: one engine per app, one session per request or command."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from flask import Flask, current_app, g
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine with the settings each backend needs for concurrent annotators."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # pragma: no cover - trivial
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def init_app(app: Flask) -> None:
+    """Attach an engine and session factory to the app and close sessions after each request."""
+    engine = make_engine(app.config["DATABASE_URL"])
+    app.extensions["db_engine"] = engine
+    app.extensions["db_sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
+
+    @app.teardown_appcontext
+    def _close_session(_exc):
+        session = g.pop("db_session", None)
+        if session is not None:
+            session.close()
+
+
+def get_session() -> Session:
+    """The current request's session (created on first use)."""
+    if "db_session" not in g:
+        g.db_session = current_app.extensions["db_sessionmaker"]()
+    return g.db_session
+
+
+def get_engine() -> Engine:
+    return current_app.extensions["db_engine"]
+
+
+@contextmanager
+def session_scope() -> Iterator[Session]:
+    """A session committed on success and rolled back on error (CLI and workers)."""
+    session = current_app.extensions["db_sessionmaker"]()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

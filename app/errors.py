@@ -1,0 +1,30 @@
+"""Errors that carry an HTTP status and a message a person can act on."""
+
+from __future__ import annotations
+
+
+class MarginaliaError(Exception):
+    """Base class: ``status`` is the HTTP status, ``str(self)`` the message."""
+
+    status = 400
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+
+
+class InvalidInput(MarginaliaError):
+    """The request or file is malformed or breaks a rule; nothing was changed."""
+
+    status = 400
+
+
+class NotFound(MarginaliaError):
+    status = 404
+
+
+class Conflict(MarginaliaError):
+    """The request is well-formed but the state forbids it (e.g. a submitted assignment)."""
+
+    status = 409

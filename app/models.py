@@ -1,0 +1,273 @@
+"""Typed SQLAlchemy 2.x models: the whole schema in one place.
+
+Offsets are Unicode code-point offsets into a segment's plain text, end exclusive
+(``text[start:end]``). Annotations are never deleted: Remove stamps ``removed_at``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Researcher(Base):
+    """A person who runs studies; the only kind of account with a login session."""
+
+    __tablename__ = "researchers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_login_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Study(Base):
+    """A taxonomy snapshot plus documents plus the settings workers are given them under."""
+
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(100), unique=True)
+    title: Mapped[str] = mapped_column(String(300), default="")
+    taxonomy_name: Mapped[str] = mapped_column(String(200))
+    taxonomy: Mapped[dict[str, Any]] = mapped_column(JSON)
+    taxonomy_hash: Mapped[str] = mapped_column(String(64))
+    annotators_per_doc: Mapped[int] = mapped_column(Integer, default=3)
+    suggestions: Mapped[str] = mapped_column(String(10), default="hidden")
+    entity_labels: Mapped[list[Any]] = mapped_column(JSON, default=lambda: ["PERSON"])
+    platform: Mapped[str] = mapped_column(String(20), default="generic")
+    completion_url: Mapped[str | None] = mapped_column(String(2000))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    documents: Mapped[list[Document]] = relationship(back_populates="study")
+
+
+class Document(Base):
+    """One text to annotate, split into ordered segments."""
+
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("study_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[str] = mapped_column(String(300))
+    source: Mapped[str] = mapped_column(String(100), default="")
+    meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    study: Mapped[Study] = relationship(back_populates="documents")
+    segments: Mapped[list[Segment]] = relationship(
+        back_populates="document", order_by="Segment.index", cascade="all, delete-orphan"
+    )
+
+
+class Segment(Base):
+    """The unit a worker annotates at a time; earlier segments are its context."""
+
+    __tablename__ = "segments"
+    __table_args__ = (UniqueConstraint("document_id", "index"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    index: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+
+    document: Mapped[Document] = relationship(back_populates="segments")
+
+
+class GoldError(Base):
+    """A reference error span from a ``--gold`` import, used only to score workers."""
+
+    __tablename__ = "gold_errors"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int | None] = mapped_column("start_offset", Integer)
+    end: Mapped[int | None] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    votes: Mapped[int] = mapped_column(Integer, default=1)
+    antecedents: Mapped[list[Any]] = mapped_column(JSON, default=list)
+
+
+class Entity(Base):
+    """A group of mentions a reader would take for one character (or place, organisation)."""
+
+    __tablename__ = "entities"
+    __table_args__ = (UniqueConstraint("document_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(300))
+    label: Mapped[str] = mapped_column(String(30))
+    first_segment: Mapped[int] = mapped_column(Integer)
+
+
+class EntityMention(Base):
+    """Where an entity is named: (document, segment, start, end)."""
+
+    __tablename__ = "entity_mentions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    entity_id: Mapped[int] = mapped_column(ForeignKey("entities.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    label: Mapped[str] = mapped_column(String(30))
+
+
+class Suggestion(Base):
+    """A span the detector suspects, in one segment, under one of the study's categories."""
+
+    __tablename__ = "suggestions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    score: Mapped[float] = mapped_column(Float, default=1.0)
+    detector: Mapped[str] = mapped_column(String(100))
+    detector_version: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DetectionJob(Base):
+    """One document waiting for (or done with) the detector; claimed by workers."""
+
+    __tablename__ = "detection_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Assignment(Base):
+    """One worker doing one document in one study; identified by its unguessable token."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("study_id", "document_id", "worker_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    worker_id: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(20), default="generic")
+    platform_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    condition: Mapped[str | None] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    current_segment: Mapped[int] = mapped_column(Integer, default=0)
+    completion_code: Mapped[str | None] = mapped_column(String(64))
+    scores: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    study: Mapped[Study] = relationship()
+    document: Mapped[Document] = relationship()
+    annotations: Mapped[list[Annotation]] = relationship(
+        back_populates="assignment", order_by="Annotation.id"
+    )
+
+
+class Annotation(Base):
+    """One error span a worker marked, optionally paired with an earlier span."""
+
+    __tablename__ = "annotations"
+    __table_args__ = (
+        UniqueConstraint("assignment_id", "client_id"),
+        Index("ix_annotations_assignment_live", "assignment_id", "removed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    paired_segment: Mapped[int | None] = mapped_column(Integer)
+    paired_start: Mapped[int | None] = mapped_column(Integer)
+    paired_end: Mapped[int | None] = mapped_column(Integer)
+    paired_text: Mapped[str | None] = mapped_column(Text)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    client_id: Mapped[str] = mapped_column(String(100))
+    suggestion_id: Mapped[int | None] = mapped_column(
+        ForeignKey("suggestions.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    assignment: Mapped[Assignment] = relationship(back_populates="annotations")
+
+
+class SuggestionEvent(Base):
+    """What became of a suggestion shown to a worker: shown, accepted or dismissed."""
+
+    __tablename__ = "suggestion_events"
+    __table_args__ = (UniqueConstraint("assignment_id", "suggestion_id", "event"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    suggestion_id: Mapped[int] = mapped_column(ForeignKey("suggestions.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,258 @@
+"""Error taxonomies in YAML: loading, schema checks with file/line/field messages, snapshots.
+
+A study stores the *normalised snapshot* returned by :func:`load_taxonomy`, never a path,
+so editing a YAML file later cannot change what existing annotations mean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.errors import InvalidInput
+
+KINDS = ("singleton", "paired")
+SCOPES = ("span", "sentence")
+CATEGORY_FIELDS = {
+    "id", "label", "group", "kind", "scope", "definition", "examples", "color", "shortcut",
+    "detector_label", "paired_prompt",
+}
+GROUP_FIELDS = {"id", "label", "description"}
+TOP_FIELDS = {"name", "version", "description", "instructions", "groups", "categories"}
+ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,99}$")
+COLOR_PATTERN = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
+PALETTE = (
+    "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+    "#17becf", "#bcbd22", "#7f7f7f",
+)
+SHORTCUTS = "123456789abcdefghijklmnopqrstuvwxyz"
+
+
+class TaxonomyError(InvalidInput):
+    """A taxonomy file is invalid: ``FILE:LINE: field: what is wrong``."""
+
+    def __init__(self, source: str, line: int, field: str, problem: str):
+        self.source, self.line, self.field, self.problem = source, line, field, problem
+        super().__init__(f"{source}:{line}: {field}: {problem}")
+
+
+@dataclass(frozen=True)
+class _Located:
+    """Line numbers of every key and list item, keyed by dotted field path."""
+
+    source: str
+    lines: dict[str, int]
+
+    def line(self, path: str) -> int:
+        while path and path not in self.lines:
+            path = path.rsplit(".", 1)[0] if "." in path else ""
+        return self.lines.get(path, 1)
+
+    def fail(self, path: str, problem: str) -> TaxonomyError:
+        return TaxonomyError(self.source, self.line(path), path or "(file)", problem)
+
+
+def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], source: str) -> None:
+    """Record the line of each mapping key and sequence item; reject duplicate keys."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            child = f"{path}.{key}" if path else key
+            if key in seen:
+                raise TaxonomyError(source, key_node.start_mark.line + 1, child, "duplicate key")
+            seen.add(key)
+            lines[child] = key_node.start_mark.line + 1
+            _index_lines(value_node, child, lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            child = f"{path}[{i}]"
+            lines[child] = item.start_mark.line + 1
+            _index_lines(item, child, lines, source)
+
+
+def _parse(text: str, source: str) -> tuple[Any, _Located]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise TaxonomyError(source, line, "(yaml)", str(exc.problem or exc).strip()) from exc
+    except yaml.YAMLError as exc:
+        raise TaxonomyError(source, 1, "(yaml)", str(exc)) from exc
+    lines: dict[str, int] = {}
+    if node is not None:
+        _index_lines(node, "", lines, source)
+    return data, _Located(source, lines)
+
+
+def _text(value: Any, loc: _Located, path: str, *, required: bool, default: str = "") -> str:
+    if value is None:
+        if required:
+            raise loc.fail(path, "is required")
+        return default
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise loc.fail(path, "must be text")
+    text = str(value).strip()
+    if required and not text:
+        raise loc.fail(path, "must not be empty")
+    return text
+
+
+def _check_unknown(mapping: dict, allowed: set[str], loc: _Located, path: str) -> None:
+    for key in mapping:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else str(key)
+            raise loc.fail(where, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+def _groups(raw: Any, loc: _Located) -> list[dict[str, str]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise loc.fail("groups", "must be a list of groups")
+    groups, seen = [], set()
+    for i, item in enumerate(raw):
+        path = f"groups[{i}]"
+        if not isinstance(item, dict):
+            raise loc.fail(path, "must be a mapping with id and label")
+        _check_unknown(item, GROUP_FIELDS, loc, path)
+        gid = _text(item.get("id"), loc, f"{path}.id", required=True)
+        if not ID_PATTERN.match(gid):
+            raise loc.fail(f"{path}.id", f"{gid!r} is not a valid id (letters, digits, _ . -)")
+        if gid in seen:
+            raise loc.fail(f"{path}.id", f"duplicate group id {gid!r}")
+        seen.add(gid)
+        groups.append(
+            {
+                "id": gid,
+                "label": _text(item.get("label"), loc, f"{path}.label", required=True),
+                "description": _text(item.get("description"), loc, f"{path}.description",
+                                     required=False),
+            }
+        )
+    return groups
+
+
+def _examples(raw: Any, loc: _Located, path: str) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise loc.fail(path, "must be a list of example texts")
+    return [_text(item, loc, f"{path}[{i}]", required=True) for i, item in enumerate(raw)]
+
+
+def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str, Any]:
+    path = f"categories[{i}]"
+    if not isinstance(item, dict):
+        raise loc.fail(path, "must be a mapping with id, label, kind and definition")
+    _check_unknown(item, CATEGORY_FIELDS, loc, path)
+    cid = _text(item.get("id"), loc, f"{path}.id", required=True)
+    if not ID_PATTERN.match(cid):
+        raise loc.fail(f"{path}.id", f"{cid!r} is not a valid id (letters, digits, _ . -)")
+    kind = _text(item.get("kind"), loc, f"{path}.kind", required=False, default="singleton")
+    if kind not in KINDS:
+        raise loc.fail(f"{path}.kind", f"unknown kind {kind!r} (use singleton or paired)")
+    scope = _text(item.get("scope"), loc, f"{path}.scope", required=False, default="span")
+    if scope not in SCOPES:
+        raise loc.fail(f"{path}.scope", f"unknown scope {scope!r} (use span or sentence)")
+    group = _text(item.get("group"), loc, f"{path}.group", required=False)
+    if group and group_ids and group not in group_ids:
+        raise loc.fail(f"{path}.group", f"unknown group {group!r}")
+    color = _text(item.get("color"), loc, f"{path}.color", required=False)
+    if color and not COLOR_PATTERN.match(color):
+        raise loc.fail(f"{path}.color", f"bad colour {color!r} (use #rgb or #rrggbb)")
+    shortcut = _text(item.get("shortcut"), loc, f"{path}.shortcut", required=False).lower()
+    if shortcut and (len(shortcut) != 1 or shortcut not in SHORTCUTS):
+        raise loc.fail(f"{path}.shortcut", f"bad shortcut {shortcut!r} (one letter or digit)")
+    return {
+        "id": cid,
+        "label": _text(item.get("label"), loc, f"{path}.label", required=True),
+        "group": group,
+        "kind": kind,
+        "scope": scope,
+        "definition": _text(item.get("definition"), loc, f"{path}.definition", required=True),
+        "examples": _examples(item.get("examples"), loc, f"{path}.examples"),
+        "color": color,
+        "shortcut": shortcut,
+        "detector_label": _text(item.get("detector_label"), loc, f"{path}.detector_label",
+                                required=False) or None,
+        "paired_prompt": _text(item.get("paired_prompt"), loc, f"{path}.paired_prompt",
+                               required=False,
+                               default="Now select the earlier span it relates to."),
+    }
+
+
+def _fill_defaults(categories: list[dict[str, Any]], loc: _Located) -> None:
+    """Give each category a distinct colour and shortcut unless the file set one."""
+    ids, shortcuts = set(), set()
+    for i, cat in enumerate(categories):
+        if cat["id"] in ids:
+            raise loc.fail(f"categories[{i}].id", f"duplicate category id {cat['id']!r}")
+        ids.add(cat["id"])
+        if cat["shortcut"]:
+            if cat["shortcut"] in shortcuts:
+                raise loc.fail(f"categories[{i}].shortcut",
+                               f"shortcut {cat['shortcut']!r} is used twice")
+            shortcuts.add(cat["shortcut"])
+    free = (key for key in SHORTCUTS if key not in shortcuts)
+    for i, cat in enumerate(categories):
+        cat["color"] = cat["color"] or PALETTE[i % len(PALETTE)]
+        if not cat["shortcut"]:
+            cat["shortcut"] = next(free, "")
+
+
+def parse_taxonomy(text: str, source: str = "<taxonomy>") -> dict[str, Any]:
+    """Validate taxonomy YAML text and return its normalised snapshot."""
+    data, loc = _parse(text, source)
+    if not isinstance(data, dict):
+        raise loc.fail("", "a taxonomy must be a mapping with name and categories")
+    _check_unknown(data, TOP_FIELDS, loc, "")
+    name = _text(data.get("name"), loc, "name", required=True)
+    groups = _groups(data.get("groups"), loc)
+    raw_categories = data.get("categories")
+    if not isinstance(raw_categories, list) or not raw_categories:
+        raise loc.fail("categories", "must be a non-empty list of categories")
+    group_ids = {g["id"] for g in groups}
+    categories = [_category(item, i, loc, group_ids) for i, item in enumerate(raw_categories)]
+    _fill_defaults(categories, loc)
+    return {
+        "name": name,
+        "version": _text(data.get("version"), loc, "version", required=False, default="1"),
+        "description": _text(data.get("description"), loc, "description", required=False),
+        "instructions": _text(data.get("instructions"), loc, "instructions", required=False),
+        "groups": groups,
+        "categories": categories,
+    }
+
+
+def load_taxonomy(path: str | Path) -> dict[str, Any]:
+    """Read and validate a taxonomy file; errors name the file, line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaxonomyError(str(path), 1, "(file)", f"cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise TaxonomyError(str(path), 1, "(file)", "is not UTF-8 text") from exc
+    return parse_taxonomy(text, str(path))
+
+
+def taxonomy_hash(snapshot: dict[str, Any]) -> str:
+    """A stable fingerprint of a snapshot (sorted-key JSON, SHA-256)."""
+    canonical = json.dumps(snapshot, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def categories_by_id(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {cat["id"]: cat for cat in snapshot["categories"]}
