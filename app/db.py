@@ -16,12 +16,20 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record):  # pragma: no cover - trivial
+        def _sqlite_pragmas(dbapi_connection, _record):
+            # Let SQLAlchemy, not the driver, open transactions (so savepoints work), and
+            # take the write lock at BEGIN: a read-then-write request never fails half-way.
+            dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(connection):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

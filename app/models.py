@@ -37,6 +37,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def isoformat(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC; SQLite hands timestamps back naive, so naive means UTC."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}

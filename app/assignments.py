@@ -1,0 +1,336 @@
+"""The annotation workflow's rules: opening assignments, adding, removing, submitting.
+
+Transport-neutral: the JSON API and the tests call these with plain dicts. Every function
+either changes the database as asked or raises a :class:`MarginaliaError` having changed
+nothing. The caller commits.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    Segment,
+    Study,
+    Suggestion,
+    isoformat,
+)
+from app.taxonomy import categories_by_id
+
+MAX_COMMENT_CHARS = 5_000
+MAX_WORKER_ID_CHARS = 200
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def new_completion_code() -> str:
+    body = "".join(secrets.choice(CODE_ALPHABET) for _ in range(10))
+    return f"MG-{body[:5]}-{body[5:]}"
+
+
+def get_assignment(session: Session, token: str, *, for_update: bool = False) -> Assignment:
+    query = select(Assignment).where(Assignment.token == token)
+    if for_update:
+        query = query.with_for_update()
+    assignment = session.scalar(query)
+    if assignment is None:
+        raise NotFound("no assignment with this token")
+    return assignment
+
+
+def _worker_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("worker_id must be non-empty text")
+    if len(value) > MAX_WORKER_ID_CHARS:
+        raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
+    return value.strip()
+
+
+def open_assignment(
+    session: Session,
+    study: Study,
+    document: Document,
+    worker_id: str,
+    *,
+    platform: str = "generic",
+    platform_data: dict[str, Any] | None = None,
+) -> tuple[Assignment, bool]:
+    """The assignment of ``worker_id`` to ``document``, created on first call.
+
+    Returns ``(assignment, created)``; the same (study, document, worker) always gets the
+    same token, also when two requests race.
+    """
+    worker_id = _worker_id(worker_id)
+    query = select(Assignment).where(
+        Assignment.study_id == study.id,
+        Assignment.document_id == document.id,
+        Assignment.worker_id == worker_id,
+    )
+    existing = session.scalar(query)
+    if existing is not None:
+        return existing, False
+    assignment = Assignment(
+        token=new_token(),
+        study_id=study.id,
+        document_id=document.id,
+        worker_id=worker_id,
+        platform=platform,
+        platform_data=platform_data or {},
+        status="active",
+        current_segment=0,
+        scores={},
+    )
+    try:
+        with session.begin_nested():
+            session.add(assignment)
+    except IntegrityError:
+        existing = session.scalar(query)
+        if existing is None:
+            raise
+        return existing, False
+    return assignment, True
+
+
+def find_document(session: Session, study: Study, external_id: Any) -> Document:
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        raise InvalidInput("document must be the document's id as text")
+    document = session.scalar(
+        select(Document).where(
+            Document.study_id == study.id, Document.external_id == str(external_id)
+        )
+    )
+    if document is None:
+        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
+    return document
+
+
+def segment_texts(session: Session, document_id: int) -> list[str]:
+    return list(
+        session.scalars(
+            select(Segment.text).where(Segment.document_id == document_id).order_by(Segment.index)
+        )
+    )
+
+
+def _require_active(assignment: Assignment) -> None:
+    if assignment.status == "submitted":
+        raise Conflict("this assignment has been submitted and can no longer be changed")
+    if assignment.status != "active":
+        raise Conflict(f"this assignment is {assignment.status} and can no longer be changed")
+
+
+def _int(body: dict[str, Any], key: str, where: str = "") -> int:
+    value = body.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidInput(f"{where}{key} must be an integer")
+    return value
+
+
+def _span(body: Any, texts: list[str], where: str) -> tuple[int, int, int, str]:
+    """Validate a (segment, start, end, text) span against the document's segments."""
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{where or 'span'} must be an object")
+    segment = _int(body, "segment", where)
+    start = _int(body, "start", where)
+    end = _int(body, "end", where)
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}text must be the span's text")
+    if not 0 <= segment < len(texts):
+        raise InvalidInput(f"{where}segment {segment} is out of range (0..{len(texts) - 1})")
+    segment_text = texts[segment]
+    if not 0 <= start < end <= len(segment_text):
+        raise InvalidInput(
+            f"{where}offsets {start}..{end} are out of range for segment {segment} "
+            f"({len(segment_text)} characters)"
+        )
+    if segment_text[start:end] != text:
+        raise InvalidInput(
+            f"{where}text does not match the segment at {start}..{end}: "
+            f"expected {segment_text[start:end]!r}"
+        )
+    if not text.strip():
+        raise InvalidInput(f"{where}span is only whitespace")
+    return segment, start, end, text
+
+
+def _same_content(annotation: Annotation, values: dict[str, Any]) -> bool:
+    return all(getattr(annotation, key) == value for key, value in values.items())
+
+
+def add_annotation(
+    session: Session, assignment: Assignment, body: Any
+) -> tuple[Annotation, bool]:
+    """Validate and store one annotation; returns ``(annotation, created)``.
+
+    A repeated ``client_id`` returns the annotation first stored under it (idempotent
+    retries); the same ``client_id`` with different content is a conflict.
+    """
+    _require_active(assignment)
+    if not isinstance(body, dict):
+        raise InvalidInput("the body must be a JSON object")
+    unknown = set(body) - {
+        "segment", "start", "end", "text", "category", "paired", "comment", "client_id",
+        "suggestion_id",
+    }
+    if unknown:
+        raise InvalidInput(f"unknown field {sorted(unknown)[0]!r}")
+    texts = segment_texts(session, assignment.document_id)
+    segment, start, end, text = _span(body, texts, "")
+    categories = categories_by_id(assignment.study.taxonomy)
+    category_id = body.get("category")
+    if not isinstance(category_id, str) or category_id not in categories:
+        raise InvalidInput(
+            f"unknown category {category_id!r} (this study has: {', '.join(categories)})"
+        )
+    category = categories[category_id]
+    paired = body.get("paired")
+    values: dict[str, Any] = {
+        "segment": segment, "start": start, "end": end, "text": text, "category": category_id,
+        "paired_segment": None, "paired_start": None, "paired_end": None, "paired_text": None,
+    }
+    if category["kind"] == "paired":
+        if paired is None:
+            raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
+        p_segment, p_start, p_end, p_text = _span(paired, texts, "paired.")
+        if p_segment > segment or (p_segment == segment and p_start > start):
+            raise InvalidInput("the paired span must come before the annotated span, not after")
+        values.update(paired_segment=p_segment, paired_start=p_start, paired_end=p_end,
+                      paired_text=p_text)
+    elif paired is not None:
+        raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
+    comment = body.get("comment") or ""
+    if not isinstance(comment, str):
+        raise InvalidInput("comment must be text")
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise InvalidInput(f"comment is longer than {MAX_COMMENT_CHARS} characters")
+    values["comment"] = comment.strip()
+    client_id = body.get("client_id")
+    if client_id is None:
+        client_id = uuid.uuid4().hex
+    if not isinstance(client_id, str) or not 1 <= len(client_id) <= 100:
+        raise InvalidInput("client_id must be text of 1 to 100 characters")
+    suggestion_id = body.get("suggestion_id")
+    if suggestion_id is not None:
+        if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
+            raise InvalidInput("suggestion_id must be an integer")
+        owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
+        if owner != assignment.document_id:
+            raise InvalidInput("suggestion_id is not a suggestion of this document")
+    values["suggestion_id"] = suggestion_id
+
+    def earlier() -> Annotation | None:
+        return session.scalar(
+            select(Annotation).where(
+                Annotation.assignment_id == assignment.id, Annotation.client_id == client_id
+            )
+        )
+
+    previous = earlier()
+    if previous is None:
+        annotation = Annotation(assignment_id=assignment.id, client_id=client_id, **values)
+        try:
+            with session.begin_nested():
+                session.add(annotation)
+            assignment.last_seen_at = now()
+            return annotation, True
+        except IntegrityError:
+            previous = earlier()
+            if previous is None:
+                raise
+    if not _same_content(previous, values):
+        raise Conflict("client_id was already used for a different annotation")
+    return previous, False
+
+
+def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
+    """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
+    _require_active(assignment)
+    annotation = session.scalar(
+        select(Annotation).where(
+            Annotation.id == annotation_id, Annotation.assignment_id == assignment.id
+        )
+    )
+    if annotation is None:
+        raise NotFound("this assignment has no such annotation")
+    if annotation.removed_at is None:
+        annotation.removed_at = now()
+    assignment.last_seen_at = now()
+
+
+def set_position(session: Session, assignment: Assignment, body: Any) -> None:
+    """Store the segment the worker has reached, so a reload resumes there."""
+    if assignment.status != "active":
+        return
+    if not isinstance(body, dict):
+        raise InvalidInput("the body must be a JSON object")
+    segment = _int(body, "segment")
+    count = len(segment_texts(session, assignment.document_id))
+    if not 0 <= segment < count:
+        raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
+    assignment.current_segment = segment
+    assignment.last_seen_at = now()
+
+
+def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
+    return list(
+        session.scalars(
+            select(Annotation)
+            .where(Annotation.assignment_id == assignment_id, Annotation.removed_at.is_(None))
+            .order_by(Annotation.id)
+        )
+    )
+
+
+def submit(session: Session, assignment: Assignment) -> str:
+    """End the assignment (read-only from now on); returns its completion code. Idempotent."""
+    if assignment.status == "submitted" and assignment.completion_code:
+        return assignment.completion_code
+    _require_active(assignment)
+    assignment.status = "submitted"
+    assignment.submitted_at = now()
+    assignment.completion_code = assignment.completion_code or new_completion_code()
+    assignment.last_seen_at = now()
+    return assignment.completion_code
+
+
+def annotation_json(annotation: Annotation) -> dict[str, Any]:
+    paired = None
+    if annotation.paired_segment is not None:
+        paired = {
+            "segment": annotation.paired_segment,
+            "start": annotation.paired_start,
+            "end": annotation.paired_end,
+            "text": annotation.paired_text,
+        }
+    return {
+        "id": annotation.id,
+        "segment": annotation.segment,
+        "start": annotation.start,
+        "end": annotation.end,
+        "text": annotation.text,
+        "category": annotation.category,
+        "paired": paired,
+        "comment": annotation.comment,
+        "client_id": annotation.client_id,
+        "suggestion_id": annotation.suggestion_id,
+        "created_at": isoformat(annotation.created_at),
+    }

@@ -1,0 +1,194 @@
+"""Streaming exports of a study's annotations: CSV and JSONL rows, SNaC-shaped JSON.
+
+Rows are read with Core queries in chunks (server-side cursors on Postgres), so a study of a
+million annotations streams in constant memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
+
+CSV_COLUMNS = (
+    "study", "document", "segment", "span_text", "span_start", "span_end", "category",
+    "paired_segment", "paired_text", "paired_start", "paired_end", "comment", "worker_id",
+    "assignment", "completion_code", "created_at",
+)
+FORMATS = ("csv", "jsonl", "snac")
+CHUNK_ROWS = 2_000
+
+
+def _annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """Live annotations in document, assignment, segment, offset order; submitted
+    assignments without any live annotation appear once with empty span fields."""
+    query = (
+        select(
+            Document.external_id,
+            Assignment.id.label("assignment_id"),
+            Assignment.token,
+            Assignment.worker_id,
+            Assignment.status,
+            Assignment.completion_code,
+            Assignment.submitted_at,
+            Annotation.segment,
+            Annotation.text,
+            Annotation.start,
+            Annotation.end,
+            Annotation.category,
+            Annotation.paired_segment,
+            Annotation.paired_text,
+            Annotation.paired_start,
+            Annotation.paired_end,
+            Annotation.comment,
+            Annotation.created_at,
+        )
+        .select_from(Assignment)
+        .join(Document, Document.id == Assignment.document_id)
+        .outerjoin(
+            Annotation,
+            (Annotation.assignment_id == Assignment.id) & Annotation.removed_at.is_(None),
+        )
+        .where(Assignment.study_id == study.id)
+        .order_by(
+            Document.position, Assignment.id, Annotation.segment, Annotation.start, Annotation.id
+        )
+        .execution_options(yield_per=CHUNK_ROWS, stream_results=True)
+    )
+    for row in session.execute(query):
+        if row.category is None and row.status != "submitted":
+            continue
+        yield {
+            "study": study.slug,
+            "document": row.external_id,
+            "segment": row.segment,
+            "span_text": row.text,
+            "span_start": row.start,
+            "span_end": row.end,
+            "category": row.category,
+            "paired_segment": row.paired_segment,
+            "paired_text": row.paired_text,
+            "paired_start": row.paired_start,
+            "paired_end": row.paired_end,
+            "comment": row.comment,
+            "worker_id": row.worker_id,
+            "assignment": row.token,
+            "completion_code": row.completion_code,
+            "created_at": isoformat(row.created_at or row.submitted_at),
+        }
+
+
+def iter_csv(session: Session, study: Study) -> Iterator[str]:
+    """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for count, row in enumerate(_annotation_rows(session, study), start=1):
+        writer.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
+        if count % CHUNK_ROWS == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def iter_jsonl(session: Session, study: Study) -> Iterator[str]:
+    """One JSON object per line with the CSV columns, typed (nulls for empty fields)."""
+    lines: list[str] = []
+    for row in _annotation_rows(session, study):
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if len(lines) >= CHUNK_ROWS:
+            yield "\n".join(lines) + "\n"
+            lines = []
+    if lines:
+        yield "\n".join(lines) + "\n"
+
+
+def snac_document_errors(
+    texts: list[str], marks: list[tuple[str, int, str, str, str | None]]
+) -> dict[str, Any]:
+    """Aggregate one document's (worker, segment, span, category, paired text) marks.
+
+    Identical (span text, category) pairs in a segment merge; ``votes`` counts the distinct
+    workers who marked them; paired categories list each of those workers' earlier span in
+    ``antecedants`` (SNaC's spelling).
+    """
+    merged: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for worker, segment, span, category, paired_text in marks:
+        entry = merged.setdefault(
+            (segment, span, category), {"workers": {}, "paired": False}
+        )
+        if worker not in entry["workers"]:
+            entry["workers"][worker] = paired_text
+        entry["paired"] = entry["paired"] or paired_text is not None
+    document: dict[str, Any] = {str(i): {"text": t, "errors": []} for i, t in enumerate(texts)}
+    for (segment, span, category), entry in merged.items():
+        error: dict[str, Any] = {
+            "span": span, "error_type": category, "votes": len(entry["workers"])
+        }
+        if entry["paired"]:
+            error["antecedants"] = [p for p in entry["workers"].values() if p is not None]
+        document[str(segment)]["errors"].append(error)
+    return document
+
+
+def build_snac(session: Session, study: Study) -> dict[str, Any]:
+    """The SNaC release's JSON shape over all submitted assignments of the study."""
+    documents = session.scalars(
+        select(Document)
+        .where(
+            Document.study_id == study.id,
+            Document.id.in_(
+                select(Assignment.document_id).where(
+                    Assignment.study_id == study.id, Assignment.status == "submitted"
+                )
+            ),
+        )
+        .order_by(Document.position)
+    ).all()
+    result: dict[str, Any] = {}
+    for document in documents:
+        texts = list(
+            session.scalars(
+                select(Segment.text)
+                .where(Segment.document_id == document.id)
+                .order_by(Segment.index)
+            )
+        )
+        marks = session.execute(
+            select(
+                Assignment.worker_id,
+                Annotation.segment,
+                Annotation.text,
+                Annotation.category,
+                Annotation.paired_text,
+            )
+            .join(Assignment, Assignment.id == Annotation.assignment_id)
+            .where(
+                Assignment.document_id == document.id,
+                Assignment.status == "submitted",
+                Annotation.removed_at.is_(None),
+            )
+            .order_by(Annotation.segment, Annotation.start, Annotation.id)
+        ).all()
+        result[document.external_id] = snac_document_errors(texts, [tuple(m) for m in marks])
+    return result
+
+
+def iter_export(session: Session, study: Study, fmt: str) -> Iterator[str]:
+    """Text chunks of the export in ``fmt`` (csv, jsonl or snac)."""
+    if fmt == "csv":
+        yield from iter_csv(session, study)
+    elif fmt == "jsonl":
+        yield from iter_jsonl(session, study)
+    elif fmt == "snac":
+        yield json.dumps(build_snac(session, study), ensure_ascii=False, indent=1) + "\n"
+    else:
+        raise ValueError(f"unknown export format {fmt!r}")

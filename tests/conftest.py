@@ -1,0 +1,96 @@
+"""Shared fixtures: a migrated app on SQLite (default) or on the suite's real Postgres."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from app.migrate import upgrade
+from tests import pg_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("MARGINALIA_SHARED_DATA", REPO.parent / "shared" / "data"))
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+_counter = itertools.count()
+
+
+def shared_file(*parts: str) -> Path:
+    """A file of ../shared/data, or skip the test cleanly when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data {path} is not available")
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    cluster = pg_cluster.start_cluster()
+    if cluster is None:
+        if os.environ.get("MARGINALIA_REQUIRE_POSTGRES"):
+            pytest.fail("Postgres binaries are missing (make test installs them)")
+        pytest.skip("no PostgreSQL server binaries installed")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_cluster):
+    """A migrated database that every Postgres test copies (CREATE DATABASE ... TEMPLATE)."""
+    url = pg_cluster.create_database(postgres_cluster, "marginalia_template")
+    upgrade(url)
+    from sqlalchemy import create_engine
+
+    create_engine(url).dispose()
+    return "marginalia_template"
+
+
+def make_database_url(kind: str, request, tmp_path: Path) -> str:
+    """A fresh, migrated database of ``kind`` (``sqlite`` or ``postgres``) for one test."""
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'marginalia.db'}"
+        upgrade(url)
+        return url
+    cluster = request.getfixturevalue("postgres_cluster")
+    template = request.getfixturevalue("postgres_template")
+    return pg_cluster.create_database(cluster, f"test_{os.getpid()}_{next(_counter)}", template)
+
+
+@pytest.fixture
+def database_url(request, tmp_path) -> str:
+    """SQLite by default; a module can override this fixture with ``params=BACKENDS``."""
+    return make_database_url("sqlite", request, tmp_path)
+
+
+@pytest.fixture
+def app(database_url):
+    application = create_app({"DATABASE_URL": database_url, "TESTING": True,
+                              "SECRET_KEY": "test"})
+    yield application
+    application.extensions["db_engine"].dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def make_study(app, slug: str = "demo", taxonomy: str = "taxonomies/snac.yaml",
+               documents=None, *, suggestions: str = "hidden", annotators_per_doc: int = 3,
+               gold: bool = False):
+    """Create a study and import ``documents`` [(external_id, [segment texts])] into it."""
+    from app.db import session_scope
+    from app.importers import DocumentInput
+    from app.studies import create_study, import_documents
+
+    documents = documents or [("doc-1", ["First segment.", "Second segment.", "Third one."])]
+    inputs = [d if isinstance(d, DocumentInput) else DocumentInput(d[0], list(d[1]))
+              for d in documents]
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(session, slug, REPO / taxonomy, suggestions=suggestions,
+                                annotators_per_doc=annotators_per_doc)
+        import_documents(session, study, inputs, gold=gold)
+        return study.id
