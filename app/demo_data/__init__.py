@@ -1,0 +1,1 @@
+"""Original demo documents (SNaC format) with planted coherence errors."""
