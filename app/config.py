@@ -25,6 +25,20 @@ def database_url() -> str:
     return normalise_database_url(os.environ.get("DATABASE_URL") or DEFAULT_SQLITE_URL)
 
 
+def local_secret_key() -> str:
+    """A key kept in ``instance/secret_key`` for laptops; production sets SECRET_KEY."""
+    path = INSTANCE_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(32).hex()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key)
+        return key
+
+
 @dataclass
 class Settings:
     """Everything the app reads from its environment, in one place."""
@@ -44,7 +58,7 @@ class Settings:
     def as_flask_config(self) -> dict:
         return {
             "DATABASE_URL": self.database_url,
-            "SECRET_KEY": self.secret_key or os.urandom(32).hex(),
+            "SECRET_KEY": self.secret_key or local_secret_key(),
             "MAX_CONTENT_LENGTH": self.max_content_length,
             "MAX_UPLOAD_LENGTH": self.max_upload_length,
             "SPACY_MODEL": self.spacy_model,

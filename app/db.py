@@ -17,8 +17,7 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):
-            # Let SQLAlchemy, not the driver, open transactions (so savepoints work), and
-            # take the write lock at BEGIN: a read-then-write request never fails half-way.
+            # Let SQLAlchemy, not the driver, open transactions (so savepoints work).
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
@@ -29,7 +28,10 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin(connection):
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # Writers take the write lock at BEGIN (see begin_write): a read-then-write
+            # transaction then never fails half-way when another writer got in first.
+            mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+            connection.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -53,6 +55,16 @@ def get_session() -> Session:
     if "db_session" not in g:
         g.db_session = current_app.extensions["db_sessionmaker"]()
     return g.db_session
+
+
+def begin_write(session: Session) -> Session:
+    """Start ``session``'s transaction as a writer (SQLite: BEGIN IMMEDIATE; others: as is).
+
+    Call before the first statement of a request that will write.
+    """
+    if not session.in_transaction():
+        session.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+    return session
 
 
 def get_engine() -> Engine:

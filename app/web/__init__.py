@@ -10,10 +10,20 @@ from app.errors import MarginaliaError
 
 def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
-    from app.web import api, pages
+    from flask_wtf.csrf import CSRFProtect
 
+    from app.web import admin, api, pages
+    from app.web.limits import limiter
+
+    app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
+    limiter.init_app(app)
+    csrf = CSRFProtect(app)
+    csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
+    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
+    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(admin.bp)
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):

@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
 from app import assignments as service
-from app.db import get_session
+from app.db import begin_write, get_session
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
 from app.studies import get_study
@@ -33,7 +33,7 @@ def open_assignment():
     body = json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
-    session = get_session()
+    session = begin_write(get_session())
     study_slug = body.get("study")
     if not isinstance(study_slug, str):
         raise InvalidInput("study must be the study's slug")
@@ -124,7 +124,7 @@ def read_assignment(token: str):
 @bp.post("/assignments/<token>/annotations")
 def add_annotation(token: str):
     body = json_body()
-    session = get_session()
+    session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True)
     annotation, created = service.add_annotation(session, assignment, body)
     session.commit()
@@ -133,7 +133,7 @@ def add_annotation(token: str):
 
 @bp.delete("/assignments/<token>/annotations/<int:annotation_id>")
 def remove_annotation(token: str, annotation_id: int):
-    session = get_session()
+    session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True)
     service.remove_annotation(session, assignment, annotation_id)
     session.commit()
@@ -143,7 +143,7 @@ def remove_annotation(token: str, annotation_id: int):
 @bp.post("/assignments/<token>/position")
 def set_position(token: str):
     body = json_body()
-    session = get_session()
+    session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True)
     service.set_position(session, assignment, body)
     session.commit()
@@ -152,7 +152,7 @@ def set_position(token: str):
 
 @bp.post("/assignments/<token>/submit")
 def submit(token: str):
-    session = get_session()
+    session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
     session.commit()
@@ -170,7 +170,7 @@ def completion_redirect(assignment) -> str | None:
 @bp.post("/assignments/<token>/suggestions/<int:suggestion_id>/events")
 def suggestion_event(token: str, suggestion_id: int):
     body = json_body()
-    session = get_session()
+    session = begin_write(get_session())
     assignment = service.get_assignment(session, token)
     event = body.get("event") if isinstance(body, dict) else None
     if event not in SUGGESTION_EVENTS:

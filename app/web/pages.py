@@ -6,7 +6,7 @@ from flask import Blueprint, abort, redirect, render_template, request, url_for
 
 from app import assignments as service
 from app.assigning import next_assignment_document
-from app.db import get_session
+from app.db import begin_write, get_session
 from app.errors import MarginaliaError
 from app.studies import get_study
 
@@ -21,7 +21,7 @@ def home():
 @bp.get("/s/<slug>")
 def start(slug: str):
     """Give the arriving worker an assignment and send them to it."""
-    session = get_session()
+    session = begin_write(get_session())
     try:
         study = get_study(session, slug)
     except MarginaliaError:

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite drives for real: PostgreSQL and Chromium.
+# Debian packages only (Playwright's own browser download cannot work offline).
+set -euo pipefail
+missing=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing system packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" fonts-dejavu-core

@@ -1,0 +1,53 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run   — virtualenv, install, migrate the embedded SQLite, demo study, web + detector worker
+#   make test  — installs what the suite needs (Postgres, Chromium from Debian), runs everything
+PYTHON ?= python3
+PORT ?= 5000
+VENV := .venv
+BIN := $(VENV)/bin
+DEPS_HASH := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+RUN_STAMP := $(VENV)/.run-$(DEPS_HASH)
+TEST_STAMP := $(VENV)/.test-$(DEPS_HASH)
+
+.PHONY: run test install lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to the local CPU wheel first, so nothing pulls GBs of CUDA packages.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(TEST_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install: $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(BIN)/marginalia db upgrade
+	$(BIN)/marginalia demo
+	@echo
+	@echo "  Annotate the demo:  http://127.0.0.1:$(PORT)/s/demo?worker_id=demo-worker"
+	@echo "  (or open http://127.0.0.1:$(PORT)/s/demo and type any worker ID)"
+	@echo
+	@trap 'kill 0' INT TERM EXIT; \
+	  $(BIN)/marginalia worker & \
+	  $(BIN)/marginalia serve --port $(PORT)
+
+test: $(TEST_STAMP)
+	bash .ci/install-system-deps.sh
+	$(BIN)/ruff check .
+	MARGINALIA_REQUIRE_POSTGRES=1 MARGINALIA_REQUIRE_BROWSER=1 $(BIN)/pytest -q
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(TEST_STAMP)
+	@ls bench/*.py
+
+clean:
+	rm -rf $(VENV) instance .pytest_cache test-artifacts
