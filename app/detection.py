@@ -1,0 +1,118 @@
+"""Running the detector over stored documents: the worker loop and ``marginalia detect``.
+
+The detector itself (backends, batching, label grammar) lives in ``model_server``; this
+module moves documents in and suggestions out of the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app import jobs
+from app.assignments import segment_texts
+from app.db import begin_write
+from app.models import DetectionJob, Document, Study, Suggestion
+
+log = logging.getLogger(__name__)
+
+
+def store_suggestions(session: Session, document: Document, rows: list[Any]) -> int:
+    """Replace the document's suggestions with ``rows`` (model_server SuggestionRow)."""
+    session.execute(delete(Suggestion).where(Suggestion.document_id == document.id))
+    session.add_all(
+        Suggestion(
+            document_id=document.id,
+            segment=r.segment,
+            start=r.start,
+            end=r.end,
+            text=r.text,
+            category=r.category,
+            score=float(r.score),
+            detector=r.detector,
+            detector_version=r.detector_version,
+        )
+        for r in rows
+    )
+    return len(rows)
+
+
+def detect_one(session: Session, document: Document, detector: Any) -> int:
+    """Run the detector over one document and store its suggestions (caller commits)."""
+    from model_server.pipeline import detect_document
+
+    study = session.get(Study, document.study_id)
+    assert study is not None
+    rows = detect_document(segment_texts(session, document.id), detector, study.taxonomy)
+    return store_suggestions(session, document, rows)
+
+
+def run_job(session: Session, job: DetectionJob, detector: Any) -> int:
+    document = session.get(Document, job.document_id)
+    if document is None:  # deleted since it was queued
+        jobs.complete(session, job)
+        return 0
+    begin_write(session)
+    count = detect_one(session, document, detector)
+    jobs.complete(session, job)
+    return count
+
+
+def work(
+    session_factory: Callable[[], Session],
+    detector: Any,
+    *,
+    once: bool = False,
+    poll_seconds: float = 2.0,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> dict[str, int]:
+    """Claim and run jobs until stopped (or, with ``once``, until the queue is empty).
+
+    One bad document never stops the loop: its error is recorded and retried later.
+    """
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    stats = {"done": 0, "failed": 0, "suggestions": 0}
+    while not should_stop():
+        with session_factory() as session:
+            job = jobs.claim(session, name)
+            if job is None:
+                if once:
+                    break
+                time.sleep(poll_seconds)
+                continue
+            job_id = job.id
+            try:
+                stats["suggestions"] += run_job(session, job, detector)
+                stats["done"] += 1
+            except Exception as exc:  # noqa: BLE001 - the loop must survive any document
+                log.warning("detection job %s failed: %s", job_id, exc)
+                jobs.fail(session, job_id, "".join(traceback.format_exception(exc)))
+                stats["failed"] += 1
+    return stats
+
+
+def detect_study(session: Session, study: Study, detector: Any, progress: bool = True) -> int:
+    """Run the detector over every document of a study now; returns the suggestion count."""
+    from rich.progress import track
+
+    documents = session.scalars(
+        select(Document).where(Document.study_id == study.id).order_by(Document.position)
+    ).all()
+    total = 0
+    iterator = track(documents, description="detecting") if progress else documents
+    for document in iterator:
+        total += detect_one(session, document, detector)
+        for job in session.scalars(
+            select(DetectionJob).where(DetectionJob.document_id == document.id)
+        ):
+            job.status, job.last_error = "done", None
+        session.commit()
+    return total
