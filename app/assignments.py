@@ -309,6 +309,14 @@ def submit(session: Session, assignment: Assignment) -> str:
     assignment.submitted_at = now()
     assignment.completion_code = assignment.completion_code or new_completion_code()
     assignment.last_seen_at = now()
+    if assignment.study.suggestions != "off":
+        from app.recall import score_against_suggestions
+
+        session.flush()
+        assignment.scores = {
+            **(assignment.scores or {}),
+            "suggestions": score_against_suggestions(session, assignment),
+        }
     return assignment.completion_code
 
 
