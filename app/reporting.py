@@ -1,0 +1,446 @@
+"""The study report behind ``marginalia report SLUG [--json]``: built from the database.
+
+Only live annotations (``removed_at IS NULL``) of *submitted* assignments count anywhere
+in the report; active assignments appear only in the progress counts.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.agreement import LEVELS, NORMALISED, agreement_report, groups_from_taxonomy
+from app.models import Annotation, Assignment, Document, GoldError, Segment, Study, Suggestion
+from app.scoring import (
+    Span,
+    TextKey,
+    precision_recall_f1,
+    scopes_from_taxonomy,
+    suggestion_recall,
+)
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    if (start.tzinfo is None) != (end.tzinfo is None):  # SQLite drops the zone
+        start, end = start.replace(tzinfo=None), end.replace(tzinfo=None)
+    return (end - start).total_seconds()
+
+
+def study_report(session: Session, study: Study) -> dict[str, Any]:
+    """Progress, per-worker scores, agreement and category distribution of one study.
+
+    A JSON-serialisable dict with these keys, always present, in this order:
+
+    * ``study``: ``slug``, ``title``, ``taxonomy`` (name), ``taxonomy_version``,
+      ``annotators_per_doc``, ``suggestions`` (off/shown/hidden).
+    * ``progress``: ``documents`` (count), ``gold_documents``, ``complete_documents``
+      (submitted assignments >= annotators_per_doc), ``assignments`` (``total``,
+      ``active``, ``submitted``, plus a count for any other status met), ``per_document``:
+      a list in document order of ``document`` (external id), ``source``, ``gold``,
+      ``segments``, ``active``, ``submitted``, ``needed``, ``complete``.
+    * ``workers``: a list sorted by worker id of ``worker_id``, ``documents_done``
+      (submitted assignments), ``documents_active``, ``annotations`` (live, submitted),
+      ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
+      the worker's submitted assignments of (submitted_at - created_at) / segments; None
+      without any), ``conditions`` (sorted, e.g. assisted/unassisted), ``suggestion_recall``
+      (:func:`app.scoring.suggestion_recall` over the suggestions of the documents done,
+      identical suggestions from repeated detector runs counted once) and ``gold`` (None
+      unless the worker did gold documents, else ``documents`` plus
+      :func:`app.scoring.precision_recall_f1`'s ``per_category`` and ``overall``).
+    * ``agreement``: :func:`app.agreement.agreement_report` over all submitted
+      assignments, per taxonomy category and group.
+    * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
+      order, then any unknown category), ``per_source`` ({source: {category: count}},
+      sources sorted; documents without a source under ``""``).
+    """
+    taxonomy = study.taxonomy or {}
+    category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
+    scopes = scopes_from_taxonomy(taxonomy)
+    groups = groups_from_taxonomy(taxonomy)
+
+    documents = session.scalars(
+        select(Document)
+        .where(Document.study_id == study.id)
+        .order_by(Document.position, Document.id)
+    ).all()
+    external = {doc.id: doc.external_id for doc in documents}
+    texts: dict[TextKey, str] = {}
+    segment_counts: Counter[int] = Counter()
+    for doc_id, index, text in session.execute(
+        select(Segment.document_id, Segment.index, Segment.text)
+        .join(Document, Segment.document_id == Document.id)
+        .where(Document.study_id == study.id)
+    ):
+        texts[(external[doc_id], index)] = text
+        segment_counts[doc_id] += 1
+
+    assignments = session.scalars(
+        select(Assignment).where(Assignment.study_id == study.id).order_by(Assignment.id)
+    ).all()
+    submitted = [a for a in assignments if a.status == "submitted"]
+    annotations = session.scalars(
+        select(Annotation)
+        .join(Assignment, Annotation.assignment_id == Assignment.id)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.status == "submitted",
+            Annotation.removed_at.is_(None),
+        )
+        .order_by(Annotation.id)
+    ).all()
+    by_assignment: dict[int, list[Annotation]] = defaultdict(list)
+    for ann in annotations:
+        by_assignment[ann.assignment_id].append(ann)
+
+    worker_spans: dict[str, list[Span]] = defaultdict(list)
+    annotated: dict[str, set[str]] = defaultdict(set)
+    for assignment in submitted:
+        doc = external[assignment.document_id]
+        annotated[assignment.worker_id].add(doc)
+        for ann in by_assignment[assignment.id]:
+            worker_spans[assignment.worker_id].append(
+                Span(
+                    doc,
+                    ann.segment,
+                    ann.start,
+                    ann.end,
+                    ann.category,
+                    assignment.worker_id,
+                    ann.text,
+                    ann.id,
+                )
+            )
+
+    suggestions: dict[str, list[Span]] = defaultdict(list)
+    seen: set[tuple[str, int, int, int, str]] = set()
+    for sug in session.scalars(
+        select(Suggestion)
+        .join(Document, Suggestion.document_id == Document.id)
+        .where(Document.study_id == study.id)
+        .order_by(Suggestion.id)
+    ):
+        doc = external[sug.document_id]
+        place = (doc, sug.segment, sug.start, sug.end, sug.category)
+        if place not in seen:
+            seen.add(place)
+            suggestions[doc].append(
+                Span(
+                    doc,
+                    sug.segment,
+                    sug.start,
+                    sug.end,
+                    sug.category,
+                    sug.detector,
+                    sug.text,
+                    sug.id,
+                )
+            )
+
+    gold: dict[str, list[Span]] = defaultdict(list)
+    for err in session.scalars(
+        select(GoldError)
+        .join(Document, GoldError.document_id == Document.id)
+        .where(Document.study_id == study.id)
+        .order_by(GoldError.id)
+    ):
+        doc = external[err.document_id]
+        gold[doc].append(
+            Span(doc, err.segment, err.start, err.end, err.category, "gold", err.text, err.id)
+        )
+    gold_docs = {doc.external_id for doc in documents if doc.is_gold} | set(gold)
+
+    return {
+        "study": {
+            "slug": study.slug,
+            "title": study.title,
+            "taxonomy": study.taxonomy_name,
+            "taxonomy_version": taxonomy.get("version", ""),
+            "annotators_per_doc": study.annotators_per_doc,
+            "suggestions": study.suggestions,
+        },
+        "progress": _progress(study, documents, assignments, segment_counts, gold_docs),
+        "workers": _workers(
+            assignments,
+            by_assignment,
+            segment_counts,
+            external,
+            worker_spans,
+            suggestions,
+            gold,
+            gold_docs,
+            texts,
+            scopes,
+            category_ids,
+        ),
+        "agreement": agreement_report(
+            [span for spans in worker_spans.values() for span in spans],
+            texts,
+            annotated,
+            categories=category_ids,
+            groups=groups,
+            scopes=scopes,
+        ),
+        "categories": _distribution(documents, submitted, by_assignment, category_ids),
+    }
+
+
+def _progress(
+    study: Study,
+    documents: list[Document],
+    assignments: list[Assignment],
+    segment_counts: Mapping[int, int],
+    gold_docs: set[str],
+) -> dict[str, Any]:
+    status_counts: Counter[str] = Counter(a.status for a in assignments)
+    per_doc: dict[int, Counter[str]] = defaultdict(Counter)
+    for a in assignments:
+        per_doc[a.document_id][a.status] += 1
+    needed = study.annotators_per_doc
+    rows = [
+        {
+            "document": doc.external_id,
+            "source": doc.source or "",
+            "gold": doc.external_id in gold_docs,
+            "segments": segment_counts.get(doc.id, 0),
+            "active": per_doc[doc.id]["active"],
+            "submitted": per_doc[doc.id]["submitted"],
+            "needed": needed,
+            "complete": per_doc[doc.id]["submitted"] >= needed,
+        }
+        for doc in documents
+    ]
+    counts = {
+        "total": len(assignments),
+        "active": status_counts.pop("active", 0),
+        "submitted": status_counts.pop("submitted", 0),
+    }
+    counts.update(sorted(status_counts.items()))
+    return {
+        "documents": len(documents),
+        "gold_documents": sum(1 for row in rows if row["gold"]),
+        "complete_documents": sum(1 for row in rows if row["complete"]),
+        "assignments": counts,
+        "per_document": rows,
+    }
+
+
+def _workers(
+    assignments: list[Assignment],
+    by_assignment: Mapping[int, list[Annotation]],
+    segment_counts: Mapping[int, int],
+    external: Mapping[int, str],
+    worker_spans: Mapping[str, list[Span]],
+    suggestions: Mapping[str, list[Span]],
+    gold: Mapping[str, list[Span]],
+    gold_docs: set[str],
+    texts: Mapping[TextKey, str],
+    scopes: Mapping[str, str],
+    category_ids: list[str],
+) -> list[dict[str, Any]]:
+    by_worker: dict[str, list[Assignment]] = defaultdict(list)
+    for a in assignments:
+        by_worker[a.worker_id].append(a)
+    rows = []
+    for worker_id in sorted(by_worker):
+        done = [a for a in by_worker[worker_id] if a.status == "submitted"]
+        docs = [external[a.document_id] for a in done]
+        rates = []
+        for a in done:
+            seconds = _seconds(a.created_at, a.submitted_at)
+            if seconds is not None and segment_counts.get(a.document_id):
+                rates.append(seconds / segment_counts[a.document_id])
+        spans = worker_spans.get(worker_id, [])
+        their_suggestions = [s for doc in docs for s in suggestions.get(doc, [])]
+        gold_done = [doc for doc in docs if doc in gold_docs]
+        gold_score = None
+        if gold_done:
+            scored = precision_recall_f1(
+                [s for s in spans if s.document in gold_done],
+                [g for doc in gold_done for g in gold.get(doc, [])],
+                texts=texts,
+                scopes=scopes,
+                categories=category_ids,
+            )
+            gold_score = {"documents": len(gold_done), **scored}
+        rows.append(
+            {
+                "worker_id": worker_id,
+                "documents_done": len(done),
+                "documents_active": sum(1 for a in by_worker[worker_id] if a.status == "active"),
+                "annotations": sum(len(by_assignment.get(a.id, [])) for a in done),
+                "segments": sum(segment_counts.get(a.document_id, 0) for a in done),
+                "seconds_per_segment": statistics.median(rates) if rates else None,
+                "conditions": sorted({a.condition for a in by_worker[worker_id] if a.condition}),
+                "suggestion_recall": suggestion_recall(
+                    spans,
+                    their_suggestions,
+                    texts=texts,
+                    scopes=scopes,
+                    categories=category_ids,
+                ),
+                "gold": gold_score,
+            }
+        )
+    return rows
+
+
+def _distribution(
+    documents: list[Document],
+    submitted: list[Assignment],
+    by_assignment: Mapping[int, list[Annotation]],
+    category_ids: list[str],
+) -> dict[str, Any]:
+    source = {doc.id: doc.source or "" for doc in documents}
+    overall: Counter[str] = Counter()
+    per_source: dict[str, Counter[str]] = defaultdict(Counter)
+    for a in submitted:
+        for ann in by_assignment.get(a.id, []):
+            overall[ann.category] += 1
+            per_source[source[a.document_id]][ann.category] += 1
+    order = category_ids + sorted(set(overall) - set(category_ids))
+    return {
+        "total": sum(overall.values()),
+        "overall": {cat: overall[cat] for cat in order},
+        "per_source": {
+            src: {cat: per_source[src][cat] for cat in order}
+            for src in sorted({source[doc.id] for doc in documents})
+        },
+    }
+
+
+# --- terminal --------------------------------------------------------------------------
+
+
+def _row(table: Table, *cells: Any) -> None:
+    """Add a row of plain text (no rich markup: ids like "[x]" stay as they are)."""
+    table.add_row(*(Text(str(cell)) for cell in cells))
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
+    study, progress = report["study"], report["progress"]
+    counts = progress["assignments"]
+    console.print(
+        f"Study {study['slug']}: {study['title']} ({study['taxonomy']}, "
+        f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
+    )
+    console.print(
+        f"Documents {progress['documents']} ({progress['gold_documents']} gold), "
+        f"complete {progress['complete_documents']}; assignments {counts['total']}: "
+        f"submitted {counts['submitted']}, active {counts['active']}"
+    )
+
+    docs = Table(title="Progress per document")
+    for column in ("document", "source", "segments", "submitted", "active", "needed", "complete"):
+        docs.add_column(column)
+    for row in progress["per_document"][:max_documents]:
+        _row(
+            docs,
+            row["document"] + (" (gold)" if row["gold"] else ""),
+            row["source"],
+            str(row["segments"]),
+            str(row["submitted"]),
+            str(row["active"]),
+            str(row["needed"]),
+            "yes" if row["complete"] else "no",
+        )
+    console.print(docs)
+    if len(progress["per_document"]) > max_documents:
+        console.print(f"... and {len(progress['per_document']) - max_documents} more documents")
+
+    workers = Table(title="Workers")
+    for column in (
+        "worker",
+        "docs",
+        "active",
+        "annotations",
+        "s/segment",
+        "suggestion recall",
+        "gold P",
+        "gold R",
+        "gold F1",
+    ):
+        workers.add_column(column)
+    for row in report["workers"]:
+        rec, gold = row["suggestion_recall"], row["gold"]
+        overall = gold["overall"] if gold else {}
+        _row(
+            workers,
+            row["worker_id"],
+            str(row["documents_done"]),
+            str(row["documents_active"]),
+            str(row["annotations"]),
+            _num(row["seconds_per_segment"], 1),
+            f"{_num(rec['recall'])} ({rec['caught']}/{rec['total']})",
+            _num(overall.get("precision")),
+            _num(overall.get("recall")),
+            _num(overall.get("f1")),
+        )
+    console.print(workers)
+
+    agreement = report["agreement"]
+    table = Table(
+        title=f"Agreement: Krippendorff's alpha / two-agree % "
+        f"({agreement['workers']} workers, {agreement['documents']} shared documents)"
+    )
+    table.add_column("category")
+    variants = (*LEVELS, NORMALISED)
+    short = {"token": "tok", "sentence": "sent", "segment": "seg", NORMALISED: "tok-norm"}
+    for variant in variants:
+        table.add_column(f"α {short[variant]}", justify="right")
+    for variant in variants:
+        table.add_column(f"2-agree {short[variant]}", justify="right")
+    rows = [
+        *agreement["per_category"].items(),
+        *((f"[{g}]", v) for g, v in agreement["per_group"].items()),
+        ("[all]", agreement["all"]),
+    ]
+    for name, stats in rows:
+        _row(
+            table,
+            name,
+            *(_num(stats[v]["alpha"]) for v in variants),
+            *(_pct(stats[v]["two_agree"]) for v in variants),
+        )
+    console.print(table)
+
+    categories = report["categories"]
+    dist = Table(title=f"Annotations per category ({categories['total']} in all)")
+    dist.add_column("category")
+    dist.add_column("all")
+    for src in categories["per_source"]:
+        dist.add_column(src or "(no source)")
+    for cat, count in categories["overall"].items():
+        _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
+    console.print(dist)
+    return buffer.getvalue()
