@@ -12,7 +12,7 @@ def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
     from flask_wtf.csrf import CSRFProtect
 
-    from app.web import admin, api, pages
+    from app.web import admin, api, health, pages
     from app.web.limits import limiter
 
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
@@ -24,6 +24,7 @@ def register(app: Flask) -> None:
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(admin.bp)
+    app.register_blueprint(health.bp)
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
