@@ -33,9 +33,18 @@ def local_secret_key() -> str:
     except FileNotFoundError:
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
         key = os.urandom(32).hex()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Write under a private name, then link into place: two processes starting at once
+        # (gunicorn workers) both end up with the one key that won, never a half-written one.
+        partial = path.with_name(f"secret_key.{os.getpid()}")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(key)
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            key = path.read_text().strip()
+        finally:
+            partial.unlink(missing_ok=True)
         return key
 
 
