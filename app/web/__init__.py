@@ -7,6 +7,27 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.errors import MarginaliaError
 
+DEFAULT_CSP = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+HSTS = "max-age=31536000; includeSubDomains"
+
+
+def trust_proxy(app: Flask) -> None:
+    """Honour X-Forwarded-* from ``BEHIND_PROXY`` proxies (0: trust none, the default).
+
+    Only then are the client's address (rate limits) and scheme (HSTS, secure URLs) taken
+    from the proxy's headers; a direct client could otherwise forge them.
+    """
+    hops = int(app.config.get("BEHIND_PROXY") or 0)
+    if hops > 0:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops
+        )
+
 
 def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
@@ -15,6 +36,7 @@ def register(app: Flask) -> None:
     from app.web import admin, api, health, pages
     from app.web.limits import limiter
 
+    trust_proxy(app)
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
     limiter.init_app(app)
     csrf = CSRFProtect(app)
@@ -43,11 +65,13 @@ def register(app: Flask) -> None:
 
     @app.after_request
     def _security_headers(response):
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        response.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-            "base-uri 'none'; frame-ancestors 'none'",
-        )
+        headers = response.headers
+        headers.setdefault("X-Content-Type-Options", "nosniff")
+        headers.setdefault("Referrer-Policy", "same-origin")
+        if "Content-Security-Policy" not in headers:
+            # Pages a crowd platform must frame set their own CSP (frame-ancestors naming it).
+            headers["Content-Security-Policy"] = DEFAULT_CSP
+            headers.setdefault("X-Frame-Options", "DENY")
+        if request.is_secure:
+            headers.setdefault("Strict-Transport-Security", HSTS)
         return response
