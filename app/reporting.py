@@ -124,7 +124,6 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             )
 
     suggestions: dict[str, list[Span]] = defaultdict(list)
-    seen: set[tuple[str, int, int, int, str]] = set()
     for sug in session.scalars(
         select(Suggestion)
         .join(Document, Suggestion.document_id == Document.id)
@@ -132,21 +131,9 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         .order_by(Suggestion.id)
     ):
         doc = external[sug.document_id]
-        place = (doc, sug.segment, sug.start, sug.end, sug.category)
-        if place not in seen:
-            seen.add(place)
-            suggestions[doc].append(
-                Span(
-                    doc,
-                    sug.segment,
-                    sug.start,
-                    sug.end,
-                    sug.category,
-                    sug.detector,
-                    sug.text,
-                    sug.id,
-                )
-            )
+        suggestions[doc].append(
+            Span(doc, sug.segment, sug.start, sug.end, sug.category, sug.detector, sug.text, sug.id)
+        )
 
     gold: dict[str, list[Span]] = defaultdict(list)
     for err in session.scalars(
@@ -263,7 +250,7 @@ def _workers(
                 rates.append(seconds / segment_counts[a.document_id])
         spans = worker_spans.get(worker_id, [])
         their_suggestions = [s for doc in docs for s in suggestions.get(doc, [])]
-        gold_done = [doc for doc in docs if doc in gold_docs]
+        gold_done = sorted({doc for doc in docs if doc in gold_docs})
         gold_score = None
         if gold_done:
             scored = precision_recall_f1(

@@ -313,6 +313,18 @@ def precision_recall_f1(
     return {"per_category": per_category, "overall": overall}
 
 
+def _distinct(spans: Iterable[Span]) -> list[Span]:
+    """The spans with repeats of the same place and category dropped (first kept)."""
+    seen: set[tuple[str, int, int | None, int | None, str]] = set()
+    out = []
+    for span in spans:
+        place = (span.document, span.segment, span.start, span.end, span.category)
+        if place not in seen:
+            seen.add(place)
+            out.append(span)
+    return out
+
+
 def suggestion_recall(
     worker_spans: Iterable[Span],
     suggestions: Iterable[Span],
@@ -324,7 +336,9 @@ def suggestion_recall(
     """How many detector suggestions the worker caught, overall and per category.
 
     A suggestion is caught when a worker span matches it (:func:`matches`). Pass the
-    suggestions of the documents the worker did. Returns a JSON-ready dict::
+    suggestions of the documents the worker did; suggestions at the same place (document,
+    segment, start, end, category), e.g. from repeated detector runs, count once (the
+    first one given is kept). Returns a JSON-ready dict::
 
         {"recall": float | None, "caught": int, "total": int,
          "per_category": {cat: {"recall", "caught", "total"}},
@@ -332,7 +346,7 @@ def suggestion_recall(
 
     ``recall`` is None when there were no suggestions.
     """
-    suggestions = list(suggestions)
+    suggestions = _distinct(suggestions)
     flags = _matched_flags(suggestions, list(worker_spans), texts, scopes)
     if categories is None:
         categories = sorted({s.category for s in suggestions})

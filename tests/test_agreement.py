@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections import defaultdict
 from pathlib import Path
 
 import krippendorff
@@ -31,7 +33,7 @@ from app.agreement import (
     two_agree,
     unit_counts,
 )
-from app.scoring import Span
+from app.scoring import Span, sentence_bounds, token_bounds
 from app.taxonomy import load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,3 +241,54 @@ def test_groups_from_the_snac_taxonomy():
         "coherence": ["CharE", "RefE", "SceneE", "InconE"],
         "language": ["RepE", "GramE", "CorefE"],
     }
+
+
+def _snac_synthetic(split: str):
+    """SNaC data as three synthetic workers: worker k marks every error with votes >= k."""
+    from app.scoring import locate
+
+    path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    path = path / "snac" / f"{split}.json"
+    if not path.exists():
+        pytest.skip(f"shared data {path} is not available")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    texts, spans = {}, []
+    for doc, segments in data.items():
+        for index, segment in segments.items():
+            texts[(doc, int(index))] = segment["text"]
+            for error in segment["errors"]:
+                found = locate(segment["text"], error["span"])
+                for k in range(1, 4):
+                    if found and error["votes"] >= k:
+                        spans.append(
+                            mark(f"w{k}", doc, *found, error["error_type"], segment=int(index))
+                        )
+    annotated = {f"w{k}": list(data) for k in range(1, 4)}
+    return texts, spans, annotated
+
+
+def test_snac_dev_matches_a_naive_recomputation():
+    texts, spans, annotated = _snac_synthetic("dev")
+    categories = ["CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE"]
+    report = agreement_report(spans, texts, annotated, categories=categories)
+    by_place = defaultdict(list)
+    for sp in spans:
+        by_place[sp.source, sp.category, sp.key].append(sp)
+    for level, bounds_of in (("token", token_bounds), ("sentence", sentence_bounds)):
+        units = [(key, s, e) for key in sorted(texts) for s, e in bounds_of(texts[key])]
+        assert report["units"][level] == len(units)
+        for category in categories:
+            matrix = [
+                [
+                    int(any(sp.start < e and s < sp.end for sp in by_place[worker, category, key]))
+                    for key, s, e in units
+                ]
+                for worker in ("w1", "w2", "w3")
+            ]
+            expected = package_alpha(matrix)
+            column = np.array(matrix).sum(axis=0)
+            stat = report["per_category"][category][level]
+            assert stat["alpha"] == pytest.approx(expected), (category, level)
+            assert stat["two_agree"] == pytest.approx((column >= 2).sum() / (column >= 1).sum())
+    # workers nest (w3 marks a subset of w2, of w1), so every unit w3 marked has 3 marks
+    assert 0 < report["all"]["token"]["alpha"] < 1

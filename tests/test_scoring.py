@@ -251,6 +251,15 @@ def test_suggestion_recall_overall_per_category_and_missed():
     json.dumps(result)
 
 
+def test_repeated_suggestions_count_once():
+    first = Span("d", 0, 0, 7, "CharE", "rules", "Claudio", ref=1)
+    again = Span("d", 0, 0, 7, "CharE", "t5", "Claudio", ref=9)
+    other = Span("d", 0, 0, 7, "RefE", "t5", "Claudio", ref=10)
+    result = suggestion_recall([], [first, again, other])
+    assert result["total"] == 2
+    assert [m["ref"] for m in result["missed"]] == [1, 10]
+
+
 def test_suggestion_recall_without_suggestions_is_undefined():
     result = suggestion_recall([span(0, 7)], [])
     assert result == {"recall": None, "caught": 0, "total": 0, "per_category": {}, "missed": []}
