@@ -1,0 +1,39 @@
+"""Gunicorn settings for the Procfile's ``web`` process (Heroku, Docker, bare metal).
+
+Every value can be overridden from the environment: PORT, WEB_CONCURRENCY (processes),
+GUNICORN_THREADS, GUNICORN_TIMEOUT. Timeouts stay under Heroku's 30 s router limit; nothing
+a web request does (exports stream, detection runs in ``marginalia worker``) takes longer.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+bind = f"0.0.0.0:{_int('PORT', 5000)}"
+# gthread: each process serves GUNICORN_THREADS requests at once; annotation requests spend
+# most of their time waiting on the database, so threads are cheap concurrency.
+worker_class = "gthread"
+workers = _int("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count()))
+threads = _int("GUNICORN_THREADS", 8)
+# A worker process that stops answering the arbiter's heartbeat for 25 s is killed and replaced
+# (under Heroku's 30 s router limit). With gthread the heartbeat runs beside the request
+# threads, so a long streamed export download is not cut by it.
+timeout = _int("GUNICORN_TIMEOUT", 25)
+graceful_timeout = 20
+keepalive = 5
+# Recycle processes now and then so a slow leak can never take the dyno down.
+max_requests = _int("GUNICORN_MAX_REQUESTS", 5000)
+max_requests_jitter = 500
+# Each process opens its own database pool after the fork (create_app runs per worker).
+preload_app = False
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")

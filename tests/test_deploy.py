@@ -1,0 +1,195 @@
+"""Deployment files: the Procfile's processes start for real (web, release, worker) against a
+``postgres://`` DATABASE_URL, gunicorn's settings follow the environment, and the Docker
+files agree with each other and validate."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.config import Settings, normalise_database_url
+from tests import pg_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def procfile() -> dict[str, str]:
+    processes = {}
+    for line in (REPO / "Procfile").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, command = line.partition(":")
+            processes[name.strip()] = command.strip()
+    return processes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "SECRET_KEY": "deploy-test", **extra}
+    env.pop("FLASK_APP", None)
+    return env
+
+
+def test_procfile_has_web_release_and_worker():
+    processes = procfile()
+    assert set(processes) == {"web", "release", "worker"}
+    assert processes["web"].startswith("gunicorn ")
+    assert "--config gunicorn.conf.py" in processes["web"]
+    assert processes["release"] == "marginalia db upgrade"
+    assert processes["worker"] == "marginalia worker"
+
+
+def test_gunicorn_settings_follow_the_environment(monkeypatch):
+    monkeypatch.setenv("PORT", "4321")
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    settings = runpy.run_path(str(REPO / "gunicorn.conf.py"))
+    assert settings["bind"] == "0.0.0.0:4321"
+    assert settings["workers"] == 3
+    assert settings["worker_class"] == "gthread"
+    assert settings["threads"] >= 2
+    assert 0 < settings["timeout"] < 30  # Heroku's router gives up at 30 s
+    assert settings["graceful_timeout"] < 30
+
+
+def test_postgres_scheme_is_accepted(monkeypatch):
+    assert normalise_database_url("postgres://u:p@h:5432/d") == "postgresql+psycopg2://u:p@h:5432/d"
+    assert normalise_database_url("postgresql://h/d") == "postgresql+psycopg2://h/d"
+    assert normalise_database_url("sqlite:///x.db") == "sqlite:///x.db"
+    monkeypatch.setenv("DATABASE_URL", "postgres://u@db.example:5432/prod")
+    assert Settings().database_url == "postgresql+psycopg2://u@db.example:5432/prod"
+
+
+@pytest.fixture
+def heroku_url(postgres_cluster) -> str:
+    """A fresh, empty database named the way Heroku names it: postgres://..."""
+    url = pg_cluster.create_database(postgres_cluster, f"deploy_{os.getpid()}")
+    return url.replace("postgresql+psycopg2://", "postgres://", 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_procfile_processes_start_on_a_postgres_url(heroku_url, tmp_path):
+    processes = procfile()
+    env = process_env(DATABASE_URL=heroku_url)
+    # release: migrates, and is safe to run again on every deploy
+    for _ in range(2):
+        done = subprocess.run(processes["release"], shell=True, cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "up to date" in done.stdout
+
+    # web: gunicorn on $PORT answers /healthz from the database
+    port = free_port()
+    with (tmp_path / "web.log").open("w") as log:
+        web = subprocess.Popen("exec " + processes["web"], shell=True, cwd=REPO,
+                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=log,
+                               env={**env, "PORT": str(port), "WEB_CONCURRENCY": "1"})
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    assert r.status == 200
+                    assert b'"ok"' in r.read()
+                    break
+            except OSError:
+                assert web.poll() is None, (tmp_path / "web.log").read_text()
+                assert time.time() < deadline, (tmp_path / "web.log").read_text()
+                time.sleep(0.3)
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=30)
+
+    # worker: starts, waits on the queue, stops cleanly on SIGTERM (what a dyno restart sends)
+    worker = subprocess.Popen("exec " + processes["worker"], shell=True, cwd=REPO, start_new_session=True,
+                              env={**env, "DETECTOR_MODEL": "rules"}, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        started = worker.stderr.readline()
+        assert "worker started" in started, started
+        time.sleep(1)
+        assert worker.poll() is None
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+    _, stderr = worker.communicate(timeout=30)
+    assert worker.returncode == 0, stderr
+    assert "worker stopped" in stderr
+
+
+def test_python_version_matches_the_image():
+    version = (REPO / ".python-version").read_text().strip()
+    assert version == "3.11"
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert f"FROM python:{version}-slim" in dockerfile
+
+
+def test_dockerfile_pins_cpu_torch_from_a_build_argument():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "ARG TORCH_VERSION=2.13.0" in dockerfile
+    assert "ARG TORCH_INDEX_URL=" in dockerfile
+    assert '--index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"' in dockerfile
+    assert 'CMD ["gunicorn", "--config", "gunicorn.conf.py", "app:create_app()"]' in dockerfile
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert ".venv" in ignored and ".git" in ignored and "instance" in ignored
+
+
+def check_compose(config: dict) -> None:
+    services = config["services"]
+    assert set(services) >= {"web", "worker", "postgres", "release"}
+    volume = services["postgres"]["volumes"][0]
+    volume = volume if isinstance(volume, str) else f"{volume['source']}:{volume['target']}"
+    assert volume.removesuffix(":rw") == "pgdata:/var/lib/postgresql/data"
+    assert "pgdata" in config["volumes"]
+    for name in ("web", "worker", "release"):
+        env = services[name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://"), name
+        assert "@postgres:5432/" in env["DATABASE_URL"]
+    commands = {name: services[name]["command"] for name in ("web", "worker", "release")}
+    assert commands["release"] == ["marginalia", "db", "upgrade"]
+    assert commands["worker"] == ["marginalia", "worker"]
+    assert commands["web"][:3] == ["gunicorn", "--config", "gunicorn.conf.py"]
+    for name in ("web", "worker"):
+        assert services[name]["depends_on"]["release"]["condition"] == (
+            "service_completed_successfully"
+        )
+    assert services["release"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_compose_file_structure():
+    check_compose(yaml.safe_load((REPO / "docker-compose.yml").read_text()))
+
+
+def compose_command() -> list[str] | None:
+    docker = shutil.which("docker")
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+        return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    return [legacy] if legacy else None
+
+
+def test_docker_compose_config_validates():
+    command = compose_command()
+    if command is None:
+        pytest.skip("neither `docker compose` nor docker-compose is installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
+    done = subprocess.run([*command, "-f", str(REPO / "docker-compose.yml"), "config"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    check_compose(yaml.safe_load(done.stdout))
