@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import krippendorff
+import numpy as np
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
@@ -22,6 +30,7 @@ from app.models import (
     Suggestion,
 )
 from app.reporting import format_report, study_report
+from app.scoring import sentence_bounds
 from app.taxonomy import load_taxonomy, taxonomy_hash
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -304,3 +313,244 @@ def test_empty_study(session):
     assert report["progress"]["documents"] == 0 and report["workers"] == []
     assert report["agreement"]["all"]["token"]["alpha"] is None
     assert "Study empty" in format_report(report)
+
+
+# --- acceptance: SNaC dev, three synthetic workers, report --json vs the CSV export ----
+
+TOKEN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")  # the documented token definition
+SNAC_CATEGORIES = ["CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE"]
+SNAC_GROUPS = {
+    "coherence": ["CharE", "RefE", "SceneE", "InconE"],
+    "language": ["RepE", "GramE", "CorefE"],
+}
+
+
+def _first(text: str, needle: str) -> tuple[int, int] | None:
+    at = text.find(needle)
+    if at < 0:
+        at = text.lower().find(needle.lower())
+    return (at, at + len(needle)) if needle and at >= 0 else None
+
+
+def _merge_overlapping(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each range replaced by the union of everything it overlaps, transitively (naive)."""
+    out = list(ranges)
+    changed = True
+    while changed:
+        changed = False
+        for i, (s1, e1) in enumerate(out):
+            for j, (s2, e2) in enumerate(out):
+                if s1 < e2 and s2 < e1 and (s1, e1) != (s2, e2):
+                    out[i] = out[j] = (min(s1, s2), max(e1, e2))
+                    changed = True
+    return out
+
+
+def _naive_agreement(rows, texts, workers, scopes):
+    """Alpha and two-agree per category, group and level, straight from CSV rows."""
+    per_place = defaultdict(list)  # (worker, doc, seg, cat) -> [(start, end)]
+    for row in rows:
+        key = (row["document"], int(row["segment"]))
+        start, end = int(row["span_start"]), int(row["span_end"])
+        if scopes[row["category"]] == "sentence":  # widen to the sentences it touches
+            touched = [(s, e) for s, e in sentence_bounds(texts[key]) if start < e and s < end]
+            start, end = min(start, touched[0][0]), max(end, touched[-1][1])
+        per_place[(row["worker_id"], *key, row["category"])].append((start, end))
+    normalised = defaultdict(list)
+    for doc, seg in texts:
+        for cat in SNAC_CATEGORIES:
+            owners, ranges = [], []
+            for worker in workers:
+                for r in per_place.get((worker, doc, seg, cat), []):
+                    owners.append(worker)
+                    ranges.append(r)
+            for worker, r in zip(owners, _merge_overlapping(ranges), strict=True):
+                normalised[(worker, doc, seg, cat)].append(r)
+    units = {
+        "token": [(k, m.start(), m.end()) for k in sorted(texts) for m in TOKEN.finditer(texts[k])],
+        "sentence": [(k, s, e) for k in sorted(texts) for s, e in sentence_bounds(texts[k])],
+        "segment": [(k, 0, len(texts[k])) for k in sorted(texts)],
+    }
+    units["token_normalised"] = units["token"]
+    result = {}
+    for name, cats in [
+        *((c, [c]) for c in SNAC_CATEGORIES),
+        *SNAC_GROUPS.items(),
+        ("all", SNAC_CATEGORIES),
+    ]:
+        result[name] = {}
+        for level, level_units in units.items():
+            marks = normalised if level == "token_normalised" else per_place
+            matrix = np.array(
+                [
+                    [
+                        int(
+                            any(
+                                level == "segment" or (a < e and s < b)
+                                for cat in cats
+                                for a, b in marks.get((w, *key, cat), [])
+                            )
+                        )
+                        for key, s, e in level_units
+                    ]
+                    for w in workers
+                ]
+            )
+            column = matrix.sum(axis=0)
+            alpha = None
+            if 0 < column.sum() < matrix.size:
+                alpha = float(
+                    krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+                )
+            result[name][level] = {
+                "alpha": alpha,
+                "two_agree": (column >= 2).sum() / (column >= 1).sum() if column.any() else None,
+                "marked_units": int((column >= 1).sum()),
+            }
+    return result
+
+
+@pytest.mark.slow
+def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
+    dev_path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    dev_path = dev_path / "snac" / "dev.json"
+    if not dev_path.exists():
+        pytest.skip(f"shared data {dev_path} is not available")
+    dev = json.loads(dev_path.read_text(encoding="utf-8"))
+    for segments in dev.values():  # SNaC dev has one SceneE error with an empty span
+        for segment in segments.values():
+            segment["errors"] = [e for e in segment["errors"] if e["span"].strip()]
+    dev_path = tmp_path / "dev.json"
+    dev_path.write_text(json.dumps(dev), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'snac.db'}"
+    env = {**os.environ, "DATABASE_URL": url}
+    marginalia = str(Path(sys.executable).parent / "marginalia")
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [marginalia, *args], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    run("db", "upgrade")
+    run(
+        "study",
+        "create",
+        "snac-dev",
+        "--taxonomy",
+        str(ROOT / "taxonomies" / "snac.yaml"),
+        "--annotators-per-doc",
+        "3",
+        "--suggestions",
+        "off",
+    )
+    run("import", "snac-dev", str(dev_path), "--format", "snac", "--gold", "--no-ner")
+
+    # three synthetic workers: worker k marks every error that k or more annotators marked
+    from app import create_app
+    from app.assignments import add_annotation, find_document, open_assignment, submit
+    from app.db import session_scope
+    from app.studies import get_study
+
+    app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
+    workers = ["w1", "w2", "w3"]
+    with app.app_context(), session_scope() as session:
+        study = get_study(session, "snac-dev")
+        kinds = {c["id"]: c["kind"] for c in study.taxonomy["categories"]}
+        for doc_id, segments in dev.items():
+            document = find_document(session, study, doc_id)
+            for k, worker in enumerate(workers, start=1):
+                assignment, _ = open_assignment(session, study, document, worker)
+                for index, segment in segments.items():
+                    for n, error in enumerate(segment["errors"]):
+                        found = _first(segment["text"], error["span"])
+                        if error["votes"] < k or not found:
+                            continue
+                        span = {
+                            "segment": int(index),
+                            "start": found[0],
+                            "end": found[1],
+                            "text": segment["text"][found[0] : found[1]],
+                        }
+                        add_annotation(
+                            session,
+                            assignment,
+                            {
+                                **span,
+                                "category": error["error_type"],
+                                "client_id": f"{index}-{n}",
+                                "paired": span if kinds[error["error_type"]] == "paired" else None,
+                            },
+                        )
+                submit(session, assignment)
+        app.extensions["db_engine"].dispose()
+
+    report = json.loads(run("report", "snac-dev", "--json"))
+    rows = [
+        r
+        for r in csv.DictReader(io.StringIO(run("export", "snac-dev", "--format", "csv")))
+        if r["completion_code"] and r["category"]
+    ]
+    texts = {(doc, int(i)): seg["text"] for doc, segs in dev.items() for i, seg in segs.items()}
+    scopes = {c: "sentence" if c == "SceneE" else "span" for c in SNAC_CATEGORIES}
+
+    # per-worker counts and the category distribution
+    by_worker = {w["worker_id"]: w for w in report["workers"]}
+    assert sorted(by_worker) == workers
+    for worker in workers:
+        assert by_worker[worker]["annotations"] == sum(r["worker_id"] == worker for r in rows)
+        assert by_worker[worker]["documents_done"] == len(dev)
+    assert report["categories"]["total"] == len(rows)
+    assert report["categories"]["overall"] == {
+        c: sum(r["category"] == c for r in rows) for c in SNAC_CATEGORIES
+    }
+    assert report["progress"]["complete_documents"] == len(dev)
+
+    # gold P/R/F1: the gold is SNaC's own errors, so every worker span matches one (P = 1);
+    # recall counts the gold errors that some span of the worker matches (same category,
+    # overlapping; SceneE: a shared sentence)
+    def same_place(text, cat, a, b):
+        if scopes[cat] == "sentence":
+            return any(
+                a[0] < e and s < a[1] and b[0] < e and s < b[1] for s, e in sentence_bounds(text)
+            )
+        return a[0] < b[1] and b[0] < a[1]
+
+    gold = [
+        (doc, int(i), e["error_type"], _first(seg["text"], e["span"]))
+        for doc, segs in dev.items()
+        for i, seg in segs.items()
+        for e in seg["errors"]
+    ]
+    for worker in workers:
+        mine = [r for r in rows if r["worker_id"] == worker]
+        matched = sum(
+            1
+            for doc, seg, cat, where in gold
+            if where
+            and any(
+                r["document"] == doc
+                and int(r["segment"]) == seg
+                and r["category"] == cat
+                and same_place(
+                    texts[doc, seg], cat, where, (int(r["span_start"]), int(r["span_end"]))
+                )
+                for r in mine
+            )
+        )
+        overall = by_worker[worker]["gold"]["overall"]
+        assert overall["predicted"] == len(mine) and overall["gold"] == len(gold)
+        assert overall["precision"] == 1.0
+        assert overall["recall"] == pytest.approx(matched / len(gold))
+        assert 0 < overall["recall"] <= 1
+
+    # agreement: every category, group and level, recomputed naively from the CSV rows
+    expected = _naive_agreement(rows, texts, workers, scopes)
+    agreement = report["agreement"]
+    assert agreement["documents"] == len(dev) and agreement["workers"] == 3
+    assert agreement["units"]["token"] == sum(len(TOKEN.findall(t)) for t in texts.values())
+    got = {**agreement["per_category"], **agreement["per_group"], "all": agreement["all"]}
+    for name, levels in expected.items():
+        for level, stat in levels.items():
+            assert got[name][level] == pytest.approx(stat), (name, level)
