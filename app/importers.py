@@ -134,7 +134,8 @@ def _parse_gold_errors(errors: Any, problem: _Problem, doc: str, index: int) -> 
             raise problem("each error must be an object", doc, index)
         span, category = error.get("span"), error.get("error_type")
         votes = error.get("votes", 1)
-        if not isinstance(span, str) or not span.strip():
+        if not isinstance(span, str):
+            # An empty span is kept (SNaC's release has one); it is stored as unlocated.
             raise problem('an error has no "span" text', doc, index)
         if not isinstance(category, str) or not category:
             raise problem(f'error {span[:40]!r} has no "error_type"', doc, index)
@@ -191,6 +192,20 @@ def _parse_jsonl(text: str, problem: _Problem) -> list[DocumentInput]:
     return documents
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing repeated keys, which ``json`` would silently drop."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def detect_format(path: Path, data: Any) -> str:
     """Guess the format from the file name and the shape of its first document."""
     if path.suffix == ".jsonl":
@@ -229,9 +244,12 @@ def parse_documents(
     data: Any = None
     if fmt != "jsonl" and not (fmt == "auto" and path.suffix == ".jsonl"):
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        except _DuplicateKey as exc:
+            raise problem(f"key {exc.args[0]!r} appears twice in one JSON object "
+                          "(a document id or segment key used twice)") from None
     if fmt == "auto":
         fmt = detect_format(path, data)
     if gold and fmt != "snac":
