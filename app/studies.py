@@ -98,7 +98,10 @@ def create_study(
 
 
 def _locate(text: str, span: str) -> tuple[int, int] | None:
-    """First occurrence of ``span`` in ``text`` (exact, then case-insensitive)."""
+    """First occurrence of ``span`` in ``text`` (exact, then case-insensitive); None for an
+    empty span (SNaC's release has one), which has no place."""
+    if not span.strip():
+        return None
     at = text.find(span)
     if at < 0:
         at = text.lower().find(span.lower())
