@@ -1,0 +1,744 @@
+"""Entity cues: find the people (or places, organisations) a reader tracks, and group mentions.
+
+``find_entities`` runs spaCy over every segment in one batched pass, keeps mentions with the
+wanted labels and groups them the way a reader would ("John Fenwick", "Fenwick" and
+"Mr. Fenwick" are one person; "Mr. Morrison" and "Mrs. Morrison" are two). Offsets are Unicode
+code-point offsets into a segment's plain text, end exclusive.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.nlp import load_pipeline
+
+__all__ = [
+    "DocumentEntities",
+    "FoundEntity",
+    "FoundMention",
+    "find_entities",
+    "load_pipeline",
+    "store_entities",
+    "strip_entity_markup",
+]
+
+Cluster = tuple[int, int, str]
+
+
+@dataclass(frozen=True)
+class FoundEntity:
+    """One entity of a document: ``name`` is its fullest form, ``first_segment`` where it first appears."""
+
+    key: str
+    name: str
+    label: str
+    first_segment: int
+
+
+@dataclass(frozen=True)
+class FoundMention:
+    """Where an entity is named: ``text[start:end]`` of segment ``segment``."""
+
+    entity: str
+    segment: int
+    start: int
+    end: int
+    label: str
+
+
+@dataclass
+class DocumentEntities:
+    """The entities of one document and their mentions, in reading order."""
+
+    entities: list[FoundEntity] = field(default_factory=list)
+    mentions: list[FoundMention] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- FALTE markup
+
+_NE_SPAN = re.compile(
+    r"""<span\b[^>]*?\bclass\s*=\s*["'][^"']*?\bne-(\w+)[^"']*["'][^>]*>(.*?)</span\s*>""",
+    re.IGNORECASE | re.DOTALL,
+)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _plain(fragment: str) -> str:
+    return html.unescape(_TAG.sub("", fragment))
+
+
+def strip_entity_markup(html_segment: str) -> tuple[str, list[Cluster]]:
+    """Strip HTML from a FALTE segment; return its plain text and its marked names.
+
+    Each ``<span class="ne ne-N">Name</span>`` becomes ``(start, end, "N")`` in the plain text,
+    trimmed of the whitespace FALTE leaves inside spans. Other tags are dropped, entities
+    unescaped, and the whole text is stripped of leading and trailing whitespace.
+    """
+    parts: list[str] = []
+    marks: list[Cluster] = []
+    length = 0
+    pos = 0
+    for match in _NE_SPAN.finditer(html_segment):
+        before = _plain(html_segment[pos : match.start()])
+        parts.append(before)
+        length += len(before)
+        inner = _plain(match.group(2))
+        stripped = inner.strip()
+        if stripped:
+            start = length + (len(inner) - len(inner.lstrip()))
+            marks.append((start, start + len(stripped), match.group(1)))
+        parts.append(inner)
+        length += len(inner)
+        pos = match.end()
+    parts.append(_plain(html_segment[pos:]))
+    text = "".join(parts)
+    lead = len(text) - len(text.lstrip())
+    text = text.strip()
+    marks = [
+        (s - lead, e - lead, c) for s, e, c in marks if s - lead >= 0 and e - lead <= len(text)
+    ]
+    return text, marks
+
+
+# --------------------------------------------------------------------------- name lexicon
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+MALE_TITLES = _words(
+    "mr mister sir lord king prince duke count earl baron marquis master monsieur don signor "
+    "signore senor señor herr father brother friar uncle emperor sultan rajah tsar czar abbot "
+    "pope abbe abbé"
+)
+FEMALE_TITLES = _words(
+    "mrs ms miss lady queen princess duchess countess baroness marquise dame madame mme mlle "
+    "mademoiselle madam donna doña signora senora señora frau fraulein mother sister aunt "
+    "empress abbess mistress"
+)
+NEUTRAL_TITLES = _words(
+    "dr doctor captain capt colonel col general gen major lieutenant lt sergeant sgt admiral "
+    "commander professor prof judge reverend rev cardinal bishop inspector detective officer "
+    "nurse governor senator president chancellor mayor sheriff agent coach chief"
+)
+TITLES = MALE_TITLES | FEMALE_TITLES | NEUTRAL_TITLES
+# Capitalised role nouns that name a character on their own ("the Clown", "POET").
+ROLES = TITLES | _words(
+    "clown fool poet painter jeweller jeweler merchant mercer shepherd shepherdess servant "
+    "pilot mariner messenger soldier narrator stranger ghost witch hermit porter steward "
+    "widow priest monk nun gardener gaoler jailer watchman musician professor pedlar peddler "
+    "boatswain gentleman gentlewoman host hostess landlord landlady apothecary physician "
+    "tribune emissary ambassador knight squire herald page"
+)
+NAME_PARTICLES = _words("de du des da di del della van von der den la le st ibn bin al")
+SUFFIXES = _words("jr sr ii iii iv junior senior")
+KIN = _words(
+    "daughter son wife husband father mother brother sister uncle aunt nephew niece cousin "
+    "servant maid friend lover fiance fiancé fiancee fiancée widow mistress master nurse "
+    "children child baby sons daughters brothers sisters parents family heir bride groom "
+    "grandfather grandmother grandson granddaughter stepfather stepmother stepson "
+    "stepdaughter father-in-law mother-in-law son-in-law daughter-in-law sister-in-law "
+    "brother-in-law girlfriend boyfriend companion wife's love death life"
+)
+PLACE_WORDS = _words(
+    "house park street hall castle island river city farm abbey church court road bay forest "
+    "mountain mountains lake palace inn hotel school college university hospital manor square "
+    "bridge tower navy army company republic kingdom empire states county village town "
+    "valley sea ocean station prison cathedral chapel street avenue lane garden gardens "
+    "club society senate parliament council ministry department office corporation "
+    "inc ltd bank theatre theater museum academy"
+)
+PLACE_PREPOSITIONS = _words(
+    "in at from into near across through throughout toward towards around outside inside "
+    "onto within"
+)
+MOTION_VERBS = _words(
+    "go goes went going gone arrive arrives arrived arriving return returns returned "
+    "returning travel travels traveled travelled leave leaves left leaving reach reaches "
+    "reached visit visits visited enter enters entered flee flees fled move moves moved "
+    "sail sails sailed rule rules ruled invade invades invaded attack attacks attacked"
+)
+NOT_NAMES = _words(
+    "enter exit exeunt act scene chapter part book meanwhile later then i the a an and or but "
+    "he she they we it his her their its god ok yes no oh"
+)
+PERSON_LIKE_LABELS = _words("ORG GPE NORP LOC FAC PRODUCT WORK_OF_ART EVENT LAW LANGUAGE")
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])$")
+VERB_TAGS = frozenset({"VBZ", "VBD", "VBP", "MD"})
+NAME_TAGS = frozenset({"NNP", "NNPS"})
+NOT_NAME_TAGS = frozenset(
+    {"MD", "VB", "VBP", "VBZ", "VBD", "RB", "IN", "DT", "PRP", "CC", "WDT", "WP"}
+)
+# Abbreviated titles never name a character on their own.
+ABBREVIATED_TITLES = _words("mr mrs ms dr lt capt col gen sgt rev prof mme mlle st m")
+_WORD = re.compile(r"[^\W\d_][\w.'’-]*", re.UNICODE)
+
+
+def _bare(word: str) -> str:
+    return word.casefold().rstrip(".")
+
+
+def _is_capitalised(word: str) -> bool:
+    return bool(word) and word[0].isupper()
+
+
+@dataclass(frozen=True)
+class ParsedName:
+    """A mention's name split the way grouping needs: titles, given name, surname."""
+
+    titles: tuple[str, ...]
+    names: tuple[str, ...]  # casefolded name words, titles and suffixes removed
+    gender: str | None
+
+    @property
+    def first(self) -> str | None:
+        return self.names[0] if len(self.names) >= 2 else None
+
+    @property
+    def last(self) -> str | None:
+        return self.names[-1] if self.names else None
+
+    @property
+    def full(self) -> str:
+        return " ".join(self.names)
+
+
+def parse_name(text: str) -> ParsedName:
+    """Split "Mr. John Fenwick's" into titles ("mr",), names ("john", "fenwick") and gender."""
+    words = text.split()
+    if len(words) > 1 and words[0].casefold() in ("the", "a", "an"):
+        words = words[1:]
+    if words:
+        words[-1] = POSSESSIVE.sub("", words[-1]) or words[-1]
+    titles: list[str] = []
+    i = 0
+    while i < len(words) - 1 and _bare(words[i]) in TITLES:
+        titles.append(_bare(words[i]))
+        i += 1
+    rest = [w for w in words[i:] if _bare(w) not in SUFFIXES or len(words) - i == 1]
+    if len(rest) == 1 and not titles and _bare(rest[0]) in ROLES:
+        titles, rest = [_bare(rest[0])], []
+    names = tuple(_bare(w) for w in rest if _bare(w) not in NAME_PARTICLES or w == rest[-1])
+    genders = {"m" if t in MALE_TITLES else "f" for t in titles if t not in NEUTRAL_TITLES}
+    gender = genders.pop() if len(genders) == 1 else None
+    return ParsedName(tuple(titles), names, gender)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class _Candidate:
+    segment: int
+    start: int
+    end: int
+    text: str
+    label: str  # the NER label, or "" for a proper-noun run the NER left out
+    score: float = 0.0  # person evidence from this occurrence's context
+    role: bool = False  # a bare role noun ("the Prince", "POET")
+    key: str = ""
+
+    def overlaps(self, other: _Candidate) -> bool:
+        return self.segment == other.segment and self.start < other.end and other.start < self.end
+
+
+def _trim(doc: Any, start: int, end: int) -> tuple[int, int]:
+    """Token range without a leading determiner, trailing possessive or punctuation."""
+    while start < end and (
+        doc[start].lower_ in ("a", "an")
+        or _bare(doc[start].text) in NOT_NAMES
+        or doc[start].is_punct
+    ):
+        start += 1
+    while end > start and (
+        doc[end - 1].is_punct or doc[end - 1].tag_ == "POS" or doc[end - 1].lower_ in ("'s", "’s")
+    ):
+        end -= 1
+    return start, end
+
+
+def _extend_titles(doc: Any, start: int) -> int:
+    while (
+        start > 0 and _bare(doc[start - 1].text) in TITLES and _is_capitalised(doc[start - 1].text)
+    ):
+        start -= 1
+    return start
+
+
+def _context_score(doc: Any, start: int, end: int, label: str) -> float:
+    """Evidence, from one occurrence, that a proper name names a person (> 0) or a place (< 0)."""
+    score = 0.0
+    if label == "PERSON":
+        score += 2
+    elif label in PLACE_LABELS:
+        score -= 0.5
+    words = [_bare(t.text) for t in doc[start:end]]
+    if words and words[0] in TITLES and len(words) > 1:
+        score += 3
+    if any(w in PLACE_WORDS for w in words[1:] or words):
+        score -= 3
+    prev = doc[start - 1] if start > 0 else None
+    nxt = doc[end] if end < len(doc) else None
+    if prev is not None:
+        before = doc[start - 2] if start > 1 else None
+        if prev.lower_ in PLACE_PREPOSITIONS:
+            score -= 1.5
+        elif prev.text == "," and before is not None and before.lower_ in KIN:
+            score += 2  # "his wife, Fulvia,"
+        elif prev.tag_.startswith("VB") and prev.lower_ not in MOTION_VERBS:
+            score += 1
+        elif prev.lower_ == "of":
+            score -= 0.5
+            nxt = None  # in "Don Pedro of Aragon arrives" the verb is Don Pedro's
+        elif prev.lower_ in ("by", "with"):
+            score += 0.5
+    if nxt is not None and nxt.text == "," and end + 1 < len(doc) and doc[end + 1].lower_ == "who":
+        score += 2  # "Lance, who ..."
+    elif nxt is not None:
+        if nxt.lower_ == "who":
+            score += 2
+        elif nxt.tag_ in VERB_TAGS or nxt.lower_ in ("says", "tells", "asks"):
+            score += 1
+        elif nxt.tag_ == "POS" or nxt.lower_ in ("'s", "’s", "'"):
+            after = doc[end + 1] if end + 1 < len(doc) else None
+            score += 2 if after is not None and after.lower_ in KIN else 0.5
+    return score
+
+
+def _is_name_token(token: Any) -> bool:
+    text = token.text
+    if not _is_capitalised(text) or _bare(text) in NOT_NAMES or not _WORD.fullmatch(text):
+        return False
+    return token.tag_ in NAME_TAGS or (token.i > 0 and not token.is_sent_start and token.tag_ != "")
+
+
+def _proper_runs(doc: Any, taken: list[bool]) -> Iterable[tuple[int, int]]:
+    """Maximal runs of proper-noun tokens (with name particles inside) not already taken."""
+    i, n = 0, len(doc)
+    while i < n:
+        if taken[i] or not (doc[i].tag_ in NAME_TAGS and _is_name_token(doc[i])):
+            i += 1
+            continue
+        j = i + 1
+        while j < n and not taken[j]:
+            tok = doc[j]
+            if tok.tag_ in NAME_TAGS and _is_name_token(tok):
+                j += 1
+            elif (
+                tok.lower_ in NAME_PARTICLES
+                and j + 1 < n
+                and doc[j + 1].tag_ in NAME_TAGS
+                and _is_name_token(doc[j + 1])
+            ):
+                j += 2
+            else:
+                break
+        yield i, j
+        i = j
+
+
+def _looks_like_group(span: Any, label: str) -> bool:
+    """Plural names and shouted phrases: "the Jesuits", "African Americans", "YOU ARE OLD"."""
+    last = span[-1]
+    if label == "PERSON" or _bare(span[0].text) in TITLES or _bare(last.text) in ROLES:
+        return False
+    if last.tag_ == "NNPS" or (label == "NORP" and last.text.endswith("s")):
+        return True
+    return len(span) >= 3 and all(t.text.isupper() for t in span)
+
+
+def _is_sentence_start(doc: Any, i: int) -> bool:
+    return i == 0 or doc[i - 1].text in (".", "!", "?", '"', "“", ":", ";")
+
+
+def _segment_candidates(doc: Any, segment: int, labels: frozenset[str]) -> list[_Candidate]:
+    """Every name in one segment that might be a wanted entity, with its context evidence."""
+    out: list[_Candidate] = []
+    taken = [False] * len(doc)
+    want_person = "PERSON" in labels
+
+    def add(start: int, end: int, label: str, role: bool = False) -> None:
+        start, end = _trim(doc, start, end)
+        if start >= end:
+            return
+        if end - start == 1 and _bare(doc[start].text) in ROLES:
+            role = True
+            if start > 0 and doc[start - 1].lower_ == "the":
+                start -= 1
+        if not role:
+            start = _extend_titles(doc, start)
+        span = doc[start:end]
+        text = span.text
+        if sum(ch.isalpha() for ch in text) < 2 or _looks_like_group(span, label):
+            return
+        if role and (_bare(doc[end - 1].text) in ABBREVIATED_TITLES or text.endswith(".")):
+            return
+        score = _context_score(doc, start, end, label)
+        out.append(_Candidate(segment, span.start_char, span.end_char, text, label, score, role))
+        for k in range(start, end):
+            taken[k] = True
+
+    for ent in doc.ents:
+        for k in range(ent.start, ent.end):
+            taken[k] = True
+    for ent in doc.ents:
+        if ent.label_ in labels:
+            add(ent.start, ent.end, ent.label_)
+        elif want_person and ent.label_ in PERSON_LIKE_LABELS:
+            if doc[ent.start].lower_ == "the" and not any(_bare(t.text) in ROLES for t in ent):
+                continue  # "the Coast Guard", "the Dominican Republic"
+            add(ent.start, ent.end, ent.label_)
+    if not want_person:
+        return out
+    for start, end in list(_proper_runs(doc, taken)):
+        if end - start == 1 and _bare(doc[start].text) in ROLES:
+            continue  # bare role nouns are handled below
+        if end - start == 1 and _is_sentence_start(doc, start) and doc[start].tag_ not in NAME_TAGS:
+            continue
+        add(start, end, "")
+    for tok in doc:
+        word = _bare(tok.text)
+        if taken[tok.i] or word not in ROLES or not _is_capitalised(tok.text):
+            continue
+        nxt = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
+        if nxt is not None and _is_capitalised(nxt.text) and nxt.tag_ in NAME_TAGS:
+            continue  # a title before a name, not a bare role
+        prev = doc[tok.i - 1] if tok.i > 0 else None
+        with_article = prev is not None and prev.lower_ == "the"
+        leads = nxt is not None and nxt.tag_ in VERB_TAGS and tok.tag_ in NAME_TAGS  # "Nurse tells"
+        if not (with_article or tok.text.isupper() or leads or not _is_sentence_start(doc, tok.i)):
+            continue
+        start = tok.i - 1 if with_article else tok.i
+        span = doc[start : tok.i + 1]
+        out.append(
+            _Candidate(segment, span.start_char, span.end_char, span.text, "", 1.0, role=True)
+        )
+        taken[tok.i] = True
+    return out
+
+
+# --------------------------------------------------------------------------- person decision
+
+
+def _name_key(text: str) -> str:
+    parsed = parse_name(text)
+    return parsed.full or " ".join(parsed.titles)
+
+
+def _decide_people(candidates: list[_Candidate]) -> set[str]:
+    """Name keys that, over the whole document, a reader would take for people."""
+    scores: dict[str, float] = defaultdict(float)
+    for cand in candidates:
+        scores[cand.key] += cand.score
+    people = {k for k, s in scores.items() if s > 0 and k}
+    # Name parts: "Pedro" is a person when "Don Pedro" is.
+    parts = {w for k in people for w in k.split() if len(k.split()) > 1}
+    for key, score in scores.items():
+        if key and key not in people and score >= 0 and set(key.split()) <= parts:
+            people.add(key)
+    return people
+
+
+def _list_neighbours(
+    candidates: list[_Candidate], texts: Sequence[str], people: set[str]
+) -> set[str]:
+    """Keys joined to a person's name by ", " or " and " ("Claudio, Benedick, and Balthasar")."""
+    found: set[str] = set()
+    ordered = sorted(candidates, key=lambda c: (c.segment, c.start))
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if a.segment != b.segment:
+            continue
+        gap = texts[a.segment][a.end : b.start].strip().lower()
+        if gap not in (",", "and", ", and", "&", "or"):
+            continue
+        if a.key in people and b.key not in people:
+            found.add(b.key)
+        elif b.key in people and a.key not in people:
+            found.add(a.key)
+    return found
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+@dataclass
+class _Group:
+    key: str
+    label: str
+    forms: list[tuple[int, str]] = field(default_factory=list)  # (reading order, text)
+    titles: set[str] = field(default_factory=set)
+    firsts: set[str] = field(default_factory=set)
+    lasts: set[str] = field(default_factory=set)
+    singles: set[str] = field(default_factory=set)
+    fulls: set[str] = field(default_factory=set)
+    gender: str | None = None
+    last_seen: int = 0
+
+    def add(self, parsed: ParsedName, text: str, order: int) -> None:
+        self.forms.append((order, text))
+        self.titles.update(parsed.titles)
+        if parsed.first:
+            self.firsts.add(parsed.first)
+        if len(parsed.names) >= 2:
+            self.lasts.add(parsed.names[-1])
+        elif parsed.names:
+            self.singles.add(parsed.names[0])
+        if parsed.full:
+            self.fulls.add(parsed.full)
+        self.gender = self.gender or parsed.gender
+        self.last_seen = order
+
+    def accepts(self, parsed: ParsedName) -> bool:
+        if parsed.gender and self.gender and parsed.gender != self.gender:
+            return False
+        if not parsed.names:  # a bare title or role: "the Prince"
+            return bool(set(parsed.titles) & self.titles)
+        if parsed.full in self.fulls:
+            return True
+        if parsed.first:  # "John Fenwick"
+            last = parsed.names[-1]
+            if self.firsts and parsed.first not in self.firsts:
+                return False
+            if last in self.lasts or (last in self.singles and not self.firsts):
+                return True
+            return parsed.first in self.singles and not self.lasts
+        single = parsed.names[0]  # "Fenwick", "Mr. Fenwick", "Pedro"
+        if single in self.lasts or single in self.singles:
+            return True
+        # A bare given name joins "John Fenwick"; a titled one ("Don John") only a titled group.
+        return single in self.firsts and (
+            not parsed.titles or bool(self.titles & set(parsed.titles))
+        )
+
+    def name(self) -> str:
+        best = max(
+            self.forms,
+            key=lambda f: (len(parse_name(f[1]).names), len(f[1].split()), -f[0]),
+        )
+        name = POSSESSIVE.sub("", best[1]) if len(best[1]) > 2 else best[1]
+        return "the " + name[4:] if name.startswith("The ") else name
+
+
+def _group(
+    mentions: list[tuple[int, int, int, str, str]], next_key: Iterable[str]
+) -> tuple[list[_Group], list[tuple[_Group, int, int, int]]]:
+    """Group (segment, start, end, text, label) mentions in reading order, reader-style."""
+    groups: list[_Group] = []
+    placed: list[tuple[_Group, int, int, int]] = []
+    keys = iter(next_key)
+    for order, (segment, start, end, text, label) in enumerate(sorted(mentions)):
+        parsed = parse_name(text) if label == "PERSON" else ParsedName((), (text.casefold(),), None)
+        match = None
+        for group in sorted(groups, key=lambda g: -g.last_seen):
+            if group.label == label and (
+                group.accepts(parsed) if label == "PERSON" else parsed.full in group.fulls
+            ):
+                match = group
+                break
+        if match is None:
+            match = _Group(next(keys), label)
+            groups.append(match)
+        match.add(parsed, text, order)
+        placed.append((match, segment, start, end))
+    return groups, placed
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _whole_word_occurrences(text: str, form: str) -> Iterable[tuple[int, int]]:
+    pattern = re.compile(r"(?<![\w])" + re.escape(form) + r"(?![\w])")
+    for match in pattern.finditer(text):
+        yield match.start(), match.end()
+
+
+def _name_part(text: str) -> str:
+    """``text`` without leading titles: the form to look for elsewhere ("Fenwick" of "Mr. Fenwick")."""
+    words = text.split(" ")
+    while len(words) > 1 and _bare(words[0]) in TITLES:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _other_occurrences(
+    candidates: list[_Candidate], docs: Sequence[Any], texts: Sequence[str]
+) -> list[_Candidate]:
+    """Every other whole-word occurrence of a candidate's name, with its own context evidence.
+
+    The tagger and NER miss some occurrences of a name ("Antigonus leaves"); a reader still
+    sees them, and each one is more evidence of what the name stands for.
+    """
+    forms = {_name_part(c.text): c.key for c in candidates if not c.role}
+    added: list[_Candidate] = []
+    occupied: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for c in candidates:
+        occupied[c.segment].append((c.start, c.end))
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) < 2:
+            continue
+        for segment, text in enumerate(texts):
+            if form not in text:
+                continue
+            doc = docs[segment]
+            for start, end in _whole_word_occurrences(text, form):
+                if any(s < end and start < e for s, e in occupied[segment]):
+                    continue
+                span = doc.char_span(start, end, alignment_mode="strict")
+                if span is None or span[0].tag_ in NOT_NAME_TAGS:
+                    continue
+                if span[0].ent_type_ and span[0].ent_type_ not in PERSON_LIKE_LABELS | {"PERSON"}:
+                    continue  # "May" the month
+                score = _context_score(doc, span.start, span.end, span[0].ent_type_)
+                added.append(_Candidate(segment, start, end, form, "", score, key=forms[form]))
+                occupied[segment].append((start, end))
+    return added
+
+
+def _document_entities(
+    docs: Sequence[Any], texts: Sequence[str], labels: tuple[str, ...]
+) -> DocumentEntities:
+    wanted = frozenset(labels)
+    candidates: list[_Candidate] = []
+    for segment, doc in enumerate(docs):
+        candidates.extend(_segment_candidates(doc, segment, wanted))
+    for cand in candidates:
+        cand.key = _name_key(cand.text)
+    people: set[str] = set()
+    if "PERSON" in wanted:
+        candidates += _other_occurrences(candidates, docs, texts)
+        people = _decide_people(candidates)
+        totals: dict[str, float] = defaultdict(float)
+        for cand in candidates:
+            totals[cand.key] += cand.score
+        while True:  # "Enter Caesar, AGRIPPA, DOLABELLA, GALLUS": follow the whole list
+            more = {k for k in _list_neighbours(candidates, texts, people) if totals[k] > -1}
+            if not more - people:
+                break
+            people |= more
+        people |= {c.key for c in candidates if c.role}
+    mentions: list[tuple[int, int, int, str, str]] = []
+    for cand in candidates:
+        if cand.key in people:
+            mentions.append((cand.segment, cand.start, cand.end, cand.text, "PERSON"))
+        elif cand.label in wanted and cand.label != "PERSON":
+            mentions.append((cand.segment, cand.start, cand.end, cand.text, cand.label))
+    counter = (f"e{i}" for i in range(1, 1_000_000))
+    groups, placed = _group(mentions, counter)
+    return _result(groups, placed)
+
+
+def _result(groups: list[_Group], placed: list[tuple[_Group, int, int, int]]) -> DocumentEntities:
+    first: dict[str, int] = {}
+    for group, segment, _s, _e in placed:
+        first[group.key] = min(first.get(group.key, segment), segment)
+    order = sorted(groups, key=lambda g: (first[g.key], min(f[0] for f in g.forms)))
+    entities = [FoundEntity(g.key, g.name(), g.label, first[g.key]) for g in order]
+    mentions = sorted(
+        (FoundMention(g.key, seg, s, e, g.label) for g, seg, s, e in placed),
+        key=lambda m: (m.segment, m.start, m.end),
+    )
+    return DocumentEntities(entities, mentions)
+
+
+def _given_entities(
+    texts: Sequence[str], clusters: Sequence[Sequence[Cluster]], label: str
+) -> DocumentEntities:
+    """FALTE's ``ne-N`` clusters taken as given: one entity per cluster id."""
+    groups: dict[str, _Group] = {}
+    placed: list[tuple[_Group, int, int, int]] = []
+    order = 0
+    for segment, marks in enumerate(clusters):
+        text = texts[segment] if segment < len(texts) else ""
+        for start, end, cluster in sorted(marks or []):
+            if not (0 <= start < end <= len(text)):
+                continue
+            key = f"ne-{cluster}"
+            group = groups.setdefault(key, _Group(key, label))
+            group.add(parse_name(text[start:end]), text[start:end], order)
+            placed.append((group, segment, start, end))
+            order += 1
+    return _result(list(groups.values()), placed)
+
+
+def _progress(iterable: Iterable[Any], total: int, enabled: bool) -> Iterable[Any]:
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc="Entity cues", unit="segment", leave=False)
+
+
+def find_entities(
+    documents: list[list[str]],
+    nlp: Any,
+    labels: Sequence[str] = ("PERSON",),
+    batch_size: int = 64,
+    progress: bool = True,
+    given_clusters: Sequence[Sequence[Sequence[Cluster]] | None] | None = None,
+) -> list[DocumentEntities]:
+    """Entities and mentions of each document (a list of segment texts), in one spaCy pass.
+
+    ``given_clusters[i]``, when not None, holds per segment the (start, end, cluster id) names
+    marked in document i (FALTE's ``ne-N`` spans): those are taken as the entities as given,
+    and the document is not run through spaCy. With ``nlp`` None, other documents get no
+    entities.
+    """
+    labels = tuple(labels) or ("PERSON",)
+    given = list(given_clusters or [])
+    given += [None] * (len(documents) - len(given))
+    results: list[DocumentEntities | None] = [None] * len(documents)
+    todo = []
+    for i, (segments, clusters) in enumerate(zip(documents, given, strict=True)):
+        if clusters and any(clusters):
+            results[i] = _given_entities(segments, clusters, labels[0])
+        elif nlp is None or not segments:
+            results[i] = DocumentEntities()
+        else:
+            todo.append(i)
+    texts = [(i, s, text) for i in todo for s, text in enumerate(documents[i])]
+    docs: dict[int, list[Any]] = defaultdict(list)
+    if texts:
+        stream = nlp.pipe((t for _, _, t in texts), batch_size=batch_size)
+        for (i, _s, _t), doc in zip(texts, _progress(stream, len(texts), progress), strict=True):
+            docs[i].append(doc)
+    for i in todo:
+        results[i] = _document_entities(docs[i], documents[i], labels)
+    return [r if r is not None else DocumentEntities() for r in results]
+
+
+def store_entities(session: Any, document_id: int, result: DocumentEntities) -> None:
+    """Add ``result`` as Entity / EntityMention rows of document ``document_id`` (flushes)."""
+    from app.models import Entity, EntityMention
+
+    rows: dict[str, Entity] = {}
+    for ent in result.entities:
+        row = Entity(
+            document_id=document_id,
+            key=ent.key[:100],
+            name=ent.name[:300],
+            label=ent.label[:30],
+            first_segment=ent.first_segment,
+        )
+        session.add(row)
+        rows[ent.key] = row
+    session.flush()
+    session.add_all(
+        EntityMention(
+            document_id=document_id,
+            entity_id=rows[m.entity].id,
+            segment=m.segment,
+            start=m.start,
+            end=m.end,
+            label=m.label[:30],
+        )
+        for m in result.mentions
+        if m.entity in rows
+    )
+    session.flush()
