@@ -1,0 +1,16 @@
+// Completion page: a Copy button for the completion code (shown only when the clipboard works).
+
+const button = document.getElementById("copy-code");
+const status = document.getElementById("copy-status");
+
+if (button && navigator.clipboard && window.isSecureContext) {
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(button.dataset.code || "");
+      status.textContent = "Copied";
+    } catch {
+      status.textContent = "Copy failed: select the code and copy it by hand";
+    }
+  });
+}

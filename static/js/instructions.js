@@ -1,0 +1,74 @@
+// The instructions panel, built from the study's taxonomy snapshot (text only).
+
+import { append, clear, h, setVar } from "./dom.js";
+
+/** Categories grouped in taxonomy order: [{group, categories}] (ungrouped ones last). */
+export function groupedCategories(taxonomy) {
+  const groups = (taxonomy.groups || []).map((g) => ({ group: g, categories: [] }));
+  const byId = new Map(groups.map((g) => [g.group.id, g]));
+  const rest = { group: null, categories: [] };
+  for (const c of taxonomy.categories || []) (byId.get(c.group) || rest).categories.push(c);
+  if (rest.categories.length) groups.push(rest);
+  return groups.filter((g) => g.categories.length);
+}
+
+function categoryEntry(cat) {
+  const notes = [];
+  if (cat.kind === "paired") notes.push("paired: select the span, then the earlier text it relates to");
+  if (cat.scope === "sentence") notes.push("marks the whole sentence");
+  return h(
+    "li",
+    { class: "instr-cat" },
+    h(
+      "div",
+      { class: "instr-cat-head" },
+      setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
+      h("strong", {}, cat.label),
+      " ",
+      h("span", { class: "cat-id" }, `(${cat.id})`),
+      cat.shortcut ? h("kbd", { title: "Keyboard shortcut" }, cat.shortcut) : null,
+    ),
+    cat.definition ? h("p", { class: "instr-def" }, cat.definition) : null,
+    notes.length ? h("p", { class: "instr-note" }, notes.join("; ")) : null,
+    (cat.examples || []).length
+      ? h(
+          "ul",
+          { class: "instr-examples" },
+          cat.examples.map((ex) => h("li", {}, h("span", { class: "ex-label" }, "Example: "), ex)),
+        )
+      : null,
+  );
+}
+
+/** Fill the instructions container from the taxonomy. */
+export function renderInstructions(container, taxonomy, { readOnly = false } = {}) {
+  clear(container);
+  if (taxonomy.description) append(container, h("p", { class: "instr-lead" }, taxonomy.description));
+  if (taxonomy.instructions) append(container, h("p", {}, taxonomy.instructions));
+  if (!readOnly) {
+    append(
+      container,
+      h(
+        "ol",
+        { class: "instr-steps" },
+        h("li", {}, "Select the words with the error in the current segment (drag with the mouse)."),
+        h("li", {}, "Choose a category (click it or press its key)."),
+        h("li", {}, "For a paired category, select the earlier text it relates to."),
+        h("li", {}, "Add a comment if it helps, then press Add."),
+        h("li", {}, "When the segment has no more errors, go to the next segment."),
+      ),
+    );
+  }
+  for (const { group, categories } of groupedCategories(taxonomy)) {
+    append(
+      container,
+      h(
+        "section",
+        { class: "instr-group" },
+        h("h3", {}, group ? group.label : "Other"),
+        group && group.description ? h("p", { class: "instr-note" }, group.description) : null,
+        h("ul", { class: "instr-cats" }, categories.map(categoryEntry)),
+      ),
+    );
+  }
+}
