@@ -29,7 +29,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.reporting import format_report, study_report
+from app.reporting import assignment_gold_score, format_report, study_report
 from app.scoring import sentence_bounds
 from app.taxonomy import load_taxonomy, taxonomy_hash
 
@@ -231,6 +231,15 @@ def test_workers(session, study):
     assert gold["overall"]["precision"] == 0.5 and gold["overall"]["recall"] == 0.5
     assert gold["overall"]["f1"] == 0.5
     assert b["gold"] is None and c["gold"] is None
+
+
+def test_assignment_gold_score(session, study):
+    by_token = {a.token: a for a in session.query(Assignment)}
+    score = assignment_gold_score(session, by_token["A-g1"])
+    workers = {w["worker_id"]: w for w in study_report(session, study)["workers"]}
+    assert score == workers["A"]["gold"]
+    assert score["overall"]["f1"] == 0.5
+    assert assignment_gold_score(session, by_token["A-b1"]) is None
 
 
 def _alpha(matrix):
