@@ -1,23 +1,280 @@
-"""Which document a worker arriving at a study gets next."""
+"""Which document a worker arriving at a study gets next, and under which condition.
+
+Rules, all per study:
+
+* each document needs ``study.annotators_per_doc`` workers; an arriving worker gets their
+  own unfinished (active) assignment first, else the document with the fewest taken slots
+  (active or submitted assignments), earliest position first; never a document they had
+  before, whatever became of it;
+* an active assignment whose ``last_seen_at`` is older than the study's abandon timeout
+  (``settings["abandon_after_minutes"]``, default 45) is marked ``abandoned`` when another
+  worker arrives: its annotations stay stored, its slot is free again;
+* with ``settings["randomise_conditions"]`` each worker is put in ``assisted`` or
+  ``unassisted`` on arrival (balanced over workers, ties broken at random) and keeps it;
+  the API hides suggestions from ``unassisted`` assignments;
+* with ``settings["qualification"] = {"min_f1": F, "attempts": K}`` a worker first does
+  gold documents (``Document.is_gold``), at most K of them, scored on submission against
+  their :class:`GoldError` rows, and gets real documents only once one of them reaches
+  F1 >= F. Gold documents are then test items: they do not count against
+  ``annotators_per_doc`` and are never handed out as real work.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict
-from app.models import Assignment, Document, Study
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    GoldError,
+    Segment,
+    Study,
+)
+
+DEFAULT_ABANDON_MINUTES = 45
+DEFAULT_QUALIFICATION_ATTEMPTS = 2
+CONDITIONS = ("assisted", "unassisted")
+TAKEN = ("active", "submitted")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- settings ------------------------------------------------------------------------------
+
+
+def abandon_after(study: Study) -> timedelta:
+    minutes = (study.settings or {}).get("abandon_after_minutes", DEFAULT_ABANDON_MINUTES)
+    return timedelta(minutes=float(minutes))
+
+
+def randomises_conditions(study: Study) -> bool:
+    return bool((study.settings or {}).get("randomise_conditions"))
+
+
+@dataclass(frozen=True)
+class Qualification:
+    min_f1: float
+    attempts: int
+
+
+def qualification(study: Study) -> Qualification | None:
+    """The study's qualification rule, or None when workers go straight to real documents."""
+    rule = (study.settings or {}).get("qualification")
+    if not rule:
+        return None
+    return Qualification(
+        min_f1=float(rule["min_f1"]),
+        attempts=int(rule.get("attempts", DEFAULT_QUALIFICATION_ATTEMPTS)),
+    )
+
+
+# --- abandoned assignments -----------------------------------------------------------------
+
+
+def release_abandoned(
+    session: Session, study: Study, *, keep_worker: str | None = None, at: datetime | None = None
+) -> int:
+    """Mark the study's stale active assignments ``abandoned``; returns how many.
+
+    ``keep_worker``'s own assignments are left alone: a worker coming back resumes.
+    """
+    cutoff = (at or now()) - abandon_after(study)
+    if session.bind is not None and session.bind.dialect.name == "sqlite":
+        cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)  # SQLite stores naive UTC
+    query = (
+        update(Assignment)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.status == "active",
+            Assignment.last_seen_at < cutoff,
+        )
+        .values(status="abandoned")
+        .execution_options(synchronize_session=False)
+    )
+    if keep_worker is not None:
+        query = query.where(Assignment.worker_id != keep_worker)
+    result = session.execute(query)
+    return result.rowcount or 0
+
+
+# --- gold scoring and qualification ----------------------------------------------------------
+
+
+def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | None:
+    """P/R/F1 of a submitted assignment's live spans against its document's gold errors.
+
+    Stored in ``assignment.scores["gold"]`` (computed once); None for non-gold documents
+    and for assignments not yet submitted.
+    """
+    if assignment.status != "submitted" or not assignment.document.is_gold:
+        return None
+    scores = dict(assignment.scores or {})
+    if "gold" in scores:
+        return scores["gold"]
+    from app.scoring import Span, precision_recall_f1, scopes_from_taxonomy
+
+    doc = assignment.document.external_id
+    taxonomy = assignment.study.taxonomy
+    texts = {
+        (doc, index): text
+        for index, text in session.execute(
+            select(Segment.index, Segment.text).where(Segment.document_id == assignment.document_id)
+        )
+    }
+    spans = [
+        Span(doc, a.segment, a.start, a.end, a.category, assignment.worker_id, a.text, a.id)
+        for a in session.scalars(
+            select(Annotation).where(
+                Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None)
+            )
+        )
+    ]
+    gold = [
+        Span(doc, g.segment, g.start, g.end, g.category, "gold", g.text, g.id)
+        for g in session.scalars(
+            select(GoldError).where(GoldError.document_id == assignment.document_id)
+        )
+    ]
+    result = precision_recall_f1(
+        spans,
+        gold,
+        texts=texts,
+        scopes=scopes_from_taxonomy(taxonomy),
+        categories=[c["id"] for c in taxonomy.get("categories", [])],
+    )
+    scores["gold"] = result
+    assignment.scores = scores
+    return result
+
+
+@dataclass(frozen=True)
+class QualificationState:
+    qualified: bool
+    attempts_used: int
+    best_f1: float | None
+    can_try_again: bool
+
+
+def qualification_state(session: Session, study: Study, worker_id: str) -> QualificationState:
+    """Whether ``worker_id`` has qualified (scoring any unscored gold submissions first)."""
+    rule = qualification(study)
+    if rule is None:
+        return QualificationState(True, 0, None, False)
+    gold_done = session.scalars(
+        select(Assignment)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.worker_id == worker_id,
+            Assignment.status == "submitted",
+            Document.is_gold.is_(True),
+        )
+        .order_by(Assignment.id)
+    ).all()
+    f1s = []
+    for assignment in gold_done:
+        score = score_gold(session, assignment)
+        f1 = (score or {}).get("overall", {}).get("f1")
+        f1s.append(f1 if f1 is not None else 0.0)
+    best = max(f1s) if f1s else None
+    qualified = best is not None and best >= rule.min_f1
+    return QualificationState(
+        qualified=qualified,
+        attempts_used=len(gold_done),
+        best_f1=best,
+        can_try_again=not qualified and len(gold_done) < rule.attempts,
+    )
+
+
+# --- conditions ------------------------------------------------------------------------------
+
+
+def condition_for(session: Session, study: Study, worker_id: str) -> str | None:
+    """The worker's experimental condition: kept once given, else the less-filled one."""
+    if not randomises_conditions(study):
+        return None
+    earlier = session.scalar(
+        select(Assignment.condition)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.worker_id == worker_id,
+            Assignment.condition.is_not(None),
+        )
+        .order_by(Assignment.id)
+        .limit(1)
+    )
+    if earlier:
+        return earlier
+    counts = dict.fromkeys(CONDITIONS, 0)
+    for condition, workers in session.execute(
+        select(Assignment.condition, func.count(func.distinct(Assignment.worker_id)))
+        .where(Assignment.study_id == study.id, Assignment.condition.in_(CONDITIONS))
+        .group_by(Assignment.condition)
+    ):
+        counts[condition] = workers
+    fewest = min(counts.values())
+    return secrets.choice([c for c in CONDITIONS if counts[c] == fewest])
+
+
+# --- choosing the document -------------------------------------------------------------------
+
+
+def _lock_study(session: Session, study: Study) -> None:
+    """Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway)."""
+    session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+
+
+def _taken_slots(session: Session, document_id: int) -> int:
+    return session.scalar(
+        select(func.count()).where(
+            Assignment.document_id == document_id, Assignment.status.in_(TAKEN)
+        )
+    ) or 0
+
+
+def _resume_abandoned(session: Session, study: Study, worker_id: str) -> Document | None:
+    """Give a returning worker back their own abandoned assignment if its slot is still free."""
+    rule = qualification(study)
+    for assignment in session.scalars(
+        select(Assignment)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.worker_id == worker_id,
+            Assignment.status == "abandoned",
+        )
+        .order_by(Assignment.id.desc())
+    ):
+        document = assignment.document
+        free = (rule is not None and document.is_gold) or _taken_slots(
+            session, document.id
+        ) < study.annotators_per_doc
+        if free:
+            assignment.status = "active"
+            assignment.last_seen_at = now()
+            return document
+    return None
 
 
 def next_assignment_document(session: Session, study: Study, worker_id: str) -> Document:
-    """The worker's unfinished document if any, else the first one still needing annotators.
+    """The worker's unfinished document if any, else the next one still needing annotators.
 
-    Never the same document twice to one worker. Raises :class:`Conflict` when there is
-    nothing left for this worker.
+    Releases abandoned assignments first and applies the qualification rule. Never the same
+    document twice to one worker. Raises :class:`Conflict` when there is nothing left for
+    this worker.
     """
+    _lock_study(session, study)
     unfinished = session.scalar(
-        select(Document)
-        .join(Assignment, Assignment.document_id == Document.id)
+        select(Assignment)
         .where(
             Assignment.study_id == study.id,
             Assignment.worker_id == worker_id,
@@ -27,27 +284,99 @@ def next_assignment_document(session: Session, study: Study, worker_id: str) -> 
         .limit(1)
     )
     if unfinished is not None:
-        return unfinished
+        unfinished.last_seen_at = now()
+        return unfinished.document
+    release_abandoned(session, study, keep_worker=worker_id)
+    resumed = _resume_abandoned(session, study, worker_id)
+    if resumed is not None:
+        return resumed
+
+    rule = qualification(study)
+    had_before = select(Assignment.document_id).where(
+        Assignment.study_id == study.id, Assignment.worker_id == worker_id
+    )
+    if rule is not None:
+        state = qualification_state(session, study, worker_id)
+        if not state.qualified:
+            if not state.can_try_again:
+                raise Conflict(
+                    "thank you — your answers on the practice documents did not reach the "
+                    "accuracy this study needs, so there are no more documents for you"
+                )
+            gold = session.scalar(
+                select(Document)
+                .where(
+                    Document.study_id == study.id,
+                    Document.is_gold.is_(True),
+                    Document.id.not_in(had_before),
+                )
+                .order_by(Document.position, Document.id)
+                .limit(1)
+            )
+            if gold is None:
+                raise Conflict("this study has no qualification documents left for you")
+            return gold
+
     taken = (
         select(Assignment.document_id, func.count().label("n"))
-        .where(Assignment.study_id == study.id, Assignment.status.in_(("active", "submitted")))
+        .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
         .group_by(Assignment.document_id)
         .subquery()
     )
-    done_by_worker = select(Assignment.document_id).where(
-        Assignment.study_id == study.id, Assignment.worker_id == worker_id
-    )
+    conditions = [
+        Document.study_id == study.id,
+        func.coalesce(taken.c.n, 0) < study.annotators_per_doc,
+        Document.id.not_in(had_before),
+    ]
+    if rule is not None:
+        conditions.append(Document.is_gold.is_(False))
     candidate = session.scalar(
         select(Document)
         .outerjoin(taken, taken.c.document_id == Document.id)
-        .where(
-            Document.study_id == study.id,
-            func.coalesce(taken.c.n, 0) < study.annotators_per_doc,
-            Document.id.not_in(done_by_worker),
-        )
-        .order_by(func.coalesce(taken.c.n, 0), Document.position)
+        .where(*conditions)
+        .order_by(func.coalesce(taken.c.n, 0), Document.position, Document.id)
         .limit(1)
     )
     if candidate is None:
         raise Conflict("there are no more documents for you in this study — thank you!")
     return candidate
+
+
+def preview_document(session: Session, study: Study) -> Document | None:
+    """A document to show read-only before a worker accepts (MTurk preview); no writes."""
+    return session.scalar(
+        select(Document)
+        .where(Document.study_id == study.id, Document.is_gold.is_(False))
+        .order_by(Document.position, Document.id)
+        .limit(1)
+    ) or session.scalar(
+        select(Document).where(Document.study_id == study.id).order_by(Document.position).limit(1)
+    )
+
+
+def assign(
+    session: Session,
+    study: Study,
+    worker_id: str,
+    *,
+    platform: str = "generic",
+    platform_data: dict[str, Any] | None = None,
+) -> tuple[Assignment, bool]:
+    """Choose the worker's next document and open (or reopen) their assignment to it.
+
+    Returns ``(assignment, created)``. New assignments get the worker's condition; an
+    existing one gets ``platform_data`` merged in (MTurk hands out a new assignmentId
+    when a worker accepts again).
+    """
+    from app.assignments import open_assignment
+
+    document = next_assignment_document(session, study, worker_id)
+    assignment, created = open_assignment(
+        session, study, document, worker_id, platform=platform, platform_data=platform_data
+    )
+    if created:
+        assignment.condition = condition_for(session, study, worker_id)
+    elif platform_data:
+        assignment.platform_data = {**(assignment.platform_data or {}), **platform_data}
+        assignment.platform = platform
+    return assignment, created

@@ -338,3 +338,17 @@ def _register_optional() -> None:
 
 
 _register_optional()
+
+
+def _register_platforms() -> None:
+    """Attach ``study settings`` and ``mturk create-hits`` (app/platform_cli.py)."""
+    from app.platform_cli import register
+
+    register(main, study)
+
+
+_register_platforms()
+
+
+if __name__ == "__main__":
+    main()
