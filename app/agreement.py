@@ -25,7 +25,12 @@ Set-up, for N workers and the documents each of them annotated (submitted):
   components of the overlap relation (spans that overlap, directly or through a chain of
   overlapping spans, are one component) and every span is replaced by the union range of
   its component. Two workers whose spans overlap therefore mark exactly the same tokens;
-  then token-level alpha and two-agree are computed as above.
+  then token-level alpha and two-agree are computed as above. Normalisation runs per
+  category, after the sentence widening; a group's normalised value is the OR of its
+  categories' normalised values. Touching spans (one ends where the other starts) are not
+  connected.
+
+A worker who marks the same unit twice (two overlapping spans) still gives it one value, 1.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ Definitions (all offsets are code-point offsets into one segment's text, end exc
 * Two spans **overlap** when they are in the same document and segment, both have offsets,
   and their half-open ranges intersect: ``a.start < b.end and b.start < a.end``. Touching
   spans (``a.end == b.start``) do not overlap; a span nested inside another does; an empty
-  span (``start == end``) overlaps nothing. This is the lenient "any overlap" match that
-  SNaC reports as "ov.".
+  span (``start == end``) overlaps nothing. This is the lenient "any overlap" criterion
+  (our reading of SNaC's "ov." column: a predicted span counts when it overlaps a reference
+  span of the same error type).
 * For a category whose taxonomy ``scope`` is ``"sentence"`` (SNaC's SceneE), two spans
   match when they touch at least one common sentence of the same segment (sentences from
   :func:`sentence_bounds`), whatever their exact boundaries.
@@ -26,7 +27,7 @@ Tokens and sentences are found by regular expressions only (deterministic, no mo
 * sentences: a sentence ends after ``.``, ``!``, ``?`` or ``…`` (plus closing quotes or
   brackets) when whitespace and then a capital letter, digit or opening quote follow, or
   at a line break; a ``.`` after a common abbreviation ("Mr.", "Dr.", "e.g.") or a single
-  capital initial ("J.") does not end one. Sentences are stripped of surrounding space.
+  letter (an initial: "J.") does not end one. Sentences are stripped of surrounding space.
 """
 
 from __future__ import annotations
