@@ -93,11 +93,12 @@ def requeue_documents(session: Session, document_ids: list[int]) -> int:
 
 def health(session: Session) -> dict[str, Any]:
     """Counts per status, the oldest waiting job's age, and the latest failures."""
-    counts = dict(
-        session.execute(select(DetectionJob.status, func.count()).group_by(DetectionJob.status))
-        .tuples()
-        .all()
-    )
+    counts = {
+        status: count
+        for status, count in session.execute(
+            select(DetectionJob.status, func.count()).group_by(DetectionJob.status)
+        )
+    }
     oldest = session.scalar(
         select(func.min(DetectionJob.created_at)).where(DetectionJob.status == "queued")
     )

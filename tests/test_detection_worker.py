@@ -1,0 +1,139 @@
+"""The detector worker end to end: a tiny T5 trained here, a real Postgres queue, the
+``marginalia worker`` process, suggestions in the page payload, recall on submit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.importers import DocumentInput
+from app.models import DetectionJob, Suggestion
+from tests.conftest import make_database_url, make_study, shared_file
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_t5(tmp_path_factory) -> Path:
+    """A T5 small enough to train in seconds on one SNaC summary, saved in HF format."""
+    from model_server.train import TrainConfig, train
+
+    out = tmp_path_factory.mktemp("tiny-t5")
+    config = TrainConfig(
+        epochs=60, max_minutes=1.5, batch_size=8, lr=3e-3, warmup_steps=10, d_model=64,
+        num_layers=1, num_heads=2, d_ff=128, vocab_size=400, max_context_words=16,
+    )
+    summary = train(shared_file("snac", "train.json"), out, cfg=config, limit_docs=1,
+                    progress=False)
+    assert summary["steps"] > 0
+    assert (out / "config.json").exists() and (out / "README.md").exists()
+    return out
+
+
+@pytest.fixture
+def database_url(request, tmp_path):
+    return make_database_url("postgres", request, tmp_path)
+
+
+def first_train_document() -> DocumentInput:
+    from app.importers import parse_documents
+
+    documents = parse_documents(shared_file("snac", "train.json"), "snac")
+    return documents[0]
+
+
+def run_worker(database_url: str, detector: Path | str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker", "--once", "--detector", str(detector)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(app, client, tiny_t5,
+                                                                    database_url):
+    document = first_train_document()
+    make_study(app, documents=[document], suggestions="shown")
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(func.count()).select_from(DetectionJob)) == 1
+
+    result = run_worker(database_url, tiny_t5)
+    assert result.returncode == 0, result.stderr
+    assert "1 documents, 0 failures" in result.stderr
+
+    with app.app_context(), session_scope() as session:
+        job = session.scalar(select(DetectionJob))
+        assert job.status == "done" and job.attempts == 1
+        stored = session.scalars(select(Suggestion)).all()
+    assert stored, "the trained detector suggested nothing on its own training summary"
+    assert {s.detector for s in stored} == {"t5"}
+    assert {s.category for s in stored} <= {"CharE", "RefE", "SceneE", "InconE"}
+    for s in stored:
+        assert document.segments[s.segment][s.start:s.end] == s.text
+
+    opened = client.post("/api/assignments", json={
+        "study": "demo", "document": document.external_id, "worker_id": "w1"})
+    token = opened.get_json()["token"]
+    payload = client.get(f"/api/assignments/{token}").get_json()
+    shown = payload["suggestions"]
+    assert len(shown) == len(stored)
+
+    caught = shown[0]
+    added = client.post(f"/api/assignments/{token}/annotations", json={
+        "segment": caught["segment"], "start": caught["start"], "end": caught["end"],
+        "text": caught["text"], "category": caught["category"], "client_id": "c1",
+        "suggestion_id": caught["id"]})
+    assert added.status_code == 201
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+    from app.models import Assignment
+
+    with app.app_context(), session_scope() as session:
+        scores = session.scalar(select(Assignment)).scores["suggestions"]
+    same = [s for s in shown if s["category"] == caught["category"]
+            and s["segment"] == caught["segment"]]
+    assert scores["total"] == len(shown)
+    assert 1 <= scores["caught"] <= len(same)
+    assert scores["recall"] == pytest.approx(scores["caught"] / len(shown))
+    assert len(scores["missed"]) == len(shown) - scores["caught"]
+
+
+class ExplodingOnMarker:
+    """Stands in for a model that breaks on one input; the loop must survive it."""
+
+    name, version = "exploding", "1"
+
+    def detect(self, batch):
+        if any("EXPLODE" in item.sentence for item in batch):
+            raise RuntimeError("model crashed on this document")
+        return [[] for _ in batch]
+
+
+def test_one_bad_document_never_stops_the_worker(app, database_url):
+    from app import jobs
+    from app.detection import work
+
+    make_study(app, suggestions="hidden", documents=[
+        ("good-1", ["A quiet morning.", "Nothing happens."]),
+        ("bad", ["EXPLODE here.", "More text."]),
+        ("good-2", ["Another text.", "The end."]),
+    ])
+    factory = app.extensions["db_sessionmaker"]
+    stats = work(factory, ExplodingOnMarker(), once=True)
+    assert stats == {"done": 2, "failed": 1, "suggestions": 0}
+    with app.app_context(), session_scope() as session:
+        rows = {j.document_id: j for j in session.scalars(select(DetectionJob))}
+        failed = [j for j in rows.values() if j.last_error]
+        assert len(failed) == 1
+        assert failed[0].status == "queued" and failed[0].attempts == 1
+        assert "model crashed on this document" in failed[0].last_error
+        assert failed[0].run_after > failed[0].claimed_at
+        health = jobs.health(session)
+    assert health["done"] == 2 and health["queued"] == 1
+    assert "model crashed" in health["recent_errors"][0]["error"]
