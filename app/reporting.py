@@ -90,8 +90,16 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         select(Assignment).where(Assignment.study_id == study.id).order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if a.status == "submitted"]
-    annotations = session.scalars(
-        select(Annotation)
+    annotations = session.execute(
+        select(
+            Annotation.id,
+            Annotation.assignment_id,
+            Annotation.segment,
+            Annotation.start,
+            Annotation.end,
+            Annotation.category,
+            Annotation.text,
+        )
         .join(Assignment, Annotation.assignment_id == Assignment.id)
         .where(
             Assignment.study_id == study.id,
@@ -100,7 +108,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         )
         .order_by(Annotation.id)
     ).all()
-    by_assignment: dict[int, list[Annotation]] = defaultdict(list)
+    by_assignment: dict[int, list[Any]] = defaultdict(list)  # rows: id, segment, ...
     for ann in annotations:
         by_assignment[ann.assignment_id].append(ann)
 
@@ -267,7 +275,7 @@ def _progress(
 
 def _workers(
     assignments: list[Assignment],
-    by_assignment: Mapping[int, list[Annotation]],
+    by_assignment: Mapping[int, list[Any]],
     segment_counts: Mapping[int, int],
     external: Mapping[int, str],
     worker_spans: Mapping[str, list[Span]],
@@ -328,7 +336,7 @@ def _workers(
 def _distribution(
     documents: list[Document],
     submitted: list[Assignment],
-    by_assignment: Mapping[int, list[Annotation]],
+    by_assignment: Mapping[int, list[Any]],
     category_ids: list[str],
 ) -> dict[str, Any]:
     source = {doc.id: doc.source or "" for doc in documents}
