@@ -1,0 +1,242 @@
+"""The real ``marginalia`` console script, run as a subprocess against a temporary SQLite."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from app import create_app
+from tests.conftest import REPO
+from tests.test_api import annotation_body, export_text, fast_database_url
+
+MARGINALIA = str(Path(sys.executable).parent / "marginalia")
+SNAC_YAML = str(REPO / "taxonomies" / "snac.yaml")
+CSV_HEADER = ("study,document,segment,span_text,span_start,span_end,category,paired_segment,"
+              "paired_text,paired_start,paired_end,comment,worker_id,assignment,"
+              "completion_code,created_at")
+DOCS = {"d1": ["Anna is an only child.", "Anna's brother, Zoë, visits."],
+        "d2": ["Nothing happens here."]}
+
+
+def run_many(url: str, *commands: list[str], cwd: Path | None = None
+             ) -> list[subprocess.CompletedProcess]:
+    """Run several ``marginalia`` commands at once (each is a fresh interpreter)."""
+    env = {**os.environ, "DATABASE_URL": url}
+    env.pop("FLASK_APP", None)
+    procs = [(args, subprocess.Popen([MARGINALIA, *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env,
+                                     cwd=cwd or REPO))
+             for args in commands]
+    results = []
+    for args, proc in procs:
+        out, err = proc.communicate(timeout=120)
+        results.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+    return results
+
+
+def run(url: str, *args: str) -> subprocess.CompletedProcess:
+    return run_many(url, list(args))[0]
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def url(request, tmp_path) -> str:
+    """A migrated SQLite database file."""
+    return fast_database_url("sqlite", request, tmp_path)
+
+
+def table_count(url: str, table: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.scalar(text(f"SELECT count(*) FROM {table}"))
+    finally:
+        engine.dispose()
+
+
+def test_db_upgrade_twice(tmp_path):
+    url = f"sqlite:///{tmp_path / 'sub' / 'fresh.db'}"
+    first = run(url, "db", "upgrade")
+    assert first.returncode == 0, first.stderr
+    second = run(url, "db", "upgrade")
+    assert second.returncode == 0, second.stderr
+    assert "up to date" in second.stdout
+    engine = create_engine(url)
+    try:
+        tables = set(inspect(engine).get_table_names())
+        with engine.connect() as connection:
+            versions = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    finally:
+        engine.dispose()
+    assert {"studies", "documents", "segments", "assignments", "annotations"} <= tables
+    assert len(versions) == 1
+
+
+def test_study_create_is_idempotent(url, tmp_path):
+    first = run(url, "study", "create", "demo", "--taxonomy", SNAC_YAML,
+                "--annotators-per-doc", "2", "--suggestions", "off")
+    assert first.returncode == 0, first.stderr
+    assert "created" in first.stdout
+    again, changed, bad_slug, no_file, bad_yaml = run_many(
+        url,
+        ["study", "create", "demo", "--taxonomy", SNAC_YAML, "--annotators-per-doc", "2",
+         "--suggestions", "off"],
+        ["study", "create", "demo", "--taxonomy", SNAC_YAML, "--annotators-per-doc", "5",
+         "--suggestions", "off"],
+        ["study", "create", "Bad Slug", "--taxonomy", SNAC_YAML],
+        ["study", "create", "other", "--taxonomy", str(tmp_path / "missing.yaml")],
+        ["study", "create", "other", "--taxonomy", str(_bad_taxonomy(tmp_path))],
+    )
+    assert again.returncode == 0, again.stderr
+    assert "already exists" in again.stdout
+    assert_one_line_error(changed, "'demo'", "already exists with a different")
+    assert_one_line_error(bad_slug, "'Bad Slug'")
+    assert_one_line_error(no_file, "missing.yaml:1:", "cannot read")
+    assert_one_line_error(bad_yaml, "bad.yaml:3: categories[0].kind: unknown kind")
+    assert table_count(url, "studies") == 1
+
+
+def _bad_taxonomy(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: Bad\ncategories:\n  - {id: A, label: A, definition: a, kind: odd}\n")
+    return path
+
+
+def _annotate(url: str) -> dict[str, str]:
+    """Do some work through the HTTP API: one submitted assignment with a removed and a
+    paired annotation, one submitted with none, one still active."""
+    app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
+    client = app.test_client()
+    tokens = {}
+    try:
+        for worker, doc in (("alice", "d1"), ("bob", "d2"), ("carol", "d1")):
+            response = client.post("/api/assignments", json={
+                "study": "demo", "document": doc, "worker_id": worker})
+            tokens[worker] = response.get_json()["token"]
+        texts = DOCS["d1"]
+        alice = tokens["alice"]
+        added = [
+            client.post(f"/api/assignments/{alice}/annotations", json=body).get_json()
+            for body in (
+                annotation_body(1, "Zoë", "CharE", comment="who?", texts=texts),
+                annotation_body(1, "Anna's brother", "InconE", texts=texts,
+                                paired={"segment": 0, "start": 0, "end": 21,
+                                        "text": "Anna is an only child"}),
+                annotation_body(0, "only", "GramE", texts=texts),
+            )
+        ]
+        assert all("id" in a for a in added), added
+        assert client.delete(
+            f"/api/assignments/{alice}/annotations/{added[2]['id']}").status_code == 204
+        for worker in ("alice", "bob"):
+            assert client.post(f"/api/assignments/{tokens[worker]}/submit").status_code == 200
+        return {"exports": {fmt: export_text(app, "demo", fmt) for fmt in
+                            ("csv", "jsonl", "snac")}, **tokens}
+    finally:
+        app.extensions["db_engine"].dispose()
+
+
+def test_import_and_export(url, tmp_path):
+    create = run(url, "study", "create", "demo", "--taxonomy", SNAC_YAML, "--suggestions",
+                 "off")
+    assert create.returncode == 0, create.stderr
+    source = tmp_path / "docs.json"
+    source.write_text(json.dumps(DOCS), encoding="utf-8")
+    imported = run(url, "import", "demo", str(source), "--no-ner")
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 2 documents (3 segments)" in imported.stdout
+    assert table_count(url, "segments") == 3
+
+    work = _annotate(url)
+    out = tmp_path / "out" / "export.csv"
+    out.parent.mkdir()
+    csv_out, jsonl_out, snac_out, to_file = run_many(
+        url,
+        ["export", "demo", "--format", "csv"],
+        ["export", "demo", "--format", "jsonl"],
+        ["export", "demo", "--format", "snac"],
+        ["export", "demo", "--format", "csv", "--out", str(out)],
+    )
+    for result in (csv_out, jsonl_out, snac_out, to_file):
+        assert result.returncode == 0, result.stderr
+    assert csv_out.stdout == work["exports"]["csv"]
+    assert jsonl_out.stdout == work["exports"]["jsonl"]
+    assert snac_out.stdout == work["exports"]["snac"]
+    assert to_file.stdout == ""
+    assert out.read_text(encoding="utf-8") == csv_out.stdout
+    assert sorted(p.name for p in out.parent.iterdir()) == ["export.csv"]
+
+    assert csv_out.stdout.splitlines()[0] == CSV_HEADER
+    rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))
+    assert [(r["worker_id"], r["document"], r["span_text"], r["category"], r["paired_text"])
+            for r in rows] == [
+        ("alice", "d1", "Anna's brother", "InconE", "Anna is an only child"),
+        ("alice", "d1", "Zoë", "CharE", ""),
+        ("bob", "d2", "", "", ""),
+    ]
+    assert rows[0]["assignment"] == work["alice"]
+    jsonl = [json.loads(line) for line in jsonl_out.stdout.splitlines()]
+    assert [(r["worker_id"], r["span_text"], r["category"]) for r in jsonl] == [
+        ("alice", "Anna's brother", "InconE"), ("alice", "Zoë", "CharE"), ("bob", None, None)
+    ]
+    snac = json.loads(snac_out.stdout)
+    assert snac["d1"]["1"]["errors"] == [
+        {"span": "Anna's brother", "error_type": "InconE", "votes": 1,
+         "antecedants": ["Anna is an only child"]},
+        {"span": "Zoë", "error_type": "CharE", "votes": 1},
+    ]
+    assert snac["d2"] == {"0": {"text": "Nothing happens here.", "errors": []}}
+
+
+def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
+    assert run(url, "study", "create", "demo", "--taxonomy", SNAC_YAML).returncode == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"a": ["One."], "b": ["Two."], "c": ["Three.", 4]}))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"a": ["One."],\n "b": }\n')
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"a": ["One."]}))
+    results = run_many(
+        url,
+        ["import", "demo", str(bad), "--no-ner"],
+        ["import", "demo", str(broken), "--no-ner"],
+        ["import", "nope", str(good), "--no-ner"],
+        ["import", "demo", str(good), "--format", "snac", "--no-ner"],
+        ["import", "demo", str(good), "--gold", "--no-ner"],
+        ["import", "demo", str(tmp_path / "absent.json"), "--no-ner"],
+        ["export", "nope", "--format", "csv"],
+    )
+    expected = [
+        ("document 'c': segment 1: must be text",),
+        ("broken.json:2:", "invalid JSON"),
+        ("no study 'nope'",),
+        ("document 'a'",),
+        ("--gold needs a snac-format file",),
+        ("absent.json",),
+        ("no study 'nope'",),
+    ]
+    for result, fragments in zip(results, expected, strict=True):
+        assert_one_line_error(result, *fragments)
+        assert result.stdout == ""
+    assert table_count(url, "documents") == 0
+    # Importing the same file twice: the second is refused, the first stays.
+    assert run(url, "import", "demo", str(good), "--no-ner").returncode == 0
+    assert_one_line_error(run(url, "import", "demo", str(good), "--no-ner"),
+                          "already has document 'a'")
+    assert table_count(url, "documents") == 1

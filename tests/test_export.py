@@ -1,0 +1,206 @@
+"""CSV / JSONL / SNaC exports of work done through the HTTP API, on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import types
+
+import pytest
+
+from app import export
+from app.models import Annotation, Assignment
+from tests.conftest import BACKENDS, make_study
+from tests.test_api import annotation_body, api_add, export_text, fast_database_url, span
+
+CONTRACT_COLUMNS = [
+    "study", "document", "segment", "span_text", "span_start", "span_end", "category",
+    "paired_segment", "paired_text", "paired_start", "paired_end", "comment", "worker_id",
+    "assignment", "completion_code", "created_at",
+]
+TEXTS = [
+    "Zoë met the cat 🐈 at the café. He left.",
+    "Then 李雷 arrives, and \u0301odd accents follow. Zoë met the cat again.",
+    "Nothing more.",
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return fast_database_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def work(app, client):
+    """Three workers on one document: alice annotates (and removes one), bob submits with
+    nothing, carol's annotations are all removed before submitting, dave never submits."""
+    make_study(app, documents=[("doc-1", TEXTS), ("doc-2", ["Untouched."])])
+    tokens = {}
+    for worker in ("alice", "bob", "carol", "dave"):
+        tokens[worker] = client.post("/api/assignments", json={
+            "study": "demo", "document": "doc-1", "worker_id": worker}).get_json()["token"]
+    alice = tokens["alice"]
+    bodies = [
+        annotation_body(1, "李雷", "CharE", texts=TEXTS, comment='says "hi", then\nleaves'),
+        annotation_body(0, "the café", "RefE", texts=TEXTS),
+        annotation_body(1, "Zoë met the cat", "RepE", texts=TEXTS,
+                        paired=span(0, "Zoë met the cat", TEXTS)),
+        annotation_body(0, "He", "CorefE", texts=TEXTS),
+        annotation_body(1, "\u0301odd", "GramE", texts=TEXTS),
+    ]
+    ids = [api_add(client, alice, body).get_json()["id"] for body in bodies]
+    assert client.delete(f"/api/assignments/{alice}/annotations/{ids[3]}").status_code == 204
+    carol = api_add(client, tokens["carol"], annotation_body(2, "Nothing", "GramE",
+                                                            texts=TEXTS)).get_json()
+    client.delete(f"/api/assignments/{tokens['carol']}/annotations/{carol['id']}")
+    api_add(client, tokens["dave"], annotation_body(2, "more", "GramE", texts=TEXTS))
+    codes = {w: client.post(f"/api/assignments/{tokens[w]}/submit").get_json()[
+        "completion_code"] for w in ("alice", "bob", "carol")}
+    return {"tokens": tokens, "codes": codes}
+
+
+def csv_rows(app) -> tuple[list[str], list[dict[str, str]]]:
+    text = export_text(app, fmt="csv")
+    reader = csv.DictReader(io.StringIO(text))
+    rows = list(reader)
+    return list(reader.fieldnames or []), rows
+
+
+def test_csv_columns_are_the_contract(app, work):
+    header, _ = csv_rows(app)
+    assert header == CONTRACT_COLUMNS
+    assert list(export.CSV_COLUMNS) == CONTRACT_COLUMNS
+
+
+def test_csv_rows(app, work):
+    _, rows = csv_rows(app)
+    alice = [r for r in rows if r["worker_id"] == "alice"]
+    # Ordered by segment then offset; the removed CorefE is absent.
+    assert [(r["segment"], r["span_text"], r["category"]) for r in alice] == [
+        ("0", "the café", "RefE"),
+        ("1", "李雷", "CharE"),
+        ("1", "\u0301odd", "GramE"),
+        ("1", "Zoë met the cat", "RepE"),
+    ]
+    for row in alice:
+        segment = TEXTS[int(row["segment"])]
+        assert segment[int(row["span_start"]):int(row["span_end"])] == row["span_text"]
+        assert row["assignment"] == work["tokens"]["alice"]
+        assert row["completion_code"] == work["codes"]["alice"]
+        assert row["study"] == "demo" and row["document"] == "doc-1"
+        assert row["created_at"]
+    comment = next(r["comment"] for r in alice if r["category"] == "CharE")
+    assert comment == 'says "hi", then\nleaves'
+    paired = next(r for r in alice if r["category"] == "RepE")
+    assert (paired["paired_segment"], paired["paired_text"]) == ("0", "Zoë met the cat")
+    p_start, p_end = int(paired["paired_start"]), int(paired["paired_end"])
+    assert TEXTS[0][p_start:p_end] == paired["paired_text"]
+    for row in alice:
+        if row["category"] != "RepE":
+            assert row["paired_segment"] == row["paired_text"] == row["paired_start"] == ""
+    assert "He" not in {r["span_text"] for r in rows}
+
+
+def test_submitted_without_annotations_is_one_empty_row(app, work):
+    _, rows = csv_rows(app)
+    by_worker: dict[str, list[dict]] = {}
+    for row in rows:
+        by_worker.setdefault(row["worker_id"], []).append(row)
+    assert set(by_worker) == {"alice", "bob", "carol", "dave"}
+    for worker in ("bob", "carol"):  # carol removed her only annotation
+        (row,) = by_worker[worker]
+        assert row["category"] == ""
+        for column in ("segment", "span_text", "span_start", "span_end", "paired_segment",
+                       "comment"):
+            assert row[column] == ""
+        assert row["completion_code"] == work["codes"][worker]
+        assert row["assignment"] == work["tokens"][worker]
+        assert row["created_at"]
+    # An assignment still in progress contributes its live annotations, never an empty row.
+    assert [(r["span_text"], r["completion_code"]) for r in by_worker["dave"]] == [("more", "")]
+    assert "doc-2" not in {r["document"] for r in rows}
+
+
+def test_jsonl_matches_csv(app, work):
+    _, rows = csv_rows(app)
+    lines = export_text(app, fmt="jsonl").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == len(rows)
+    for record, row in zip(records, rows, strict=True):
+        assert list(record) == CONTRACT_COLUMNS
+        assert {k: "" if v is None else str(v) for k, v in record.items()} == row
+        if record["category"] is not None:
+            assert isinstance(record["span_start"], int)
+    empty = next(r for r in records if r["worker_id"] == "bob")
+    assert empty["category"] is None and empty["span_text"] is None
+
+
+def test_snac_export(app, work):
+    snac = json.loads(export_text(app, fmt="snac"))
+    assert list(snac) == ["doc-1"]
+    doc = snac["doc-1"]
+    assert [doc[str(i)]["text"] for i in range(len(TEXTS))] == TEXTS
+    errors = {(i, e["span"], e["error_type"]): e for i in range(3) for e in doc[str(i)]["errors"]}
+    # dave has not submitted: his "more" is not there. Removed ones are not there.
+    assert set(errors) == {
+        (0, "the café", "RefE"), (1, "李雷", "CharE"), (1, "\u0301odd", "GramE"),
+        (1, "Zoë met the cat", "RepE"),
+    }
+    assert all(e["votes"] == 1 for e in errors.values())
+    assert errors[(1, "Zoë met the cat", "RepE")]["antecedants"] == ["Zoë met the cat"]
+    assert "antecedants" not in errors[(0, "the café", "RefE")]
+
+
+def test_snac_votes_count_distinct_workers(app, client):
+    make_study(app, documents=[("doc-1", TEXTS)])
+    body = annotation_body(0, "the café", "RefE", texts=TEXTS)
+    for worker in ("w1", "w2", "w3"):
+        token = client.post("/api/assignments", json={
+            "study": "demo", "document": "doc-1", "worker_id": worker}).get_json()["token"]
+        api_add(client, token, body)
+        if worker == "w1":  # the same text twice by one worker counts once
+            api_add(client, token, {**span(0, "the café", TEXTS), "category": "RefE",
+                                    "client_id": "again"})
+        if worker != "w3":
+            client.post(f"/api/assignments/{token}/submit")
+    snac = json.loads(export_text(app, fmt="snac"))
+    assert snac["doc-1"]["0"]["errors"] == [{"span": "the café", "error_type": "RefE",
+                                             "votes": 2}]
+
+
+def test_large_export_streams_in_chunks(app, client):
+    """Over two chunks' worth of annotations come out as several pieces, all of them."""
+    make_study(app, documents=[("doc-1", TEXTS)])
+    token = client.post("/api/assignments", json={
+        "study": "demo", "document": "doc-1", "worker_id": "w"}).get_json()["token"]
+    total = export.CHUNK_ROWS * 2 + 17
+    from app.db import session_scope
+
+    with app.app_context(), session_scope() as session:
+        assignment = session.query(Assignment).filter_by(token=token).one()
+        session.add_all(
+            Annotation(assignment_id=assignment.id, segment=0, start=0, end=3, text="Zoë",
+                       category="CharE", comment=f"n{i}", client_id=f"c{i}")
+            for i in range(total)
+        )
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+    from app.studies import get_study
+
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        try:
+            study = get_study(session, "demo")
+            chunks = export.iter_export(session, study, "csv")
+            assert isinstance(chunks, types.GeneratorType)
+            pieces = list(chunks)
+            lines = list(export.iter_export(session, study, "jsonl"))
+        finally:
+            session.close()
+    assert len(pieces) >= 3
+    rows = list(csv.DictReader(io.StringIO("".join(pieces))))
+    assert len(rows) == total
+    assert sorted(int(r["comment"][1:]) for r in rows) == list(range(total))
+    assert len(lines) >= 3
+    assert sum(chunk.count("\n") for chunk in lines) == total
