@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
@@ -31,6 +32,7 @@ from app.taxonomy import categories_by_id
 MAX_COMMENT_CHARS = 5_000
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 
 def now() -> datetime:
@@ -47,9 +49,15 @@ def new_completion_code() -> str:
 
 
 def get_assignment(session: Session, token: str, *, for_update: bool = False) -> Assignment:
-    query = select(Assignment).where(Assignment.token == token)
+    # The study and document come in the same round trip (every API call needs one of them);
+    # only the assignment's row is locked.
+    query = (
+        select(Assignment)
+        .where(Assignment.token == token)
+        .options(joinedload(Assignment.study), joinedload(Assignment.document))
+    )
     if for_update:
-        query = query.with_for_update()
+        query = query.with_for_update(of=Assignment)
     assignment = session.scalar(query)
     if assignment is None:
         raise NotFound("no assignment with this token")
@@ -244,7 +252,25 @@ def add_annotation(
             )
         )
 
-    previous = earlier()
+    dialect = session.get_bind().dialect.name
+    if dialect in INSERT_IF_NEW:
+        # One round trip: the unique (assignment, client_id) constraint decides; a retry
+        # inserts nothing and gets the first annotation back below.
+        statement = (
+            INSERT_IF_NEW[dialect](Annotation)
+            .on_conflict_do_nothing(index_elements=["assignment_id", "client_id"])
+            .returning(Annotation)
+        )
+        row = {"assignment_id": assignment.id, "client_id": client_id, **values}
+        annotation = session.scalars(statement, [row]).first()
+        if annotation is not None:
+            assignment.last_seen_at = now()
+            return annotation, True
+        previous = earlier()
+        if previous is None:
+            raise Conflict("client_id could not be stored; try again")
+    else:
+        previous = earlier()
     if previous is None:
         annotation = Annotation(assignment_id=assignment.id, client_id=client_id, **values)
         try:
