@@ -36,6 +36,7 @@ const el = {
   pairedRow: byId("paired-row"),
   pairedPrompt: byId("paired-prompt"),
   pairedField: byId("paired-field"),
+  pairedSegment: byId("paired-segment"),
   clearPaired: byId("clear-paired"),
   comment: byId("comment-field"),
   addButton: byId("add-button"),
@@ -591,8 +592,10 @@ function renderForm() {
   const paired = Boolean(cat && cat.kind === "paired");
   el.pairedRow.hidden = !paired;
   if (paired) {
-    el.pairedPrompt.textContent = pairedPrompt(cat);
-    el.pairedField.value = f.paired ? `${spanText(f.paired)}  (${segLabel(f.paired.segment)})` : "";
+    el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(cat);
+    el.pairedPrompt.hidden = Boolean(f.paired);
+    el.pairedField.value = f.paired ? spanText(f.paired) : "";
+    el.pairedSegment.textContent = f.paired ? ` · ${segLabel(f.paired.segment)}` : "";
     el.clearPaired.disabled = !f.paired;
   }
   el.addButton.disabled = !formReady();
@@ -720,6 +723,7 @@ function goTo(segment) {
   setHint(el.navHint, "");
   setHint(el.formHint, "");
   state.current = target;
+  el.instructions.open = false;
   if (!state.readOnly) outbox.push({ kind: "position", segment: target });
   renderAll({ scrollContext: true });
   el.currentHeading.focus({ preventScroll: true });

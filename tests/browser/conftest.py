@@ -79,7 +79,6 @@ class LiveServer:
 @pytest.fixture
 def live_server(app) -> Iterator[LiveServer]:
     """The real app (fresh migrated SQLite from tests/conftest.py) over real HTTP."""
-    app.config["RATELIMIT_ENABLED"] = False
     server = LiveServer(app).start()
     yield server
     server.stop()

@@ -10,6 +10,7 @@ _RECTS_JS = """
 ([segment, needle, occurrence]) => {
   const root = document.querySelector(`.seg-text[data-seg="${segment}"]`);
   if (!root) return null;
+  root.scrollIntoView({ block: "center", inline: "nearest" });
   const text = root.textContent;
   let at = -1;
   for (let i = 0; i <= occurrence; i++) {
@@ -34,16 +35,15 @@ _RECTS_JS = """
     const r = range.getClientRects()[0] || range.getBoundingClientRect();
     return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
   };
+  const firstWidth = /[\\uD800-\\uDBFF]/.test(text[at]) ? 2 : 1;
   const lastWidth = /[\\uDC00-\\uDFFF]/.test(text[at + needle.length - 1]) ? 2 : 1;
-  return { first: box(at, 1), last: box(at + needle.length - lastWidth, lastWidth) };
+  return { first: box(at, firstWidth), last: box(at + needle.length - lastWidth, lastWidth) };
 }
 """
 
 
 def drag_select(page, segment: int, needle: str, occurrence: int = 0, *, inset: float = 1.5):
     """Select `needle` in segment `segment` with a real mouse drag (down, move, up)."""
-    locator = page.locator(f'.seg-text[data-seg="{segment}"]')
-    locator.first.scroll_into_view_if_needed()
     rects = page.evaluate(_RECTS_JS, [segment, needle, occurrence])
     assert rects is not None, f"{needle!r} is not in segment {segment}"
     first, last = rects["first"], rects["last"]
@@ -74,3 +74,33 @@ def wait_saved(page, timeout: float = 10_000) -> None:
 
 def progress_text(page) -> str:
     return re.sub(r"\s+", " ", page.locator("#progress-text").inner_text()).strip()
+
+
+def open_assignment(page, base_url: str, slug: str, worker: str, document: str | None = None) -> str:
+    """Arrive as a worker through /s/<slug>; wait for the page to load; return the token."""
+    url = f"{base_url}/s/{slug}?worker_id={worker}"
+    if document:
+        url += f"&document={document}"
+    page.goto(url)
+    wait_loaded(page)
+    return page.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def wait_loaded(page) -> None:
+    page.wait_for_selector("#annotate:not(.is-loading)")
+    page.wait_for_selector(".cur-text .seg-text")
+
+
+def annotation_texts(page) -> list[str]:
+    """The span texts in the annotation list, in list order."""
+    return page.locator("#annotation-list .annot-span").all_inner_texts()
+
+
+def highlight_text(page, key: str) -> str:
+    """The text under the highlight of annotation `key` (joined pieces)."""
+    return page.evaluate(
+        """(key) => [...document.querySelectorAll('[data-annotations]')]
+            .filter((el) => el.dataset.annotations.split(' ').includes(key))
+            .map((el) => el.textContent).join('')""",
+        key,
+    )

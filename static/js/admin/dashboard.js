@@ -2,7 +2,7 @@
 // changed re-read the dashboard itself and swap in its live sections (tables, charts).
 
 const root = document.getElementById("dashboard");
-const POLL_MS = 5000;
+const POLL_MS = Number(root && root.dataset.pollMs) || 5000;
 
 function field(data, path) {
   return path.split(".").reduce((value, key) => (value == null ? value : value[key]), data);
