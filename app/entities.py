@@ -249,94 +249,147 @@ class _Candidate:
         return self.segment == other.segment and self.start < other.end and other.start < self.end
 
 
-def _trim(doc: Any, start: int, end: int) -> tuple[int, int]:
-    """Token range without a leading determiner, trailing possessive or punctuation."""
+@dataclass(slots=True)
+class _Tok:
+    """What the rules read of a spaCy token, copied once (spaCy builds a Token per access)."""
+
+    i: int
+    text: str
+    lower: str
+    bare: str
+    tag: str
+    ent: str  # the NER label of the entity the token is in, or ""
+    idx: int
+    end: int
+    punct: bool
+
+
+class _View:
+    """A segment's tokens and entities as plain Python objects."""
+
+    def __init__(self, doc: Any) -> None:
+        self.text: str = doc.text
+        from spacy.attrs import ENT_TYPE, IDX, IS_PUNCT, LOWER, ORTH, TAG
+
+        strings = doc.vocab.strings
+        rows = (
+            doc.to_array([ORTH, LOWER, TAG, ENT_TYPE, IDX, IS_PUNCT]).tolist() if len(doc) else []
+        )
+        self.toks = []
+        for i, (orth, lower, tag, ent, idx, punct) in enumerate(rows):
+            text = strings[orth]
+            self.toks.append(
+                _Tok(
+                    i,
+                    text,
+                    strings[lower],
+                    _bare(text),
+                    strings[tag] if tag else "",
+                    strings[ent] if ent else "",
+                    idx,
+                    idx + len(text),
+                    bool(punct),
+                )
+            )
+        self.ents = [(e.start, e.end, e.label_) for e in doc.ents]
+        self.by_start = {t.idx: t.i for t in self.toks}
+        self.by_end = {t.end: t.i for t in self.toks}
+
+    def __len__(self) -> int:
+        return len(self.toks)
+
+    def chars(self, start: int, end: int) -> tuple[int, int]:
+        return self.toks[start].idx, self.toks[end - 1].end
+
+    def token_range(self, start_char: int, end_char: int) -> tuple[int, int] | None:
+        """Tokens exactly covering ``text[start_char:end_char]``, or None."""
+        first, last = self.by_start.get(start_char), self.by_end.get(end_char)
+        return None if first is None or last is None else (first, last + 1)
+
+
+def _trim(v: _View, start: int, end: int) -> tuple[int, int]:
+    """Token range without a leading article, trailing possessive or punctuation."""
+    toks = v.toks
     while start < end and (
-        doc[start].lower_ in ("a", "an")
-        or _bare(doc[start].text) in NOT_NAMES
-        or doc[start].is_punct
+        toks[start].lower in ("a", "an") or toks[start].bare in NOT_NAMES or toks[start].punct
     ):
         start += 1
     while end > start and (
-        doc[end - 1].is_punct or doc[end - 1].tag_ == "POS" or doc[end - 1].lower_ in ("'s", "’s")
+        toks[end - 1].punct or toks[end - 1].tag == "POS" or toks[end - 1].lower in ("'s", "’s")
     ):
         end -= 1
     return start, end
 
 
-def _extend_titles(doc: Any, start: int) -> int:
+def _extend_titles(v: _View, start: int) -> int:
     while (
-        start > 0 and _bare(doc[start - 1].text) in TITLES and _is_capitalised(doc[start - 1].text)
+        start > 0 and v.toks[start - 1].bare in TITLES and _is_capitalised(v.toks[start - 1].text)
     ):
         start -= 1
     return start
 
 
-def _context_score(doc: Any, start: int, end: int, label: str) -> float:
+def _context_score(v: _View, start: int, end: int, label: str) -> float:
     """Evidence, from one occurrence, that a proper name names a person (> 0) or a place (< 0)."""
+    toks = v.toks
     score = 0.0
     if label == "PERSON":
         score += 2
     elif label in PLACE_LABELS:
         score -= 0.5
-    words = [_bare(t.text) for t in doc[start:end]]
+    words = [t.bare for t in toks[start:end]]
     if words and words[0] in TITLES and len(words) > 1:
         score += 3
     if any(w in PLACE_WORDS for w in words[1:] or words):
         score -= 3
-    prev = doc[start - 1] if start > 0 else None
-    nxt = doc[end] if end < len(doc) else None
+    prev = toks[start - 1] if start > 0 else None
+    nxt = toks[end] if end < len(toks) else None
+    after = toks[end + 1] if end + 1 < len(toks) else None
     if prev is not None:
-        before = doc[start - 2] if start > 1 else None
-        if prev.lower_ in PLACE_PREPOSITIONS:
+        before = toks[start - 2] if start > 1 else None
+        if prev.lower in PLACE_PREPOSITIONS:
             score -= 1.5
-        elif prev.text == "," and before is not None and before.lower_ in KIN:
+        elif prev.text == "," and before is not None and before.lower in KIN:
             score += 2  # "his wife, Fulvia,"
-        elif prev.tag_.startswith("VB") and prev.lower_ not in MOTION_VERBS:
+        elif prev.tag.startswith("VB") and prev.lower not in MOTION_VERBS:
             score += 1
-        elif prev.lower_ == "of":
+        elif prev.lower == "of":
             score -= 0.5
             nxt = None  # in "Don Pedro of Aragon arrives" the verb is Don Pedro's
-        elif prev.lower_ in ("by", "with"):
+        elif prev.lower in ("by", "with"):
             score += 0.5
-    if nxt is not None and nxt.text == "," and end + 1 < len(doc) and doc[end + 1].lower_ == "who":
+    if nxt is None:
+        return score
+    if nxt.lower == "who" or (nxt.text == "," and after is not None and after.lower == "who"):
         score += 2  # "Lance, who ..."
-    elif nxt is not None:
-        if nxt.lower_ == "who":
-            score += 2
-        elif nxt.tag_ in VERB_TAGS or nxt.lower_ in ("says", "tells", "asks"):
-            score += 1
-        elif nxt.tag_ == "POS" or nxt.lower_ in ("'s", "’s", "'"):
-            after = doc[end + 1] if end + 1 < len(doc) else None
-            score += 2 if after is not None and after.lower_ in KIN else 0.5
+    elif nxt.tag in VERB_TAGS or nxt.lower in ("says", "tells", "asks"):
+        score += 1
+    elif nxt.tag == "POS" or nxt.lower in ("'s", "’s", "'"):
+        score += 2 if after is not None and after.lower in KIN else 0.5
     return score
 
 
-def _is_name_token(token: Any) -> bool:
-    text = token.text
-    if not _is_capitalised(text) or _bare(text) in NOT_NAMES or not _WORD.fullmatch(text):
-        return False
-    return token.tag_ in NAME_TAGS or (token.i > 0 and not token.is_sent_start and token.tag_ != "")
+def _is_name_token(tok: _Tok) -> bool:
+    return (
+        tok.tag in NAME_TAGS
+        and _is_capitalised(tok.text)
+        and tok.bare not in NOT_NAMES
+        and _WORD.fullmatch(tok.text) is not None
+    )
 
 
-def _proper_runs(doc: Any, taken: list[bool]) -> Iterable[tuple[int, int]]:
+def _proper_runs(v: _View, taken: list[bool]) -> Iterable[tuple[int, int]]:
     """Maximal runs of proper-noun tokens (with name particles inside) not already taken."""
-    i, n = 0, len(doc)
+    toks, i, n = v.toks, 0, len(v)
     while i < n:
-        if taken[i] or not (doc[i].tag_ in NAME_TAGS and _is_name_token(doc[i])):
+        if taken[i] or not _is_name_token(toks[i]):
             i += 1
             continue
         j = i + 1
         while j < n and not taken[j]:
-            tok = doc[j]
-            if tok.tag_ in NAME_TAGS and _is_name_token(tok):
+            if _is_name_token(toks[j]):
                 j += 1
-            elif (
-                tok.lower_ in NAME_PARTICLES
-                and j + 1 < n
-                and doc[j + 1].tag_ in NAME_TAGS
-                and _is_name_token(doc[j + 1])
-            ):
+            elif toks[j].lower in NAME_PARTICLES and j + 1 < n and _is_name_token(toks[j + 1]):
                 j += 2
             else:
                 break
@@ -344,82 +397,77 @@ def _proper_runs(doc: Any, taken: list[bool]) -> Iterable[tuple[int, int]]:
         i = j
 
 
-def _looks_like_group(span: Any, label: str) -> bool:
+def _looks_like_group(toks: list[_Tok], label: str) -> bool:
     """Plural names and shouted phrases: "the Jesuits", "African Americans", "YOU ARE OLD"."""
-    last = span[-1]
-    if label == "PERSON" or _bare(span[0].text) in TITLES or _bare(last.text) in ROLES:
+    last = toks[-1]
+    if label == "PERSON" or toks[0].bare in TITLES or last.bare in ROLES:
         return False
-    if last.tag_ == "NNPS" or (label == "NORP" and last.text.endswith("s")):
+    if last.tag == "NNPS" or (label == "NORP" and last.text.endswith("s")):
         return True
-    return len(span) >= 3 and all(t.text.isupper() for t in span)
+    return len(toks) >= 3 and all(t.text.isupper() for t in toks)
 
 
-def _is_sentence_start(doc: Any, i: int) -> bool:
-    return i == 0 or doc[i - 1].text in (".", "!", "?", '"', "“", ":", ";")
+def _is_sentence_start(v: _View, i: int) -> bool:
+    return i == 0 or v.toks[i - 1].text in (".", "!", "?", '"', "“", ":", ";")
 
 
-def _segment_candidates(doc: Any, segment: int, labels: frozenset[str]) -> list[_Candidate]:
+def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[_Candidate]:
     """Every name in one segment that might be a wanted entity, with its context evidence."""
+    toks = v.toks
     out: list[_Candidate] = []
-    taken = [False] * len(doc)
+    taken = [False] * len(toks)
     want_person = "PERSON" in labels
 
-    def add(start: int, end: int, label: str, role: bool = False) -> None:
-        start, end = _trim(doc, start, end)
+    def add(start: int, end: int, label: str) -> None:
+        start, end = _trim(v, start, end)
         if start >= end:
             return
-        if end - start == 1 and _bare(doc[start].text) in ROLES:
-            role = True
-            if start > 0 and doc[start - 1].lower_ == "the":
-                start -= 1
+        role = end - start == 1 and toks[start].bare in ROLES
+        if role and start > 0 and toks[start - 1].lower == "the":
+            start -= 1
         if not role:
-            start = _extend_titles(doc, start)
-        span = doc[start:end]
-        text = span.text
-        if sum(ch.isalpha() for ch in text) < 2 or _looks_like_group(span, label):
+            start = _extend_titles(v, start)
+        first, last = v.chars(start, end)
+        text = v.text[first:last]
+        if sum(ch.isalpha() for ch in text) < 2 or _looks_like_group(toks[start:end], label):
             return
-        if role and (_bare(doc[end - 1].text) in ABBREVIATED_TITLES or text.endswith(".")):
+        if role and (toks[end - 1].bare in ABBREVIATED_TITLES or text.endswith(".")):
             return
-        score = _context_score(doc, start, end, label)
-        out.append(_Candidate(segment, span.start_char, span.end_char, text, label, score, role))
+        score = _context_score(v, start, end, label)
+        out.append(_Candidate(segment, first, last, text, label, score, role))
         for k in range(start, end):
             taken[k] = True
 
-    for ent in doc.ents:
-        for k in range(ent.start, ent.end):
+    for start, end, _label in v.ents:
+        for k in range(start, end):
             taken[k] = True
-    for ent in doc.ents:
-        if ent.label_ in labels:
-            add(ent.start, ent.end, ent.label_)
-        elif want_person and ent.label_ in PERSON_LIKE_LABELS:
-            if doc[ent.start].lower_ == "the" and not any(_bare(t.text) in ROLES for t in ent):
+    for start, end, label in v.ents:
+        if label in labels:
+            add(start, end, label)
+        elif want_person and label in PERSON_LIKE_LABELS:
+            if toks[start].lower == "the" and not any(t.bare in ROLES for t in toks[start:end]):
                 continue  # "the Coast Guard", "the Dominican Republic"
-            add(ent.start, ent.end, ent.label_)
+            add(start, end, label)
     if not want_person:
         return out
-    for start, end in list(_proper_runs(doc, taken)):
-        if end - start == 1 and _bare(doc[start].text) in ROLES:
+    for start, end in list(_proper_runs(v, taken)):
+        if end - start == 1 and toks[start].bare in ROLES:
             continue  # bare role nouns are handled below
-        if end - start == 1 and _is_sentence_start(doc, start) and doc[start].tag_ not in NAME_TAGS:
-            continue
         add(start, end, "")
-    for tok in doc:
-        word = _bare(tok.text)
-        if taken[tok.i] or word not in ROLES or not _is_capitalised(tok.text):
+    for tok in toks:
+        if taken[tok.i] or tok.bare not in ROLES or not _is_capitalised(tok.text):
             continue
-        nxt = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
-        if nxt is not None and _is_capitalised(nxt.text) and nxt.tag_ in NAME_TAGS:
+        nxt = toks[tok.i + 1] if tok.i + 1 < len(toks) else None
+        if nxt is not None and _is_capitalised(nxt.text) and nxt.tag in NAME_TAGS:
             continue  # a title before a name, not a bare role
-        prev = doc[tok.i - 1] if tok.i > 0 else None
-        with_article = prev is not None and prev.lower_ == "the"
-        leads = nxt is not None and nxt.tag_ in VERB_TAGS and tok.tag_ in NAME_TAGS  # "Nurse tells"
-        if not (with_article or tok.text.isupper() or leads or not _is_sentence_start(doc, tok.i)):
+        with_article = tok.i > 0 and toks[tok.i - 1].lower == "the"
+        leads = nxt is not None and nxt.tag in VERB_TAGS and tok.tag in NAME_TAGS  # "Nurse tells"
+        if not (with_article or tok.text.isupper() or leads or not _is_sentence_start(v, tok.i)):
             continue
-        start = tok.i - 1 if with_article else tok.i
-        span = doc[start : tok.i + 1]
-        out.append(
-            _Candidate(segment, span.start_char, span.end_char, span.text, "", 1.0, role=True)
-        )
+        if tok.bare in ABBREVIATED_TITLES or tok.text.endswith("."):
+            continue
+        first = toks[tok.i - 1].idx if with_article else tok.idx
+        out.append(_Candidate(segment, first, tok.end, v.text[first : tok.end], "", 1.0, role=True))
         taken[tok.i] = True
     return out
 
@@ -554,9 +602,15 @@ def _group(
 
 
 def _whole_word_occurrences(text: str, form: str) -> Iterable[tuple[int, int]]:
-    pattern = re.compile(r"(?<![\w])" + re.escape(form) + r"(?![\w])")
-    for match in pattern.finditer(text):
-        yield match.start(), match.end()
+    """Where ``form`` occurs in ``text`` not inside a longer word."""
+    start = text.find(form)
+    while start >= 0:
+        end = start + len(form)
+        if (start == 0 or not text[start - 1].isalnum()) and (
+            end == len(text) or not (text[end].isalnum() or text[end] == "_")
+        ):
+            yield start, end
+        start = text.find(form, start + 1)
 
 
 def _name_part(text: str) -> str:
@@ -568,7 +622,7 @@ def _name_part(text: str) -> str:
 
 
 def _other_occurrences(
-    candidates: list[_Candidate], docs: Sequence[Any], texts: Sequence[str]
+    candidates: list[_Candidate], views: Sequence[_View], texts: Sequence[str]
 ) -> list[_Candidate]:
     """Every other whole-word occurrence of a candidate's name, with its own context evidence.
 
@@ -586,16 +640,17 @@ def _other_occurrences(
         for segment, text in enumerate(texts):
             if form not in text:
                 continue
-            doc = docs[segment]
+            view = views[segment]
             for start, end in _whole_word_occurrences(text, form):
                 if any(s < end and start < e for s, e in occupied[segment]):
                     continue
-                span = doc.char_span(start, end, alignment_mode="strict")
-                if span is None or span[0].tag_ in NOT_NAME_TAGS:
+                found = view.token_range(start, end)
+                if found is None or view.toks[found[0]].tag in NOT_NAME_TAGS:
                     continue
-                if span[0].ent_type_ and span[0].ent_type_ not in PERSON_LIKE_LABELS | {"PERSON"}:
+                ent = view.toks[found[0]].ent
+                if ent and ent not in PERSON_LIKE_LABELS and ent != "PERSON":
                     continue  # "May" the month
-                score = _context_score(doc, span.start, span.end, span[0].ent_type_)
+                score = _context_score(view, found[0], found[1], ent)
                 added.append(_Candidate(segment, start, end, form, "", score, key=forms[form]))
                 occupied[segment].append((start, end))
     return added
@@ -605,14 +660,15 @@ def _document_entities(
     docs: Sequence[Any], texts: Sequence[str], labels: tuple[str, ...]
 ) -> DocumentEntities:
     wanted = frozenset(labels)
+    views = [_View(doc) for doc in docs]
     candidates: list[_Candidate] = []
-    for segment, doc in enumerate(docs):
-        candidates.extend(_segment_candidates(doc, segment, wanted))
+    for segment, view in enumerate(views):
+        candidates.extend(_segment_candidates(view, segment, wanted))
     for cand in candidates:
         cand.key = _name_key(cand.text)
     people: set[str] = set()
     if "PERSON" in wanted:
-        candidates += _other_occurrences(candidates, docs, texts)
+        candidates += _other_occurrences(candidates, views, texts)
         people = _decide_people(candidates)
         totals: dict[str, float] = defaultdict(float)
         for cand in candidates:
