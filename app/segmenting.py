@@ -8,11 +8,11 @@ ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "gen", "col", "capt", "lt", "sgt",
     "rev", "vs", "etc", "mt", "no", "fig", "inc", "ltd", "co", "u.s", "e.g", "i.e",
 }
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?([^\W_]))")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences at ., ! or ? followed by space and a capital letter.
+    """Split text into sentences at ., ! or ? followed by space and a capital letter or digit.
 
     Common abbreviations ("Mr.", "Dr.", "e.g.") and single initials ("J. Smith") do not
     end a sentence. Returns the sentences stripped, never an empty one.
@@ -20,6 +20,9 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
+        following = match.group(1)  # any script's capital ("Élodie", "Ødegaard") or a digit
+        if not (following.isupper() or following.isdigit()):
+            continue
         candidate = text[start : match.start()]
         last_word = re.search(r"([\w.]+)[.!?][\"'\u201d\u2019)\]]*$", candidate)
         if last_word:
