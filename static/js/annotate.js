@@ -551,6 +551,13 @@ function rangesFor(segment, { current }) {
 }
 
 let entityById = new Map();
+let contextPinned = true;
+
+/** Show the end of the context (the text just before the current segment). */
+function pinContextToBottom() {
+  el.context.scrollTop = el.context.scrollHeight;
+  contextPinned = true;
+}
 
 function renderText({ scrollContext = false } = {}) {
   entityById = new Map((state.data.entities || []).map((e) => [e.id, e]));
@@ -567,7 +574,7 @@ function renderText({ scrollContext = false } = {}) {
     );
   }
   el.contextSection.hidden = state.current === 0;
-  if (scrollContext) el.context.scrollTop = el.context.scrollHeight;
+  if (scrollContext) pinContextToBottom();
   else el.context.scrollTop = keepScroll;
 
   clear(el.current);
@@ -834,6 +841,13 @@ el.clearPaired.addEventListener("click", () => {
   if (cat) setHint(el.formHint, pairedPrompt(cat));
   renderForm();
   renderText();
+});
+el.context.addEventListener("scroll", () => {
+  const box = el.context;
+  contextPinned = box.scrollHeight - box.scrollTop - box.clientHeight < 4;
+});
+window.addEventListener("resize", () => {
+  if (contextPinned) el.context.scrollTop = el.context.scrollHeight;
 });
 el.prev.addEventListener("click", () => goTo(state.current - 1));
 el.next.addEventListener("click", () => goTo(state.current + 1));

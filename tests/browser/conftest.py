@@ -100,9 +100,11 @@ def pw_page(pw_context):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on(
         "console",
-        lambda msg: errors.append(msg.text)
-        if msg.type == "error" and "Content Security Policy" in msg.text
-        else None,
+        lambda msg: (
+            errors.append(msg.text)
+            if msg.type == "error" and "Content Security Policy" in msg.text
+            else None
+        ),
     )
     page.js_errors = errors  # type: ignore[attr-defined]
     yield page

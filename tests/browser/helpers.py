@@ -76,7 +76,9 @@ def progress_text(page) -> str:
     return re.sub(r"\s+", " ", page.locator("#progress-text").inner_text()).strip()
 
 
-def open_assignment(page, base_url: str, slug: str, worker: str, document: str | None = None) -> str:
+def open_assignment(
+    page, base_url: str, slug: str, worker: str, document: str | None = None
+) -> str:
     """Arrive as a worker through /s/<slug>; wait for the page to load; return the token."""
     url = f"{base_url}/s/{slug}?worker_id={worker}"
     if document:

@@ -38,11 +38,13 @@ def hot_texts(page) -> list[tuple[int, str]]:
 def test_hovering_a_name_lights_up_its_earlier_mentions_and_the_panel_lists_people(
     app, live_server, pw_page, artifacts
 ):
-    marks = clusters([
-        [("Wren Callister", "1"), ("Pim", "2")],
-        [("Wren", "1"), ("Captain Haldane", "3")],
-        [("Haldane", "3"), ("Pim", "2"), ("Wren", "1")],
-    ])
+    marks = clusters(
+        [
+            [("Wren Callister", "1"), ("Pim", "2")],
+            [("Wren", "1"), ("Captain Haldane", "3")],
+            [("Haldane", "3"), ("Pim", "2"), ("Wren", "1")],
+        ]
+    )
     make_study(app, slug="cues", documents=[DocumentInput("story", STORY, entity_clusters=marks)])
     page = pw_page
     open_assignment(page, live_server.url, "cues", "w1")
@@ -59,11 +61,11 @@ def test_hovering_a_name_lights_up_its_earlier_mentions_and_the_panel_lists_peop
     assert metas[2].startswith("first in segment 2")
 
     # Mentions after the emoji sit on the right words.
-    current = page.locator('.cur-text .mention[data-mention-start]')
+    current = page.locator(".cur-text .mention[data-mention-start]")
     assert current.all_inner_texts() == ["Haldane", "Pim", "Wren"]
 
     # Hover "Wren" in the current segment: every Wren mention lights up, context included.
-    page.locator('.cur-text .mention', has_text="Wren").hover()
+    page.locator(".cur-text .mention", has_text="Wren").hover()
     assert sorted(hot_texts(page)) == [(0, "Wren Callister"), (1, "Wren"), (2, "Wren")]
     assert "entity-hot" in panel.filter(has_text="Wren Callister").get_attribute("class")
     page.screenshot(path=str(artifacts / "annotate-entity-hover-1280x800.png"))
@@ -71,7 +73,7 @@ def test_hovering_a_name_lights_up_its_earlier_mentions_and_the_panel_lists_peop
     assert hot_texts(page) == []
 
     # Keyboard focus does the same.
-    page.locator('.cur-text .mention', has_text="Haldane").focus()
+    page.locator(".cur-text .mention", has_text="Haldane").focus()
     assert sorted(hot_texts(page)) == [(1, "Captain Haldane"), (2, "Haldane")]
 
     # Clicking a panel entry scrolls to and focuses the first mention.
@@ -95,8 +97,15 @@ def add_suggestions(app, rows: list[tuple[int, str, str]]) -> list[int]:
         for segment, text, category in rows:
             start = STORY[segment].index(text)
             row = Suggestion(
-                document_id=document.id, segment=segment, start=start, end=start + len(text),
-                text=text, category=category, score=0.9, detector="test", detector_version="1",
+                document_id=document.id,
+                segment=segment,
+                start=start,
+                end=start + len(text),
+                text=text,
+                category=category,
+                score=0.9,
+                detector="test",
+                detector_version="1",
             )
             session.add(row)
             stored.append(row)
@@ -116,7 +125,10 @@ def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(app, live
     open_assignment(page, live_server.url, "hints", "w1")
     underlined = page.locator(".cur-text .suggestion")
     assert underlined.all_inner_texts() == ["the lighthouse", "Pim"]
-    assert page.locator(f'.suggestion-end[data-suggestion="{pim}"]').get_attribute("data-label") == "CharE"
+    assert (
+        page.locator(f'.suggestion-end[data-suggestion="{pim}"]').get_attribute("data-label")
+        == "CharE"
+    )
     assert page.locator("#hint-list .hint-item").count() == 2
 
     # Clicking the underline fills the form; the worker still decides with Add.
@@ -125,7 +137,9 @@ def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(app, live
     assert page.locator('.cat-btn[data-category="CharE"]').get_attribute("aria-pressed") == "true"
     assert annotation_texts(page) == []
     page.click("#add-button")
-    page.locator(f'#hint-list [data-suggestion-item="{lighthouse}"] button', has_text="Dismiss").click()
+    page.locator(
+        f'#hint-list [data-suggestion-item="{lighthouse}"] button', has_text="Dismiss"
+    ).click()
     assert page.locator(".cur-text .suggestion").count() == 0
     assert page.locator("#hints").is_hidden()
     wait_saved(page)

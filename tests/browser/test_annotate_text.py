@@ -92,7 +92,7 @@ def test_astral_characters_before_a_span_give_code_point_offsets(app, live_serve
     assert set(stored) == {"𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "at last", "Zoë"}
     for span, a in stored.items():
         assert (a["start"], a["end"]) == (text.index(span), text.index(span) + len(span))
-        assert text[a["start"]:a["end"]] == span
+        assert text[a["start"] : a["end"]] == span
 
     # After a reload the highlights are drawn from code-point offsets at the right place.
     page.reload()
@@ -102,10 +102,19 @@ def test_astral_characters_before_a_span_give_code_point_offsets(app, live_serve
 
 
 def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, pw_page):
-    make_study(app, slug="keys", documents=[("k", [
-        "Mara opens the gate. The guard salutes her and she walks in.",
-        "Later she returns.",
-    ])])
+    make_study(
+        app,
+        slug="keys",
+        documents=[
+            (
+                "k",
+                [
+                    "Mara opens the gate. The guard salutes her and she walks in.",
+                    "Later she returns.",
+                ],
+            )
+        ],
+    )
     page = pw_page
     open_assignment(page, live_server.url, "keys", "w1")
 
@@ -134,7 +143,10 @@ def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, p
     page.keyboard.press("Control+Enter")
     wait_saved(page)
     assert annotation_texts(page) == ["guard"]
-    assert page.locator(".annot-item .annot-cat").inner_text() == "Missing reference to an event or object"
+    assert (
+        page.locator(".annot-item .annot-cat").inner_text()
+        == "Missing reference to an event or object"
+    )
 
     # Escape drops a half-made annotation.
     drag_select(page, 0, "Mara")

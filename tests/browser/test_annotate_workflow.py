@@ -44,7 +44,11 @@ def export_csv(app, slug: str) -> list[dict[str, str]]:
     env = {**os.environ, "DATABASE_URL": app.config["DATABASE_URL"]}
     done = subprocess.run(
         [*command, "export", slug, "--format", "csv"],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return list(csv.DictReader(io.StringIO(done.stdout)))
@@ -66,13 +70,20 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
 
     # Segment 3: an inconsistency paired with text picked in the context box, with a comment.
     drag_select(page, 2, "Anna's brother")
-    page.wait_for_function("() => document.getElementById('span-field').value === \"Anna's brother\"")
+    page.wait_for_function(
+        "() => document.getElementById('span-field').value === \"Anna's brother\""
+    )
     category_button(page, "InconE").click()
-    assert page.locator("#paired-prompt").inner_text() == "Now select the earlier text that this contradicts."
+    assert (
+        page.locator("#paired-prompt").inner_text()
+        == "Now select the earlier text that this contradicts."
+    )
     assert "awaiting-paired" in page.locator("#annotate").get_attribute("class")
     assert page.locator("#add-button").is_disabled()
     drag_select(page, 0, "She is an only child")
-    page.wait_for_function("() => document.getElementById('paired-field').value === 'She is an only child'")
+    page.wait_for_function(
+        "() => document.getElementById('paired-field').value === 'She is an only child'"
+    )
     page.fill("#comment-field", "She was an only child in segment 1.")
     page.click("#add-button")
     # A new character, chosen with the keyboard shortcut.
@@ -107,7 +118,9 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     page.locator('.annot-item[data-category="SceneE"] .remove-btn').click()
     wait_saved(page)
     assert annotation_texts(page) == [
-        "Anna's brother", "Tomas", "rye bread for the fishermen, who pay her in herring"
+        "Anna's brother",
+        "Tomas",
+        "rye bread for the fishermen, who pay her in herring",
     ]
 
     # Back a segment, then reload mid-document: everything comes back from the server.
@@ -118,10 +131,17 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     wait_loaded(page)
     assert progress_text(page) == "Segment 3 of 5"
     assert annotation_texts(page) == [
-        "Anna's brother", "Tomas", "rye bread for the fishermen, who pay her in herring"
+        "Anna's brother",
+        "Tomas",
+        "rye bread for the fishermen, who pay her in herring",
     ]
-    assert page.locator(".annot-comment").inner_text() == "Comment: She was an only child in segment 1."
-    keys = page.locator("#annotation-list .annot-item").evaluate_all("els => els.map(e => e.dataset.key)")
+    assert (
+        page.locator(".annot-comment").inner_text()
+        == "Comment: She was an only child in segment 1."
+    )
+    keys = page.locator("#annotation-list .annot-item").evaluate_all(
+        "els => els.map(e => e.dataset.key)"
+    )
     assert highlight_text(page, keys[0]) == "Anna's brother"
     assert highlight_text(page, keys[1]) == "Tomas"
     paired = page.locator(f'[data-paired~="{keys[0]}"]').all_inner_texts()
@@ -148,16 +168,34 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
 
     rows = export_csv(app, "bakery")
     got = sorted(
-        (int(r["segment"]), r["span_text"], r["category"], r["paired_segment"], r["paired_text"],
-         r["comment"])
+        (
+            int(r["segment"]),
+            r["span_text"],
+            r["category"],
+            r["paired_segment"],
+            r["paired_text"],
+            r["comment"],
+        )
         for r in rows
     )
     assert got == [
-        (2, "Anna's brother", "InconE", "0", "She is an only child",
-         "She was an only child in segment 1."),
+        (
+            2,
+            "Anna's brother",
+            "InconE",
+            "0",
+            "She is an only child",
+            "She was an only child in segment 1.",
+        ),
         (2, "Tomas", "CharE", "", "", ""),
-        (3, "rye bread for the fishermen, who pay her in herring", "RepE", "1",
-         "rye bread for the fishermen, who pay her in herring", ""),
+        (
+            3,
+            "rye bread for the fishermen, who pay her in herring",
+            "RepE",
+            "1",
+            "rye bread for the fishermen, who pay her in herring",
+            "",
+        ),
         (4, "the letter", "RefE", "", "", ""),
         (4, "the the", "GramE", "", "", "doubled word"),
     ]
@@ -168,7 +206,7 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
         assert start == text.index(r["span_text"])  # code points: the emoji counts once
         if r["paired_segment"]:
             earlier = SEGMENTS[int(r["paired_segment"])]
-            assert earlier[int(r["paired_start"]):int(r["paired_end"])] == r["paired_text"]
+            assert earlier[int(r["paired_start"]) : int(r["paired_end"])] == r["paired_text"]
         assert r["worker_id"] == "worker-7"
         assert r["completion_code"] == code
     letter = next(r for r in rows if r["category"] == "RefE")
