@@ -1,0 +1,286 @@
+"""FALTE's original design on bench/load.py's workload, for comparison.
+
+FALTE keeps a worker's annotations in the browser and posts the whole document's annotations
+at submit; the server then stores them one row at a time, committing after each row. Nothing
+reaches the server before submit, so a closed tab or a crash loses all of it.
+
+This file reproduces that design on the same stack (Flask + SQLAlchemy + Postgres under the
+same gunicorn.conf.py), so the comparison isolates the design:
+
+    .venv/bin/python bench/falte_baseline.py --concurrency 300 --duration 60
+    .venv/bin/python bench/falte_baseline.py --compare --think-scale 0 --concurrency 16
+
+``--compare`` also runs Marginalia (bench/load.py's simulated workers) on the same workload
+and prints the ratios: server CPU per submitted document, documents/s, submit latency.
+gunicorn serves ``bench.falte_baseline:make_app()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import secrets
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from load_harness import (  # noqa: E402
+    OUT,
+    REMOVE_PROBABILITY,
+    REPO,
+    Gunicorn,
+    Pace,
+    Stats,
+    choose_count,
+    fresh_database,
+    load_documents,
+    prepare_study,
+    print_summary,
+    random_annotation,
+    server_cpu_seconds,
+    server_latencies,
+    start_postgres,
+)
+
+# --- the FALTE-style server -----------------------------------------------------------------
+
+
+def make_app():
+    """A FALTE-style app: GET the whole document, POST everything at submit, commit per row."""
+    from flask import Flask, abort, jsonify, request
+    from sqlalchemy import (
+        Column,
+        DateTime,
+        Integer,
+        MetaData,
+        String,
+        Table,
+        Text,
+        create_engine,
+        func,
+        insert,
+        select,
+    )
+
+    from app.config import normalise_database_url
+    from app.models import Document, Segment
+    from app.taxonomy import load_taxonomy
+
+    engine = create_engine(normalise_database_url(os.environ["DATABASE_URL"]),
+                           pool_pre_ping=True, pool_size=10, max_overflow=20)
+    metadata = MetaData()
+    table = Table(
+        "falte_annotations", metadata,
+        Column("id", Integer, primary_key=True),
+        Column("worker_id", String(200)), Column("document", String(300)),
+        Column("segment", Integer), Column("start_offset", Integer),
+        Column("end_offset", Integer), Column("text", Text), Column("category", String(100)),
+        Column("paired_segment", Integer), Column("paired_text", Text),
+        Column("comment", Text), Column("created_at", DateTime(timezone=True),
+                                           server_default=func.now()),
+    )
+    metadata.create_all(engine)
+    taxonomy = load_taxonomy(REPO / "taxonomies" / "snac.yaml")
+    app = Flask(__name__)
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify(ok=True)
+
+    @app.get("/falte/document/<external_id>")
+    def document(external_id: str):
+        with engine.connect() as connection:
+            texts = connection.scalars(
+                select(Segment.text)
+                .join(Document, Document.id == Segment.document_id)
+                .where(Document.external_id == external_id)
+                .order_by(Segment.index)
+            ).all()
+        if not texts:
+            abort(404)
+        return jsonify(document=external_id, sentences=list(texts), taxonomy=taxonomy)
+
+    @app.post("/falte/submit")
+    def submit():
+        body = request.get_json()
+        for mark in body["annotations"]:  # FALTE: one INSERT and one COMMIT per row
+            paired = mark.get("paired") or {}
+            with engine.begin() as connection:
+                connection.execute(insert(table).values(
+                    worker_id=body["worker_id"], document=body["document"],
+                    segment=mark["segment"], start_offset=mark["start"],
+                    end_offset=mark["end"], text=mark["text"], category=mark["category"],
+                    paired_segment=paired.get("segment"), paired_text=paired.get("text"),
+                    comment=mark.get("comment", ""),
+                ))
+        return jsonify(completion_code=secrets.token_hex(5))
+
+    return app
+
+
+# --- the FALTE-style client -----------------------------------------------------------------
+
+
+async def falte_worker(number: int, client, stats: Stats, deadline: float,
+                       documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
+                       start_delay: float) -> None:
+    """Same behaviour and think times as bench/load.py's worker; marks stay in the page."""
+    rng = random.Random(f"{tag}-{number}")
+    await asyncio.sleep(start_delay)
+    worker_id = f"{tag}-worker-{number}"
+    for doc_index in rng.sample(range(len(documents)), len(documents)):
+        if time.monotonic() >= deadline:
+            return
+        external_id, texts = documents[doc_index]
+        started = time.perf_counter()
+        page = await client.get(f"/falte/document/{external_id}")
+        stats.record("falte_get", time.perf_counter() - started)
+        if page.status_code != 200:
+            stats.error("falte_get", f"HTTP {page.status_code}")
+            return
+        categories = page.json()["taxonomy"]["categories"]
+        marks: list[dict[str, Any]] = []
+        for segment in range(len(texts)):
+            await pace.think(rng, pace.read_segment)
+            for _ in range(choose_count(rng)):
+                await pace.think(rng, pace.mark)
+                body = random_annotation(rng, texts, segment, categories)
+                if body is not None:
+                    marks.append(body)
+            if marks and rng.random() < REMOVE_PROBABILITY:
+                await pace.think(rng, pace.mark)
+                marks.pop(rng.randrange(len(marks)))
+            if time.monotonic() >= deadline:
+                return  # everything marked so far is lost: it never left the browser
+        await pace.think(rng, pace.read_segment)
+        if time.monotonic() >= deadline:
+            return
+        started = time.perf_counter()
+        answer = await client.post("/falte/submit", json={
+            "worker_id": worker_id, "document": external_id, "annotations": marks})
+        stats.record("falte_submit", time.perf_counter() - started)
+        if answer.status_code != 200:
+            stats.error("falte_submit", f"HTTP {answer.status_code}")
+        else:
+            stats.documents += 1
+
+
+async def run_falte(base_url: str, documents, concurrency: int, duration: float, ramp: float,
+                    pace: Pace, tag: str) -> Stats:
+    import httpx
+
+    stats = Stats()
+    limits = httpx.Limits(max_connections=concurrency + 50,
+                          max_keepalive_connections=concurrency + 50, keepalive_expiry=4.0)
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30.0) as client:
+        deadline = time.monotonic() + ramp + duration
+        rng = random.Random(tag)
+        await asyncio.gather(*(
+            falte_worker(n, client, stats, deadline, documents, pace, tag, rng.uniform(0, ramp))
+            for n in range(concurrency)
+        ))
+    stats.finished = time.perf_counter()
+    return stats
+
+
+def measure(design: str, cluster, documents, args, pace: Pace) -> dict[str, Any]:
+    """Run one design at each concurrency on a fresh database; figures per level."""
+    url = fresh_database(cluster, f"bench_{design}")
+    prepare_study(url, "bench", documents)
+    access_log = OUT / f"access-{design}-{int(time.time())}.log"
+    spec = "bench.falte_baseline:make_app()" if design == "falte" else "app:create_app()"
+    server = Gunicorn(spec, url, workers=args.workers, threads=args.threads,
+                      access_log=access_log).start()
+    figures: dict[str, Any] = {}
+    seen = 0
+    try:
+        for level in (int(c) for c in args.concurrency.split(",")):
+            tag = f"{design}-c{level}-{uuid.uuid4().hex[:6]}"
+            before = server_cpu_seconds(server, cluster)
+            if design == "falte":
+                stats = asyncio.run(run_falte(server.url, documents, level, args.duration,
+                                              args.ramp, pace, tag))
+            else:
+                from load import run_level
+
+                stats = asyncio.run(run_level(server.url, "bench", documents, level,
+                                              args.duration, args.ramp, pace, tag))
+            cpu = server_cpu_seconds(server, cluster) - before
+            time.sleep(0.5)
+            server_side, seen = server_latencies(access_log, seen)
+            summary = stats.summary()
+            summary["server_cpu_s"] = round(cpu, 2)
+            summary["server_cpu_ms_per_document"] = (
+                round(cpu * 1000 / summary["documents"], 1) if summary["documents"] else None
+            )
+            print_summary(f"{design}: {level} simulated workers", summary, server_side)
+            print(f"   server CPU {cpu:.1f} s; per submitted document: "
+                  f"{summary['server_cpu_ms_per_document']} ms")
+            figures[level] = {"client": summary, "server": server_side}
+    finally:
+        server.stop()
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="FALTE's design on bench/load.py's workload")
+    parser.add_argument("--concurrency", default="300")
+    parser.add_argument("--duration", type=float, default=60)
+    parser.add_argument("--ramp", type=float, default=10)
+    parser.add_argument("--think-scale", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument("--max-segments", type=int, default=10)
+    parser.add_argument("--compare", action="store_true",
+                        help="also run Marginalia on the same workload and print ratios")
+    parser.add_argument("--no-durable", action="store_true")
+    args = parser.parse_args(argv)
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    documents = load_documents(args.documents, args.max_segments)
+    pace = Pace(scale=args.think_scale)
+    cluster = start_postgres(durable=not args.no_durable)
+    results: dict[str, Any] = {"args": vars(args)}
+    try:
+        results["falte"] = measure("falte", cluster, documents, args, pace)
+        if args.compare:
+            results["marginalia"] = measure("marginalia", cluster, documents, args, pace)
+    finally:
+        cluster.stop()
+    if args.compare:
+        print("\n== Marginalia / FALTE design")
+        for level, falte in results["falte"].items():
+            ours = results["marginalia"][level]["client"]
+            theirs = falte["client"]
+            ratio = {
+                "documents_per_s": _ratio(ours["documents_per_s"], theirs["documents_per_s"]),
+                "server_cpu_ms_per_document": _ratio(ours["server_cpu_ms_per_document"],
+                                                     theirs["server_cpu_ms_per_document"]),
+                "submit_p99": _ratio(ours["endpoints"].get("submit", {}).get("p99_ms"),
+                                     theirs["endpoints"].get("falte_submit", {}).get("p99_ms")),
+            }
+            results.setdefault("ratios", {})[level] = ratio
+            print(f"   {level} workers: documents/s x{ratio['documents_per_s']}, server CPU per "
+                  f"document x{ratio['server_cpu_ms_per_document']}, submit p99 "
+                  f"x{ratio['submit_p99']}")
+    path = OUT / f"falte-{int(time.time())}.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(f"\nfigures written to {path}")
+    return 0
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

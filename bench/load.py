@@ -1,0 +1,214 @@
+"""Load benchmark: N simulated crowd workers against gunicorn + Postgres on this machine.
+
+Each simulated worker opens an assignment, loads the annotate page's data, reads the document
+segment by segment with human-like think time, adds annotations (about one per segment, a
+quarter of them paired with an earlier span), takes some back, stores its position on every
+Next, sometimes reloads the page, and submits; then it takes another document.
+
+    .venv/bin/python bench/load.py --concurrency 50,150,300 --duration 60
+    .venv/bin/python bench/load.py --concurrency 20 --duration 10       # a quick check
+
+Starts its own Postgres (tests/pg_cluster.py, fsync on) and gunicorn (gunicorn.conf.py) and
+stops them at the end. Prints requests/s, documents/s, p50/p99 per endpoint (client side, and
+as gunicorn measured them), errors; writes the figures to bench/out/load-*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx  # noqa: E402
+from load_harness import (  # noqa: E402
+    OUT,
+    REMOVE_PROBABILITY,
+    Gunicorn,
+    Pace,
+    Stats,
+    choose_count,
+    fresh_database,
+    load_documents,
+    prepare_study,
+    print_summary,
+    random_annotation,
+    server_cpu_seconds,
+    server_latencies,
+    start_postgres,
+)
+
+RELOAD_PROBABILITY = 0.05  # per segment: the worker reloads the page (GET the assignment)
+TARGET_MS = 20.0
+TARGET_ENDPOINTS = ("add", "remove", "get")
+
+
+class Caller:
+    """Sends one request, measures it, retries transport failures like the page's outbox."""
+
+    def __init__(self, client: httpx.AsyncClient, stats: Stats, deadline: float):
+        self.client, self.stats, self.deadline = client, stats, deadline
+
+    async def __call__(self, endpoint: str, method: str, path: str, expect: tuple[int, ...],
+                       body: Any = None) -> httpx.Response | None:
+        for attempt in range(4):
+            started = time.perf_counter()
+            try:
+                response = await self.client.request(method, path, json=body)
+            except httpx.TransportError as exc:
+                self.stats.error(endpoint, f"{type(exc).__name__} {exc}")
+                self.stats.retries += 1
+                await asyncio.sleep(0.2 * (attempt + 1))
+                continue
+            self.stats.record(endpoint, time.perf_counter() - started)
+            if response.status_code in expect or (attempt and response.status_code == 200):
+                return response
+            self.stats.error(endpoint, f"HTTP {response.status_code} {response.text[:200]}")
+            return None
+        return None
+
+
+async def simulated_worker(number: int, caller: Caller, study: str,
+                           documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
+                           start_delay: float) -> None:
+    rng = random.Random(f"{tag}-{number}")
+    await asyncio.sleep(start_delay)
+    worker_id = f"{tag}-worker-{number}"
+    order = rng.sample(range(len(documents)), len(documents))
+    deadline = caller.deadline
+    for doc_index in order:
+        if time.monotonic() >= deadline:
+            return
+        document, texts = documents[doc_index]
+        opened = await caller("open", "POST", "/api/assignments", (200, 201),
+                              {"study": study, "document": document, "worker_id": worker_id})
+        if opened is None:
+            return
+        token = opened.json()["token"]
+        base = f"/api/assignments/{token}"
+        page = await caller("get", "GET", base, (200,))
+        if page is None:
+            return
+        categories = page.json()["taxonomy"]["categories"]
+        mine: list[int] = []
+        for segment in range(len(texts)):
+            await pace.think(rng, pace.read_segment)
+            for _ in range(choose_count(rng)):
+                await pace.think(rng, pace.mark)
+                if time.monotonic() >= deadline:
+                    return
+                body = random_annotation(rng, texts, segment, categories)
+                if body is None:
+                    continue
+                body["client_id"] = uuid.uuid4().hex
+                added = await caller("add", "POST", f"{base}/annotations", (201,), body)
+                if added is not None:
+                    mine.append(added.json()["id"])
+            if mine and rng.random() < REMOVE_PROBABILITY:
+                await pace.think(rng, pace.mark)
+                victim = mine.pop(rng.randrange(len(mine)))
+                await caller("remove", "DELETE", f"{base}/annotations/{victim}", (204,))
+            if time.monotonic() >= deadline:
+                return
+            if rng.random() < RELOAD_PROBABILITY:
+                await caller("get", "GET", base, (200,))
+            if segment + 1 < len(texts):
+                await caller("position", "POST", f"{base}/position", (204,),
+                             {"segment": segment + 1})
+        await pace.think(rng, pace.read_segment)
+        if time.monotonic() >= deadline:
+            return
+        if await caller("submit", "POST", f"{base}/submit", (200,)) is not None:
+            caller.stats.documents += 1
+
+
+async def run_level(base_url: str, study: str, documents, concurrency: int, duration: float,
+                    ramp: float, pace: Pace, tag: str) -> Stats:
+    stats = Stats()
+    limits = httpx.Limits(max_connections=concurrency + 50,
+                          max_keepalive_connections=concurrency + 50, keepalive_expiry=4.0)
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30.0) as client:
+        caller = Caller(client, stats, time.monotonic() + ramp + duration)
+        rng = random.Random(tag)
+        await asyncio.gather(*(
+            simulated_worker(n, caller, study, documents, pace, tag, rng.uniform(0, ramp))
+            for n in range(concurrency)
+        ))
+    stats.finished = time.perf_counter()
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--concurrency", default="50,150,300",
+                        help="comma-separated numbers of simultaneous simulated workers")
+    parser.add_argument("--duration", type=float, default=60, help="seconds per level")
+    parser.add_argument("--ramp", type=float, default=10,
+                        help="workers arrive spread over this many seconds")
+    parser.add_argument("--think-scale", type=float, default=1.0,
+                        help="multiplies every think time (0: no think time, saturation)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
+    parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
+    parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument("--max-segments", type=int, default=10)
+    parser.add_argument("--no-durable", action="store_true",
+                        help="keep the test cluster's fsync=off (faster, not like production)")
+    args = parser.parse_args(argv)
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    documents = load_documents(args.documents, args.max_segments)
+    pace = Pace(scale=args.think_scale)
+    cluster = start_postgres(durable=not args.no_durable)
+    server = None
+    results: dict[str, Any] = {"args": vars(args), "levels": {}}
+    try:
+        url = fresh_database(cluster, "bench_load")
+        prepare_study(url, "bench", documents)
+        access_log = OUT / f"access-{int(time.time())}.log"
+        server = Gunicorn("app:create_app()", url, workers=args.workers, threads=args.threads,
+                          access_log=access_log).start()
+        print(f"gunicorn {args.workers}x{args.threads} gthread on {server.url}, Postgres "
+              f"{'durable' if not args.no_durable else 'fsync=off'}, {len(documents)} documents, "
+              f"think scale {args.think_scale}")
+        seen_lines = 0
+        for level in (int(c) for c in args.concurrency.split(",")):
+            cpu_before = server_cpu_seconds(server, cluster)
+            stats = asyncio.run(run_level(server.url, "bench", documents, level, args.duration,
+                                          args.ramp, pace, f"c{level}-{uuid.uuid4().hex[:6]}"))
+            cpu = server_cpu_seconds(server, cluster) - cpu_before
+            time.sleep(0.5)  # let gunicorn flush its access log
+            server_side, seen_lines = server_latencies(access_log, seen_lines)
+            summary = stats.summary()
+            summary["server_cpu_s"] = round(cpu, 2)
+            summary["server_cpu_ms_per_request"] = round(cpu * 1000 / max(1, summary["requests"]), 2)
+            print_summary(f"{level} simulated workers", summary, server_side)
+            print(f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
+                  f"{summary['server_cpu_ms_per_request']} ms per request, "
+                  f"{cpu / stats.elapsed * 100:.0f}% of one core")
+            holds = summary["errors"] == 0 and all(
+                summary["endpoints"].get(e, {"p99_ms": 0})["p99_ms"] < TARGET_MS
+                for e in TARGET_ENDPOINTS
+            )
+            print(f"   target p99 < {TARGET_MS:.0f} ms for add/remove/get with zero errors: "
+                  f"{'HOLDS' if holds else 'MISSED'}")
+            results["levels"][level] = {"client": summary, "server": server_side,
+                                        "holds": holds}
+    finally:
+        if server:
+            server.stop()
+        cluster.stop()
+    path = OUT / f"load-{int(time.time())}.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(f"\nfigures written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

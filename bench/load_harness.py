@@ -1,0 +1,385 @@
+"""Shared pieces of the load benchmarks: Postgres + gunicorn started here, simulated crowd
+workers with human-like think time, latency statistics.
+
+Used by bench/load.py (Marginalia's API) and bench/falte_baseline.py (FALTE's design).
+Traffic goes to 127.0.0.1 only; every loop is bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+SHARED_DATA = Path(os.environ.get("MARGINALIA_SHARED_DATA", REPO.parent / "shared" / "data"))
+BIN = Path(sys.executable).parent
+OUT = REPO / "bench" / "out"
+ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"
+
+
+# --- documents ------------------------------------------------------------------------------
+
+FALLBACK_SENTENCES = [
+    "Anna grows up in a small fishing town on the northern coast.",
+    "Her brother Pedro leaves for the capital to study medicine.",
+    "Years later, Anna receives a letter saying that he has vanished.",
+    "She travels to the city and questions his landlady, Mrs. Hale.",
+    "Mrs. Hale claims that Pedro never paid the rent and left in the night.",
+    "At the hospital, a doctor tells Anna that Pedro was his best student.",
+    "Anna finds a train ticket to the mountains in her brother's coat.",
+    "In the village she meets a priest who hid Pedro from the police.",
+    "The priest explains that Pedro witnessed a crime by a powerful man.",
+    "Anna and Pedro return home together, and the town celebrates.",
+]
+
+
+def load_documents(count: int, max_segments: int) -> list[tuple[str, list[str]]]:
+    """SNaC summaries (sentence per segment) if the shared data is here, else a fixed story."""
+    documents: list[tuple[str, list[str]]] = []
+    for name in ("dev.json", "train.json"):
+        path = SHARED_DATA / "snac" / name
+        if not path.exists():
+            continue
+        for doc_id, segments in json.loads(path.read_text()).items():
+            texts = [segments[k]["text"] for k in sorted(segments, key=int)][:max_segments]
+            if len(texts) >= 2 and all(t.strip() for t in texts):
+                documents.append((doc_id, texts))
+            if len(documents) >= count:
+                return documents
+    while len(documents) < count:
+        n = len(documents)
+        rotated = FALLBACK_SENTENCES[n % 10 :] + FALLBACK_SENTENCES[: n % 10]
+        documents.append((f"story-{n}", rotated[:max_segments]))
+    return documents
+
+
+# --- servers ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_postgres(durable: bool = True):
+    """The test suite's throw-away cluster; ``durable`` turns fsync/synchronous_commit back on
+    (the suite runs with them off), so commit latency is what a real server pays."""
+    from tests import pg_cluster
+
+    cluster = pg_cluster.start_cluster()
+    if cluster is None:
+        raise SystemExit("no PostgreSQL server binaries (apt-get install postgresql)")
+    if durable and cluster.data_dir:
+        import psycopg2
+
+        connection = psycopg2.connect(cluster.url)
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                cursor.execute(f"ALTER SYSTEM SET {setting} = on")
+            cursor.execute("SELECT pg_reload_conf()")
+        connection.close()
+    return cluster
+
+
+def fresh_database(cluster, name: str) -> str:
+    from tests import pg_cluster
+
+    return pg_cluster.create_database(cluster, name)
+
+
+def prepare_study(url: str, slug: str, documents: list[tuple[str, list[str]]]) -> None:
+    """Migrate ``url`` and create study ``slug`` holding ``documents`` (no entity cues)."""
+    from app import create_app
+    from app.db import session_scope
+    from app.importers import DocumentInput
+    from app.migrate import upgrade
+    from app.studies import create_study, import_documents
+
+    upgrade(url)
+    app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(session, slug, REPO / "taxonomies" / "snac.yaml",
+                                suggestions="hidden", annotators_per_doc=3)
+        import_documents(session, study, [DocumentInput(d, list(s)) for d, s in documents])
+    app.extensions["db_engine"].dispose()
+
+
+@dataclass
+class Gunicorn:
+    """gunicorn with gunicorn.conf.py as a child process (its own process group)."""
+
+    app_spec: str
+    database_url: str
+    workers: int = 2
+    threads: int = 8
+    port: int = field(default_factory=free_port)
+    access_log: Path | None = None
+    process: subprocess.Popen | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, health_path: str = "/healthz", timeout: float = 60) -> Gunicorn:
+        env = {**os.environ, "DATABASE_URL": self.database_url, "PORT": str(self.port),
+               "WEB_CONCURRENCY": str(self.workers), "GUNICORN_THREADS": str(self.threads),
+               "SECRET_KEY": "bench", "GUNICORN_LOG_LEVEL": "warning", **self.extra_env}
+        command = [str(BIN / "gunicorn"), "--config", "gunicorn.conf.py", "--bind",
+                   f"127.0.0.1:{self.port}"]
+        if self.access_log:
+            command += ["--access-logfile", str(self.access_log),
+                        "--access-logformat", ACCESS_FORMAT]
+        command.append(self.app_spec)
+        self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115
+        self.process = subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + health_path, timeout=5):
+                    return self
+            except OSError:
+                if self.process.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        "gunicorn did not start: " + (OUT / f"gunicorn-{self.port}.log").read_text()
+                    ) from None
+                time.sleep(0.2)
+
+    def worker_pids(self) -> list[int]:
+        """The gunicorn worker processes (children of the arbiter)."""
+        assert self.process is not None
+        import psutil
+
+        return [c.pid for c in psutil.Process(self.process.pid).children()]
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if getattr(self, "log", None):
+            self.log.close()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process, its live children and its reaped children (user + system)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        times = root.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in root.children(recursive=True):
+            try:
+                child_times = child.cpu_times()
+                total += child_times.user + child_times.system
+            except psutil.NoSuchProcess:
+                pass
+        return total
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
+def server_cpu_seconds(server: Gunicorn, cluster) -> float:
+    """CPU used so far by gunicorn (all workers) plus Postgres (all backends)."""
+    total = process_cpu_seconds(server.process.pid) if server.process else 0.0
+    if cluster.data_dir:
+        pid_file = Path(cluster.data_dir) / "postmaster.pid"
+        with contextlib.suppress(OSError, ValueError):
+            total += process_cpu_seconds(int(pid_file.read_text().split()[0]))
+    return total
+
+
+# --- behaviour ------------------------------------------------------------------------------
+
+
+@dataclass
+class Pace:
+    """Human-like think times in seconds (uniform ranges), scaled by ``scale``."""
+
+    read_segment: tuple[float, float] = (2.0, 6.0)  # reading one segment before acting
+    mark: tuple[float, float] = (1.0, 4.0)  # selecting a span and choosing a category
+    scale: float = 1.0
+
+    async def think(self, rng: random.Random, kind: tuple[float, float]) -> None:
+        if self.scale > 0:
+            await asyncio.sleep(rng.uniform(*kind) * self.scale)
+
+
+ANNOTATIONS_PER_SEGMENT = ((0, 0.45), (1, 0.30), (2, 0.17), (3, 0.08))
+REMOVE_PROBABILITY = 0.15  # a worker takes back one of their marks
+PAIRED_PROBABILITY = 0.25
+WORD = re.compile(r"\S+")
+
+
+def choose_count(rng: random.Random) -> int:
+    roll, total = rng.random(), 0.0
+    for count, probability in ANNOTATIONS_PER_SEGMENT:
+        total += probability
+        if roll < total:
+            return count
+    return 0
+
+
+def random_span(rng: random.Random, texts: list[str], segment: int,
+                before: int | None = None) -> dict[str, Any] | None:
+    """A span of 1-4 whole words in ``texts[segment]`` (starting before ``before``, if given)."""
+    words = [m.span() for m in WORD.finditer(texts[segment])]
+    if before is not None:
+        words = [w for w in words if w[0] < before]
+    if not words:
+        return None
+    first = rng.randrange(len(words))
+    last = min(len(words) - 1, first + rng.randrange(4))
+    start, end = words[first][0], words[last][1]
+    return {"segment": segment, "start": start, "end": end, "text": texts[segment][start:end]}
+
+
+def random_annotation(rng: random.Random, texts: list[str], segment: int,
+                      categories: list[dict]) -> dict[str, Any] | None:
+    """An annotation body like the annotate page sends (code-point offsets, exact text)."""
+    span = random_span(rng, texts, segment)
+    if span is None:
+        return None
+    paired_cats = [c for c in categories if c["kind"] == "paired"]
+    single_cats = [c for c in categories if c["kind"] != "paired"]
+    if paired_cats and rng.random() < PAIRED_PROBABILITY:
+        earlier = rng.randrange(segment + 1)
+        paired = random_span(rng, texts, earlier, span["start"] if earlier == segment else None)
+        if paired is not None:
+            return {**span, "category": rng.choice(paired_cats)["id"], "paired": paired,
+                    "comment": ""}
+    return {**span, "category": rng.choice(single_cats)["id"], "paired": None, "comment": ""}
+
+
+# --- statistics ----------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+@dataclass
+class Stats:
+    """Client-side latencies per endpoint, errors, retries and finished documents."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    error_samples: list[str] = field(default_factory=list)
+    retries: int = 0
+    documents: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    finished: float | None = None
+
+    def record(self, endpoint: str, seconds: float) -> None:
+        self.latencies[endpoint].append(seconds)
+
+    def error(self, endpoint: str, what: str) -> None:
+        self.errors[endpoint] += 1
+        if len(self.error_samples) < 10:
+            self.error_samples.append(f"{endpoint}: {what}")
+
+    @property
+    def elapsed(self) -> float:
+        return (self.finished or time.perf_counter()) - self.started
+
+    def summary(self) -> dict[str, Any]:
+        total = sum(len(v) for v in self.latencies.values())
+        return {
+            "seconds": round(self.elapsed, 2),
+            "requests": total,
+            "requests_per_s": round(total / self.elapsed, 1),
+            "documents": self.documents,
+            "documents_per_s": round(self.documents / self.elapsed, 3),
+            "errors": sum(self.errors.values()),
+            "retries": self.retries,
+            "endpoints": {
+                name: {"n": len(v), "p50_ms": round(percentile(v, 50) * 1000, 2),
+                       "p99_ms": round(percentile(v, 99) * 1000, 2),
+                       "max_ms": round(max(v) * 1000, 2), "errors": self.errors.get(name, 0)}
+                for name, v in sorted(self.latencies.items())
+            },
+            "error_samples": self.error_samples,
+        }
+
+
+def server_latencies(access_log: Path, since_line: int = 0) -> tuple[dict[str, dict], int]:
+    """p50/p99 per endpoint as gunicorn measured them (request in to response out)."""
+    patterns = [(re.compile(p), n) for p, n in SERVER_ENDPOINTS]
+    seen: dict[str, list[float]] = defaultdict(list)
+    lines = access_log.read_text().splitlines() if access_log.exists() else []
+    for line in lines[since_line:]:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        method, path, _status, micros = parts
+        for pattern, name in patterns:
+            if pattern.fullmatch(f"{method} {path}"):
+                seen[name].append(int(micros) / 1e6)
+                break
+    return (
+        {name: {"n": len(v), "p50_ms": round(percentile(v, 50) * 1000, 2),
+                "p99_ms": round(percentile(v, 99) * 1000, 2)} for name, v in sorted(seen.items())},
+        len(lines),
+    )
+
+
+SERVER_ENDPOINTS = [
+    (r"POST /api/assignments", "open"),
+    (r"GET /api/assignments/[^/]+", "get"),
+    (r"POST /api/assignments/[^/]+/annotations", "add"),
+    (r"DELETE /api/assignments/[^/]+/annotations/\d+", "remove"),
+    (r"POST /api/assignments/[^/]+/position", "position"),
+    (r"POST /api/assignments/[^/]+/submit", "submit"),
+    (r"GET /falte/document/[^/]+", "falte_get"),
+    (r"POST /falte/submit", "falte_submit"),
+]
+
+
+def print_summary(title: str, summary: dict[str, Any], server: dict[str, dict] | None = None,
+                  file=None) -> None:
+    file = file or sys.stdout
+    print(f"\n== {title}", file=file)
+    print(f"   {summary['requests']} requests in {summary['seconds']} s = "
+          f"{summary['requests_per_s']} req/s; {summary['documents']} documents submitted = "
+          f"{summary['documents_per_s']} docs/s; errors {summary['errors']}, "
+          f"retries {summary['retries']}", file=file)
+    header = f"   {'endpoint':<14}{'n':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+    if server:
+        header += f"{'srv p50':>9}{'srv p99':>9}"
+    print(header, file=file)
+    for name, row in summary["endpoints"].items():
+        line = (f"   {name:<14}{row['n']:>8}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}"
+                f"{row['max_ms']:>9.2f}")
+        if server and name in server:
+            line += f"{server[name]['p50_ms']:>9.2f}{server[name]['p99_ms']:>9.2f}"
+        print(line, file=file)
+    for sample in summary["error_samples"]:
+        print(f"   ! {sample}", file=file)
