@@ -7,6 +7,7 @@ nothing. The caller commits.
 
 from __future__ import annotations
 
+import re
 import secrets
 import uuid
 from datetime import UTC, datetime
@@ -33,6 +34,19 @@ MAX_COMMENT_CHARS = 5_000
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
+
+
+def storable(value: str) -> bool:
+    """Whether both backends can store ``value`` (no NUL, no unpaired surrogate)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def now() -> datetime:
@@ -51,6 +65,8 @@ def new_completion_code() -> str:
 def get_assignment(session: Session, token: str, *, for_update: bool = False) -> Assignment:
     # The study and document come in the same round trip (every API call needs one of them);
     # only the assignment's row is locked.
+    if not TOKEN_PATTERN.match(token):
+        raise NotFound("no assignment with this token")
     query = (
         select(Assignment)
         .where(Assignment.token == token)
@@ -69,6 +85,8 @@ def _worker_id(value: Any) -> str:
         raise InvalidInput("worker_id must be non-empty text")
     if len(value) > MAX_WORKER_ID_CHARS:
         raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
+    if not storable(value):
+        raise InvalidInput("worker_id must not contain NUL characters or unpaired surrogates")
     return value.strip()
 
 
@@ -120,6 +138,8 @@ def open_assignment(
 def find_document(session: Session, study: Study, external_id: Any) -> Document:
     if not isinstance(external_id, str | int) or isinstance(external_id, bool):
         raise InvalidInput("document must be the document's id as text")
+    if not storable(str(external_id)):
+        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
     document = session.scalar(
         select(Document).where(
             Document.study_id == study.id, Document.external_id == str(external_id)
@@ -240,6 +260,8 @@ def add_annotation(
     if suggestion_id is not None:
         if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
             raise InvalidInput("suggestion_id must be an integer")
+        if not 0 < suggestion_id <= MAX_ID:
+            raise InvalidInput("suggestion_id is not a suggestion of this document")
         owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
         if owner != assignment.document_id:
             raise InvalidInput("suggestion_id is not a suggestion of this document")
@@ -290,6 +312,8 @@ def add_annotation(
 def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
     """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
     _require_active(assignment)
+    if not 0 < annotation_id <= MAX_ID:
+        raise NotFound("this assignment has no such annotation")
     annotation = session.scalar(
         select(Annotation).where(
             Annotation.id == annotation_id, Annotation.assignment_id == assignment.id
