@@ -22,10 +22,28 @@ def json_body() -> Any:
     """The request's JSON body, or a 400 naming what is wrong with it."""
     if not request.is_json:
         raise InvalidInput("send a JSON body with Content-Type: application/json")
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise InvalidInput("the JSON body is nested too deeply") from None
     if body is None:
         raise InvalidInput("the body is not valid JSON")
+    _check_strings(body)
     return body
+
+
+def _check_strings(body: Any) -> None:
+    """Refuse text no database can store: NUL characters and unpaired surrogates."""
+    pending = [body]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str) and not service.storable(value):
+            raise InvalidInput("text must not contain NUL characters or unpaired surrogates")
 
 
 @bp.post("/assignments")
@@ -172,6 +190,8 @@ def suggestion_event(token: str, suggestion_id: int):
     body = json_body()
     session = begin_write(get_session())
     assignment = service.get_assignment(session, token)
+    if not 0 < suggestion_id <= service.MAX_ID:
+        raise NotFound("this assignment's document has no such suggestion")
     event = body.get("event") if isinstance(body, dict) else None
     if event not in SUGGESTION_EVENTS:
         raise InvalidInput(f"event must be one of {', '.join(SUGGESTION_EVENTS)}")
