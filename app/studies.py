@@ -34,6 +34,8 @@ class ImportResult:
 
 
 def get_study(session: Session, slug: str) -> Study:
+    if not SLUG_PATTERN.match(slug):  # no study has such a slug (and NUL breaks Postgres)
+        raise NotFound(f"no study {slug!r}")
     study = session.scalar(select(Study).where(Study.slug == slug))
     if study is None:
         raise NotFound(f"no study {slug!r}")
