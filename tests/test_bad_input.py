@@ -280,3 +280,47 @@ def test_refusals_leave_no_half_written_rows(world):
         assert post_annotation(world, body).status_code == 400
     assert post_annotation(world, good()).status_code == 201
     assert count_rows(world.app, Annotation) == before + 1
+
+
+# Text no database can store, and numbers beyond an INTEGER: refused, never a 500, and the
+# same answer on SQLite and Postgres.
+@pytest.mark.parametrize("body", [
+    good(comment="a\x00b"), good(client_id="c\x00"), good(comment="a\ud800b"),
+    {**good(), "suggestion_id": 10**30}, {**good(), "suggestion_id": -1},
+    {**good(), "nested": {"x\x00": 1}},
+], ids=["nul-comment", "nul-client-id", "surrogate-comment", "huge-suggestion-id",
+        "negative-suggestion-id", "nul-key"])
+def test_unstorable_annotation_is_400(world, body):
+    assert_refused(world, lambda: post_annotation(world, body), 400)
+
+
+@pytest.mark.parametrize("worker", ["w\x00", "w\ud800"], ids=["nul", "surrogate"])
+def test_unstorable_worker_id_is_400(world, worker):
+    assert_refused(world, lambda: world.client.post("/api/assignments", json={
+        "study": "demo", "document": "doc-1", "worker_id": worker}), 400)
+
+
+@pytest.mark.parametrize("body", [
+    {"study": "demo\x00", "document": "doc-1", "worker_id": "w9"},
+    {"study": "demo", "document": "doc\x00", "worker_id": "w9"},
+], ids=["study", "document"])
+def test_unstorable_names_are_refused(world, body):
+    assert_refused(world, lambda: world.client.post("/api/assignments", json=body), 400)
+
+
+def test_odd_tokens_and_ids_are_404(world):
+    assert_refused(world, lambda: world.client.get("/api/assignments/tok%00en"), 404)
+    assert_refused(world, lambda: world.client.get(f"/api/assignments/{world.token}%20"), 404)
+    huge = 10**25
+    assert_refused(world, lambda: world.client.delete(
+        f"/api/assignments/{world.token}/annotations/{huge}"), 404, "no such annotation")
+    assert_refused(world, lambda: world.client.post(
+        f"/api/assignments/{world.token}/suggestions/{huge}/events", json={"event": "shown"}),
+        404)
+
+
+def test_deeply_nested_json_is_400(world):
+    for depth in (50, 20_000):
+        assert_refused(world, lambda depth=depth: world.client.post(
+            f"/api/assignments/{world.token}/annotations", data="[" * depth + "]" * depth,
+            content_type="application/json"), 400)
