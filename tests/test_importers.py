@@ -283,6 +283,10 @@ BAD_FILES = {
     "duplicate segment keys (snac)": (
         "s.json", '{"d": {"0": {"text": "a"}, "1": {"text": "b"}, "1": {"text": "c"}}}',
         {"fmt": "snac"}, ["'1'", "twice"]),
+    "NUL in a segment": ("p.json", '{"a": ["x\\u0000y"]}', {}, ["'a'", "segment 0", "NUL"]),
+    "unpaired surrogate in a segment": ("p.json", '{"a": ["x\\ud800y"]}', {},
+                                        ["'a'", "segment 0", "surrogate"]),
+    "NUL in a document id": ("p.json", '{"a\\u0000b": ["x"]}', {}, ["document id", "NUL"]),
     "id too long": ("p.json", {"d" * 301: ["x"]}, {}, ["longer than"]),
 }
 
