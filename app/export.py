@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from sqlalchemy import select
@@ -26,18 +27,16 @@ FORMATS = ("csv", "jsonl", "snac")
 CHUNK_ROWS = 2_000
 
 
-def _annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
-    """Live annotations in document, assignment, segment, offset order; submitted
-    assignments without any live annotation appear once with empty span fields."""
+def _row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
+    """CSV_COLUMNS values of each exported row, typed (None for empty fields).
+
+    Live annotations in document, assignment, segment, offset order; submitted assignments
+    without any live annotation appear once with empty span fields. Rows stream from a Core
+    query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS, no ORM objects.
+    """
     query = (
         select(
             Document.external_id,
-            Assignment.id.label("assignment_id"),
-            Assignment.token,
-            Assignment.worker_id,
-            Assignment.status,
-            Assignment.completion_code,
-            Assignment.submitted_at,
             Annotation.segment,
             Annotation.text,
             Annotation.start,
@@ -48,7 +47,11 @@ def _annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]
             Annotation.paired_start,
             Annotation.paired_end,
             Annotation.comment,
+            Assignment.worker_id,
+            Assignment.token,
+            Assignment.completion_code,
             Annotation.created_at,
+            Assignment.submitted_at,
         )
         .select_from(Assignment)
         .join(Document, Document.id == Assignment.document_id)
@@ -56,46 +59,45 @@ def _annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]
             Annotation,
             (Annotation.assignment_id == Assignment.id) & Annotation.removed_at.is_(None),
         )
-        .where(Assignment.study_id == study.id)
+        .where(
+            Assignment.study_id == study.id,
+            Annotation.id.is_not(None) | (Assignment.status == "submitted"),
+        )
         .order_by(
             Document.position, Assignment.id, Annotation.segment, Annotation.start, Annotation.id
         )
-        .execution_options(yield_per=CHUNK_ROWS, stream_results=True)
     )
-    for row in session.execute(query):
-        if row.category is None and row.status != "submitted":
-            continue
-        yield {
-            "study": study.slug,
-            "document": row.external_id,
-            "segment": row.segment,
-            "span_text": row.text,
-            "span_start": row.start,
-            "span_end": row.end,
-            "category": row.category,
-            "paired_segment": row.paired_segment,
-            "paired_text": row.paired_text,
-            "paired_start": row.paired_start,
-            "paired_end": row.paired_end,
-            "comment": row.comment,
-            "worker_id": row.worker_id,
-            "assignment": row.token,
-            "completion_code": row.completion_code,
-            "created_at": isoformat(row.created_at or row.submitted_at),
-        }
+    slug = study.slug
+    result = (
+        session.connection()
+        .execution_options(stream_results=True, yield_per=CHUNK_ROWS)
+        .execute(query)
+    )
+    for rows in result.partitions():
+        for row in rows:
+            yield (slug, *row[:14], isoformat(row[14] or row[15]))
+
+
+def _annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields)."""
+    for values in _row_values(session, study):
+        yield dict(zip(CSV_COLUMNS, values, strict=True))
 
 
 def iter_csv(session: Session, study: Study) -> Iterator[str]:
     """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n")  # writes None as an empty field
     writer.writerow(CSV_COLUMNS)
-    for count, row in enumerate(_annotation_rows(session, study), start=1):
-        writer.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
-        if count % CHUNK_ROWS == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
+    rows = _row_values(session, study)
+    while True:
+        chunk = list(islice(rows, CHUNK_ROWS))
+        writer.writerows(chunk)
+        if len(chunk) < CHUNK_ROWS:
+            break
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
     yield buffer.getvalue()
 
 
