@@ -138,8 +138,8 @@ const outbox = new Outbox(API, TOKEN, {
       }
     }
   },
-  failed: (op, err) => {
-    if (err.status === 409) {
+  failed: async (op, err) => {
+    if (err.status === 409 && (await submittedMeanwhile())) {
       enterReadOnly("This assignment has already been submitted; it can no longer be changed.");
       return;
     }
@@ -153,6 +153,16 @@ const outbox = new Outbox(API, TOKEN, {
     }
   },
 });
+
+/** After a 409: was the assignment submitted (e.g. in another tab)? */
+async function submittedMeanwhile() {
+  try {
+    const fresh = await requestJson("GET", API);
+    return Boolean(fresh.read_only);
+  } catch {
+    return false;
+  }
+}
 
 // ---------------------------------------------------------------- loading
 
@@ -801,6 +811,21 @@ el.textArea.addEventListener(
   },
   true,
 );
+// Touch screens select with a long press and handles, and send no mouseup: read the
+// selection once it has stayed still for a moment.
+let lastPointer = "mouse";
+let touchTimer = null;
+document.addEventListener("pointerdown", (e) => {
+  lastPointer = e.pointerType;
+});
+document.addEventListener("selectionchange", () => {
+  if (lastPointer !== "touch") return;
+  clearTimeout(touchTimer);
+  touchTimer = setTimeout(() => {
+    const sel = window.getSelection();
+    if (sel && !sel.isCollapsed && el.textArea.contains(sel.anchorNode)) onSelection();
+  }, 700);
+});
 el.textArea.addEventListener("keyup", (e) => {
   if (e.shiftKey) onSelection();
 });

@@ -5,6 +5,7 @@
 
 const FIRST_DELAY_MS = 500;
 const MAX_DELAY_MS = 15000;
+const MINOR_ATTEMPTS = 3;
 
 export class HttpError extends Error {
   constructor(status, message) {
@@ -153,7 +154,13 @@ export class Outbox {
         this.delay = FIRST_DELAY_MS;
         this.hooks.done(op, result);
       } catch (err) {
-        if (retryable(err)) {
+        // A server error on a bookkeeping call (position, suggestion event) must not hold
+        // back the annotations queued behind it: give up on it after a few tries.
+        const minor = op.kind === "position" || op.kind === "event";
+        const serverError = err instanceof HttpError;
+        op.attempts = (op.attempts || 0) + 1;
+        if (retryable(err) && !(minor && serverError && op.attempts >= MINOR_ATTEMPTS)) {
+          this.#save();
           this.running = false;
           this.hooks.status("offline", err.message);
           this.timer = setTimeout(() => {
