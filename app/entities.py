@@ -134,7 +134,9 @@ ROLES = TITLES | _words(
     "pilot mariner messenger soldier narrator stranger ghost witch hermit porter steward "
     "widow priest monk nun gardener gaoler jailer watchman musician professor pedlar peddler "
     "boatswain gentleman gentlewoman host hostess landlord landlady apothecary physician "
-    "tribune emissary ambassador knight squire herald page"
+    "tribune emissary ambassador knight squire herald page cook maid conjurer soothsayer "
+    "orator teacher tutor governess butler valet footman coachman innkeeper fisherman "
+    "huntsman woodcutter blacksmith sailor prisoner lawyer banker thief beggar"
 )
 NAME_PARTICLES = _words("de du des da di del della van von der den la le st ibn bin al")
 SUFFIXES = _words("jr sr ii iii iv junior senior")
@@ -176,6 +178,31 @@ NAME_TAGS = frozenset({"NNP", "NNPS"})
 NOT_NAME_TAGS = frozenset(
     {"MD", "VB", "VBP", "VBZ", "VBD", "RB", "IN", "DT", "PRP", "CC", "WDT", "WP"}
 )
+# Role words that, in lower case, usually mean something else.
+AMBIGUOUS_ROLES = _words(
+    "page host count coach general major chief master mistress agent officer fool ghost "
+    "judge governor president senator herald"
+)
+# One spelling per title, so that "the doctor" can join "Dr. Harris".
+TITLE_SPELLINGS = {
+    "dr": "doctor",
+    "capt": "captain",
+    "col": "colonel",
+    "gen": "general",
+    "lt": "lieutenant",
+    "sgt": "sergeant",
+    "prof": "professor",
+    "rev": "reverend",
+    "mme": "madame",
+    "mlle": "mademoiselle",
+    "abbé": "abbe",
+    "señor": "senor",
+    "señora": "senora",
+    "doña": "donna",
+    "mister": "mr",
+    "jeweler": "jeweller",
+    "peddler": "pedlar",
+}
 # Abbreviated titles never name a character on their own.
 ABBREVIATED_TITLES = _words("mr mrs ms dr lt capt col gen sgt rev prof mme mlle st m")
 _WORD = re.compile(r"[^\W\d_][\w.'’-]*", re.UNICODE)
@@ -220,11 +247,11 @@ def parse_name(text: str) -> ParsedName:
     titles: list[str] = []
     i = 0
     while i < len(words) - 1 and _bare(words[i]) in TITLES:
-        titles.append(_bare(words[i]))
+        titles.append(TITLE_SPELLINGS.get(_bare(words[i]), _bare(words[i])))
         i += 1
     rest = [w for w in words[i:] if _bare(w) not in SUFFIXES or len(words) - i == 1]
     if len(rest) == 1 and not titles and _bare(rest[0]) in ROLES:
-        titles, rest = [_bare(rest[0])], []
+        titles, rest = [TITLE_SPELLINGS.get(_bare(rest[0]), _bare(rest[0]))], []
     names = tuple(_bare(w) for w in rest if _bare(w) not in NAME_PARTICLES or w == rest[-1])
     genders = {"m" if t in MALE_TITLES else "f" for t in titles if t not in NEUTRAL_TITLES}
     gender = genders.pop() if len(genders) == 1 else None
@@ -455,12 +482,21 @@ def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[
             continue  # bare role nouns are handled below
         add(start, end, "")
     for tok in toks:
-        if taken[tok.i] or tok.bare not in ROLES or not _is_capitalised(tok.text):
+        if taken[tok.i] or tok.bare not in ROLES:
             continue
         nxt = toks[tok.i + 1] if tok.i + 1 < len(toks) else None
         if nxt is not None and _is_capitalised(nxt.text) and nxt.tag in NAME_TAGS:
             continue  # a title before a name, not a bare role
         with_article = tok.i > 0 and toks[tok.i - 1].lower == "the"
+        # "the doctor", "the queen": a definite role noun names one character, unless it is a
+        # modifier ("the doctor bag") or a word with other senses ("the page", "the coach").
+        if not _is_capitalised(tok.text) and (
+            not with_article
+            or tok.tag != "NN"
+            or tok.bare in AMBIGUOUS_ROLES
+            or (nxt is not None and nxt.tag.startswith("NN"))
+        ):
+            continue
         leads = nxt is not None and nxt.tag in VERB_TAGS and tok.tag in NAME_TAGS  # "Nurse tells"
         if not (with_article or tok.text.isupper() or leads or not _is_sentence_start(v, tok.i)):
             continue
