@@ -112,6 +112,7 @@ const STATUS_TEXT = {
   saving: "Saving…",
   saved: "Saved",
   offline: "Offline — will retry",
+  retrying: "Server problem — will retry",
   error: "Not saved",
 };
 
@@ -606,6 +607,7 @@ function renderForm() {
     btn.setAttribute("aria-pressed", btn.dataset.category === f.category ? "true" : "false");
   }
   el.categoryDefinition.textContent = cat ? `${cat.label}: ${cat.definition || ""}` : "";
+  el.categoryDefinition.title = el.categoryDefinition.textContent;
   const paired = Boolean(cat && cat.kind === "paired");
   el.pairedRow.hidden = !paired;
   if (paired) {

@@ -40,7 +40,7 @@ const retryable = (err) =>
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
  * | {kind: "position", segment} | {kind: "event", suggestion, event}.
- * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "error";
+ * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
  */
 export class Outbox {
@@ -91,9 +91,12 @@ export class Outbox {
       this.ops = this.ops.filter((o, i) => o.kind !== "position" || (i === 0 && this.running));
     }
     if (op.kind === "remove") {
-      // An add still waiting (not in flight) can simply be forgotten with its remove.
-      const i = this.ops.findIndex((o) => o.kind === "add" && o.client_id === op.client_id);
-      if (i > 0 || (i === 0 && !this.running)) {
+      // An add never sent can simply be forgotten with its remove. One that was sent, even
+      // if no answer came back, may be stored: it stays, and the remove follows it.
+      const i = this.ops.findIndex(
+        (o) => o.kind === "add" && o.client_id === op.client_id && !o.attempts,
+      );
+      if (i >= 0 && !(i === 0 && this.running)) {
         this.ops.splice(i, 1);
         this.#save();
         this.hooks.done(op, null);
@@ -147,6 +150,8 @@ export class Outbox {
     this.hooks.status("saving");
     while (this.ops.length && !this.stopped) {
       const op = this.ops[0];
+      op.attempts = (op.attempts || 0) + 1;
+      this.#save();
       try {
         const result = await this.#send(op);
         this.ops.shift();
@@ -158,11 +163,10 @@ export class Outbox {
         // back the annotations queued behind it: give up on it after a few tries.
         const minor = op.kind === "position" || op.kind === "event";
         const serverError = err instanceof HttpError;
-        op.attempts = (op.attempts || 0) + 1;
         if (retryable(err) && !(minor && serverError && op.attempts >= MINOR_ATTEMPTS)) {
           this.#save();
           this.running = false;
-          this.hooks.status("offline", err.message);
+          this.hooks.status(serverError ? "retrying" : "offline", err.message);
           this.timer = setTimeout(() => {
             this.timer = null;
             this.kick();

@@ -113,7 +113,9 @@ def add_suggestions(app, rows: list[tuple[int, str, str]]) -> list[int]:
         return [row.id for row in stored]
 
 
-def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(app, live_server, pw_page):
+def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(
+    app, live_server, pw_page, artifacts
+):
     from app.db import session_scope
     from app.models import Annotation, SuggestionEvent
 
@@ -130,6 +132,7 @@ def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(app, live
         == "CharE"
     )
     assert page.locator("#hint-list .hint-item").count() == 2
+    page.screenshot(path=str(artifacts / "annotate-suggestions-1280x800.png"))
 
     # Clicking the underline fills the form; the worker still decides with Add.
     page.locator(f'.cur-text [data-suggestion="{pim}"]').click()

@@ -79,6 +79,7 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
         == "Now select the earlier text that this contradicts."
     )
     assert "awaiting-paired" in page.locator("#annotate").get_attribute("class")
+    page.screenshot(path=str(artifacts / "annotate-awaiting-paired-1280x800.png"))
     assert page.locator("#add-button").is_disabled()
     drag_select(page, 0, "She is an only child")
     page.wait_for_function(
@@ -219,6 +220,7 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     assert page.locator("#annot-form").is_hidden()
     assert page.locator(".remove-btn").count() == 0
     assert len(annotation_texts(page)) == 5
+    page.screenshot(path=str(artifacts / "annotate-read-only-1280x800.png"))
 
 
 def test_changes_made_offline_survive_a_reload_and_reach_the_server(app, live_server, pw_page):
@@ -252,3 +254,18 @@ def test_changes_made_offline_survive_a_reload_and_reach_the_server(app, live_se
         stored = session.scalars(select(Annotation)).all()
         assert [(a.text, a.category, a.removed_at) for a in stored] == [("Lisle", "RefE", None)]
         assert session.scalar(select(func.count()).select_from(Annotation)) == 1
+
+    # Offline again: a removal made now is kept across a reload and reaches the server later.
+    page.route("**/annotations/*", lambda route: route.abort("internetdisconnected"))
+    page.locator(".remove-btn").click()
+    page.wait_for_function(
+        "() => document.getElementById('save-status').textContent === 'Offline — will retry'"
+    )
+    page.reload()
+    wait_loaded(page)
+    assert annotation_texts(page) == []
+    page.unroute("**/annotations/*")
+    wait_saved(page, timeout=20_000)
+    with app.app_context(), session_scope() as session:
+        [stored] = session.scalars(select(Annotation)).all()
+        assert stored.removed_at is not None
