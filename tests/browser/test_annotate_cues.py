@@ -162,3 +162,27 @@ def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(
         [(pim, "shown"), (lighthouse, "shown"), (pim, "accepted"), (lighthouse, "dismissed")]
     )
     assert later not in {s for s, _ in events}  # segment 2 was never shown
+
+
+def test_a_failing_suggestion_log_does_not_hold_back_annotations(app, live_server, pw_page):
+    from app.db import session_scope
+    from app.models import Annotation
+
+    make_study(app, slug="hints", documents=[("story", STORY)], suggestions="shown")
+    [pim] = add_suggestions(app, [(0, "Pim", "CharE")])
+    page = pw_page
+    failures: list[str] = []
+
+    def broken(route):
+        failures.append(route.request.url)
+        route.fulfill(status=500, json={"error": "boom"})
+
+    page.route("**/events", broken)
+    open_assignment(page, live_server.url, "hints", "w1")
+    page.locator(f'.cur-text [data-suggestion="{pim}"]').click()
+    page.click("#add-button")
+    wait_saved(page, timeout=20_000)
+    assert failures, "the shown/accepted events were attempted"
+    with app.app_context(), session_scope() as session:
+        [annotation] = session.scalars(select(Annotation)).all()
+        assert (annotation.text, annotation.suggestion_id) == ("Pim", pim)
