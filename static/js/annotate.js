@@ -178,6 +178,11 @@ async function load() {
     showStatus(navigator.onLine ? "error" : "offline", err.message);
     return;
   }
+  if (!data.document.segments.length) {
+    showBanner("This document has no text to annotate.", "error");
+    showStatus("saved");
+    return;
+  }
   state.data = data;
   state.texts = data.document.segments.map((s) => s.text);
   state.conv = state.texts.map((t) => converter(t));
@@ -663,7 +668,18 @@ function renderList() {
           "div",
           { class: "annot-head" },
           h("span", { class: "annot-cat" }, cat.label),
-          h("span", { class: "annot-seg" }, segLabel(a.segment)),
+          a.segment === state.current
+            ? h("span", { class: "annot-seg" }, `${segLabel(a.segment)} (this one)`)
+            : h(
+                "button",
+                {
+                  type: "button",
+                  class: "annot-seg link-btn",
+                  title: `Go to ${segLabel(a.segment)}`,
+                  onclick: () => goTo(a.segment),
+                },
+                segLabel(a.segment),
+              ),
           a.pending ? h("span", { class: "annot-pending" }, "saving…") : null,
         ),
         h("q", { class: "annot-span" }, a.text),

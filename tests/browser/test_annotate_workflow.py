@@ -148,8 +148,11 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     paired = page.locator(f'[data-paired~="{keys[0]}"]').all_inner_texts()
     assert "".join(paired) == "She is an only child"
 
+    # The list jumps to an annotation's segment.
+    page.locator('.annot-item[data-category="RepE"] .annot-seg').click()
+    assert progress_text(page) == "Segment 4 of 5"
+
     # Last segment: a grammar error with a comment and a missing reference after an emoji.
-    page.click("#next-button")
     page.click("#next-button")
     assert progress_text(page) == "Segment 5 of 5"
     assert page.locator("#next-button").is_hidden()
