@@ -416,3 +416,52 @@ def test_whole_assignment_round_trip_to_csv(app, client, study):
             row["span_text"]
     assert json.loads(export_text(app, fmt="jsonl").splitlines()[0])["worker_id"] == "alice"
     assert count_rows(app, Assignment) == 1
+
+
+# --- races ------------------------------------------------------------------------------
+
+
+def _race(app, count: int, send) -> list:
+    """Run ``send(client)`` from ``count`` threads at once, each with its own client."""
+    import threading
+
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def worker(i: int) -> None:
+        client = app.test_client()
+        barrier.wait()
+        results[i] = send(client)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_racing_retries_store_one_annotation(app, client, study):
+    token = open_token(client)
+    body = annotation_body(0, "Zoë", "CharE", client_id="race")
+    responses = _race(app, 6, lambda c: api_add(c, token, body))
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [200] * 5 + [201], [r.get_json() for r in responses]
+    assert len({r.get_json()["id"] for r in responses}) == 1
+    assert count_rows(app, Annotation) == 1
+
+
+def test_racing_opens_give_one_assignment(app, study):
+    responses = _race(app, 6, lambda c: api_open(c, "racer"))
+    assert sorted(r.status_code for r in responses) == [200] * 5 + [201]
+    assert len({r.get_json()["token"] for r in responses}) == 1
+    assert count_rows(app, Assignment) == 1
+
+
+def test_racing_submits_give_one_code(app, client, study):
+    token = open_token(client)
+    responses = _race(app, 6, lambda c: c.post(f"/api/assignments/{token}/submit"))
+    assert all(r.status_code == 200 for r in responses), [r.get_json() for r in responses]
+    assert len({r.get_json()["completion_code"] for r in responses}) == 1
+    assert client.get(f"/api/assignments/{token}").get_json()["completion_code"] == \
+        responses[0].get_json()["completion_code"]
