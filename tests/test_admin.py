@@ -308,7 +308,8 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     assert progress["percent"] == 25.0
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert "wk-1" in page
-    assert page.count('<svg class="chart"') == 3
+    assert page.count('<svg class="chart"') == 2  # no suggestions or gold: no recall chart
+    assert "nothing to recall yet" in page
     assert "Annotations per error category" in page and "Error distribution by document source" in page
     assert "alpha" in page and "beta" in page  # document sources in the Figure 4 chart
     assert "<script" not in page.replace(

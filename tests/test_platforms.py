@@ -104,6 +104,7 @@ def test_mturk_preview_is_read_only_and_creates_nothing(app, client):
     assert "/a/" not in page and "annot-form" not in page  # no token, no annotation form
     assert count_assignments(app) == 0
     assert MTURK_CSP in answer.headers["Content-Security-Policy"]
+    assert "X-Frame-Options" not in answer.headers  # it would forbid MTurk's frame
 
 
 def mturk_params(submit_to: str = "https://workersandbox.mturk.com", **extra) -> dict:
@@ -234,6 +235,7 @@ def test_generic_done_page_shows_the_code_and_refuses_framing(app, client):
     done = client.get(f"/a/{token}/done")
     assert done.status_code == 200 and code.encode() in done.data
     assert "frame-ancestors 'none'" in done.headers["Content-Security-Policy"]
+    assert done.headers["X-Frame-Options"] == "DENY"
     assert "frame-ancestors 'none'" in client.get("/s/demo").headers["Content-Security-Policy"]
 
 

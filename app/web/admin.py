@@ -322,6 +322,8 @@ def _dashboard(study: Study, *, upload_error: str | None = None, settings_error:
             report["categories"]["per_source"], _segments_per_source(report), categories
         ),
         "recall": charts.worker_recall(report["workers"]),
+        "has_recall": charts.has_recall(report["workers"]),
+        "legend": charts.legend(categories),
     }
     labels = {c["id"]: c["label"] for c in categories}
     body = render_template(

@@ -12,8 +12,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-WIDTH = 640
-LABEL_W = 170
+WIDTH = 520
+LABEL_W = 210
 ROW_H = 26
 BAR_H = 16
 NEUTRAL = "#9aa5b1"
@@ -22,7 +22,7 @@ NEUTRAL = "#9aa5b1"
 def _svg(height: int, title: str, desc: str, body: list[str], width: int = WIDTH) -> Markup:
     uid = hashlib.sha1(f"{title}|{desc}".encode()).hexdigest()[:8]
     return Markup(
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" role="img" '
         f'aria-labelledby="t{uid} d{uid}" preserveAspectRatio="xMinYMin meet">'
         f'<title id="t{uid}">{escape(title)}</title><desc id="d{uid}">{escape(desc)}</desc>'
         + "".join(body)
@@ -46,7 +46,7 @@ def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str = "", cls:
     )
 
 
-def _clip(label: str, chars: int = 24) -> str:
+def _clip(label: str, chars: int = 28) -> str:
     return label if len(label) <= chars else label[: chars - 1] + "…"
 
 
@@ -58,7 +58,7 @@ def category_bars(
     rows = list(counts.items())
     total = sum(counts.values())
     top = max([n for _, n in rows] + [1])
-    plot = WIDTH - LABEL_W - 90
+    plot = WIDTH - LABEL_W - 80
     body = []
     for i, (cat, n) in enumerate(rows):
         y = 8 + i * ROW_H
@@ -84,15 +84,16 @@ def source_distribution(
     known = {c["id"]: c for c in categories}
     order = [c["id"] for c in categories]
     sources = list(per_source)
-    plot = WIDTH - LABEL_W - 120
+    label_w = min(LABEL_W, 24 + 7 * max((len(src or "(no source)") for src in sources), default=8))
+    plot = WIDTH - label_w - 100
     body = []
     for i, src in enumerate(sources):
         y = 8 + i * (ROW_H + 6)
         counts = per_source[src]
         total = sum(counts.values())
         name = src or "(no source)"
-        body.append(_text(LABEL_W - 8, y + BAR_H, _clip(name), "axis-label", "end"))
-        x = float(LABEL_W)
+        body.append(_text(label_w - 8, y + BAR_H, _clip(name), "axis-label", "end"))
+        x = float(label_w)
         if total == 0:
             body.append(_rect(x, y + 2, plot, BAR_H, "#eef1f5", f"{name}: no errors marked"))
         for cat in order + sorted(set(counts) - set(order)):
@@ -104,27 +105,14 @@ def source_distribution(
             color = known.get(cat, {}).get("color") or NEUTRAL
             tip = f"{name} · {label}: {n} of {total} ({100 * n / total:.0f}%)"
             body.append(_rect(x, y + 2, w, BAR_H, color, tip, "stack"))
-            if w > 30:
+            if w > 34:
                 body.append(_text(x + w / 2, y + BAR_H - 1, f"{100 * n / total:.0f}%",
                                   "in-bar", "middle"))
             x += w
         segs = segments_per_source.get(src, 0)
         rate = f"{total / segs:.2f} / segment" if segs else f"{total} errors"
-        body.append(_text(LABEL_W + plot + 8, y + BAR_H, rate, "value"))
-    # legend
-    legend_y = 16 + len(sources) * (ROW_H + 6)
-    x = float(LABEL_W)
-    line = 0
-    for cat in order:
-        label = known[cat].get("label") or cat
-        width = 22 + 7.2 * len(label)
-        if x + width > WIDTH - 10:
-            x, line = float(LABEL_W), line + 1
-        y = legend_y + line * 20
-        body.append(_rect(x, y, 12, 12, known[cat].get("color") or NEUTRAL))
-        body.append(_text(x + 16, y + 10, label, "legend"))
-        x += width
-    height = legend_y + (line + 1) * 20 + 4
+        body.append(_text(label_w + plot + 8, y + BAR_H, rate, "value"))
+    height = 8 + len(sources) * (ROW_H + 6)
     desc = "; ".join(
         f"{src or '(no source)'}: " + ", ".join(f"{c} {n}" for c, n in per_source[src].items() if n)
         for src in sources
@@ -132,41 +120,61 @@ def source_distribution(
     return _svg(height, "Error distribution by document source", desc or "no documents", body)
 
 
-def worker_recall(workers: Sequence[Mapping[str, Any]]) -> Markup:
+def has_recall(workers: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any worker has a suggestion recall or a gold F1 to draw."""
+    return any(
+        (row.get("suggestion_recall") or {}).get("recall") is not None
+        or ((row.get("gold") or {}).get("overall") or {}).get("f1") is not None
+        for row in workers
+    )
+
+
+def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Markup:
     """Per worker: recall against the detector's suggestions and, with gold, F1 on gold."""
-    plot = WIDTH - LABEL_W - 70
+    label_w = min(LABEL_W, 24 + 7 * max((len(r["worker_id"]) for r in workers), default=8))
+    plot = width - label_w - 50
     body = []
     y = 4.0
     for row in workers:
         rec = (row.get("suggestion_recall") or {}).get("recall")
         gold = ((row.get("gold") or {}).get("overall") or {}).get("f1")
-        body.append(_text(LABEL_W - 8, y + 13, _clip(row["worker_id"]), "axis-label", "end"))
+        body.append(_text(label_w - 8, y + 13, _clip(row["worker_id"]), "axis-label", "end"))
         bars = [("suggestions", rec, "#2457a6", "recall of suggestions"),
                 ("gold", gold, "#1f7a3f", "F1 on gold")]
         for j, (_key, value, color, what) in enumerate(bars):
             by = y + j * 11
-            body.append(_rect(LABEL_W, by, plot, 9, "#eef1f5"))
+            body.append(_rect(label_w, by, plot, 9, "#eef1f5"))
             if value is not None:
-                body.append(_rect(LABEL_W, by, plot * value, 9, color,
+                body.append(_rect(label_w, by, plot * value, 9, color,
                                   f"{row['worker_id']}: {what} {100 * value:.0f}%"))
-                body.append(_text(LABEL_W + plot + 6, by + 8.5, f"{100 * value:.0f}%", "value small"))
+                body.append(_text(label_w + plot + 6, by + 8.5, f"{100 * value:.0f}%", "value small"))
             else:
-                body.append(_text(LABEL_W + plot + 6, by + 8.5, "–", "value small muted"))
+                body.append(_text(label_w + plot + 6, by + 8.5, "–", "value small muted"))
         y += 30
     # axis
     for k in range(0, 101, 25):
-        x = LABEL_W + plot * k / 100
+        x = label_w + plot * k / 100
         body.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{y:.1f}" class="gridline"/>')
         body.append(_text(x, y + 12, f"{k}%", "tick", "middle"))
     legend_y = y + 26
-    body.append(_rect(LABEL_W, legend_y, 12, 9, "#2457a6"))
-    body.append(_text(LABEL_W + 16, legend_y + 9, "recall of the detector's suggestions", "legend"))
-    body.append(_rect(LABEL_W + 260, legend_y, 12, 9, "#1f7a3f"))
-    body.append(_text(LABEL_W + 276, legend_y + 9, "F1 against gold", "legend"))
+    body.append(_rect(label_w, legend_y, 12, 9, "#2457a6"))
+    body.append(_text(label_w + 16, legend_y + 9, "recall of the detector's suggestions", "legend"))
+    body.append(_rect(label_w + 260, legend_y, 12, 9, "#1f7a3f"))
+    body.append(_text(label_w + 276, legend_y + 9, "F1 against gold", "legend"))
     desc = "; ".join(
         f"{r['worker_id']}: suggestion recall "
         f"{(r.get('suggestion_recall') or {}).get('recall')}, gold F1 "
         f"{((r.get('gold') or {}).get('overall') or {}).get('f1')}"
         for r in workers
     )
-    return _svg(int(legend_y + 16), "Recall per worker", desc or "no workers yet", body)
+    return _svg(int(legend_y + 16), "Recall per worker", desc or "no workers yet", body, width)
+
+
+def legend(categories: Sequence[Mapping[str, Any]]) -> Markup:
+    """An HTML legend (wraps like text) of the categories' colours."""
+    items = "".join(
+        f'<li><svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" '
+        f'rx="2" fill="{escape(c.get("color") or NEUTRAL)}"/></svg>{escape(c.get("label") or c["id"])}</li>'
+        for c in categories
+    )
+    return Markup(f'<ul class="chart-legend">{items}</ul>')

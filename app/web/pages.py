@@ -37,9 +37,10 @@ def home():
 def _worker_page(body, status: int, study: Study | None, assignment: Assignment | None = None):
     """A response whose CSP lets the MTurk origins frame it when the work is MTurk's."""
     response = make_response(body, status)
-    response.headers["Content-Security-Policy"] = platforms.content_security_policy(
-        platforms.frame_ancestors(study, assignment)
-    )
+    ancestors = platforms.frame_ancestors(study, assignment)
+    response.headers["Content-Security-Policy"] = platforms.content_security_policy(ancestors)
+    if ancestors == "'none'":
+        response.headers["X-Frame-Options"] = "DENY"
     return response
 
 
