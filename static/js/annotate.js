@@ -262,7 +262,9 @@ function enterReadOnly(message) {
 
 function buildCategoryButtons() {
   clear(el.categoryButtons);
-  for (const { group, categories } of groupedCategories(state.data.taxonomy)) {
+  const groups = groupedCategories(state.data.taxonomy);
+  const labelled = groups.length > 1 || groups.some((g) => g.group);
+  for (const { group, categories } of groups) {
     const buttons = categories.map((c) => {
       const btn = h(
         "button",
@@ -289,7 +291,9 @@ function buildCategoryButtons() {
       h(
         "div",
         { class: "cat-group", role: "group", "aria-label": group ? group.label : "Other" },
-        h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : "Other"),
+        labelled
+          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : "Other")
+          : null,
         h("div", { class: "cat-group-buttons" }, buttons),
       ),
     );

@@ -65,7 +65,7 @@ export function renderInstructions(container, taxonomy, { readOnly = false } = {
       h(
         "section",
         { class: "instr-group" },
-        h("h3", {}, group ? group.label : "Other"),
+        h("h3", {}, group ? group.label : "Error categories"),
         group && group.description ? h("p", { class: "instr-note" }, group.description) : null,
         h("ul", { class: "instr-cats" }, categories.map(categoryEntry)),
       ),

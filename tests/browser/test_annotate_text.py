@@ -164,3 +164,60 @@ def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, p
     page.click("#next-button")
     assert "not added yet" in page.locator("#nav-hint").inner_text()
     assert page.locator("#progress-text").inner_text() == "Segment 1 of 2"
+
+
+UNGROUPED = """\
+name: Two checks
+version: 1
+instructions: Mark <b>only</b> what you are sure of.
+categories:
+  - id: Typo
+    label: Typo <i>here</i>
+    kind: singleton
+    color: "#123456"
+    shortcut: t
+    definition: A misspelt word.
+  - id: Clash
+    label: Clash
+    kind: paired
+    definition: Two statements that cannot both hold.
+"""
+
+
+def test_the_page_is_built_from_the_study_taxonomy(app, live_server, pw_page, tmp_path):
+    page = pw_page
+    make_study(
+        app,
+        slug="falte",
+        taxonomy="taxonomies/falte-demo.yaml",
+        documents=[("f", ["She have went."])],
+    )
+    open_assignment(page, live_server.url, "falte", "w1")
+    labels = page.locator(".cat-btn .cat-label").all_inner_texts()
+    assert labels == ["Grammar", "Fluency", "Repetition", "Contradiction"]
+    assert page.locator(".cat-group-label").all_inner_texts() == ["LANGUAGE", "CONSISTENCY"]
+    assert "The span is ungrammatical." in page.locator("#instructions-body").inner_text()
+    drag_select(page, 0, "have went")
+    page.wait_for_function("() => document.getElementById('span-field').value === 'have went'")
+    page.keyboard.press("g")
+    assert category_button(page, "Grammar").get_attribute("aria-pressed") == "true"
+    page.keyboard.press("c")
+    assert page.locator("#paired-prompt").inner_text() == (
+        "Now select the earlier text that this contradicts."
+    )
+
+    # A taxonomy without groups, with markup in its texts, shown as text; colour from the file.
+    path = tmp_path / "ungrouped.yaml"
+    path.write_text(UNGROUPED, "utf-8")
+    make_study(app, slug="plain", taxonomy=str(path), documents=[("p", ["Teh cat sat."])])
+    open_assignment(page, live_server.url, "plain", "w1")
+    assert page.locator(".cat-group-label").count() == 0
+    assert page.locator(".cat-btn .cat-label").all_inner_texts() == ["Typo <i>here</i>", "Clash"]
+    assert (
+        "Mark <b>only</b> what you are sure of." in page.locator("#instructions-body").inner_text()
+    )
+    assert page.locator("#annotate i, #annotate b").count() == 0
+    color = category_button(page, "Typo").evaluate(
+        "(el) => getComputedStyle(el).getPropertyValue('--cat').trim()"
+    )
+    assert color == "#123456"
