@@ -146,7 +146,9 @@ KIN = _words(
     "children child baby sons daughters brothers sisters parents family heir bride groom "
     "grandfather grandmother grandson granddaughter stepfather stepmother stepson "
     "stepdaughter father-in-law mother-in-law son-in-law daughter-in-law sister-in-law "
-    "brother-in-law girlfriend boyfriend companion wife's love death life"
+    "brother-in-law girlfriend boyfriend companion wife's love death life neck hand hands "
+    "head face body heart arm arms eyes hair mind blood grave murder ghost bedroom lodging "
+    "chamber advice help plan plans affection letter orders feelings behalf name"
 )
 PLACE_WORDS = _words(
     "house park street hall castle island river city farm abbey church court road bay forest "
@@ -205,6 +207,15 @@ TITLE_SPELLINGS = {
 }
 # Abbreviated titles never name a character on their own.
 ABBREVIATED_TITLES = _words("mr mrs ms dr lt capt col gen sgt rev prof mme mlle st m")
+# Function words, never names even when capitalised ("Then and Alice ...").
+STOP_WORDS = _words(
+    "about after again all also although always another any anyone anything as at because "
+    "before both each either even every everyone everything few finally first for from here "
+    "how however if in instead last later many may meanwhile more most much never next none "
+    "nothing now often once only other others over perhaps since so some someone something "
+    "soon still such that then there these this those though thus to today together tomorrow "
+    "too under until upon very what when where whether which while who why with yet you"
+)
 _WORD = re.compile(r"[^\W\d_][\w.'’-]*", re.UNICODE)
 
 
@@ -438,6 +449,37 @@ def _is_sentence_start(v: _View, i: int) -> bool:
     return i == 0 or v.toks[i - 1].text in (".", "!", "?", '"', "“", ":", ";")
 
 
+def _split_list(toks: list[_Tok], start: int, end: int) -> list[tuple[int, int]]:
+    """An entity the NER ran over a list ("Leontes, Cleomenes, Dion") as one range per name."""
+    parts, begin = [], start
+    for i in range(start, end):
+        if toks[i].text in (",", ";", "&") or toks[i].lower == "and":
+            parts.append((begin, i))
+            begin = i + 1
+    parts.append((begin, end))
+    return [(a, b) for a, b in parts if a < b]
+
+
+def _beside_people(v: _View, taken: list[bool]) -> list[int]:
+    """Capitalised words the tagger missed in "Lily and Holden", "Holden, Lily": names too."""
+    toks, found = v.toks, []
+    people = [(s, e) for s, e, label in v.ents if label == "PERSON"]
+    for start, end in people:
+        for i, link in ((start - 2, start - 1), (end + 1, end)):
+            if not (0 <= i < len(toks)) or taken[i] or toks[link].lower not in ("and", ","):
+                continue
+            tok = toks[i]
+            if (
+                _is_capitalised(tok.text)
+                and tok.text.isalpha()
+                and tok.bare not in NOT_NAMES
+                and tok.lower not in STOP_WORDS
+                and tok.tag not in ("DT", "PRP", "PRP$", "IN", "CC", "WDT", "WP", "EX", "MD")
+            ):
+                found.append(i)
+    return found
+
+
 def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[_Candidate]:
     """Every name in one segment that might be a wanted entity, with its context evidence."""
     toks = v.toks
@@ -450,6 +492,8 @@ def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[
         if start >= end:
             return
         role = end - start == 1 and toks[start].bare in ROLES
+        if not role and not _is_capitalised(toks[start].text):
+            return
         if role and start > 0 and toks[start - 1].lower == "the":
             start -= 1
         if not role:
@@ -468,15 +512,18 @@ def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[
     for start, end, _label in v.ents:
         for k in range(start, end):
             taken[k] = True
-    for start, end, label in v.ents:
-        if label in labels:
-            add(start, end, label)
-        elif want_person and label in PERSON_LIKE_LABELS:
-            if toks[start].lower == "the" and not any(t.bare in ROLES for t in toks[start:end]):
-                continue  # "the Coast Guard", "the Dominican Republic"
-            add(start, end, label)
+    for ent_start, ent_end, label in v.ents:
+        for start, end in _split_list(toks, ent_start, ent_end):
+            if label in labels:
+                add(start, end, label)
+            elif want_person and label in PERSON_LIKE_LABELS:
+                if toks[start].lower == "the" and not any(t.bare in ROLES for t in toks[start:end]):
+                    continue  # "the Coast Guard", "the Dominican Republic"
+                add(start, end, label)
     if not want_person:
         return out
+    for i in _beside_people(v, taken):
+        add(i, i + 1, "")
     for start, end in list(_proper_runs(v, taken)):
         if end - start == 1 and toks[start].bare in ROLES:
             continue  # bare role nouns are handled below
