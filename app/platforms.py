@@ -179,6 +179,20 @@ def completion_url(assignment: Assignment) -> str | None:
     return url.replace("{code}", assignment.completion_code or "")
 
 
+def after_submit_redirect(assignment: Assignment) -> str | None:
+    """Where the browser goes right after submitting (the API's ``redirect_url``).
+
+    None sends it to ``/a/<token>/done``: MTurk work (the done page posts the form back)
+    and qualification documents (the done page scores them and lets the worker go on).
+    Else the study's completion URL, if any.
+    """
+    from app.assigning import qualification
+
+    if qualification(assignment.study) is not None and assignment.document.is_gold:
+        return None
+    return completion_url(assignment)
+
+
 def mturk_submit_form(assignment: Assignment) -> tuple[str, dict[str, str]] | None:
     """The (action, fields) of the form that reports an MTurk assignment as done."""
     data = assignment.platform_data or {}

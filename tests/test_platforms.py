@@ -387,3 +387,32 @@ def test_cli_create_hits_refuses_a_plain_http_base_url(app, database_url, monkey
     result = CliRunner().invoke(main, ["mturk", "create-hits", "demo", "--count", "2",
                                        "--reward", "1.50", "--base-url", "http://x.org"])
     assert result.exit_code == 1 and "https://" in result.output
+
+
+def test_after_submit_redirect_sends_qualification_and_mturk_work_to_the_done_page(app, client):
+    from app.importers import DocumentInput, GoldSpan
+    from app.studies import import_documents
+
+    make_study(app, documents=DOCS)
+    configure(app, platform="prolific", completion_url="https://example.org/done?cc=X",
+              qualification_f1=0.5)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        import_documents(session, study, [DocumentInput(
+            "gold-1", ["Anna met Bob."], gold=[GoldSpan(0, "Bob", "CharE", 2)])], gold=True)
+    token = token_of(client.get("/s/demo", query_string=PROLIFIC))
+    client.post(f"/api/assignments/{token}/submit")
+    def redirect_of(platform: str | None = None):
+        with app.app_context(), session_scope() as session:
+            row = session.scalar(select(Assignment).where(Assignment.token == token))
+            assert row.document.external_id == "gold-1"
+            if platform:
+                row.platform = platform
+            answer = platforms.after_submit_redirect(row)
+            session.rollback()
+            return answer
+
+    assert redirect_of() is None  # the done page scores it and lets the worker go on
+    configure(app, qualification_f1=None)
+    assert redirect_of() == "https://example.org/done?cc=X"
+    assert redirect_of("mturk") is None
