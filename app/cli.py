@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,28 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Turn our errors, file errors and database errors into one line and exit status 1."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    try:
+        yield
+    except MarginaliaError as exc:
+        fail(str(exc))
+    except BrokenPipeError:
+        # The reader went away (``marginalia export ... | head``): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:
+        fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
+    except ArgumentError as exc:
+        fail(f"DATABASE_URL is not a usable database URL: {exc}")
+    except DBAPIError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        fail(f"database error: {reason} (check DATABASE_URL; has `marginalia db upgrade` run?)")
+
+
 def with_app(func: Callable[..., Any]) -> Callable[..., Any]:
     """Run the command inside an app context; turn our errors into one-line messages."""
 
@@ -26,12 +50,10 @@ def with_app(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from app import create_app
 
-        app = create_app()
-        with app.app_context():
-            try:
+        with one_line_errors():
+            app = create_app()
+            with app.app_context():
                 return func(*args, **kwargs)
-            except MarginaliaError as exc:
-                fail(str(exc))
 
     return wrapper
 
@@ -53,7 +75,8 @@ def db_upgrade(revision: str) -> None:
     from app.config import database_url
     from app.migrate import upgrade
 
-    upgrade(database_url(), revision)
+    with one_line_errors():
+        upgrade(database_url(), revision)
     click.echo("database is up to date")
 
 
