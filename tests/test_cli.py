@@ -26,15 +26,16 @@ DOCS = {"d1": ["Anna is an only child.", "Anna's brother, Zoë, visits."],
         "d2": ["Nothing happens here."]}
 
 
-def run_many(url: str, *commands: list[str], cwd: Path | None = None
+def run_many(url: str, *commands: list[str], urls: list[str] | None = None
              ) -> list[subprocess.CompletedProcess]:
-    """Run several ``marginalia`` commands at once (each is a fresh interpreter)."""
-    env = {**os.environ, "DATABASE_URL": url}
-    env.pop("FLASK_APP", None)
-    procs = [(args, subprocess.Popen([MARGINALIA, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env,
-                                     cwd=cwd or REPO))
-             for args in commands]
+    """Run several ``marginalia`` commands at once (each is a fresh interpreter), against
+    ``url`` or each against its own of ``urls``."""
+    procs = []
+    for args, database in zip(commands, urls or [url] * len(commands), strict=True):
+        env = {**os.environ, "DATABASE_URL": database}
+        procs.append((args, subprocess.Popen([MARGINALIA, *args], stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, text=True, env=env,
+                                             cwd=REPO)))
     results = []
     for args, proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -82,6 +83,10 @@ def table_count(url: str, table: str) -> int:
 
 def test_db_upgrade_twice(tmp_path):
     url = f"sqlite:///{tmp_path / 'sub' / 'fresh.db'}"
+    unmigrated, bad_url = run_many(url, ["export", "demo"], ["export", "demo"],
+                                   urls=[url, "nosuchdb://x"])
+    assert_one_line_error(unmigrated, "database error", "db upgrade")
+    assert_one_line_error(bad_url, "DATABASE_URL")
     first = run(url, "db", "upgrade")
     assert first.returncode == 0, first.stderr
     second = run(url, "db", "upgrade")
@@ -224,6 +229,7 @@ def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
         ["import", "demo", str(again), "--gold", "--no-ner"],
         ["import", "demo", str(again), "--no-ner"],
         ["export", "nope", "--format", "csv"],
+        ["export", "demo", "--out", str(tmp_path / "missing-dir" / "out.csv")],
     )
     expected = [
         ("document 'c': segment 1: must be text",),
@@ -232,6 +238,7 @@ def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
         ("--gold needs a snac-format file",),
         ("already has document 'a'",),
         ("no study 'nope'",),
+        ("missing-dir", "No such file or directory"),
     ]
     for result, fragments in zip(results, expected, strict=True):
         assert_one_line_error(result, *fragments)
