@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -272,3 +273,28 @@ def test_changes_made_offline_survive_a_reload_and_reach_the_server(app, live_se
     with app.app_context(), session_scope() as session:
         [stored] = session.scalars(select(Annotation)).all()
         assert stored.removed_at is not None
+
+
+def test_a_page_left_open_after_submitting_elsewhere_turns_read_only(app, live_server, pw_page):
+    import urllib.request
+
+    make_study(app, slug="bakery", documents=[("bakery-1", SEGMENTS)])
+    page = pw_page
+    token = open_assignment(page, live_server.url, "bakery", "worker-9")
+    request = urllib.request.Request(
+        f"{live_server.url}/api/assignments/{token}/submit", data=b"", method="POST"
+    )
+    with urllib.request.urlopen(request) as answer:
+        code = json.load(answer)["completion_code"]
+
+    drag_select(page, 0, "Lisle")
+    page.wait_for_function("() => document.getElementById('span-field').value === 'Lisle'")
+    page.keyboard.press("2")
+    page.click("#add-button")
+    page.wait_for_function("() => !document.getElementById('banner').hidden")
+    assert "already been submitted" in page.locator("#banner").inner_text()
+    assert page.locator("#annot-form").is_hidden()
+    page.reload()
+    wait_loaded(page)
+    assert code in page.locator("#banner").inner_text()
+    assert annotation_texts(page) == []
