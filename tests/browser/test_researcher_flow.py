@@ -1,21 +1,18 @@
 """Acceptance (issue 5) in Chromium: a researcher logs in, creates a study, uploads documents
 and watches progress change while a Prolific worker annotates in a second browser context
-and is redirected to the completion URL; an MTurk preview shows read-only text and an
-accepted assignment posts back to a local stand-in for MTurk's externalSubmit."""
+and is redirected to the completion URL (the MTurk half is in test_mturk_flow.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Assignment
 from tests.browser.conftest import VIEWPORT
 from tests.browser.helpers import category_button, drag_select, wait_loaded, wait_saved
-from tests.conftest import make_study
-from tests.test_platforms import StandIn
 
 pytestmark = pytest.mark.browser
 
@@ -43,13 +40,6 @@ def completion_page(app):
         return "<!doctype html><title>Prolific stand-in</title><h1>Submission complete</h1>"
 
     return "/_test/prolific-complete"
-
-
-@pytest.fixture
-def stand_in():
-    server = StandIn()
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -87,8 +77,19 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
     page.click('button:has-text("Log in")')
     page.wait_for_selector("h1:has-text('Studies')")
 
-    # --- create a study (Prolific, completion URL on the live server)
+    # --- a broken taxonomy upload is refused with file:line:field, and nothing is created
     page.click("a.button:has-text('New study')")
+    broken = tmp_path / "mine.yaml"
+    broken.write_text("name: Mine\ncategories:\n  - id: Typo\n    label: Typo\n"
+                      "    scope: paragraph\n", encoding="utf-8")
+    page.fill('input[name="slug"]', "mine")
+    page.set_input_files('input[name="taxonomy_file"]', str(broken))
+    page.click("button:has-text('Create study')")
+    assert page.inner_text("#form-error").startswith("mine.yaml:5: categories[0].scope:")
+    page.screenshot(path=str(artifacts / "researcher-new-study-error.png"), full_page=True)
+
+    # --- create a study (Prolific, completion URL on the live server)
+    page.set_input_files('input[name="taxonomy_file"]', [])
     page.fill('input[name="slug"]', "lighthouse")
     page.fill('input[name="title"]', "Coherence of short stories")
     page.select_option('select[name="taxonomy"]', "snac.yaml")
@@ -141,6 +142,11 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
     finally:
         worker_context.close()
 
+    with app.app_context(), session_scope() as session:
+        row = session.scalar(select(Assignment))
+        assert (row.worker_id, row.platform, row.status) == ("60a1b2c3d4e5f6", "prolific",
+                                                             "submitted")
+        assert row.platform_data == {"study_id": "st-9", "session_id": "sess-77"}
     wait_field(page, "slots_submitted", "1")
     wait_field(page, "assignments.active", "0")
     page.wait_for_selector("#worker-table td:has-text('60a1b2c3d4e5f6')")
@@ -148,44 +154,9 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
     assert field(page, "percent") == "25"
     assert page.locator(".doc-grid .pip.done").count() == 1
     page.screenshot(path=str(artifacts / "researcher-dashboard.png"), full_page=True)
+    page.click("a:has-text('Studies')")
+    page.wait_for_selector("a.study-link:has-text('Coherence of short stories')")
+    page.screenshot(path=str(artifacts / "researcher-studies.png"))
+    page.goto(f"{base}/admin/studies/lighthouse")
     page.set_viewport_size({"width": 1280, "height": 800})
     page.screenshot(path=str(artifacts / "researcher-dashboard-top.png"))
-
-
-def test_mturk_preview_and_post_back_to_a_stand_in(app, live_server, pw_page, stand_in, artifacts):
-    app.config["MTURK_SUBMIT_ORIGINS"] = [stand_in.url]
-    make_study(app, slug="hits", documents=[(k, v) for k, v in DOCUMENTS.items()])
-    from tests.test_platforms import configure
-
-    configure(app, "hits", platform="mturk")
-    page = pw_page
-    base = live_server.url
-
-    # preview: the text, read-only, and nothing stored
-    page.goto(f"{base}/s/hits?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=HIT9")
-    page.wait_for_selector("#preview-text")
-    assert "Mara keeps the lighthouse" in page.inner_text("#preview-text")
-    assert page.locator("#annot-form").count() == 0
-    assert page.locator("textarea, input:not([type=hidden]), button").count() == 0
-    with app.app_context(), session_scope() as session:
-        assert session.scalar(select(func.count()).select_from(Assignment)) == 0
-    page.screenshot(path=str(artifacts / "mturk-preview.png"), full_page=True)
-
-    # accepted: annotate, submit, and the done page posts back to turkSubmitTo
-    page.goto(f"{base}/s/hits?assignmentId=3XYZASSIGN&hitId=HIT9&workerId=A2WORKER"
-              f"&turkSubmitTo={stand_in.url}")
-    wait_loaded(page)
-    page.click("#next-button")
-    page.click("#next-button")
-    page.wait_for_selector("#submit-button:not([hidden])")
-    page.click("#submit-button")
-    page.wait_for_url(f"{stand_in.url}/mturk/externalSubmit", timeout=15_000)
-    assert page.inner_text("h1") == "HIT submitted"
-    assert len(stand_in.posts) == 1
-    path, fields = stand_in.posts[0]
-    assert path == "/mturk/externalSubmit"
-    assert fields["assignmentId"] == "3XYZASSIGN"
-    with app.app_context(), session_scope() as session:
-        row = session.scalar(select(Assignment))
-        assert row.status == "submitted" and row.worker_id == "A2WORKER"
-        assert fields["completion_code"] == row.completion_code
