@@ -1,0 +1,80 @@
+"""A tiny T5 trained in the test on a handful of SNaC train sentences, saved, reloaded and
+used through the detector interface, the pipeline and the SNaC TSV predictor."""
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from app.taxonomy import load_taxonomy
+from model_server.detector import load_detector
+from model_server.pipeline import detect_document
+from model_server.predict import predict_tsv
+from model_server.snac_data import shared_data_dir, snac_path
+from model_server.t5 import T5Detector
+from model_server.train import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = snac_path("train")
+SAMPLE = shared_data_dir() / "snac" / "sample.tsv"
+
+pytestmark = pytest.mark.skipif(not TRAIN.exists(), reason="shared SNaC data absent")
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("t5") / "tiny"
+    cfg = TrainConfig(epochs=3, max_minutes=1, batch_size=8, lr=3e-3, warmup_steps=5,
+                      max_context_words=24, max_input_tokens=96, max_target_tokens=24,
+                      d_model=32, num_layers=1, num_heads=2, d_ff=64, vocab_size=400,
+                      version="tiny-test")
+    summary = train(TRAIN, out, cfg=cfg, limit_docs=1, progress=False)
+    return out, summary
+
+
+def test_training_writes_hf_checkpoint_and_model_card(tiny_checkpoint):
+    out, summary = tiny_checkpoint
+    assert summary["steps"] > 0 and summary["train_sentences"] > 5
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "README.md",
+                 "marginalia_detector.json"):
+        assert (out / name).exists(), name
+    card = (out / "README.md").read_text()
+    assert "## Data" in card and "tiny-test" in card
+    assert json.loads((out / "marginalia_detector.json").read_text())["max_context_words"] == 24
+
+
+def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
+    out, _ = tiny_checkpoint
+    detector = load_detector(str(out))
+    assert isinstance(detector, T5Detector) and detector.version.startswith("tiny-test+")
+    texts = detector.texts([("Don Pedro arrives.", "Claudio meets Hero."), ("", "A start.")])
+    assert texts[0] == "Don Pedro arrives. <extra_id_0> Claudio meets Hero."
+    outputs = detector.generate(texts)
+    assert len(outputs) == 2 and all(isinstance(t, str) and 0 <= c <= 1 for t, c in outputs)
+    taxonomy = load_taxonomy(ROOT / "taxonomies" / "snac.yaml")
+    segments = ["Don Pedro arrives in Messina.", "Claudio loves Hero. At the ball, they dance."]
+    rows = detect_document(segments, detector, taxonomy)
+    for row in rows:
+        assert segments[row.segment][row.start:row.end] == row.text
+        assert row.detector == "t5"
+
+
+def test_output_parsing_places_spans(tiny_checkpoint):
+    detector = T5Detector.load(tiny_checkpoint[0])
+    sentence = "At the ball, Hero dances with Claudio."
+    found = detector.to_suggestions("false character claudio event the ring scene", 0.8,
+                                    sentence)
+    assert [(s.label, sentence[s.start:s.end]) for s in found] == [
+        ("character", "Claudio"), ("scene", sentence)]
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="SNaC sample.tsv absent")
+def test_predict_tsv_writes_snac_lines(tiny_checkpoint):
+    detector = T5Detector.load(tiny_checkpoint[0])
+    buf = io.StringIO()
+    n = predict_tsv(detector, SAMPLE, buf)
+    lines = buf.getvalue().splitlines()
+    assert n > 0 and len(lines) == 2 * n
+    assert all(line.startswith("Predicted: ") for line in lines[1::2])
+    assert all("<extra_id_0>" in line for line in lines[0::2])
