@@ -319,3 +319,23 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     report = admin.get("/admin/studies/demo/report.json").get_json()
     assert report["workers"][0]["worker_id"] == "wk-1"
     assert report["categories"]["overall"]["CharE"] == 1
+
+
+def test_dashboard_compares_conditions(app, admin):
+    make_study(app, documents=[(f"doc-{i}", ["Anna is here.", "Bob is there."]) for i in range(4)],
+               annotators_per_doc=4, suggestions="shown")
+    admin.post("/admin/studies/demo/settings", data={
+        "csrf_token": csrf(admin), "platform": "generic", "randomise_conditions": "1"})
+    page = admin.get("/admin/studies/demo").get_data(as_text=True)
+    assert "No worker has been assigned a condition yet." in page
+    worker = app.test_client()
+    for name in ("w1", "w2", "w3", "w4"):
+        token = worker.get(f"/s/demo?worker_id={name}").headers["Location"].split("/a/")[1]
+        body = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "CharE"}
+        assert worker.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
+        worker.post(f"/api/assignments/{token}/submit")
+    page = admin.get("/admin/studies/demo").get_data(as_text=True)
+    table = page[page.index('id="condition-table"'):]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\">(\d+)</td>", table)
+    assert rows == [("assisted", "2"), ("unassisted", "2")]

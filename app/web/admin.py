@@ -296,6 +296,27 @@ def _segments_per_source(report: dict[str, Any]) -> dict[str, int]:
     return totals
 
 
+def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Assisted vs unassisted: workers, documents, annotations per segment, suggestion recall."""
+    rows: dict[str, dict[str, Any]] = {}
+    for worker in workers:
+        for condition in worker["conditions"]:
+            row = rows.setdefault(condition, {
+                "condition": condition, "workers": 0, "documents": 0, "annotations": 0,
+                "segments": 0, "caught": 0, "suggestions": 0,
+            })
+            row["workers"] += 1
+            row["documents"] += worker["documents_done"]
+            row["annotations"] += worker["annotations"]
+            row["segments"] += worker["segments"]
+            row["caught"] += worker["suggestion_recall"]["caught"]
+            row["suggestions"] += worker["suggestion_recall"]["total"]
+    for row in rows.values():
+        row["per_segment"] = row["annotations"] / row["segments"] if row["segments"] else None
+        row["recall"] = row["caught"] / row["suggestions"] if row["suggestions"] else None
+    return [rows[c] for c in sorted(rows)]
+
+
 def worker_links(study: Study) -> list[tuple[str, str]]:
     base = url_for("pages.start", slug=study.slug, _external=True)
     if study.platform == "prolific":
@@ -328,6 +349,7 @@ def _dashboard(study: Study, *, upload_error: str | None = None, settings_error:
         "admin/dashboard.html",
         study=study, report=report, live=live, charts=chart_svgs, labels=labels,
         settings=platforms.describe(study), links=worker_links(study),
+        conditions=condition_summary(report["workers"]),
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS, upload_error=upload_error, settings_error=settings_error,
         researcher=auth.current_researcher(), export_types=EXPORT_TYPES,

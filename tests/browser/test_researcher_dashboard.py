@@ -46,6 +46,7 @@ def seed(app) -> None:
 
         study = session.scalar(select(Study).where(Study.slug == "voyage"))
         study.title = "Voyage summaries: coherence pilot"
+        study.settings = {"randomise_conditions": True}
         import_documents(session, study, [gold], gold=True)
         for doc in session.scalars(select(Document).where(Document.study_id == study.id)):
             for segment, text, category in CANDIDATES[:4]:
@@ -96,6 +97,8 @@ def test_busy_dashboard_renders_and_is_readable(app, busy_study, live_server, pw
     for src in (*SOURCES, "gold"):
         assert f">{src}<" in sources
     assert page.locator("#agreement tbody tr").count() >= 7
+    conditions = page.locator("#condition-table tbody tr").all_inner_texts()
+    assert [row.split()[0] for row in conditions] == ["assisted", "unassisted"]
     assert page.locator("[data-field='assignments.active']").inner_text() == "1"
     page.screenshot(path=str(artifacts / "researcher-dashboard-busy.png"), full_page=True)
     page.locator("#charts").screenshot(path=str(artifacts / "researcher-dashboard-charts.png"))
