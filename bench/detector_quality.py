@@ -1,0 +1,94 @@
+"""SNaC dev sentence-level P/R/F1/ov. for every detector backend (and rules tuning on train).
+
+    .venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
+    .venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
+    .venv/bin/python bench/detector_quality.py --tune-rules          # grid search on train
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model_server.detector import load_detector  # noqa: E402
+from model_server.evaluate import (  # noqa: E402
+    REPORTED,
+    example_inputs,
+    format_table,
+    score,
+)
+from model_server.rules import RulesConfig, RulesDetector  # noqa: E402
+from model_server.snac_data import load_documents, sentence_examples, snac_path  # noqa: E402
+
+
+def tune_rules(train_path: Path) -> RulesConfig:
+    """Grid-search each rule's thresholds for its own category's F1 on train."""
+    examples = sentence_examples(load_documents(train_path))
+    det = RulesDetector()
+    analysed = det.analyse(example_inputs(examples))
+
+    def f1(cfg: RulesConfig, cat: str) -> float:
+        return score(examples, RulesDetector(cfg).decide_all(analysed))[cat]["f1"]
+
+    cfg = RulesConfig()
+    grids = {
+        "CharE": [dict(char_include_propn=a, char_include_other_ents=b,
+                       char_require_all_new=c, char_skip_appositive=d)
+                  for a, b, c, d in itertools.product([True, False], repeat=4)],
+        "RefE": [dict(ref_kinds=k, ref_skip_generic=g, ref_min_tokens=t, ref_min_new_nps=n)
+                 for k, g, t, n in itertools.product(
+                     [("definite", "possessive"), ("definite",),
+                      ("definite", "possessive", "pronoun")], [True, False], [1, 2, 3], [1, 2])],
+        "SceneE": [dict(scene_max_continuity=t, scene_only_segment_openers=o,
+                        scene_use_openers=u)
+                   for t, o, u in itertools.product([0.0, 0.2, 0.34, 0.5, 0.6, 0.75, 1.0],
+                                                    [True, False], [True, False])],
+    }
+    for cat, grid in grids.items():
+        scored = sorted(((f1(replace(cfg, **g), cat), i) for i, g in enumerate(grid)),
+                        reverse=True)
+        print(f"{cat}: best train F1 {scored[0][0]:.3f} with {grid[scored[0][1]]}")
+        cfg = replace(cfg, **grid[scored[0][1]])
+    return cfg
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(snac_path("dev")))
+    parser.add_argument("--t5", action="append", default=[],
+                        help="T5 checkpoint folder(s) to include")
+    parser.add_argument("--min-votes", type=int, default=1)
+    parser.add_argument("--tune-rules", action="store_true")
+    args = parser.parse_args()
+    if args.tune_rules:
+        print(tune_rules(snac_path("train")))
+        return
+    examples = sentence_examples(load_documents(args.data))
+    inputs = example_inputs(examples)
+    rows = {}
+    names = ["rules", "minilm", *args.t5]
+    for name in names:
+        try:
+            det = load_detector(name)
+        except ValueError as exc:
+            print(f"skipping {name}: {exc}")
+            continue
+        t0 = time.perf_counter()
+        table = score(examples, det.detect(inputs), args.min_votes)
+        label = f"{det.name} ({Path(name).name})" if det.name == "t5" else det.name
+        rows[label] = table
+        print(f"{label}: {len(inputs) / (time.perf_counter() - t0):.1f} sentences/s")
+    print(f"\n{Path(args.data).name}: {len(examples)} sentences, gold votes >= {args.min_votes}\n")
+    print(format_table(rows, ("CharE", "SceneE", "RefE")))
+    print()
+    print(format_table(rows, [c for c in REPORTED if c == "InconE"]))
+
+
+if __name__ == "__main__":
+    main()
