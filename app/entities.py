@@ -156,7 +156,8 @@ PLACE_WORDS = _words(
     "bridge tower navy army company republic kingdom empire states county village town "
     "valley sea ocean station prison cathedral chapel street avenue lane garden gardens "
     "club society senate parliament council ministry department office corporation "
-    "inc ltd bank theatre theater museum academy"
+    "inc ltd bank theatre theater museum academy land country province port coast shore "
+    "shores streets region capital colony state"
 )
 PLACE_PREPOSITIONS = _words(
     "in at from into near across through throughout toward towards around outside inside "
@@ -167,6 +168,17 @@ MOTION_VERBS = _words(
     "returning travel travels traveled travelled leave leaves left leaving reach reaches "
     "reached visit visits visited enter enters entered flee flees fled move moves moved "
     "sail sails sailed rule rules ruled invade invades invaded attack attacks attacked"
+)
+# "King of Bohemia": what follows "of" is a realm.
+RULER_TITLES = _words(
+    "king queen prince princess duke duchess count countess earl baron baroness emperor empress "
+    "sultan rajah tsar czar governor mayor bishop archbishop marquis marquise"
+)
+# Verbs before "to X" / "for X" where X is a destination.
+TRAVEL_VERBS = MOTION_VERBS | _words(
+    "head heads headed make makes made set sets journey journeys journeyed fly flies flew "
+    "drive drives drove ride rides rode walk walks walked run runs ran escape escapes escaped "
+    "bound"
 )
 NOT_NAMES = _words(
     "enter exit exeunt act scene chapter part book meanwhile later then i the a an and or but "
@@ -234,6 +246,7 @@ class ParsedName:
     titles: tuple[str, ...]
     names: tuple[str, ...]  # casefolded name words, titles and suffixes removed
     gender: str | None
+    suffix: str | None = None  # "sr", "jr", "ii": Shawn Sr. is not Shawn
 
     @property
     def first(self) -> str | None:
@@ -261,12 +274,18 @@ def parse_name(text: str) -> ParsedName:
         titles.append(TITLE_SPELLINGS.get(_bare(words[i]), _bare(words[i])))
         i += 1
     rest = [w for w in words[i:] if _bare(w) not in SUFFIXES or len(words) - i == 1]
+    suffixes = [_bare(w) for w in words[i:] if _bare(w) in SUFFIXES and w not in rest]
+    suffix = {"senior": "sr", "junior": "jr"}.get(suffixes[-1], suffixes[-1]) if suffixes else None
     if len(rest) == 1 and not titles and _bare(rest[0]) in ROLES:
         titles, rest = [TITLE_SPELLINGS.get(_bare(rest[0]), _bare(rest[0]))], []
-    names = tuple(_bare(w) for w in rest if _bare(w) not in NAME_PARTICLES or w == rest[-1])
+    if titles and len(rest) > 1 and rest[0].casefold() == "of":
+        # "King of Bohemia": a title held over a realm; the realm alone is a place.
+        names: tuple[str, ...] = (" ".join(_bare(w) for w in rest),)
+    else:
+        names = tuple(_bare(w) for w in rest if _bare(w) not in NAME_PARTICLES or w == rest[-1])
     genders = {"m" if t in MALE_TITLES else "f" for t in titles if t not in NEUTRAL_TITLES}
     gender = genders.pop() if len(genders) == 1 else None
-    return ParsedName(tuple(titles), names, gender)
+    return ParsedName(tuple(titles), names, gender, suffix)
 
 
 # --------------------------------------------------------------------------- candidates
@@ -384,18 +403,23 @@ def _context_score(v: _View, start: int, end: int, label: str) -> float:
     nxt = toks[end] if end < len(toks) else None
     after = toks[end + 1] if end + 1 < len(toks) else None
     if prev is not None:
-        before = toks[start - 2] if start > 1 else None
+        before = toks[start - 2].lower if start > 1 else ""
         if prev.lower in PLACE_PREPOSITIONS:
             score -= 1.5
-        elif prev.text == "," and before is not None and before.lower in KIN:
-            score += 2  # "his wife, Fulvia,"
+        elif prev.text == "," and before in KIN or prev.lower in KIN:
+            score += 2  # "his wife, Fulvia,", "his friend Leontes"
         elif prev.tag.startswith("VB") and prev.lower not in MOTION_VERBS:
             score += 1
         elif prev.lower == "of":
-            score -= 0.5
-            nxt = None  # in "Don Pedro of Aragon arrives" the verb is Don Pedro's
+            # "the town of Patusan", "King of Bohemia" name places; "Don Pedro of Aragon
+            # arrives": the verb is Don Pedro's.
+            score -= 2 if before in PLACE_WORDS or before in RULER_TITLES else 0.5
+            nxt = None
+        elif prev.lower in ("to", "for", "toward", "towards") and before in TRAVEL_VERBS:
+            score -= 1.5  # "go to Padua", "make for Padua"
         elif prev.lower in ("by", "with"):
             score += 0.5
+
     if nxt is None:
         return score
     if nxt.lower == "who" or (nxt.text == "," and after is not None and after.lower == "who"):
@@ -440,8 +464,11 @@ def _looks_like_group(toks: list[_Tok], label: str) -> bool:
     last = toks[-1]
     if label == "PERSON" or toks[0].bare in TITLES or last.bare in ROLES:
         return False
-    if last.tag == "NNPS" or (label == "NORP" and last.text.endswith("s")):
-        return True
+    plural = last.text.endswith("s") and not last.text.endswith(
+        ("es", "us", "os", "is", "as", "ss")
+    )
+    if plural and (last.tag == "NNPS" or label == "NORP"):
+        return True  # "the Jesuits", not "Leontes" or "Socrates"
     return len(toks) >= 3 and all(t.text.isupper() for t in toks)
 
 
@@ -610,9 +637,12 @@ class _Group:
     singles: set[str] = field(default_factory=set)
     fulls: set[str] = field(default_factory=set)
     gender: str | None = None
+    suffix: str | None = None
     last_seen: int = 0
 
     def add(self, parsed: ParsedName, text: str, order: int) -> None:
+        if not self.forms:
+            self.suffix = parsed.suffix
         self.forms.append((order, text))
         self.titles.update(parsed.titles)
         if parsed.first:
@@ -628,6 +658,8 @@ class _Group:
 
     def accepts(self, parsed: ParsedName) -> bool:
         if parsed.gender and self.gender and parsed.gender != self.gender:
+            return False
+        if parsed.suffix != self.suffix:
             return False
         if not parsed.names:  # a bare title or role: "the Prince"
             return bool(set(parsed.titles) & self.titles)
@@ -699,9 +731,10 @@ def _whole_word_occurrences(text: str, form: str) -> Iterable[tuple[int, int]]:
 def _name_part(text: str) -> str:
     """``text`` without leading titles: the form to look for elsewhere ("Fenwick" of "Mr. Fenwick")."""
     words = text.split(" ")
-    while len(words) > 1 and _bare(words[0]) in TITLES:
-        words = words[1:]
-    return " ".join(words)
+    rest = list(words)
+    while len(rest) > 1 and _bare(rest[0]) in TITLES:
+        rest = rest[1:]
+    return " ".join(words if rest[0].casefold() == "of" else rest)
 
 
 def _other_occurrences(

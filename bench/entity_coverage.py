@@ -81,15 +81,21 @@ def main() -> int:
 
     n_docs = len(texts)
     n_segments = sum(len(s) for s in texts)
-    print(f"SNaC {args.split}: {n_docs} documents, {n_segments} segments "
-          f"(NER + grouping {elapsed:.1f} s, model {nlp.meta.get('name')} "
-          f"{nlp.meta.get('version')}, pipes {nlp.pipe_names})")
-    print(f"CharE coverage: {covered}/{total} = {covered / total:.3f} of CharE spans overlap a "
-          f"PERSON mention (goal >= 0.90)")
-    print(f"PERSON entities: {len(per_entity)}; mentions per entity: mean "
-          f"{statistics.mean(per_entity):.2f}, median {statistics.median(per_entity):g}, "
-          f"max {max(per_entity)}; single-mention entities "
-          f"{sum(1 for c in per_entity if c == 1) / len(per_entity):.0%}")
+    print(
+        f"SNaC {args.split}: {n_docs} documents, {n_segments} segments "
+        f"(NER + grouping {elapsed:.1f} s, model {nlp.meta.get('name')} "
+        f"{nlp.meta.get('version')}, pipes {nlp.pipe_names})"
+    )
+    print(
+        f"CharE coverage: {covered}/{total} = {covered / total:.3f} of CharE spans overlap a "
+        f"PERSON mention (goal >= 0.90)"
+    )
+    print(
+        f"PERSON entities: {len(per_entity)}; mentions per entity: mean "
+        f"{statistics.mean(per_entity):.2f}, median {statistics.median(per_entity):g}, "
+        f"max {max(per_entity)}; single-mention entities "
+        f"{sum(1 for c in per_entity if c == 1) / len(per_entity):.0%}"
+    )
     if args.misses:
         print("\nUncovered CharE spans:")
         for line in misses:

@@ -55,10 +55,12 @@ def in_process(documents: list[list[str]], batch_size: int) -> None:
     segments = sum(len(d) for d in documents)
     entities = sum(len(r.entities) for r in results)
     mentions = sum(len(r.mentions) for r in results)
-    print(f"in process: model load {load_wall:.1f} s; NER + grouping of {len(documents)} "
-          f"summaries ({segments} segments) {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"({segments / wall:.0f} segments/s, batch size {batch_size}, pipes {nlp.pipe_names})"
-          f" -> {entities} entities, {mentions} mentions")
+    print(
+        f"in process: model load {load_wall:.1f} s; NER + grouping of {len(documents)} "
+        f"summaries ({segments} segments) {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"({segments / wall:.0f} segments/s, batch size {batch_size}, pipes {nlp.pipe_names})"
+        f" -> {entities} entities, {mentions} mentions"
+    )
 
 
 def marginalia_command() -> list[str] | None:
@@ -106,9 +108,11 @@ def end_to_end(paths: list[Path]) -> None:
             mentions = con.execute("select count(*) from entity_mentions").fetchone()[0]
             segments = con.execute("select count(*) from segments").fetchone()[0]
         verdict = "under" if seconds < TARGET_S else "OVER"
-        print(f"end to end: import + NER of {len(merged)} summaries ({segments} segments) "
-              f"{seconds:.1f} s wall ({verdict} the {TARGET_S:.0f} s target); stored {entities} "
-              f"entities, {mentions} mentions")
+        print(
+            f"end to end: import + NER of {len(merged)} summaries ({segments} segments) "
+            f"{seconds:.1f} s wall ({verdict} the {TARGET_S:.0f} s target); stored {entities} "
+            f"entities, {mentions} mentions"
+        )
 
 
 def main() -> int:
@@ -121,8 +125,10 @@ def main() -> int:
     if not all(p.exists() for p in paths):
         print(f"SNaC data not found under {args.data / 'snac'}", file=sys.stderr)
         return 1
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} "
-          "(other jobs slow every figure below)")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} "
+        "(other jobs slow every figure below)"
+    )
     in_process(load_segments(paths), args.batch_size)
     if not args.skip_import:
         end_to_end(paths)

@@ -249,6 +249,51 @@ def test_later_occurrences_the_ner_missed_are_mentions(nlp):
     assert next(e for e in result.entities if e.key == key).first_segment == 0
 
 
+def test_senior_and_junior_are_different_people(nlp):
+    # From SNaC dev (a soap-opera recap).
+    segments = [
+        "Rex, Mimi, Shawn and Shawn Sr. are at the hospital.",
+        "Shawn Sr. tells Shawn to leave. Shawn refuses.",
+    ]
+    result = run(nlp, segments)
+    senior = entity_of(result, segments, "Shawn Sr", 1)
+    assert entity_of(result, segments, "Shawn", 1) != senior
+    assert [m.segment for m in result.mentions if m.entity == senior] == [0, 1]
+
+
+def test_definite_role_nouns_are_characters(nlp):
+    segments = [
+        "Leontes asks the doctor about Hermione. The doctor says she is dying.",
+        "The doctor leaves; a doctor from Rome arrives.",
+    ]
+    result = run(nlp, segments)
+    doctor = entity_of(result, segments, "the doctor", 0)
+    assert entity_of(result, segments, "The doctor", 1) == doctor
+    assert next(e for e in result.entities if e.key == doctor).name == "the doctor"
+    assert "a doctor" not in {segments[m.segment][m.start : m.end] for m in result.mentions}
+
+
+def test_names_the_tagger_misses_beside_a_person(nlp):
+    # SNaC train: the tagger reads the sentence-initial "Lily" as an adverb.
+    segments = ["Lily and Holden talk about the baby.", "Later, Lily tells Holden the truth."]
+    result = run(nlp, segments)
+    lily = entity_of(result, segments, "Lily", 0)
+    assert entity_of(result, segments, "Lily", 1) == lily
+
+
+def test_destinations_are_not_people(nlp):
+    # SNaC dev (The White Devil): the NER calls Padua a PERSON once; a reader does not.
+    segments = [
+        "Brachiano decides to go to Padua to concoct a plan.",
+        "Flamineo and Brachiano make for Padua.",
+        "Polixenes, the King of Bohemia, visits his friend Leontes.",
+    ]
+    result = run(nlp, segments)
+    names = {e.name for e in result.entities}
+    assert {"Brachiano", "Flamineo", "Leontes"} <= names
+    assert "Padua" not in names and "Bohemia" not in names
+
+
 def test_offsets_are_code_points(nlp):
     segments = ["Ça va 😀 — Claudio tells Benedick about the café."]
     result = run(nlp, segments)
