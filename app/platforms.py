@@ -34,11 +34,6 @@ MTURK_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_PATH = "/mturk/externalSubmit"
 MAX_PARAM_CHARS = 200
-# The app-wide policy (app/web/__init__.py) with only frame-ancestors varying.
-_BASE_CSP = (
-    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-    "frame-ancestors {ancestors}"
-)
 
 
 @dataclass(frozen=True)
@@ -214,7 +209,10 @@ def frame_ancestors(study: Study | None, assignment: Assignment | None = None) -
 
 
 def content_security_policy(ancestors: str) -> str:
-    return _BASE_CSP.format(ancestors=ancestors)
+    """The app-wide policy with only frame-ancestors varying."""
+    from app.web import CSP_TEMPLATE
+
+    return CSP_TEMPLATE.format(ancestors=ancestors)
 
 
 # --- study settings ------------------------------------------------------------------------

@@ -7,10 +7,11 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.errors import MarginaliaError
 
-DEFAULT_CSP = (
+CSP_TEMPLATE = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-    "base-uri 'none'; frame-ancestors 'none'"
+    "base-uri 'none'; frame-ancestors {ancestors}"
 )
+DEFAULT_CSP = CSP_TEMPLATE.format(ancestors="'none'")
 HSTS = "max-age=31536000; includeSubDomains"
 
 

@@ -11,6 +11,7 @@ from app import assignments as service
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
+from app.platforms import after_submit_redirect
 from app.studies import get_study
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -174,15 +175,7 @@ def submit(token: str):
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
     session.commit()
-    return jsonify(completion_code=code, redirect_url=completion_redirect(assignment))
-
-
-def completion_redirect(assignment) -> str | None:
-    """Where the worker's browser goes after submitting, if the study names a place."""
-    url = assignment.study.completion_url
-    if not url:
-        return None
-    return url.replace("{code}", assignment.completion_code or "")
+    return jsonify(completion_code=code, redirect_url=after_submit_redirect(assignment))
 
 
 @bp.post("/assignments/<token>/suggestions/<int:suggestion_id>/events")
