@@ -226,6 +226,7 @@ STOP_WORDS = _words(
     "how however if in instead last later many may meanwhile more most much never next none "
     "nothing now often once only other others over perhaps since so some someone something "
     "soon still such that then there these this those though thus to today together tomorrow "
+    "nobody somebody everybody anybody nothing everyone "
     "too under until upon very what when where whether which while who why with yet you"
 )
 _WORD = re.compile(r"[^\W\d_][\w.'’-]*", re.UNICODE)
@@ -422,7 +423,9 @@ def _context_score(v: _View, start: int, end: int, label: str) -> float:
 
     if nxt is None:
         return score
-    if nxt.lower == "who" or (nxt.text == "," and after is not None and after.lower == "who"):
+    if nxt.lower in ("who", "whom") or (
+        nxt.text == "," and after is not None and after.lower in ("who", "whom")
+    ):
         score += 2  # "Lance, who ..."
     elif nxt.tag in VERB_TAGS or nxt.lower in ("says", "tells", "asks"):
         score += 1
@@ -477,10 +480,10 @@ def _is_sentence_start(v: _View, i: int) -> bool:
 
 
 def _split_list(toks: list[_Tok], start: int, end: int) -> list[tuple[int, int]]:
-    """An entity the NER ran over a list ("Leontes, Cleomenes, Dion") as one range per name."""
+    """An entity the NER ran over a list or a full stop ("Leontes, Cleomenes, Dion"), split."""
     parts, begin = [], start
     for i in range(start, end):
-        if toks[i].text in (",", ";", "&") or toks[i].lower == "and":
+        if toks[i].text in (",", ";", "&", ".", "!", "?") or toks[i].lower == "and":
             parts.append((begin, i))
             begin = i + 1
     parts.append((begin, end))
@@ -507,12 +510,36 @@ def _beside_people(v: _View, taken: list[bool]) -> list[int]:
     return found
 
 
-def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[_Candidate]:
+def _unknown_subjects(v: _View, taken: list[bool], lowercase_words: set[str]) -> list[int]:
+    """Sentence-initial words like "Cupid enters" that the document never uses in lower case."""
+    toks, found = v.toks, []
+    for i, tok in enumerate(toks[:-1]):
+        if taken[i] or not _is_sentence_start(v, i) or toks[i + 1].tag != "VBZ":
+            continue
+        if toks[i + 1].lower in ("is", "has", "does", "was", "seems", "appears", "remains"):
+            continue
+        if (
+            tok.text[:1].isupper()
+            and tok.text[1:].islower()
+            and tok.text.isalpha()
+            and tok.tag in ("NN", "NNS", "NNP", "NNPS", "JJ")
+            and tok.lower not in STOP_WORDS
+            and tok.bare not in NOT_NAMES
+            and tok.lower not in lowercase_words
+        ):
+            found.append(i)
+    return found
+
+
+def _segment_candidates(
+    v: _View, segment: int, labels: frozenset[str], lowercase_words: set[str] | None = None
+) -> list[_Candidate]:
     """Every name in one segment that might be a wanted entity, with its context evidence."""
     toks = v.toks
     out: list[_Candidate] = []
     taken = [False] * len(toks)
     want_person = "PERSON" in labels
+    lowercase_words = lowercase_words or set()
 
     def add(start: int, end: int, label: str) -> None:
         start, end = _trim(v, start, end)
@@ -549,7 +576,7 @@ def _segment_candidates(v: _View, segment: int, labels: frozenset[str]) -> list[
                 add(start, end, label)
     if not want_person:
         return out
-    for i in _beside_people(v, taken):
+    for i in _beside_people(v, taken) + _unknown_subjects(v, taken, lowercase_words):
         add(i, i + 1, "")
     for start, end in list(_proper_runs(v, taken)):
         if end - start == 1 and toks[start].bare in ROLES:
@@ -778,8 +805,9 @@ def _document_entities(
     wanted = frozenset(labels)
     views = [_View(doc) for doc in docs]
     candidates: list[_Candidate] = []
+    lowercase_words = {t.text for view in views for t in view.toks if t.text.islower()}
     for segment, view in enumerate(views):
-        candidates.extend(_segment_candidates(view, segment, wanted))
+        candidates.extend(_segment_candidates(view, segment, wanted, lowercase_words))
     for cand in candidates:
         cand.key = _name_key(cand.text)
     people: set[str] = set()

@@ -281,6 +281,21 @@ def test_names_the_tagger_misses_beside_a_person(nlp):
     assert entity_of(result, segments, "Lily", 1) == lily
 
 
+def test_unknown_sentence_subjects_and_names_across_a_full_stop(nlp):
+    # SNaC dev: the tagger reads "Cupid" as a common noun, and the NER runs "Blithedale.
+    # Zenobia" together as one place.
+    segments = [
+        "Cupid enters with a group of ladies who perform a dance for the guests.",
+        "The next day, Coverdale arrives at Blithedale. Zenobia, whom he has never seen "
+        "before, enters the parlor.",
+        "Time passes and the guests leave.",
+    ]
+    result = run(nlp, segments)
+    texts = {segments[m.segment][m.start : m.end] for m in result.mentions}
+    assert {"Cupid", "Coverdale", "Zenobia"} <= texts
+    assert "Blithedale" not in texts and "Time" not in texts
+
+
 def test_destinations_are_not_people(nlp):
     # SNaC dev (The White Devil): the NER calls Padua a PERSON once; a reader does not.
     segments = [
