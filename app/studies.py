@@ -137,12 +137,17 @@ def import_documents(
     gold: bool = False,
     nlp: Any = None,
     progress: bool = False,
+    entities: list[Any] | None = None,
 ) -> ImportResult:
     """Store parsed documents (plus gold errors, entities and detection jobs) in ``session``.
 
     The caller commits; on any error nothing must be committed (one transaction per file).
-    ``nlp`` is a loaded spaCy pipeline or None (no entity cues).
+    ``nlp`` is a loaded spaCy pipeline or None (no entity cues). ``entities`` are results
+    of :func:`analyse_entities` computed beforehand, so that a web request need not hold
+    the database's write lock while spaCy runs.
     """
+    if entities is None:
+        entities = analyse_entities(study, documents, nlp, progress=progress)
     existing = set(
         session.scalars(select(Document.external_id).where(Document.study_id == study.id))
     )
@@ -188,7 +193,7 @@ def import_documents(
             unlocated += sum(1 for g in gold_rows if g.start is None)
             gold_count += len(gold_rows)
             session.add_all(gold_rows)
-    entity_count = _store_entities(session, study, stored, documents, nlp, progress)
+    entity_count = _store_entities(session, stored, entities)
     jobs = 0
     if study.suggestions != "off":
         session.add_all(DetectionJob(document_id=row.id) for row in stored)
@@ -201,33 +206,36 @@ def import_documents(
         entities=entity_count,
         unlocated_gold=unlocated,
         detection_jobs=jobs,
-        ner_available=nlp is not None,
+        ner_available=nlp is not None or bool(entities),
     )
 
 
-def _store_entities(
-    session: Session,
-    study: Study,
-    rows: list[Document],
-    documents: list[DocumentInput],
-    nlp: Any,
-    progress: bool,
-) -> int:
-    """Run NER over the new documents and store their entities and mentions."""
+def analyse_entities(
+    study: Study, documents: list[DocumentInput], nlp: Any, *, progress: bool = False
+) -> list[Any]:
+    """Entity mentions of each document (spaCy NER, or FALTE's given clusters); no DB."""
     given = [d.entity_clusters for d in documents]
     if nlp is None and not any(given):
-        return 0
-    from app import entities
+        return []
+    from app.entities import find_entities
 
-    results = entities.find_entities(
+    return find_entities(
         [d.segments for d in documents],
         nlp,
         labels=tuple(study.entity_labels or ["PERSON"]),
         progress=progress,
         given_clusters=given,
     )
+
+
+def _store_entities(session: Session, rows: list[Document], results: list[Any]) -> int:
+    """Store each document's entities and mentions."""
+    if not results:
+        return 0
+    from app.entities import store_entities
+
     count = 0
     for row, result in zip(rows, results, strict=True):
-        entities.store_entities(session, row.id, result)
+        store_entities(session, row.id, result)
         count += len(result.entities)
     return count

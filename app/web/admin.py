@@ -34,7 +34,13 @@ from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.export import FORMATS, iter_export
 from app.models import Annotation, Assignment, Document, Study
-from app.studies import SUGGESTION_MODES, create_study, get_study, import_documents
+from app.studies import (
+    SUGGESTION_MODES,
+    analyse_entities,
+    create_study,
+    get_study,
+    import_documents,
+)
 from app.web import charts
 from app.web.limits import limiter
 
@@ -396,7 +402,7 @@ def upload_documents(slug: str):
     """Import an uploaded document file: the formats and messages of ``marginalia import``."""
     from app.importers import parse_documents
 
-    db = begin_write(get_session())
+    db = get_session()
     study = _study_or_404(db, slug)
     upload = request.files.get("file")
     try:
@@ -421,9 +427,12 @@ def upload_documents(slug: str):
         documents = parse_documents(
             name, fmt, sentences_per_segment=per_segment, gold=gold, text=text
         )
-        result = import_documents(
-            db, study, documents, gold=gold, nlp=_load_nlp(request.form.get("ner") == "1")
-        )
+        # spaCy runs before the write transaction starts: workers' saves are never held up.
+        entities = analyse_entities(study, documents, _load_nlp(request.form.get("ner") == "1"))
+        db.rollback()
+        db = begin_write(db)
+        study = _study_or_404(db, slug)
+        result = import_documents(db, study, documents, gold=gold, entities=entities)
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
