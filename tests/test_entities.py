@@ -283,12 +283,12 @@ def test_names_the_tagger_misses_beside_a_person(nlp):
 
 def test_unknown_sentence_subjects_and_names_across_a_full_stop(nlp):
     # SNaC dev: the tagger reads "Cupid" as a common noun, and the NER runs "Blithedale.
-    # Zenobia" together as one place.
+    # Zenobia" together as one place. "Time" is a word the document also uses in lower case.
     segments = [
         "Cupid enters with a group of ladies who perform a dance for the guests.",
         "The next day, Coverdale arrives at Blithedale. Zenobia, whom he has never seen "
         "before, enters the parlor.",
-        "Time passes and the guests leave.",
+        "Time passes and the guests leave, for it is time to sleep.",
     ]
     result = run(nlp, segments)
     texts = {segments[m.segment][m.start : m.end] for m in result.mentions}
