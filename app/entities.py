@@ -254,10 +254,6 @@ class ParsedName:
         return self.names[0] if len(self.names) >= 2 else None
 
     @property
-    def last(self) -> str | None:
-        return self.names[-1] if self.names else None
-
-    @property
     def full(self) -> str:
         return " ".join(self.names)
 
@@ -302,9 +298,6 @@ class _Candidate:
     score: float = 0.0  # person evidence from this occurrence's context
     role: bool = False  # a bare role noun ("the Prince", "POET")
     key: str = ""
-
-    def overlaps(self, other: _Candidate) -> bool:
-        return self.segment == other.segment and self.start < other.end and other.start < self.end
 
 
 @dataclass(slots=True)
@@ -868,10 +861,22 @@ def _given_entities(
 
 
 def _progress(iterable: Iterable[Any], total: int, enabled: bool) -> Iterable[Any]:
+    """``iterable`` under a progress bar on standard error (tqdm, else rich) when enabled."""
     if not enabled:
         return iterable
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        from rich.console import Console
+        from rich.progress import track
 
+        return track(
+            iterable,
+            total=total,
+            description="Entity cues",
+            console=Console(stderr=True),
+            transient=True,
+        )
     return tqdm(iterable, total=total, desc="Entity cues", unit="segment", leave=False)
 
 
@@ -902,14 +907,16 @@ def find_entities(
             results[i] = DocumentEntities()
         else:
             todo.append(i)
-    texts = [(i, s, text) for i in todo for s, text in enumerate(documents[i])]
-    docs: dict[int, list[Any]] = defaultdict(list)
-    if texts:
-        stream = nlp.pipe((t for _, _, t in texts), batch_size=batch_size)
-        for (i, _s, _t), doc in zip(texts, _progress(stream, len(texts), progress), strict=True):
-            docs[i].append(doc)
-    for i in todo:
-        results[i] = _document_entities(docs[i], documents[i], labels)
+    owners = [i for i in todo for _ in documents[i]]
+    if owners:
+        texts = (text for i in todo for text in documents[i])
+        stream = _progress(nlp.pipe(texts, batch_size=batch_size), len(owners), progress)
+        parsed: list[Any] = []
+        for n, (owner, doc) in enumerate(zip(owners, stream, strict=True)):
+            parsed.append(doc)
+            if n + 1 == len(owners) or owners[n + 1] != owner:  # a document is complete
+                results[owner] = _document_entities(parsed, documents[owner], labels)
+                parsed = []
     return [r if r is not None else DocumentEntities() for r in results]
 
 

@@ -134,7 +134,7 @@ def test_parse_name_titles_possessives_and_gender():
     p = parse_name("the Prince")
     assert (p.titles, p.names) == (("prince",), ())
     p = parse_name("Sir Rowland de Boys")
-    assert (p.first, p.last) == ("rowland", "boys")
+    assert (p.first, p.names[-1]) == ("rowland", "boys")
     assert parse_name("Marcus Crassus'").names == ("marcus", "crassus")
     assert parse_name("Dr. Harris").gender is None
 
