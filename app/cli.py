@@ -58,7 +58,36 @@ def with_app(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _OneLineUsage:
+    """A usage error (bad option value, missing argument, unknown command) is one line on
+    stderr and exit status 1, like every other bad input (CONTRACT.md)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[no-untyped-def]
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[misc]
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else info_name
+            fail(f"{where}: {exc.format_message()}")
+
+    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+        try:
+            return super().resolve_command(ctx, args)  # type: ignore[misc]
+        except click.UsageError as exc:
+            fail(f"{ctx.command_path}: {exc.format_message()}")
+
+
+class _Command(_OneLineUsage, click.Command):
+    pass
+
+
+class _Group(_OneLineUsage, click.Group):
+    command_class = _Command
+    group_class = type
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Marginalia: fine-grained span annotation of long generated text."""
 
