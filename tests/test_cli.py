@@ -230,6 +230,8 @@ def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
         ["import", "demo", str(again), "--no-ner"],
         ["export", "nope", "--format", "csv"],
         ["export", "demo", "--out", str(tmp_path / "missing-dir" / "out.csv")],
+        ["export", "demo", "--format", "xml"],
+        ["import", "demo"],
     )
     expected = [
         ("document 'c': segment 1: must be text",),
@@ -239,6 +241,8 @@ def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
         ("already has document 'a'",),
         ("no study 'nope'",),
         ("missing-dir", "No such file or directory"),
+        ("marginalia export:", "'--format'", "xml"),
+        ("marginalia import:", "Missing argument 'FILE'"),
     ]
     for result, fragments in zip(results, expected, strict=True):
         assert_one_line_error(result, *fragments)
