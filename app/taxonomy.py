@@ -169,6 +169,9 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
     group = _text(item.get("group"), loc, f"{path}.group", required=False)
     if group and group_ids and group not in group_ids:
         raise loc.fail(f"{path}.group", f"unknown group {group!r}")
+    if "color" in item and item["color"] is None:
+        # `color: #ff0000` unquoted is a YAML comment: the colour would silently vanish.
+        raise loc.fail(f"{path}.color", 'is empty; quote the colour: color: "#ff0000"')
     color = _text(item.get("color"), loc, f"{path}.color", required=False)
     if color and not COLOR_PATTERN.match(color):
         raise loc.fail(f"{path}.color", f"bad colour {color!r} (use #rgb or #rrggbb)")
