@@ -73,6 +73,10 @@ MALFORMED = {
     "YAML syntax error": (edit(9, "\tkind: singleton"), 9, "(yaml)", ["'\\t'"]),
     "duplicate key": (edit(7, insert="    label: Again"), 8, "categories[0].label",
                       ["duplicate key"]),
+    "unquoted colour (a YAML comment)": (edit(17, "    color: #00ff00"), 17,
+                                         "categories[1].color", ["quote"]),
+    "empty file": ("", 1, "(file)", ["mapping"]),
+    "a list, not a mapping": ("- a\n- b\n", 1, "(file)", ["mapping"]),
     "no categories": ("name: Empty\ncategories: []\n", 2, "categories", ["non-empty"]),
     "missing name": (edit(1, "version: 2"), 1, "name", ["required"]),
 }
