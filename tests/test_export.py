@@ -204,3 +204,25 @@ def test_large_export_streams_in_chunks(app, client):
     assert sorted(int(r["comment"][1:]) for r in rows) == list(range(total))
     assert len(lines) >= 3
     assert sum(chunk.count("\n") for chunk in lines) == total
+
+
+def test_gold_spans_never_reach_the_exports(app, client):
+    from app.importers import DocumentInput, GoldSpan
+
+    gold = DocumentInput("gold-1", TEXTS, gold=[
+        GoldSpan(0, "the café", "RefE", 3), GoldSpan(1, "Zoë met the cat", "RepE", 2,
+                                                    ["Zoë met the cat"]),
+    ])
+    make_study(app, documents=[gold], gold=True)
+    token = client.post("/api/assignments", json={
+        "study": "demo", "document": "gold-1", "worker_id": "w"}).get_json()["token"]
+    api_add(client, token, annotation_body(2, "Nothing", "GramE", texts=TEXTS))
+    client.post(f"/api/assignments/{token}/submit")
+    rows = csv.DictReader(io.StringIO(export_text(app, fmt="csv")))
+    assert [(r["span_text"], r["category"]) for r in rows] == [("Nothing", "GramE")]
+    snac = json.loads(export_text(app, fmt="snac"))
+    assert [e for i in range(3) for e in snac["gold-1"][str(i)]["errors"]] == [
+        {"span": "Nothing", "error_type": "GramE", "votes": 1}
+    ]
+    jsonl = export_text(app, fmt="jsonl")
+    assert "RefE" not in jsonl and "RepE" not in jsonl
