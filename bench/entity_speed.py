@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -89,20 +90,26 @@ def end_to_end(paths: list[Path]) -> None:
         db_file = Path(tmp) / "bench.db"
         env = dict(os.environ, DATABASE_URL=f"sqlite:///{db_file}")
 
-        def step(args: list[str]) -> float:
+        def step(args: list[str]) -> tuple[float, float]:
+            """Run one marginalia command; its wall and CPU (user + system) seconds."""
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             done = subprocess.run(cli + args, env=env, cwd=ROOT, capture_output=True, text=True)
             elapsed = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
             if done.returncode != 0:
                 raise SystemExit(f"marginalia {' '.join(args)} failed:\n{done.stderr}{done.stdout}")
             last = (done.stdout.strip().splitlines() or [""])[-1]
-            print(f"  marginalia {' '.join(args[:2])}: {elapsed:.1f} s  ({last})")
-            return elapsed
+            print(
+                f"  marginalia {' '.join(args[:2])}: {elapsed:.1f} s wall, {cpu:.1f} s CPU ({last})"
+            )
+            return elapsed, cpu
 
         print(f"end to end into a fresh SQLite database ({len(merged)} summaries):")
         step(["db", "upgrade"])
         step(["study", "create", "entity-bench", "--taxonomy", "taxonomies/snac.yaml"])
-        seconds = step(["import", "entity-bench", str(data_file), "--format", "snac"])
+        seconds, cpu = step(["import", "entity-bench", str(data_file), "--format", "snac"])
         with sqlite3.connect(db_file) as con:
             entities = con.execute("select count(*) from entities").fetchone()[0]
             mentions = con.execute("select count(*) from entity_mentions").fetchone()[0]
@@ -110,8 +117,8 @@ def end_to_end(paths: list[Path]) -> None:
         verdict = "under" if seconds < TARGET_S else "OVER"
         print(
             f"end to end: import + NER of {len(merged)} summaries ({segments} segments) "
-            f"{seconds:.1f} s wall ({verdict} the {TARGET_S:.0f} s target); stored {entities} "
-            f"entities, {mentions} mentions"
+            f"{seconds:.1f} s wall, {cpu:.1f} s CPU ({verdict} the {TARGET_S:.0f} s target); "
+            f"stored {entities} entities, {mentions} mentions"
         )
 
 
