@@ -530,7 +530,8 @@ def _segment_candidates(
     """Every name in one segment that might be a wanted entity, with its context evidence."""
     toks = v.toks
     out: list[_Candidate] = []
-    taken = [False] * len(toks)
+    taken = [False] * len(toks)  # inside an NER entity or a candidate
+    used = [False] * len(toks)  # inside a candidate
     want_person = "PERSON" in labels
     lowercase_words = lowercase_words or set()
 
@@ -541,10 +542,16 @@ def _segment_candidates(
         role = end - start == 1 and toks[start].bare in ROLES
         if not role and not _is_capitalised(toks[start].text):
             return
+        if role and end < len(toks) and _is_name_token(toks[end]) and not used[end]:
+            for k in range(start, end):  # "the Countess Olenska": a title, not a bare role
+                taken[k] = False
+            return
         if role and start > 0 and toks[start - 1].lower == "the":
             start -= 1
         if not role:
             start = _extend_titles(v, start)
+        if any(used[start:end]):
+            return
         first, last = v.chars(start, end)
         text = v.text[first:last]
         if sum(ch.isalpha() for ch in text) < 2 or _looks_like_group(toks[start:end], label):
@@ -554,7 +561,7 @@ def _segment_candidates(
         score = _context_score(v, start, end, label)
         out.append(_Candidate(segment, first, last, text, label, score, role))
         for k in range(start, end):
-            taken[k] = True
+            taken[k] = used[k] = True
 
     for start, end, _label in v.ents:
         for k in range(start, end):
@@ -569,14 +576,14 @@ def _segment_candidates(
                 add(start, end, label)
     if not want_person:
         return out
-    for i in _beside_people(v, taken) + _unknown_subjects(v, taken, lowercase_words):
+    for i in sorted(set(_beside_people(v, taken) + _unknown_subjects(v, taken, lowercase_words))):
         add(i, i + 1, "")
     for start, end in list(_proper_runs(v, taken)):
         if end - start == 1 and toks[start].bare in ROLES:
             continue  # bare role nouns are handled below
         add(start, end, "")
     for tok in toks:
-        if taken[tok.i] or tok.bare not in ROLES:
+        if taken[tok.i] or used[tok.i] or tok.bare not in ROLES:
             continue
         nxt = toks[tok.i + 1] if tok.i + 1 < len(toks) else None
         if nxt is not None and _is_capitalised(nxt.text) and nxt.tag in NAME_TAGS:
@@ -598,7 +605,7 @@ def _segment_candidates(
             continue
         first = toks[tok.i - 1].idx if with_article else tok.idx
         out.append(_Candidate(segment, first, tok.end, v.text[first : tok.end], "", 1.0, role=True))
-        taken[tok.i] = True
+        taken[tok.i] = used[tok.i] = True
     return out
 
 

@@ -309,6 +309,22 @@ def test_destinations_are_not_people(nlp):
     assert "Padua" not in names and "Bohemia" not in names
 
 
+def test_mentions_never_overlap(nlp):
+    # SNaC train: "Cardinal" and "Cardinal Monticelso" once overlapped, and "Gwen" (between
+    # two people in a list) was found twice.
+    segments = [
+        "Enter Francisco de Medicis, Cardinal Monticelso, and Isabella.",
+        "The time goes on and on. Sheridan, Gwen, Noah, Maddie, and the boys are still stuck "
+        "in the bomb shelter.",
+    ]
+    result = run(nlp, segments)
+    texts = [segments[m.segment][m.start : m.end] for m in result.mentions]
+    assert "Cardinal Monticelso" in texts and "Cardinal" not in texts
+    assert texts.count("Gwen") == 1
+    spans = [(m.segment, m.start, m.end) for m in result.mentions]
+    assert all(a[0] != b[0] or a[2] <= b[1] for a, b in zip(spans, spans[1:]))
+
+
 def test_offsets_are_code_points(nlp):
     segments = ["Ça va 😀 — Claudio tells Benedick about the café."]
     result = run(nlp, segments)
