@@ -45,6 +45,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--model", default=os.environ.get("SPACY_MODEL"))
     parser.add_argument("--misses", action="store_true", help="list the uncovered spans")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the NER-only figure")
     args = parser.parse_args()
 
     path = args.data / "snac" / f"{args.split}.json"
@@ -96,6 +97,23 @@ def main() -> int:
         f"max {max(per_entity)}; single-mention entities "
         f"{sum(1 for c in per_entity if c == 1) / len(per_entity):.0%}"
     )
+    if not args.no_baseline:
+        # For comparison: the model's own PERSON entities, without the reader-style rules.
+        raw = raw_total = 0
+        for segments, errs in zip(texts, errors, strict=True):
+            for doc, text, seg_errors in zip(nlp.pipe(segments), segments, errs, strict=True):
+                people = [(e.start_char, e.end_char) for e in doc.ents if e.label_ == "PERSON"]
+                for error in seg_errors:
+                    if error["error_type"] != "CharE":
+                        continue
+                    raw_total += 1
+                    start = text.find(error["span"])
+                    end = start + len(error["span"])
+                    raw += any(s < end and start < e for s, e in people)
+        print(
+            f"baseline (the model's PERSON entities alone): {raw}/{raw_total} = "
+            f"{raw / raw_total:.3f}"
+        )
     if args.misses:
         print("\nUncovered CharE spans:")
         for line in misses:
