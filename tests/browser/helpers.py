@@ -106,3 +106,19 @@ def highlight_text(page, key: str) -> str:
             .map((el) => el.textContent).join('')""",
         key,
     )
+
+
+def wait_value(page, selector: str, value: str, timeout: float = 10_000) -> None:
+    """Wait until the field `selector` holds `value`; on timeout, say what it holds."""
+    try:
+        page.wait_for_function(
+            "([sel, value]) => document.querySelector(sel).value === value",
+            arg=[selector, value],
+            timeout=timeout,
+        )
+    except Exception as exc:
+        actual = page.input_value(selector)
+        hint = page.locator("#form-hint").inner_text()
+        raise AssertionError(
+            f"{selector} holds {actual!r}, not {value!r} (hint: {hint!r})"
+        ) from exc

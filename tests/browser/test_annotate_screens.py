@@ -17,6 +17,7 @@ from tests.browser.helpers import (
     drag_select,
     open_assignment,
     wait_saved,
+    wait_value,
 )
 from tests.conftest import REPO
 
@@ -53,19 +54,17 @@ def test_screenshots_mid_document_wide_and_narrow(app, live_server, pw_page, art
     for _ in range(4):
         page.click("#next-button")
     drag_select(page, 4, "Dorrance")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Dorrance'")
+    wait_value(page, "#span-field", "Dorrance")
     category_button(page, "CharE").click()
     page.click("#add-button")
     page.click("#next-button")
     drag_select(page, 5, "He storms")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'He storms'")
+    wait_value(page, "#span-field", "He storms")
     category_button(page, "CorefE").click()
     page.fill("#comment-field", "Haldane or Sully?")
     page.click("#add-button")
     drag_select(page, 5, "quarrel in the boathouse")
-    page.wait_for_function(
-        "() => document.getElementById('span-field').value === 'quarrel in the boathouse'"
-    )
+    wait_value(page, "#span-field", "quarrel in the boathouse")
     category_button(page, "RefE").click()
     wait_saved(page)
     page.mouse.move(640, 790)

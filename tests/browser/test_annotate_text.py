@@ -15,6 +15,7 @@ from tests.browser.helpers import (
     open_assignment,
     wait_loaded,
     wait_saved,
+    wait_value,
 )
 from tests.conftest import make_study
 
@@ -75,15 +76,15 @@ def test_astral_characters_before_a_span_give_code_point_offsets(app, live_serve
 
     # A drag over the inner letters of an astral-plane word snaps to the whole word.
     drag_select(page, 0, "𝔫𝔦𝔠𝔬𝔡")
-    page.wait_for_function("() => document.getElementById('span-field').value === '𝔘𝔫𝔦𝔠𝔬𝔡𝔢'")
+    wait_value(page, "#span-field", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢")
     page.keyboard.press("7")
     page.click("#add-button")
     drag_select(page, 0, "at last")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'at last'")
+    wait_value(page, "#span-field", "at last")
     page.keyboard.press("6")
     page.click("#add-button")
     drag_select(page, 0, "Zoë")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Zoë'")
+    wait_value(page, "#span-field", "Zoë")
     page.keyboard.press("1")
     page.click("#add-button")
     wait_saved(page)
@@ -125,7 +126,7 @@ def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, p
     assert button.get_attribute("aria-keyshortcuts") == "3"
 
     drag_select(page, 0, "guard")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'guard'")
+    wait_value(page, "#span-field", "guard")
     page.keyboard.press("1")
     assert category_button(page, "CharE").get_attribute("aria-pressed") == "true"
     # A whole-sentence category widens the same selection to its sentence.
@@ -150,7 +151,7 @@ def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, p
 
     # Escape drops a half-made annotation.
     drag_select(page, 0, "Mara")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Mara'")
+    wait_value(page, "#span-field", "Mara")
     page.keyboard.press("4")
     assert page.locator("#paired-row").is_visible()
     page.keyboard.press("Escape")
@@ -160,7 +161,7 @@ def test_keyboard_shortcuts_choose_categories_add_and_cancel(app, live_server, p
 
     # A span left unadded blocks moving on, with a message, instead of being lost.
     drag_select(page, 0, "gate")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'gate'")
+    wait_value(page, "#span-field", "gate")
     page.click("#next-button")
     assert "not added yet" in page.locator("#nav-hint").inner_text()
     assert page.locator("#progress-text").inner_text() == "Segment 1 of 2"
@@ -198,7 +199,7 @@ def test_the_page_is_built_from_the_study_taxonomy(app, live_server, pw_page, tm
     assert page.locator(".cat-group-label").all_inner_texts() == ["LANGUAGE", "CONSISTENCY"]
     assert "The span is ungrammatical." in page.locator("#instructions-body").inner_text()
     drag_select(page, 0, "have went")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'have went'")
+    wait_value(page, "#span-field", "have went")
     page.keyboard.press("g")
     assert category_button(page, "Grammar").get_attribute("aria-pressed") == "true"
     page.keyboard.press("c")

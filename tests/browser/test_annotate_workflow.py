@@ -22,6 +22,7 @@ from tests.browser.helpers import (
     progress_text,
     wait_loaded,
     wait_saved,
+    wait_value,
 )
 from tests.conftest import make_study
 
@@ -71,9 +72,7 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
 
     # Segment 3: an inconsistency paired with text picked in the context box, with a comment.
     drag_select(page, 2, "Anna's brother")
-    page.wait_for_function(
-        "() => document.getElementById('span-field').value === \"Anna's brother\""
-    )
+    wait_value(page, "#span-field", "Anna's brother")
     category_button(page, "InconE").click()
     assert (
         page.locator("#paired-prompt").inner_text()
@@ -83,14 +82,12 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     page.screenshot(path=str(artifacts / "annotate-awaiting-paired-1280x800.png"))
     assert page.locator("#add-button").is_disabled()
     drag_select(page, 0, "She is an only child")
-    page.wait_for_function(
-        "() => document.getElementById('paired-field').value === 'She is an only child'"
-    )
+    wait_value(page, "#paired-field", "She is an only child")
     page.fill("#comment-field", "She was an only child in segment 1.")
     page.click("#add-button")
     # A new character, chosen with the keyboard shortcut.
     drag_select(page, 2, "Tomas")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Tomas'")
+    wait_value(page, "#span-field", "Tomas")
     page.keyboard.press("1")
     assert category_button(page, "CharE").get_attribute("aria-pressed") == "true"
     page.click("#add-button")
@@ -101,12 +98,10 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     # Segment 4: a repetition of segment 2 (partly dragged words snap to whole words), and a
     # scene error that widens to the whole sentence, which the worker then removes.
     drag_select(page, 3, "ye bread for the fishermen, who pay her in herrin")
-    page.wait_for_function(
-        "() => document.getElementById('span-field').value === 'rye bread for the fishermen, who pay her in herring'"
-    )
+    wait_value(page, "#span-field", "rye bread for the fishermen, who pay her in herring")
     page.keyboard.press("5")
     drag_select(page, 1, "rye bread for the fishermen, who pay her in herring")
-    page.wait_for_function("() => document.getElementById('paired-field').value !== ''")
+    wait_value(page, "#paired-field", "rye bread for the fishermen, who pay her in herring")
     page.screenshot(path=str(artifacts / "annotate-paired-selection-1280x800.png"))
     page.keyboard.press("Control+Enter")
     drag_select(page, 3, "the party")
@@ -158,12 +153,12 @@ def test_worker_does_a_whole_document_and_the_export_matches(app, live_server, p
     assert progress_text(page) == "Segment 5 of 5"
     assert page.locator("#next-button").is_hidden()
     drag_select(page, 4, "the the")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'the the'")
+    wait_value(page, "#span-field", "the the")
     category_button(page, "GramE").click()
     page.fill("#comment-field", "doubled word")
     page.click("#add-button")
     drag_select(page, 4, "the letter")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'the letter'")
+    wait_value(page, "#span-field", "the letter")
     category_button(page, "RefE").click()
     page.click("#add-button")
     page.click("#submit-button")
@@ -236,7 +231,7 @@ def test_changes_made_offline_survive_a_reload_and_reach_the_server(app, live_se
     open_assignment(page, live_server.url, "bakery", "worker-8")
     page.route("**/annotations", lambda route: route.abort("internetdisconnected"))
     drag_select(page, 0, "Lisle")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Lisle'")
+    wait_value(page, "#span-field", "Lisle")
     page.keyboard.press("2")
     page.click("#add-button")
     page.wait_for_function(
@@ -288,7 +283,7 @@ def test_a_page_left_open_after_submitting_elsewhere_turns_read_only(app, live_s
         code = json.load(answer)["completion_code"]
 
     drag_select(page, 0, "Lisle")
-    page.wait_for_function("() => document.getElementById('span-field').value === 'Lisle'")
+    wait_value(page, "#span-field", "Lisle")
     page.keyboard.press("2")
     page.click("#add-button")
     page.wait_for_function("() => !document.getElementById('banner').hidden")
