@@ -324,3 +324,12 @@ def test_deeply_nested_json_is_400(world):
         assert_refused(world, lambda depth=depth: world.client.post(
             f"/api/assignments/{world.token}/annotations", data="[" * depth + "]" * depth,
             content_type="application/json"), 400)
+
+
+def test_wrong_method_and_unknown_route_answer_json(world):
+    assert_refused(world, lambda: world.client.put(f"/api/assignments/{world.token}",
+                                                   json={}), 405)
+    assert_refused(world, lambda: world.client.delete(f"/api/assignments/{world.token}"), 405)
+    assert_refused(world, lambda: world.client.get("/api/no-such-endpoint"), 404)
+    assert_refused(world, lambda: world.client.delete(
+        f"/api/assignments/{world.token}/annotations/abc"), 404)
