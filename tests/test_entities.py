@@ -364,6 +364,18 @@ def test_given_clusters_are_used_as_given_without_a_pipeline():
     assert len(result.mentions) == 5
 
 
+def test_given_and_found_documents_in_one_call(nlp):
+    marked = ["Fenwick thanks Mrs. Morrison."]
+    results = find_entities(
+        [MUCH_ADO, marked],
+        nlp,
+        given_clusters=[None, [[(0, 7, "0"), (20, 28, "10")]]],
+        progress=False,
+    )
+    assert results[0] == run(nlp, MUCH_ADO)
+    assert [e.key for e in results[1].entities] == ["ne-0", "ne-10"]
+
+
 def test_without_a_pipeline_documents_get_no_entities():
     result = find_entities([["Claudio arrives."], []], None, progress=False)
     assert result == [DocumentEntities(), DocumentEntities()]
