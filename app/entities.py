@@ -4,6 +4,14 @@
 wanted labels and groups them the way a reader would ("John Fenwick", "Fenwick" and
 "Mr. Fenwick" are one person; "Mr. Morrison" and "Mrs. Morrison" are two). Offsets are Unicode
 code-point offsets into a segment's plain text, end exclusive.
+
+For PERSON, the small English model alone finds about a third of the characters of a narrative
+summary (it calls "Balthasar" a place and "Enobarbus" an organisation), so names are decided per
+document, as a reader does: every proper name (NER entity of any name-like label, run of
+proper-noun tags, capitalised role noun such as "the Clown") is a candidate; each occurrence
+adds evidence from its context (a title, "X says", "tells X", "X, who", "his wife X", a list
+with a known person, against "in X", "go to X", "the town of X"); a name whose evidence over
+the document is positive is a person at every occurrence, including ones the model missed.
 """
 
 from __future__ import annotations
