@@ -1,147 +1,35 @@
-"""The JSON API of CONTRACT.md, over HTTP (Flask test client) on SQLite and on Postgres.
-
-Also holds small helpers the other API-level test modules import (``api_open``, ``api_add``,
-``db_snapshot``, ``export_rows``, ``fast_database_url``).
-"""
+"""The JSON API of CONTRACT.md, over HTTP (Flask test client) on SQLite and on Postgres."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
-import sqlite3
-from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 
-from app.migrate import upgrade
-from app.models import Annotation, Assignment, Base
+from app.models import Annotation, Assignment
 from tests.conftest import BACKENDS, make_database_url, make_study
-
-SEGMENTS = [
-    "Anna is an only child. She lives in Zoë's old flat in Paris.",
-    "Anna's brother visits her. They walk to the café 🙂 and talk.",
-    "At the party, Pedro takes Hero aside. Anna is an only child.",
-    "The end.",
-]
-DOCUMENTS = [("doc-1", SEGMENTS), ("doc-2", ["Another document.", "Its second segment."])]
-CODE_PATTERN = re.compile(r"^MG-[A-Z2-9]{5}-[A-Z2-9]{5}$")
-_SQLITE_TEMPLATE: dict[str, Path] = {}
-
-
-def fast_database_url(kind: str, request, tmp_path: Path) -> str:
-    """Like conftest's ``make_database_url``, but SQLite copies one migrated template file
-    (Alembic costs ~0.5 s per fresh database)."""
-    if kind != "sqlite":
-        url = make_database_url(kind, request, tmp_path)
-        request.addfinalizer(lambda: _drop_database(request, url))
-        return url
-    template = _SQLITE_TEMPLATE.get("path")
-    if template is None:
-        folder = request.getfixturevalue("tmp_path_factory").mktemp("sqlite-template")
-        template = folder / "template.db"
-        upgrade(f"sqlite:///{template}")
-        _SQLITE_TEMPLATE["path"] = template
-    target = tmp_path / "marginalia.db"
-    source, copy = sqlite3.connect(template), sqlite3.connect(target)
-    try:
-        source.backup(copy)
-    finally:
-        source.close()
-        copy.close()
-    return f"sqlite:///{target}"
-
-
-def _drop_database(request, url: str) -> None:
-    """Drop a test's Postgres database when it is done (the cluster would otherwise keep
-    ~8 MB per test until the session ends, and its shutdown then takes tens of seconds)."""
-    import psycopg2
-
-    cluster = request.getfixturevalue("postgres_cluster")
-    connection = psycopg2.connect(cluster.url)
-    connection.autocommit = True
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    finally:
-        connection.close()
+from tests.helpers import (
+    CODE_PATTERN,
+    DOCUMENTS,
+    SEGMENTS,
+    annotation_body,
+    api_add,
+    api_open,
+    count_rows,
+    db_snapshot,
+    export_rows,
+    export_text,
+    open_token,
+    span,
+)
 
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
-    return fast_database_url(request.param, request, tmp_path)
+    return make_database_url(request.param, request, tmp_path)
 
 
-# --- helpers shared with the other API-level modules -------------------------------------
-
-
-def api_open(client, worker: str = "w1", document: str = "doc-1", study: str = "demo"):
-    return client.post(
-        "/api/assignments", json={"study": study, "document": document, "worker_id": worker}
-    )
-
-
-def open_token(client, worker: str = "w1", document: str = "doc-1", study: str = "demo") -> str:
-    response = api_open(client, worker, document, study)
-    assert response.status_code in (200, 201), response.get_json()
-    return response.get_json()["token"]
-
-
-def span(segment: int, text: str, texts: list[str] = SEGMENTS, occurrence: int = 0) -> dict:
-    """A span body for the ``occurrence``-th (0-based) appearance of ``text`` in a segment."""
-    start = -1
-    for _ in range(occurrence + 1):
-        start = texts[segment].index(text, start + 1)
-    return {"segment": segment, "start": start, "end": start + len(text), "text": text}
-
-
-def api_add(client, token: str, body: dict[str, Any]):
-    return client.post(f"/api/assignments/{token}/annotations", json=body)
-
-
-def annotation_body(segment: int, text: str, category: str, *, paired: dict | None = None,
-                    comment: str = "", client_id: str | None = None,
-                    texts: list[str] = SEGMENTS) -> dict[str, Any]:
-    body: dict[str, Any] = {**span(segment, text, texts), "category": category,
-                            "paired": paired, "comment": comment}
-    if client_id is not None:
-        body["client_id"] = client_id
-    return body
-
-
-def db_snapshot(app) -> dict[str, list[tuple]]:
-    """Every row of every table, to prove a refused request changed nothing."""
-    engine = app.extensions["db_engine"]
-    snapshot = {}
-    with engine.connect() as connection:
-        for table in Base.metadata.sorted_tables:
-            rows = connection.execute(select(table).order_by(*table.primary_key.columns))
-            snapshot[table.name] = [tuple(row) for row in rows]
-    return snapshot
-
-
-def count_rows(app, model) -> int:
-    with app.extensions["db_engine"].connect() as connection:
-        return connection.scalar(select(func.count()).select_from(model))
-
-
-def export_text(app, slug: str = "demo", fmt: str = "csv") -> str:
-    from app.export import iter_export
-    from app.studies import get_study
-
-    with app.app_context():
-        session = app.extensions["db_sessionmaker"]()
-        try:
-            return "".join(iter_export(session, get_study(session, slug), fmt))
-        finally:
-            session.close()
-
-
-def export_rows(app, slug: str = "demo") -> list[dict[str, str]]:
-    return list(csv.DictReader(io.StringIO(export_text(app, slug, "csv"))))
 
 
 @pytest.fixture

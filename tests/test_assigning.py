@@ -14,15 +14,14 @@ from app.assigning import release_abandoned
 from app.db import session_scope
 from app.importers import DocumentInput, GoldSpan
 from app.models import Assignment, Study
-from tests.conftest import BACKENDS, make_study
-from tests.test_api import fast_database_url
+from tests.conftest import BACKENDS, make_database_url, make_study
 
 DOCS = [(f"doc-{i}", [f"Segment one of document {i}.", f"Segment two of {i}."]) for i in range(3)]
 
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
-    return fast_database_url(request.param, request, tmp_path)
+    return make_database_url(request.param, request, tmp_path)
 
 
 def arrive(client, worker: str, slug: str = "demo", **extra) -> tuple[int, str | None]:

@@ -11,15 +11,14 @@ import pytest
 
 from app import create_app
 from app.models import Annotation
-from tests.conftest import BACKENDS, make_study
-from tests.test_api import (
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import (
     DOCUMENTS,
     SEGMENTS,
     annotation_body,
     api_add,
     count_rows,
     db_snapshot,
-    fast_database_url,
     open_token,
     span,
 )
@@ -28,7 +27,7 @@ from tests.test_api import (
 @pytest.fixture(scope="module", params=BACKENDS)
 def world_app(request, tmp_path_factory):
     """One database per backend for the module: every test here proves it changed nothing."""
-    url = fast_database_url(request.param, request, tmp_path_factory.mktemp("bad-input"))
+    url = make_database_url(request.param, request, tmp_path_factory.mktemp("bad-input"))
     application = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     yield application
     application.extensions["db_engine"].dispose()

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from app import create_app
-from tests.conftest import REPO, make_study
-from tests.test_api import annotation_body, export_text, fast_database_url
+from tests.conftest import REPO, make_database_url, make_study
+from tests.helpers import annotation_body, export_text
 
 MARGINALIA = str(Path(sys.executable).parent / "marginalia")
 SNAC_YAML = str(REPO / "taxonomies" / "snac.yaml")
@@ -59,7 +59,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) 
 @pytest.fixture
 def url(request, tmp_path) -> str:
     """A migrated SQLite database file."""
-    return fast_database_url("sqlite", request, tmp_path)
+    return make_database_url("sqlite", request, tmp_path)
 
 
 def create_study_in_process(url: str, documents: dict[str, list[str]] | None = None) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from app import export
 from app.models import Annotation, Assignment
-from tests.conftest import BACKENDS, make_study
-from tests.test_api import annotation_body, api_add, export_text, fast_database_url, span
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import annotation_body, api_add, export_text, span
 
 CONTRACT_COLUMNS = [
     "study", "document", "segment", "span_text", "span_start", "span_end", "category",
@@ -28,7 +28,7 @@ TEXTS = [
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
-    return fast_database_url(request.param, request, tmp_path)
+    return make_database_url(request.param, request, tmp_path)
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from sqlalchemy import select
 from app.errors import InvalidInput
 from app.importers import parse_documents
 from app.models import Document, GoldError, Segment
-from tests.conftest import REPO, shared_file
-from tests.test_api import count_rows, fast_database_url
+from tests.conftest import REPO, make_database_url, shared_file
+from tests.helpers import count_rows
 
 
 @pytest.fixture
 def database_url(request, tmp_path):
-    return fast_database_url("sqlite", request, tmp_path)
+    return make_database_url("sqlite", request, tmp_path)
 
 
 def write(tmp_path: Path, name: str, content) -> Path:

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BACKENDS, REPO, shared_file
-from tests.test_api import fast_database_url
+from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 
 # The one error of SNaC dev that cannot be replayed: its span is empty, so there is nothing
 # to select (the importer keeps it as an unlocated gold span).
@@ -23,7 +22,7 @@ UNREPLAYABLE = [("book_175b36", "27", "", "SceneE")]
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
-    return fast_database_url(request.param, request, tmp_path)
+    return make_database_url(request.param, request, tmp_path)
 
 
 def locate(texts: list[str], upto: int, needle: str, since: int = 0) -> dict[str, Any] | None:
