@@ -21,8 +21,12 @@ from app.models import Researcher, utcnow
 
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+$")
 MIN_PASSWORD_CHARS = 10
-# A hash to compare against when the e-mail is unknown, so both paths take the same time.
-_DUMMY_HASH = generate_password_hash("not-a-real-password-0")
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash to check against when the e-mail is unknown, so both paths take as long."""
+    return generate_password_hash("not-a-real-password-0")
 
 
 def create_researcher(session: Session, email: str, password: str) -> Researcher:
@@ -52,7 +56,7 @@ def authenticate(db: Session, email: str, password: str) -> Researcher | None:
     """The researcher with these credentials, or None (constant work either way)."""
     researcher = db.scalar(select(Researcher).where(Researcher.email == email.strip().lower()))
     if researcher is None:
-        check_password_hash(_DUMMY_HASH, password)
+        check_password_hash(_dummy_hash(), password)
         return None
     if not check_password_hash(researcher.password_hash, password):
         return None

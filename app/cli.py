@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from app.errors import MarginaliaError
+from app.errors import InvalidInput, MarginaliaError
 
 
 def fail(message: str) -> None:
@@ -222,11 +222,19 @@ def export_command(slug: str, fmt: str, out: Path | None) -> None:
             for chunk in chunks:
                 sys.stdout.write(chunk)
         else:
+            # Written beside the target and renamed at the end: never a half file at --out.
             partial = out.with_name(out.name + ".partial")
-            with partial.open("w", encoding="utf-8", newline="") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
-            partial.replace(out)
+            try:
+                with partial.open("w", encoding="utf-8", newline="") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+                partial.replace(out)
+            except OSError as exc:
+                partial.unlink(missing_ok=True)
+                raise InvalidInput(f"{out}: cannot write: {exc.strerror}") from None
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
     finally:
         session.close()
 
