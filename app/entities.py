@@ -902,13 +902,14 @@ def find_entities(
     batch_size: int = 64,
     progress: bool = True,
     given_clusters: Sequence[Sequence[Sequence[Cluster]] | None] | None = None,
+    n_process: int = 1,
 ) -> list[DocumentEntities]:
     """Entities and mentions of each document (a list of segment texts), in one spaCy pass.
 
     ``given_clusters[i]``, when not None, holds per segment the (start, end, cluster id) names
     marked in document i (FALTE's ``ne-N`` spans): those are taken as the entities as given,
     and the document is not run through spaCy. With ``nlp`` None, other documents get no
-    entities.
+    entities. ``n_process`` > 1 parses in that many processes (worth it only on idle cores).
     """
     labels = tuple(labels) or ("PERSON",)
     given = list(given_clusters or [])
@@ -925,7 +926,8 @@ def find_entities(
     owners = [i for i in todo for _ in documents[i]]
     if owners:
         texts = (text for i in todo for text in documents[i])
-        stream = _progress(nlp.pipe(texts, batch_size=batch_size), len(owners), progress)
+        parsed_stream = nlp.pipe(texts, batch_size=batch_size, n_process=n_process)
+        stream = _progress(parsed_stream, len(owners), progress)
         parsed: list[Any] = []
         for n, (owner, doc) in enumerate(zip(owners, stream, strict=True)):
             parsed.append(doc)

@@ -364,6 +364,13 @@ def test_given_clusters_are_used_as_given_without_a_pipeline():
     assert len(result.mentions) == 5
 
 
+def test_two_processes_give_the_same_entities(nlp):
+    docs = [MUCH_ADO, FENWICK]
+    assert find_entities(docs, nlp, progress=False, n_process=2) == find_entities(
+        docs, nlp, progress=False
+    )
+
+
 def test_given_and_found_documents_in_one_call(nlp):
     marked = ["Fenwick thanks Mrs. Morrison."]
     results = find_entities(
