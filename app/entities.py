@@ -205,6 +205,8 @@ AMBIGUOUS_ROLES = _words(
     "page host count coach general major chief master mistress agent officer fool ghost "
     "judge governor president senator herald"
 )
+# Russian patronymics: "Dmitri Fyodorovitch" and "Dmitri Karamazov" are one man.
+PATRONYMICS = ("ovitch", "evitch", "ovich", "evich", "ovna", "evna", "ichna", "yevich")
 # One spelling per title, so that "the doctor" can join "Dr. Harris".
 TITLE_SPELLINGS = {
     "dr": "doctor",
@@ -706,6 +708,10 @@ class _Group:
                 return False
             if last in self.lasts or (last in self.singles and not self.firsts):
                 return True
+            if parsed.first in self.firsts and (
+                last.endswith(PATRONYMICS) or any(n.endswith(PATRONYMICS) for n in self.lasts)
+            ):
+                return True  # "Dmitri Fyodorovitch" is "Dmitri Karamazov"
             return parsed.first in self.singles and not self.lasts
         single = parsed.names[0]  # "Fenwick", "Mr. Fenwick", "Pedro"
         if single in self.lasts or single in self.singles:

@@ -228,6 +228,18 @@ def test_surname_joins_the_most_recent_compatible_full_name(nlp):
     )
 
 
+def test_a_patronymic_is_not_a_conflicting_surname(nlp):
+    # SNaC dev (The Brothers Karamazov).
+    segments = [
+        "Dmitri Karamazov quarrels with his father over money.",
+        "At the trial, Ippolit Kirillovitch accuses Dmitri Fyodorovitch of the murder.",
+    ]
+    result = run(nlp, segments)
+    assert entity_of(result, segments, "Dmitri Fyodorovitch", 1) == entity_of(
+        result, segments, "Dmitri Karamazov", 0
+    )
+
+
 def test_a_titled_given_name_is_not_a_bare_given_name(nlp):
     segments = ["John Fenwick paints all day.", "Don John plots against Claudio."]
     result = run(nlp, segments)
