@@ -37,6 +37,7 @@ from load_harness import (  # noqa: E402
     REMOVE_PROBABILITY,
     REPO,
     Gunicorn,
+    MiniHttp,
     Pace,
     Stats,
     choose_count,
@@ -129,19 +130,32 @@ def make_app():
 # --- the FALTE-style client -----------------------------------------------------------------
 
 
-async def falte_worker(number: int, client, stats: Stats, deadline: float,
+async def falte_worker(number: int, base_url: str, stats: Stats, deadline: float,
                        documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
                        start_delay: float) -> None:
     """Same behaviour and think times as bench/load.py's worker; marks stay in the page."""
     rng = random.Random(f"{tag}-{number}")
     await asyncio.sleep(start_delay)
+    host, port = base_url.removeprefix("http://").split(":")
+    client = MiniHttp(host, int(port))
+    try:
+        await _falte_work(rng, client, stats, deadline, documents, pace, tag, number)
+    except ConnectionError as exc:
+        stats.error("connection", str(exc))
+    finally:
+        await client.close()
+
+
+async def _falte_work(rng: random.Random, client: MiniHttp, stats: Stats, deadline: float,
+                      documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
+                      number: int) -> None:
     worker_id = f"{tag}-worker-{number}"
     for doc_index in rng.sample(range(len(documents)), len(documents)):
         if time.monotonic() >= deadline:
             return
         external_id, texts = documents[doc_index]
         started = time.perf_counter()
-        page = await client.get(f"/falte/document/{external_id}")
+        page = await client.request("GET", f"/falte/document/{external_id}")
         stats.record("falte_get", time.perf_counter() - started)
         if page.status_code != 200:
             stats.error("falte_get", f"HTTP {page.status_code}")
@@ -164,7 +178,7 @@ async def falte_worker(number: int, client, stats: Stats, deadline: float,
         if time.monotonic() >= deadline:
             return
         started = time.perf_counter()
-        answer = await client.post("/falte/submit", json={
+        answer = await client.request("POST", "/falte/submit", {
             "worker_id": worker_id, "document": external_id, "annotations": marks})
         stats.record("falte_submit", time.perf_counter() - started)
         if answer.status_code != 200:
@@ -175,18 +189,13 @@ async def falte_worker(number: int, client, stats: Stats, deadline: float,
 
 async def run_falte(base_url: str, documents, concurrency: int, duration: float, ramp: float,
                     pace: Pace, tag: str) -> Stats:
-    import httpx
-
     stats = Stats()
-    limits = httpx.Limits(max_connections=concurrency + 50,
-                          max_keepalive_connections=concurrency + 50, keepalive_expiry=4.0)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30.0) as client:
-        deadline = time.monotonic() + ramp + duration
-        rng = random.Random(tag)
-        await asyncio.gather(*(
-            falte_worker(n, client, stats, deadline, documents, pace, tag, rng.uniform(0, ramp))
-            for n in range(concurrency)
-        ))
+    deadline = time.monotonic() + ramp + duration
+    rng = random.Random(tag)
+    await asyncio.gather(*(
+        falte_worker(n, base_url, stats, deadline, documents, pace, tag, rng.uniform(0, ramp))
+        for n in range(concurrency)
+    ))
     stats.finished = time.perf_counter()
     return stats
 

@@ -27,11 +27,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import httpx  # noqa: E402
 from load_harness import (  # noqa: E402
     OUT,
     REMOVE_PROBABILITY,
     Gunicorn,
+    HttpResponse,
+    MiniHttp,
     Pace,
     Stats,
     choose_count,
@@ -51,19 +52,20 @@ TARGET_ENDPOINTS = ("add", "remove", "get")
 
 
 class Caller:
-    """Sends one request, measures it, retries transport failures like the page's outbox."""
+    """Sends one request on a worker's connection, measures it, retries failures like the
+    page's outbox (the same body, so the same client_id)."""
 
-    def __init__(self, client: httpx.AsyncClient, stats: Stats, deadline: float):
-        self.client, self.stats, self.deadline = client, stats, deadline
+    def __init__(self, stats: Stats, deadline: float):
+        self.stats, self.deadline = stats, deadline
 
-    async def __call__(self, endpoint: str, method: str, path: str, expect: tuple[int, ...],
-                       body: Any = None) -> httpx.Response | None:
+    async def __call__(self, http: MiniHttp, endpoint: str, method: str, path: str,
+                       expect: tuple[int, ...], body: Any = None) -> HttpResponse | None:
         for attempt in range(4):
             started = time.perf_counter()
             try:
-                response = await self.client.request(method, path, json=body)
-            except httpx.TransportError as exc:
-                self.stats.error(endpoint, f"{type(exc).__name__} {exc}")
+                response = await http.request(method, path, body)
+            except (ConnectionError, OSError) as exc:
+                self.stats.error(endpoint, str(exc))
                 self.stats.retries += 1
                 await asyncio.sleep(0.2 * (attempt + 1))
                 continue
@@ -71,15 +73,29 @@ class Caller:
             if response.status_code in expect or (attempt and response.status_code == 200):
                 return response
             self.stats.error(endpoint, f"HTTP {response.status_code} {response.text[:200]}")
-            return None
+            if response.status_code < 500:
+                return None
+            self.stats.retries += 1
+            await asyncio.sleep(0.2 * (attempt + 1))
         return None
 
 
-async def simulated_worker(number: int, caller: Caller, study: str,
+async def simulated_worker(number: int, base_url: str, caller: Caller, study: str,
                            documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
                            start_delay: float) -> None:
     rng = random.Random(f"{tag}-{number}")
     await asyncio.sleep(start_delay)
+    host, port = base_url.removeprefix("http://").split(":")
+    http = MiniHttp(host, int(port))
+    try:
+        await _work(rng, http, caller, study, documents, pace, tag, number)
+    finally:
+        await http.close()
+
+
+async def _work(rng: random.Random, http: MiniHttp, caller: Caller, study: str,
+                documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
+                number: int) -> None:
     worker_id = f"{tag}-worker-{number}"
     order = rng.sample(range(len(documents)), len(documents))
     deadline = caller.deadline
@@ -87,13 +103,13 @@ async def simulated_worker(number: int, caller: Caller, study: str,
         if time.monotonic() >= deadline:
             return
         document, texts = documents[doc_index]
-        opened = await caller("open", "POST", "/api/assignments", (200, 201),
+        opened = await caller(http, "open", "POST", "/api/assignments", (200, 201),
                               {"study": study, "document": document, "worker_id": worker_id})
         if opened is None:
             return
         token = opened.json()["token"]
         base = f"/api/assignments/{token}"
-        page = await caller("get", "GET", base, (200,))
+        page = await caller(http, "get", "GET", base, (200,))
         if page is None:
             return
         categories = page.json()["taxonomy"]["categories"]
@@ -108,39 +124,36 @@ async def simulated_worker(number: int, caller: Caller, study: str,
                 if body is None:
                     continue
                 body["client_id"] = uuid.uuid4().hex
-                added = await caller("add", "POST", f"{base}/annotations", (201,), body)
+                added = await caller(http, "add", "POST", f"{base}/annotations", (201,), body)
                 if added is not None:
                     mine.append(added.json()["id"])
             if mine and rng.random() < REMOVE_PROBABILITY:
                 await pace.think(rng, pace.mark)
                 victim = mine.pop(rng.randrange(len(mine)))
-                await caller("remove", "DELETE", f"{base}/annotations/{victim}", (204,))
+                await caller(http, "remove", "DELETE", f"{base}/annotations/{victim}", (204,))
             if time.monotonic() >= deadline:
                 return
             if rng.random() < RELOAD_PROBABILITY:
-                await caller("get", "GET", base, (200,))
+                await caller(http, "get", "GET", base, (200,))
             if segment + 1 < len(texts):
-                await caller("position", "POST", f"{base}/position", (204,),
+                await caller(http, "position", "POST", f"{base}/position", (204,),
                              {"segment": segment + 1})
         await pace.think(rng, pace.read_segment)
         if time.monotonic() >= deadline:
             return
-        if await caller("submit", "POST", f"{base}/submit", (200,)) is not None:
+        if await caller(http, "submit", "POST", f"{base}/submit", (200,)) is not None:
             caller.stats.documents += 1
 
 
 async def run_level(base_url: str, study: str, documents, concurrency: int, duration: float,
                     ramp: float, pace: Pace, tag: str) -> Stats:
     stats = Stats()
-    limits = httpx.Limits(max_connections=concurrency + 50,
-                          max_keepalive_connections=concurrency + 50, keepalive_expiry=4.0)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30.0) as client:
-        caller = Caller(client, stats, time.monotonic() + ramp + duration)
-        rng = random.Random(tag)
-        await asyncio.gather(*(
-            simulated_worker(n, caller, study, documents, pace, tag, rng.uniform(0, ramp))
-            for n in range(concurrency)
-        ))
+    caller = Caller(stats, time.monotonic() + ramp + duration)
+    rng = random.Random(tag)
+    await asyncio.gather(*(
+        simulated_worker(n, base_url, caller, study, documents, pace, tag, rng.uniform(0, ramp))
+        for n in range(concurrency)
+    ))
     stats.finished = time.perf_counter()
     return stats
 

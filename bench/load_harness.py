@@ -213,6 +213,96 @@ def server_cpu_seconds(server: Gunicorn, cluster) -> float:
     return total
 
 
+# --- a light HTTP/1.1 client -----------------------------------------------------------------
+
+
+class HttpResponse:
+    """Status code and body of one answer (``json()`` like httpx's)."""
+
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code = status_code
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class MiniHttp:
+    """One keep-alive HTTP/1.1 connection, as one browser tab holds: asyncio streams, no
+    pooling machinery, so 300 simulated workers cost the client process little CPU (its
+    latency figures are then the server's, not the client's own queueing).
+
+    An idle connection older than ``idle_s`` (below gunicorn's 5 s keep-alive) is replaced
+    before use; a request that finds its reused connection closed before any answer byte is
+    sent once more on a fresh one, as browsers do. Anything else raises ``ConnectionError``.
+    """
+
+    def __init__(self, host: str, port: int, idle_s: float = 4.0):
+        self.host, self.port, self.idle_s = host, port, idle_s
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.last_used = 0.0
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, body: Any = None) -> HttpResponse:
+        payload = b"" if body is None else json.dumps(body).encode()
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                f"Content-Length: {len(payload)}\r\n")
+        if body is not None:
+            head += "Content-Type: application/json\r\n"
+        message = (head + "\r\n").encode() + payload
+        for attempt in range(2):
+            fresh = self.writer is None or time.monotonic() - self.last_used > self.idle_s
+            if fresh:
+                await self.close()
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            assert self.reader is not None and self.writer is not None
+            try:
+                self.writer.write(message)
+                status_line = await self.reader.readline()
+                if not status_line:
+                    raise ConnectionResetError("connection closed before an answer")
+                return await self._read_answer(status_line)
+            except (ConnectionError, asyncio.IncompleteReadError) as exc:
+                await self.close()
+                if fresh or attempt or not isinstance(exc, ConnectionResetError):
+                    raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    async def _read_answer(self, status_line: bytes) -> HttpResponse:
+        assert self.reader is not None
+        status = int(status_line.split(b" ", 2)[1])
+        length, close = None, False
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and value.strip().lower() == b"close":
+                close = True
+            elif name == b"transfer-encoding":
+                raise ConnectionError("chunked answers are not expected from the API")
+        if length is None:
+            content = b"" if status in (204, 304) else await self.reader.read()
+            close = close or status not in (204, 304)
+        else:
+            content = await self.reader.readexactly(length)
+        self.last_used = time.monotonic()
+        if close:
+            await self.close()
+        return HttpResponse(status, content)
+
+
 # --- behaviour ------------------------------------------------------------------------------
 
 
