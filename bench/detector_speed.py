@@ -30,6 +30,7 @@ def reference(detector: T5Detector, texts: list[str], batch_size: int = 8,
               max_length: int = 1024) -> list[str]:
     """The reference loop: pad to max_length, fixed batch, input order."""
     tok, model = detector.tokenizer, detector.model
+    side, tok.truncation_side = tok.truncation_side, "right"  # as snac_evaluate.py
     outputs = []
     for b in range(0, len(texts), batch_size):
         enc = tok(texts[b : b + batch_size], max_length=max_length, truncation=True,
@@ -39,6 +40,7 @@ def reference(detector: T5Detector, texts: list[str], batch_size: int = 8,
                                  attention_mask=enc.attention_mask.to(detector.device),
                                  max_length=80)
         outputs += tok.batch_decode(gen, skip_special_tokens=True)
+    tok.truncation_side = side
     return outputs
 
 

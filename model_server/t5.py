@@ -47,6 +47,8 @@ class T5Detector:
                  batch_size: int | None = None, device: str | None = None):
         self.device = pick_device(device)
         self.tokenizer = tokenizer
+        # over-long inputs lose the oldest context, never the sentence being judged
+        self.tokenizer.truncation_side = "left"
         self.dtype = torch.float32
         if self.device.type == "cuda":
             self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

@@ -40,6 +40,8 @@ class TrainConfig:
     num_heads: int = 4
     d_ff: int = 512
     vocab_size: int = 6000
+    dropout: float = 0.1
+    false_share: float = 0.5  # oversample ``false`` targets to this share of each epoch
     threads: int = 1
     seed: int = 0
     version: str = "snac-small-1"
@@ -80,15 +82,28 @@ def small_model(tokenizer, cfg: TrainConfig):
     config = T5Config(
         vocab_size=len(tokenizer), d_model=cfg.d_model, d_kv=cfg.d_model // cfg.num_heads,
         d_ff=cfg.d_ff, num_layers=cfg.num_layers, num_decoder_layers=cfg.num_layers,
-        num_heads=cfg.num_heads, feed_forward_proj="relu", dropout_rate=0.1,
+        num_heads=cfg.num_heads, feed_forward_proj="relu", dropout_rate=cfg.dropout,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
     return T5ForConditionalGeneration(config)
 
 
-def _batches(encoded: list[tuple[list[int], list[int]]], batch_size: int, rng: random.Random):
+def balanced_indices(targets: list[str], false_share: float, rng: random.Random) -> list[int]:
+    """Indices for one epoch with ``false`` targets oversampled to ``false_share`` (a small
+    model otherwise collapses to always answering ``true``)."""
+    pos = [i for i, t in enumerate(targets) if t != "true"]
+    neg = [i for i, t in enumerate(targets) if t == "true"]
+    if not pos or not neg or false_share <= len(pos) / len(targets):
+        return list(range(len(targets)))
+    want = int(false_share * len(neg) / (1 - false_share))
+    extra = [rng.choice(pos) for _ in range(max(0, want - len(pos)))]
+    return neg + pos + extra
+
+
+def _batches(encoded: list[tuple[list[int], list[int]]], indices: list[int], batch_size: int,
+             rng: random.Random):
     """Length-bucketed shuffled batches (less padding, still random)."""
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]) + rng.random())
+    order = sorted(indices, key=lambda i: len(encoded[i][0]) + rng.random())
     chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     rng.shuffle(chunks)
     return chunks
@@ -132,10 +147,13 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
                                     cfg.vocab_size)
         model = small_model(tokenizer, cfg)
     model.to(device).train()
+    tokenizer.truncation_side = "left"  # keep the sentence, drop the oldest context
     xs = tokenizer([x for x, _ in data], truncation=True, max_length=cfg.max_input_tokens)
     ys = tokenizer([y for _, y in data], truncation=True, max_length=cfg.max_target_tokens)
     encoded = list(zip(xs["input_ids"], ys["input_ids"], strict=True))
-    steps_per_epoch = max(1, (len(encoded) + cfg.batch_size - 1) // cfg.batch_size)
+    targets = [y for _, y in data]
+    epoch_size = len(balanced_indices(targets, cfg.false_share, random.Random(cfg.seed)))
+    steps_per_epoch = max(1, (epoch_size + cfg.batch_size - 1) // cfg.batch_size)
     total = max(1, int(cfg.epochs * steps_per_epoch))
     optim = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -144,7 +162,8 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
     start, step, loss_avg = time.time(), 0, None
     bar = tqdm(total=total, desc="train", disable=not progress, unit="step")
     while step < total and (time.time() - start) / 60 < cfg.max_minutes:
-        for chunk in _batches(encoded, cfg.batch_size, rng):
+        indices = balanced_indices(targets, cfg.false_share, rng)
+        for chunk in _batches(encoded, indices, cfg.batch_size, rng):
             ids, mask, labels = _collate([encoded[i] for i in chunk], tokenizer.pad_token_id,
                                          device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):

