@@ -421,7 +421,7 @@ function addAnnotation() {
   state.annotations.push({ ...body, key: clientId, id: null, pending: true });
   outbox.push({ kind: "add", client_id: clientId, body });
   if (f.suggestion !== null) {
-    outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted" });
+    outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted", client_id: clientId });
   }
   resetForm();
   setHint(el.formHint, `Added: ${cat.label} — ${quote(body.text)}`, "ok");

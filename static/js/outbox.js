@@ -39,7 +39,7 @@ const retryable = (err) =>
 
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
- * | {kind: "position", segment} | {kind: "event", suggestion, event}.
+ * | {kind: "position", segment} | {kind: "event", suggestion, event, client_id?}.
  * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
  */
@@ -98,6 +98,10 @@ export class Outbox {
       );
       if (i >= 0 && !(i === 0 && this.running)) {
         this.ops.splice(i, 1);
+        // ...and so can a suggestion's "accepted" that only that add carried.
+        this.ops = this.ops.filter(
+          (o) => !(o.kind === "event" && o.client_id === op.client_id && !o.attempts),
+        );
         this.#save();
         this.hooks.done(op, null);
         this.kick();

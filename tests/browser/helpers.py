@@ -53,9 +53,20 @@ def drag_select(page, segment: int, needle: str, occurrence: int = 0, *, inset: 
     y1 = (last["top"] + last["bottom"]) / 2
     page.mouse.move(x0, y0)
     page.mouse.down()
+    next_frame(page)
     page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=4)
     page.mouse.move(x1, y1, steps=4)
+    # Chromium delivers mouse moves aligned to animation frames: let the last one land (and
+    # extend the selection) before the button is released, as it would for a person.
+    next_frame(page)
     page.mouse.up()
+
+
+def next_frame(page) -> None:
+    """Wait until the page has rendered two more frames."""
+    page.evaluate(
+        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    )
 
 
 def category_button(page, category_id: str):
