@@ -576,7 +576,7 @@ let contextPinned = true;
 /** Show the end of the context (the text just before the current segment). */
 function pinContextToBottom() {
   el.context.scrollTop = el.context.scrollHeight;
-  contextPinned = true;
+  markContextOverflow();
 }
 
 function renderText({ scrollContext = false } = {}) {
@@ -889,12 +889,15 @@ el.clearPaired.addEventListener("click", () => {
   renderForm();
   renderText();
 });
-el.context.addEventListener("scroll", () => {
+function markContextOverflow() {
   const box = el.context;
   contextPinned = box.scrollHeight - box.scrollTop - box.clientHeight < 4;
-});
+  box.classList.toggle("more-above", box.scrollTop > 2);
+}
+el.context.addEventListener("scroll", markContextOverflow);
 window.addEventListener("resize", () => {
   if (contextPinned) el.context.scrollTop = el.context.scrollHeight;
+  markContextOverflow();
 });
 el.prev.addEventListener("click", () => goTo(state.current - 1));
 el.next.addEventListener("click", () => goTo(state.current + 1));
