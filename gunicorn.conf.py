@@ -37,3 +37,13 @@ accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+def post_worker_init(worker) -> None:
+    """Optionally shorten the GIL switch interval (GUNICORN_SWITCH_INTERVAL, seconds): a
+    thread back from the database then waits less behind one that is computing."""
+    interval = os.environ.get("GUNICORN_SWITCH_INTERVAL", "").strip()
+    if interval:
+        import sys
+
+        sys.setswitchinterval(float(interval))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -41,6 +42,7 @@ from load_harness import (  # noqa: E402
     prepare_study,
     print_summary,
     random_annotation,
+    renice_servers,
     server_cpu_seconds,
     server_latencies,
     start_postgres,
@@ -171,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
     parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--max-segments", type=int, default=10)
+    parser.add_argument("--server-nice", type=int, default=None,
+                        help="renice gunicorn and Postgres (e.g. -5) on a shared machine")
     parser.add_argument("--no-durable", action="store_true",
                         help="keep the test cluster's fsync=off (faster, not like production)")
     args = parser.parse_args(argv)
@@ -187,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         access_log = OUT / f"access-{int(time.time())}.log"
         server = Gunicorn("app:create_app()", url, workers=args.workers, threads=args.threads,
                           access_log=access_log).start()
+        if args.server_nice is not None:
+            renice_servers(server, cluster, args.server_nice)
         print(f"gunicorn {args.workers}x{args.threads} gthread on {server.url}, Postgres "
               f"{'durable' if not args.no_durable else 'fsync=off'}, {len(documents)} documents, "
-              f"think scale {args.think_scale}")
+              f"think scale {args.think_scale}, server nice {args.server_nice or 0}, "
+              f"load average before {os.getloadavg()[0]:.1f}")
         seen_lines = 0
         for level in (int(c) for c in args.concurrency.split(",")):
             cpu_before = server_cpu_seconds(server, cluster)

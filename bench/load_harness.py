@@ -213,6 +213,25 @@ def server_cpu_seconds(server: Gunicorn, cluster) -> float:
     return total
 
 
+def renice_servers(server: Gunicorn, cluster, niceness: int) -> None:
+    """Give gunicorn and Postgres (and the processes they fork later) ``niceness``.
+
+    On a machine shared with other CPU-heavy work this approximates a dedicated server; the
+    figures are reported with the setting used."""
+    import psutil
+
+    roots = [server.process.pid] if server.process else []
+    if cluster.data_dir:
+        with contextlib.suppress(OSError, ValueError):
+            roots.append(int((Path(cluster.data_dir) / "postmaster.pid").read_text().split()[0]))
+    for pid in roots:
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(pid)
+            for process in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    process.nice(niceness)
+
+
 # --- a light HTTP/1.1 client -----------------------------------------------------------------
 
 
