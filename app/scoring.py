@@ -39,39 +39,9 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
-_SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9])")
-_LAST_WORD = re.compile(r"([\w.]+)\.$")
-ABBREVIATIONS = frozenset(
-    {
-        "mr",
-        "mrs",
-        "ms",
-        "dr",
-        "st",
-        "sr",
-        "jr",
-        "prof",
-        "gen",
-        "col",
-        "capt",
-        "lt",
-        "sgt",
-        "rev",
-        "vs",
-        "mt",
-        "fig",
-        "inc",
-        "ltd",
-        "co",
-        "u.s",
-        "e.g",
-        "i.e",
-        "no",
-        "etc",
-    }
-)
+from app.segmenting import sentence_spans
 
+TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
 TextKey = tuple[str, int]
 """A segment's key: (document id, segment index)."""
 
@@ -119,28 +89,9 @@ def token_bounds(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(m.span() for m in TOKEN_PATTERN.finditer(text))
 
 
-@lru_cache(maxsize=8192)
 def sentence_bounds(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each sentence of ``text``; whitespace-only text has none."""
-    cuts = {m.start() for m in re.finditer(r"\n", text)}
-    for match in _SENTENCE_END.finditer(text):
-        if match.group(0).startswith(".") and match.group(0).rstrip("\"'\u201d\u2019)]") == ".":
-            word = _LAST_WORD.search(text, 0, match.start() + 1)
-            if word:
-                token = word.group(1).lower()
-                if token in ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
-                    continue
-        cuts.add(match.end())
-    bounds: list[tuple[int, int]] = []
-    previous = 0
-    for cut in [*sorted(cuts), len(text)]:
-        chunk = text[previous:cut]
-        stripped = chunk.strip()
-        if stripped:
-            start = previous + (len(chunk) - len(chunk.lstrip()))
-            bounds.append((start, start + len(stripped)))
-        previous = cut
-    return tuple(bounds)
+    """(start, end) of each sentence of ``text`` (the splitter of :mod:`app.segmenting`)."""
+    return sentence_spans(text)
 
 
 def sentence_ids(text: str, start: int, end: int) -> frozenset[int]:

@@ -1,52 +1,68 @@
-"""Deterministic sentence splitting, for re-segmenting plain documents on import."""
+"""Deterministic sentence splitting: the one splitter for import, scoring and agreement.
+
+A sentence ends at ``.``, ``!``, ``?`` or ``…`` (closing quotes and brackets may follow)
+before whitespace and a capital letter of any script or a digit, and at every line break.
+A full stop after a common abbreviation ("Mr.", "e.g.") or a single initial ("J. Smith")
+does not end a sentence. Offsets are code points, end exclusive.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-ABBREVIATIONS = {
+ABBREVIATIONS = frozenset({
     "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "gen", "col", "capt", "lt", "sgt",
     "rev", "vs", "etc", "mt", "no", "fig", "inc", "ltd", "co", "u.s", "e.g", "i.e",
-}
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?([^\W_]))")
+})
+_BOUNDARY = re.compile(
+    r"(?<=[.!?\u2026])([\"'\u201d\u2019)\]]*)\s+(?=[\"'\u201c\u2018(\[]?([^\W_]))|\n"
+)
+_WORD_BEFORE_STOP = re.compile(r"([\w.]+)\.$")
+
+
+def _sentence_end(text: str, start: int, match: re.Match[str]) -> int | None:
+    """Where the sentence ends at this boundary, or None if it does not end here."""
+    if match.group(0) == "\n":
+        return match.start()
+    following = match.group(2)  # any script's capital ("Élodie", "Ødegaard") or a digit
+    if not (following.isupper() or following.isdigit()):
+        return None
+    if text[match.start() - 1] == ".":
+        word = _WORD_BEFORE_STOP.search(text, start, match.start())
+        if word:
+            token = word.group(1).lower()
+            if token in ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+                return None
+    return match.end(1)
+
+
+@lru_cache(maxsize=8192)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each sentence of ``text``, stripped; whitespace-only text has none."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = _sentence_end(text, start, match)
+        if end is None:
+            continue
+        _append_stripped(text, start, end, spans)
+        start = match.end()
+    _append_stripped(text, start, len(text), spans)
+    return tuple(spans)
+
+
+def _append_stripped(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    chunk = text[start:end]
+    stripped = chunk.strip()
+    if stripped:
+        first = start + len(chunk) - len(chunk.lstrip())
+        spans.append((first, first + len(stripped)))
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences at ., ! or ? followed by space and a capital letter or digit.
-
-    Common abbreviations ("Mr.", "Dr.", "e.g.") and single initials ("J. Smith") do not
-    end a sentence. Returns the sentences stripped, never an empty one.
-    """
-    sentences: list[str] = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        following = match.group(1)  # any script's capital ("Élodie", "Ødegaard") or a digit
-        if not (following.isupper() or following.isdigit()):
-            continue
-        candidate = text[start : match.start()]
-        last_word = re.search(r"([\w.]+)[.!?][\"'\u201d\u2019)\]]*$", candidate)
-        if last_word:
-            word = last_word.group(1).lower()
-            if word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
-                continue
-        piece = text[start : match.end()].strip()
-        if piece:
-            sentences.append(piece)
-        start = match.end()
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) code-point offsets of each sentence of ``text``."""
-    spans, cursor = [], 0
-    for sentence in split_sentences(text):
-        start = text.index(sentence, cursor)
-        spans.append((start, start + len(sentence)))
-        cursor = start + len(sentence)
-    return spans
+    """The sentences of ``text``, stripped, never an empty one."""
+    return [text[start:end] for start, end in sentence_spans(text)]
 
 
 def regroup(segments: list[str], sentences_per_segment: int) -> list[str]:
