@@ -44,9 +44,17 @@ def chromium_path() -> str | None:
 @pytest.fixture(scope="session")
 def pw_browser():
     """One headless Chromium for the whole session."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    required = bool(os.environ.get("MARGINALIA_REQUIRE_BROWSER"))  # set by `make test`
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if required:
+            pytest.fail("the playwright package is missing (make test installs it)")
+        pytest.skip("the playwright package is not installed")
     executable = chromium_path()
     if executable is None:
+        if required:
+            pytest.fail("no Chromium binary (make test installs the Debian package chromium)")
         pytest.skip("no Chromium binary (install the Debian package chromium)")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
