@@ -31,6 +31,10 @@ keepalive = 5
 # Recycle processes now and then so a slow leak can never take the dyno down.
 max_requests = _int("GUNICORN_MAX_REQUESTS", 5000)
 max_requests_jitter = 500
+# The heartbeat file is touched on every event loop turn: keep it in memory, not on a
+# container's overlay filesystem (gunicorn's advice for Docker; a slow disk there stalls
+# workers and costs CPU on every request).
+worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # Each process opens its own database pool after the fork (create_app runs per worker).
 preload_app = False
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None

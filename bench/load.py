@@ -43,7 +43,7 @@ from load_harness import (  # noqa: E402
     print_summary,
     random_annotation,
     renice_servers,
-    server_cpu_seconds,
+    server_cpu_split,
     server_latencies,
     start_postgres,
 )
@@ -199,19 +199,24 @@ def main(argv: list[str] | None = None) -> int:
               f"load average before {os.getloadavg()[0]:.1f}")
         seen_lines = 0
         for level in (int(c) for c in args.concurrency.split(",")):
-            cpu_before = server_cpu_seconds(server, cluster)
+            web_before, db_before = server_cpu_split(server, cluster)
+            cpu_before = web_before + db_before
             stats = asyncio.run(run_level(server.url, "bench", documents, level, args.duration,
                                           args.ramp, pace, f"c{level}-{uuid.uuid4().hex[:6]}"))
-            cpu = server_cpu_seconds(server, cluster) - cpu_before
+            web_after, db_after = server_cpu_split(server, cluster)
+            cpu = web_after + db_after - cpu_before
             time.sleep(0.5)  # let gunicorn flush its access log
             server_side, seen_lines = server_latencies(access_log, seen_lines)
             summary = stats.summary()
             summary["server_cpu_s"] = round(cpu, 2)
             summary["server_cpu_ms_per_request"] = round(cpu * 1000 / max(1, summary["requests"]), 2)
+            summary["gunicorn_cpu_s"] = round(web_after - web_before, 2)
+            summary["postgres_cpu_s"] = round(db_after - db_before, 2)
             print_summary(f"{level} simulated workers", summary, server_side)
             print(f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
                   f"{summary['server_cpu_ms_per_request']} ms per request, "
-                  f"{cpu / stats.elapsed * 100:.0f}% of one core")
+                  f"{cpu / stats.elapsed * 100:.0f}% of one core (gunicorn "
+                  f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s)")
             holds = summary["errors"] == 0 and all(
                 summary["endpoints"].get(e, {"p99_ms": 0})["p99_ms"] < TARGET_MS
                 for e in TARGET_ENDPOINTS

@@ -203,14 +203,20 @@ def process_cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def server_cpu_seconds(server: Gunicorn, cluster) -> float:
-    """CPU used so far by gunicorn (all workers) plus Postgres (all backends)."""
-    total = process_cpu_seconds(server.process.pid) if server.process else 0.0
+def server_cpu_split(server: Gunicorn, cluster) -> tuple[float, float]:
+    """CPU seconds used so far by gunicorn (all workers) and by Postgres (all backends)."""
+    web = process_cpu_seconds(server.process.pid) if server.process else 0.0
+    database = 0.0
     if cluster.data_dir:
         pid_file = Path(cluster.data_dir) / "postmaster.pid"
         with contextlib.suppress(OSError, ValueError):
-            total += process_cpu_seconds(int(pid_file.read_text().split()[0]))
-    return total
+            database = process_cpu_seconds(int(pid_file.read_text().split()[0]))
+    return web, database
+
+
+def server_cpu_seconds(server: Gunicorn, cluster) -> float:
+    """CPU used so far by gunicorn (all workers) plus Postgres (all backends)."""
+    return sum(server_cpu_split(server, cluster))
 
 
 def renice_servers(server: Gunicorn, cluster, niceness: int) -> None:
