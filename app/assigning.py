@@ -31,11 +31,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import Conflict
 from app.models import (
-    Annotation,
     Assignment,
     Document,
-    GoldError,
-    Segment,
     Study,
 )
 
@@ -121,37 +118,9 @@ def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | Non
     scores = dict(assignment.scores or {})
     if "gold" in scores:
         return scores["gold"]
-    from app.scoring import Span, precision_recall_f1, scopes_from_taxonomy
+    from app.assignment_scores import score_against_gold
 
-    doc = assignment.document.external_id
-    taxonomy = assignment.study.taxonomy
-    texts = {
-        (doc, index): text
-        for index, text in session.execute(
-            select(Segment.index, Segment.text).where(Segment.document_id == assignment.document_id)
-        )
-    }
-    spans = [
-        Span(doc, a.segment, a.start, a.end, a.category, assignment.worker_id, a.text, a.id)
-        for a in session.scalars(
-            select(Annotation).where(
-                Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None)
-            )
-        )
-    ]
-    gold = [
-        Span(doc, g.segment, g.start, g.end, g.category, "gold", g.text, g.id)
-        for g in session.scalars(
-            select(GoldError).where(GoldError.document_id == assignment.document_id)
-        )
-    ]
-    result = precision_recall_f1(
-        spans,
-        gold,
-        texts=texts,
-        scopes=scopes_from_taxonomy(taxonomy),
-        categories=[c["id"] for c in taxonomy.get("categories", [])],
-    )
+    result = score_against_gold(session, assignment)
     scores["gold"] = result
     assignment.scores = scores
     return result

@@ -191,48 +191,6 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     }
 
 
-def assignment_gold_score(session: Session, assignment: Assignment) -> dict[str, Any] | None:
-    """P/R/F1 of one assignment's live annotations against its document's gold errors.
-
-    For a qualification step or a per-assignment score: ``None`` when the document is not
-    a gold document (not imported with ``--gold`` and no gold errors), else
-    ``{"documents": 1, "per_category": ..., "overall": ...}`` as in :func:`study_report`.
-    """
-    document = session.get(Document, assignment.document_id)
-    if document is None:
-        return None
-    errors = session.scalars(
-        select(GoldError).where(GoldError.document_id == document.id).order_by(GoldError.id)
-    ).all()
-    if not errors and not document.is_gold:
-        return None
-    doc = document.external_id
-    texts = {
-        (doc, index): text
-        for index, text in session.execute(
-            select(Segment.index, Segment.text).where(Segment.document_id == document.id)
-        )
-    }
-    marked = [
-        Span(doc, a.segment, a.start, a.end, a.category, assignment.worker_id, a.text, a.id)
-        for a in session.scalars(
-            select(Annotation)
-            .where(Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None))
-            .order_by(Annotation.id)
-        )
-    ]
-    gold = [Span(doc, e.segment, e.start, e.end, e.category, "gold", e.text, e.id) for e in errors]
-    taxonomy = session.get(Study, assignment.study_id).taxonomy or {}
-    scored = precision_recall_f1(
-        marked,
-        gold,
-        texts=texts,
-        scopes=scopes_from_taxonomy(taxonomy),
-        categories=[cat["id"] for cat in taxonomy.get("categories", [])],
-    )
-    return {"documents": 1, **scored}
-
-
 def _progress(
     study: Study,
     documents: list[Document],

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
+from app.assignment_scores import score_against_gold
 from app.models import (
     Annotation,
     Assignment,
@@ -29,7 +30,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.reporting import assignment_gold_score, format_report, study_report
+from app.reporting import format_report, study_report
 from app.scoring import sentence_bounds
 from app.taxonomy import load_taxonomy, taxonomy_hash
 
@@ -235,11 +236,11 @@ def test_workers(session, study):
 
 def test_assignment_gold_score(session, study):
     by_token = {a.token: a for a in session.query(Assignment)}
-    score = assignment_gold_score(session, by_token["A-g1"])
+    score = score_against_gold(session, by_token["A-g1"])
     workers = {w["worker_id"]: w for w in study_report(session, study)["workers"]}
     assert score == workers["A"]["gold"]
     assert score["overall"]["f1"] == 0.5
-    assert assignment_gold_score(session, by_token["A-b1"]) is None
+    assert score_against_gold(session, by_token["A-b1"]) is None
 
 
 def _alpha(matrix):
