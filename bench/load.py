@@ -200,10 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         seen_lines = 0
         for level in (int(c) for c in args.concurrency.split(",")):
             web_before, db_before = server_cpu_split(server, cluster)
+            client_before = time.process_time()
             cpu_before = web_before + db_before
             stats = asyncio.run(run_level(server.url, "bench", documents, level, args.duration,
                                           args.ramp, pace, f"c{level}-{uuid.uuid4().hex[:6]}"))
             web_after, db_after = server_cpu_split(server, cluster)
+            client_cpu = time.process_time() - client_before
             cpu = web_after + db_after - cpu_before
             time.sleep(0.5)  # let gunicorn flush its access log
             server_side, seen_lines = server_latencies(access_log, seen_lines)
@@ -212,11 +214,17 @@ def main(argv: list[str] | None = None) -> int:
             summary["server_cpu_ms_per_request"] = round(cpu * 1000 / max(1, summary["requests"]), 2)
             summary["gunicorn_cpu_s"] = round(web_after - web_before, 2)
             summary["postgres_cpu_s"] = round(db_after - db_before, 2)
+            summary["steady"] = stats.steady(args.ramp + 5)
             print_summary(f"{level} simulated workers", summary, server_side)
+            print(f"   after everyone arrived (from {args.ramp + 5:.0f} s): " + ", ".join(
+                f"{name} {row['p50_ms']}/{row['p99_ms']}" for name, row in summary["steady"].items()
+                if name in ("add", "remove", "get", "position")) + " ms (p50/p99)")
             print(f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
                   f"{summary['server_cpu_ms_per_request']} ms per request, "
                   f"{cpu / stats.elapsed * 100:.0f}% of one core (gunicorn "
-                  f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s)")
+                  f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s); "
+                  f"the load generator itself: {client_cpu:.1f} s")
+            summary["client_cpu_s"] = round(client_cpu, 2)
             holds = summary["errors"] == 0 and all(
                 summary["endpoints"].get(e, {"p99_ms": 0})["p99_ms"] < TARGET_MS
                 for e in TARGET_ENDPOINTS

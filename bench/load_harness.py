@@ -261,12 +261,14 @@ class MiniHttp:
     pooling machinery, so 300 simulated workers cost the client process little CPU (its
     latency figures are then the server's, not the client's own queueing).
 
-    An idle connection older than ``idle_s`` (below gunicorn's 5 s keep-alive) is replaced
+    An idle connection older than ``idle_s`` (below gunicorn's keep-alive) is replaced
     before use; a request that finds its reused connection closed before any answer byte is
     sent once more on a fresh one, as browsers do. Anything else raises ``ConnectionError``.
     """
 
-    def __init__(self, host: str, port: int, idle_s: float = 4.0):
+    def __init__(self, host: str, port: int, idle_s: float | None = None):
+        if idle_s is None:  # reuse it while gunicorn keeps it open (browsers keep theirs longer)
+            idle_s = float(os.environ.get("GUNICORN_KEEPALIVE", "75")) - 1
         self.host, self.port, self.idle_s = host, port, idle_s
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
@@ -406,6 +408,7 @@ class Stats:
     """Client-side latencies per endpoint, errors, retries and finished documents."""
 
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    moments: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     error_samples: list[str] = field(default_factory=list)
     retries: int = 0
@@ -415,6 +418,18 @@ class Stats:
 
     def record(self, endpoint: str, seconds: float) -> None:
         self.latencies[endpoint].append(seconds)
+        self.moments[endpoint].append(time.perf_counter() - self.started)
+
+    def steady(self, after: float) -> dict[str, dict[str, float]]:
+        """p50/p99 per endpoint of the requests sent ``after`` seconds into the run (once
+        every simulated worker has arrived)."""
+        table = {}
+        for name, values in sorted(self.latencies.items()):
+            kept = [v for v, t in zip(values, self.moments[name], strict=True) if t >= after]
+            if kept:
+                table[name] = {"n": len(kept), "p50_ms": round(percentile(kept, 50) * 1000, 2),
+                               "p99_ms": round(percentile(kept, 99) * 1000, 2)}
+        return table
 
     def error(self, endpoint: str, what: str) -> None:
         self.errors[endpoint] += 1
