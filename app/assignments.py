@@ -62,16 +62,16 @@ def new_completion_code() -> str:
     return f"MG-{body[:5]}-{body[5:]}"
 
 
-def get_assignment(session: Session, token: str, *, for_update: bool = False) -> Assignment:
-    # The study and document come in the same round trip (every API call needs one of them);
-    # only the assignment's row is locked.
+def get_assignment(
+    session: Session, token: str, *, for_update: bool = False, related: bool = True
+) -> Assignment:
+    # With ``related`` the study and document come in the same round trip (most calls need
+    # them; position and remove do not); only the assignment's row is locked.
     if not TOKEN_PATTERN.match(token):
         raise NotFound("no assignment with this token")
-    query = (
-        select(Assignment)
-        .where(Assignment.token == token)
-        .options(joinedload(Assignment.study), joinedload(Assignment.document))
-    )
+    query = select(Assignment).where(Assignment.token == token)
+    if related:
+        query = query.options(joinedload(Assignment.study), joinedload(Assignment.document))
     if for_update:
         query = query.with_for_update(of=Assignment)
     assignment = session.scalar(query)

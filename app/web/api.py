@@ -153,7 +153,7 @@ def add_annotation(token: str):
 @bp.delete("/assignments/<token>/annotations/<int:annotation_id>")
 def remove_annotation(token: str, annotation_id: int):
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True)
+    assignment = service.get_assignment(session, token, for_update=True, related=False)
     service.remove_annotation(session, assignment, annotation_id)
     session.commit()
     return "", 204
@@ -163,7 +163,7 @@ def remove_annotation(token: str, annotation_id: int):
 def set_position(token: str):
     body = json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True)
+    assignment = service.get_assignment(session, token, for_update=True, related=False)
     service.set_position(session, assignment, body)
     session.commit()
     return "", 204
