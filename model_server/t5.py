@@ -54,7 +54,7 @@ class T5Detector:
 
     def __init__(self, model, tokenizer, *, version: str = "0",
                  max_context_words: int = SNAC_CONTEXT_WORDS,
-                 max_input_tokens: int = SNAC_MAX_LENGTH, max_new_tokens: int = 64,
+                 max_input_tokens: int = SNAC_MAX_LENGTH, max_new_tokens: int = 79,
                  batch_size: int | None = None, device: str | None = None):
         self.device = pick_device(device)
         self.tokenizer = tokenizer
