@@ -13,7 +13,7 @@ from model_server.pipeline import detect_document
 from model_server.predict import predict_tsv
 from model_server.snac_data import shared_data_dir, snac_path
 from model_server.t5 import T5Detector
-from model_server.train import TrainConfig, train
+from model_server.train import tiny_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = snac_path("train")
@@ -25,11 +25,7 @@ pytestmark = pytest.mark.skipif(not TRAIN.exists(), reason="shared SNaC data abs
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("t5") / "tiny"
-    cfg = TrainConfig(epochs=3, max_minutes=1, batch_size=8, lr=3e-3, warmup_steps=5,
-                      max_context_words=24, max_input_tokens=96, max_target_tokens=24,
-                      d_model=32, num_layers=1, num_heads=2, d_ff=64, vocab_size=400,
-                      version="tiny-test")
-    summary = train(TRAIN, out, cfg=cfg, limit_docs=1, progress=False)
+    summary = train(TRAIN, out, cfg=tiny_config(), limit_docs=1, progress=False)
     return out, summary
 
 
