@@ -122,5 +122,10 @@ def predict_cmd(tsv, model, out_file) -> None:
     click.echo(f"{n} sentence(s) predicted with {det.name} {det.version}", err=True)
 
 
+def register(group: click.Group) -> None:
+    """Attach ``detector`` to the main ``marginalia`` group."""
+    group.add_command(detector)
+
+
 if __name__ == "__main__":  # pragma: no cover
     detector()
