@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs the system packages the test suite drives for real: PostgreSQL and Chromium.
+# Installs the system packages the test suite drives for real: PostgreSQL, Chromium, and
+# docker-compose to validate docker-compose.yml.
 # Debian packages only (Playwright's own browser download cannot work offline).
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# `docker compose config` validation (no engine needed); Debian ships the v1 CLI.
+command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 \
+  || missing+=(docker-compose)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

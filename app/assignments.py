@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from app.errors import Conflict, InvalidInput, NotFound
+from app.importers import normalise_newlines
 from app.models import (
     Annotation,
     Assignment,
@@ -250,7 +251,7 @@ def add_annotation(
         raise InvalidInput("comment must be text")
     if len(comment) > MAX_COMMENT_CHARS:
         raise InvalidInput(f"comment is longer than {MAX_COMMENT_CHARS} characters")
-    values["comment"] = comment.strip()
+    values["comment"] = normalise_newlines(comment).strip()
     client_id = body.get("client_id")
     if client_id is None:
         client_id = uuid.uuid4().hex

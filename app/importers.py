@@ -75,7 +75,12 @@ def _segment_text(value: Any, problem: _Problem, doc: str, index: Any) -> str:
         raise problem("contains a NUL character", doc, index)
     if not _is_unicode(value):
         raise problem("contains an unpaired surrogate (\\ud800-\\udfff escape)", doc, index)
-    return value
+    return normalise_newlines(value)
+
+
+def normalise_newlines(text: str) -> str:
+    """CR LF and lone CR become LF (a lone CR breaks CSV readers of the export)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _is_unicode(value: str) -> bool:

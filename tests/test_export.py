@@ -226,3 +226,26 @@ def test_gold_spans_never_reach_the_exports(app, client):
     ]
     jsonl = export_text(app, fmt="jsonl")
     assert "RefE" not in jsonl and "RepE" not in jsonl
+
+
+def test_carriage_returns_do_not_break_csv_readers(app, client):
+    """A lone CR (old Mac line ends, pasted comments) would end a CSV row unquoted."""
+    from app.importers import parse_documents
+    from app.studies import get_study, import_documents
+
+    raw = '{"crlf": ["First line.\\r\\nSecond line.\\rThird."]}'
+    documents = parse_documents("crlf.json", "paragraphs", text=raw)
+    assert documents[0].segments == ["First line.\nSecond line.\nThird."]
+    make_study(app, documents=[("plain", ["Nothing here."])])
+    from app.db import session_scope
+
+    with app.app_context(), session_scope() as session:
+        import_documents(session, get_study(session, "demo"), documents)
+    token = client.post("/api/assignments", json={
+        "study": "demo", "document": "crlf", "worker_id": "w1"}).get_json()["token"]
+    body = {**span(0, "Second line.", ["First line.\nSecond line.\nThird."]),
+            "category": "GramE", "comment": "odd\rbreak\r\nhere"}
+    assert api_add(client, token, body).status_code == 201
+    client.post(f"/api/assignments/{token}/submit")
+    rows = list(csv.DictReader(io.StringIO(export_text(app), newline="")))
+    assert [(r["span_text"], r["comment"]) for r in rows] == [("Second line.", "odd\nbreak\nhere")]

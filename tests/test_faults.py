@@ -46,15 +46,9 @@ RETRY_SECONDS = 30.0
 
 
 def restart_postgres(cluster) -> None:
-    """``pg_ctl restart -m fast`` (drops every connection), with the server's output going to
-    its log file: ``Cluster.restart()`` captures pg_ctl's output, and the restarted postmaster
-    inherits those pipes, so waiting for the output never ends."""
     if cluster.data_dir is None:
         pytest.skip("an external Postgres (MARGINALIA_TEST_POSTGRES_URL) cannot be restarted")
-    log = os.path.join(os.path.dirname(cluster.data_dir), "log")
-    subprocess.run([*cluster.as_user, f"{cluster.bin_dir}/pg_ctl", "-D", cluster.data_dir,
-                    "-l", log, "-m", "fast", "-w", "-t", "60", "restart"],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=90)
+    cluster.restart()
 
 
 def free_port() -> int:
