@@ -19,7 +19,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
 from app.errors import Conflict, InvalidInput, NotFound
-from app.importers import normalise_newlines
 from app.models import (
     Annotation,
     Assignment,
@@ -30,6 +29,7 @@ from app.models import (
     isoformat,
 )
 from app.taxonomy import categories_by_id
+from app.text import normalise_newlines, storable
 
 MAX_COMMENT_CHARS = 5_000
 MAX_WORKER_ID_CHARS = 200
@@ -37,17 +37,6 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
-
-
-def storable(value: str) -> bool:
-    """Whether both backends can store ``value`` (no NUL, no unpaired surrogate)."""
-    if "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def now() -> datetime:

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.errors import InvalidInput
 from app.segmenting import regroup
+from app.text import normalise_newlines, storable
 
 FORMATS = ("auto", "falte", "paragraphs", "snac", "jsonl")
 MAX_SEGMENT_CHARS = 20_000
@@ -73,23 +74,9 @@ def _segment_text(value: Any, problem: _Problem, doc: str, index: Any) -> str:
         raise problem(f"is longer than {MAX_SEGMENT_CHARS} characters", doc, index)
     if "\x00" in value:
         raise problem("contains a NUL character", doc, index)
-    if not _is_unicode(value):
+    if not storable(value):
         raise problem("contains an unpaired surrogate (\\ud800-\\udfff escape)", doc, index)
     return normalise_newlines(value)
-
-
-def normalise_newlines(text: str) -> str:
-    """CR LF and lone CR become LF (a lone CR breaks CSV readers of the export)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _is_unicode(value: str) -> bool:
-    """False for text with lone surrogates (JSON escapes), which no database can store."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _document_id(value: Any, problem: _Problem) -> str:
@@ -98,7 +85,7 @@ def _document_id(value: Any, problem: _Problem) -> str:
         raise problem(f"document id {value!r} must be non-empty text")
     if len(doc) > MAX_ID_CHARS:
         raise problem(f"document id is longer than {MAX_ID_CHARS} characters", doc[:40])
-    if "\x00" in doc or not _is_unicode(doc):
+    if not storable(doc):
         raise problem(f"document id {doc!r} contains a NUL character or unpaired surrogate")
     return doc
 

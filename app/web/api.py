@@ -13,6 +13,7 @@ from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
 from app.platforms import after_submit_redirect
 from app.studies import get_study
+from app.text import storable
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -43,7 +44,7 @@ def _check_strings(body: Any) -> None:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
-        elif isinstance(value, str) and not service.storable(value):
+        elif isinstance(value, str) and not storable(value):
             raise InvalidInput("text must not contain NUL characters or unpaired surrogates")
 
 
