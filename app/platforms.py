@@ -208,13 +208,6 @@ def frame_ancestors(study: Study | None, assignment: Assignment | None = None) -
     return " ".join(MTURK_ORIGINS) if mturk else "'none'"
 
 
-def content_security_policy(ancestors: str) -> str:
-    """The app-wide policy with only frame-ancestors varying."""
-    from app.web import CSP_TEMPLATE
-
-    return CSP_TEMPLATE.format(ancestors=ancestors)
-
-
 # --- study settings ------------------------------------------------------------------------
 
 UNSET: Any = object()

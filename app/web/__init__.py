@@ -5,14 +5,8 @@ from __future__ import annotations
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from app.csp import DEFAULT_CSP, HSTS
 from app.errors import MarginaliaError
-
-CSP_TEMPLATE = (
-    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-    "base-uri 'none'; frame-ancestors {ancestors}"
-)
-DEFAULT_CSP = CSP_TEMPLATE.format(ancestors="'none'")
-HSTS = "max-age=31536000; includeSubDomains"
 
 
 def trust_proxy(app: Flask) -> None:

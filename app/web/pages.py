@@ -21,6 +21,7 @@ from flask import (
 from app import assignments as service
 from app import platforms
 from app.assigning import assign, preview_document, qualification, qualification_state
+from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
@@ -38,7 +39,7 @@ def _worker_page(body, status: int, study: Study | None, assignment: Assignment 
     """A response whose CSP lets the MTurk origins frame it when the work is MTurk's."""
     response = make_response(body, status)
     ancestors = platforms.frame_ancestors(study, assignment)
-    response.headers["Content-Security-Policy"] = platforms.content_security_policy(ancestors)
+    response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
     if ancestors == "'none'":
         response.headers["X-Frame-Options"] = "DENY"
     return response

@@ -1,0 +1,16 @@
+"""Security headers every response carries, in one place: the HTTP layer sets them and the
+crowd platforms vary ``frame-ancestors`` for pages a platform must frame."""
+
+from __future__ import annotations
+
+CSP_TEMPLATE = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors {ancestors}"
+)
+DEFAULT_CSP = CSP_TEMPLATE.format(ancestors="'none'")
+HSTS = "max-age=31536000; includeSubDomains"
+
+
+def content_security_policy(ancestors: str) -> str:
+    """The app-wide policy with only frame-ancestors varying."""
+    return CSP_TEMPLATE.format(ancestors=ancestors)
