@@ -1,4 +1,4 @@
-"""``marginalia study settings`` and ``marginalia mturk create-hits`` (attached by app.cli)."""
+"""``marginalia study settings`` and ``marginalia mturk create-hits``: the crowd platforms."""
 
 from __future__ import annotations
 
@@ -7,32 +7,50 @@ from typing import Any
 
 import click
 
-
-def _run(func):
-    """Run ``func`` in an app context, one transaction; our errors become one-line failures."""
-    from app.cli import with_app
-
-    return with_app(func)
+from app.cli.base import with_app as _run
 
 
 @click.command("settings")
 @click.argument("slug")
 @click.option("--platform", type=click.Choice(["generic", "prolific", "mturk"]), default=None)
-@click.option("--completion-url", default=None,
-              help="Where workers go after submitting ('' clears; {code} = their code).")
-@click.option("--abandon-after-minutes", type=float, default=None,
-              help="Re-offer active assignments idle this long (default 45).")
-@click.option("--randomise-conditions/--no-randomise-conditions", default=None,
-              help="Split workers into assisted and unassisted conditions.")
-@click.option("--qualification-f1", default=None,
-              help="F1 on gold documents needed before real ones ('off' disables).")
-@click.option("--qualification-attempts", type=int, default=None,
-              help="Gold documents a worker may try (default 2).")
+@click.option(
+    "--completion-url",
+    default=None,
+    help="Where workers go after submitting ('' clears; {code} = their code).",
+)
+@click.option(
+    "--abandon-after-minutes",
+    type=float,
+    default=None,
+    help="Re-offer active assignments idle this long (default 45).",
+)
+@click.option(
+    "--randomise-conditions/--no-randomise-conditions",
+    default=None,
+    help="Split workers into assisted and unassisted conditions.",
+)
+@click.option(
+    "--qualification-f1",
+    default=None,
+    help="F1 on gold documents needed before real ones ('off' disables).",
+)
+@click.option(
+    "--qualification-attempts",
+    type=int,
+    default=None,
+    help="Gold documents a worker may try (default 2).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
-def study_settings(slug: str, platform: str | None, completion_url: str | None,
-                   abandon_after_minutes: float | None, randomise_conditions: bool | None,
-                   qualification_f1: str | None, qualification_attempts: int | None,
-                   as_json: bool) -> None:
+def study_settings(
+    slug: str,
+    platform: str | None,
+    completion_url: str | None,
+    abandon_after_minutes: float | None,
+    randomise_conditions: bool | None,
+    qualification_f1: str | None,
+    qualification_attempts: int | None,
+    as_json: bool,
+) -> None:
     """Show or change a study's platform and assignment settings."""
 
     @_run
@@ -84,16 +102,36 @@ def mturk() -> None:
 @click.argument("slug")
 @click.option("--count", type=click.IntRange(min=1), required=True, help="HITs to create.")
 @click.option("--reward", required=True, help="US dollars per assignment, e.g. 1.50.")
-@click.option("--base-url", envvar="MARGINALIA_PUBLIC_URL", required=True,
-              help="The site's public https:// address (or MARGINALIA_PUBLIC_URL).")
+@click.option(
+    "--base-url",
+    envvar="MARGINALIA_PUBLIC_URL",
+    required=True,
+    help="The site's public https:// address (or MARGINALIA_PUBLIC_URL).",
+)
 @click.option("--sandbox/--production", default=True, show_default=True)
-@click.option("--batch", default="1", show_default=True,
-              help="Batch name; the same name again creates nothing twice.")
-@click.option("--max-assignments", type=click.IntRange(min=1), default=None,
-              help="Workers per HIT (default: the study's annotators per document).")
+@click.option(
+    "--batch",
+    default="1",
+    show_default=True,
+    help="Batch name; the same name again creates nothing twice.",
+)
+@click.option(
+    "--max-assignments",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Workers per HIT (default: the study's annotators per document).",
+)
 @click.option("--title", default=None)
-def create_hits_command(slug: str, count: int, reward: str, base_url: str, sandbox: bool,
-                        batch: str, max_assignments: int | None, title: str | None) -> None:
+def create_hits_command(
+    slug: str,
+    count: int,
+    reward: str,
+    base_url: str,
+    sandbox: bool,
+    batch: str,
+    max_assignments: int | None,
+    title: str | None,
+) -> None:
     """Post COUNT ExternalQuestion HITs that open the study's start page."""
 
     @_run
@@ -105,17 +143,27 @@ def create_hits_command(slug: str, count: int, reward: str, base_url: str, sandb
         with session_scope() as session:
             study = get_study(session, slug)
             return create_hits(
-                make_client(sandbox=sandbox), study, count=count, reward=reward,
-                base_url=base_url, batch=batch, max_assignments=max_assignments, title=title,
+                make_client(sandbox=sandbox),
+                study,
+                count=count,
+                reward=reward,
+                base_url=base_url,
+                batch=batch,
+                max_assignments=max_assignments,
+                title=title,
             )
 
     result = post()
     where = "sandbox" if sandbox else "PRODUCTION"
-    click.echo(f"{len(result.created)} HITs created on the {where} endpoint"
-               + (f" (HIT group {result.group_id})" if result.group_id else ""))
+    click.echo(
+        f"{len(result.created)} HITs created on the {where} endpoint"
+        + (f" (HIT group {result.group_id})" if result.group_id else "")
+    )
     if result.skipped:
-        click.echo(f"{len(result.skipped)} HITs of batch {batch!r} already existed and were "
-                   "skipped (use --batch NAME for a new batch)")
+        click.echo(
+            f"{len(result.skipped)} HITs of batch {batch!r} already existed and were "
+            "skipped (use --batch NAME for a new batch)"
+        )
 
 
 def register(main: click.Group, study_group: click.Group) -> None:

@@ -1,0 +1,99 @@
+"""``marginalia import`` and ``marginalia export``: documents in, annotations out."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from app.cli.base import OneLineCommand, with_app
+from app.errors import InvalidInput
+
+
+@click.command("import", cls=OneLineCommand)
+@click.argument("slug")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "falte", "paragraphs", "snac", "jsonl"]),
+)
+@click.option("--sentences-per-segment", type=click.IntRange(min=1), default=None)
+@click.option("--gold", is_flag=True, help="Store the file's errors as gold (snac format).")
+@click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
+@with_app
+def import_command(
+    slug: str, file: Path, fmt: str, sentences_per_segment: int | None, gold: bool, no_ner: bool
+) -> None:
+    """Load documents into a study in one transaction."""
+    from flask import current_app
+
+    from app.db import session_scope
+    from app.importers import parse_documents
+    from app.studies import get_study, import_documents
+
+    documents = parse_documents(file, fmt, sentences_per_segment=sentences_per_segment, gold=gold)
+    nlp = None
+    if not no_ner:
+        from app.entities import load_pipeline
+
+        nlp = load_pipeline(current_app.config["SPACY_MODEL"])
+    with session_scope() as session:
+        result = import_documents(
+            session, get_study(session, slug), documents, gold=gold, nlp=nlp, progress=True
+        )
+    parts = [f"imported {result.documents} documents ({result.segments} segments)"]
+    if gold:
+        parts.append(f"{result.gold_errors} gold errors")
+        if result.unlocated_gold:
+            parts.append(f"{result.unlocated_gold} gold spans not found verbatim in their segment")
+    parts.append(f"{result.entities} entities" if result.ner_available else "no entity cues")
+    if result.detection_jobs:
+        parts.append(f"{result.detection_jobs} detection jobs queued")
+    click.echo(", ".join(parts))
+
+
+@click.command("export", cls=OneLineCommand)
+@click.argument("slug")
+@click.option(
+    "--format", "fmt", default="csv", show_default=True, type=click.Choice(["csv", "jsonl", "snac"])
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to FILE instead of standard output.",
+)
+@with_app
+def export_command(slug: str, fmt: str, out: Path | None) -> None:
+    """Stream a study's annotations."""
+    from flask import current_app
+
+    from app.export import iter_export
+    from app.studies import get_study
+
+    session = current_app.extensions["db_sessionmaker"]()
+    try:
+        chunks = iter_export(session, get_study(session, slug), fmt)
+        if out is None:
+            for chunk in chunks:
+                sys.stdout.write(chunk)
+        else:
+            # Written beside the target and renamed at the end: never a half file at --out.
+            partial = out.with_name(out.name + ".partial")
+            try:
+                with partial.open("w", encoding="utf-8", newline="") as handle:
+                    for chunk in chunks:
+                        handle.write(chunk)
+                partial.replace(out)
+            except OSError as exc:
+                partial.unlink(missing_ok=True)
+                raise InvalidInput(f"{out}: cannot write: {exc.strerror}") from None
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+    finally:
+        session.close()

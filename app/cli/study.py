@@ -1,0 +1,133 @@
+"""``marginalia taxonomy check``, ``study create``, ``report`` and ``demo``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from app.cli.base import OneLineCommand, OneLineGroup, with_app
+
+
+@click.group(cls=OneLineGroup)
+def taxonomy() -> None:
+    """Error taxonomies."""
+
+
+@taxonomy.command("check")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def taxonomy_check(file: Path) -> None:
+    """Validate a taxonomy YAML file and list its categories."""
+    from app.taxonomy import TaxonomyError, load_taxonomy
+
+    try:
+        snapshot = load_taxonomy(file)
+    except TaxonomyError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(1)
+    click.echo(f"{file}: {snapshot['name']} — {len(snapshot['categories'])} categories")
+    for cat in snapshot["categories"]:
+        scope = ", whole sentence" if cat["scope"] == "sentence" else ""
+        group = f" [{cat['group']}]" if cat["group"] else ""
+        click.echo(
+            f"  {cat['shortcut']}  {cat['id']:<14} {cat['kind']}{scope}{group}  {cat['label']}"
+        )
+
+
+@click.group(cls=OneLineGroup)
+def study() -> None:
+    """Studies."""
+
+
+@study.command("create")
+@click.argument("slug")
+@click.option(
+    "--taxonomy", "taxonomy_path", required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option("--annotators-per-doc", default=3, show_default=True, type=int)
+@click.option(
+    "--suggestions",
+    default="hidden",
+    show_default=True,
+    type=click.Choice(["off", "shown", "hidden"]),
+)
+@click.option("--title", default=None, help="Shown to workers; defaults to the taxonomy name.")
+@with_app
+def study_create(
+    slug: str, taxonomy_path: Path, annotators_per_doc: int, suggestions: str, title: str | None
+) -> None:
+    """Create a study (the same arguments again change nothing)."""
+    from app.db import session_scope
+    from app.studies import create_study
+
+    with session_scope() as session:
+        created_study, created = create_study(
+            session,
+            slug,
+            taxonomy_path,
+            annotators_per_doc=annotators_per_doc,
+            suggestions=suggestions,
+            title=title,
+        )
+        verb = "created" if created else "already exists, unchanged:"
+        click.echo(
+            f"study {created_study.slug} {verb} ({created_study.taxonomy_name}, "
+            f"{annotators_per_doc} annotators per document, suggestions {suggestions})"
+        )
+
+
+@click.command("report", cls=OneLineCommand)
+@click.argument("slug")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@with_app
+def report_command(slug: str, as_json: bool) -> None:
+    """Progress, per-worker scores and agreement of a study."""
+    from app.db import session_scope
+    from app.reporting import format_report, study_report
+    from app.studies import get_study
+
+    with session_scope() as session:
+        report = study_report(session, get_study(session, slug))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(format_report(report))
+
+
+@click.command("demo", cls=OneLineCommand)
+@click.option("--slug", default="demo", show_default=True)
+@with_app
+def demo_command(slug: str) -> None:
+    """Create the demo study with the shipped demo documents (once)."""
+    from sqlalchemy import func, select
+
+    from app.config import PROJECT_ROOT
+    from app.db import session_scope
+    from app.importers import parse_documents
+    from app.models import Document
+    from app.studies import create_study, import_documents
+
+    with session_scope() as session:
+        demo, _ = create_study(
+            session,
+            slug,
+            PROJECT_ROOT / "taxonomies" / "snac.yaml",
+            annotators_per_doc=3,
+            suggestions="shown",
+            title="Demo: coherence errors in story summaries",
+        )
+        count = session.scalar(select(func.count()).where(Document.study_id == demo.id))
+        if count:
+            click.echo(f"demo study {slug!r} already has {count} documents")
+            return
+        from flask import current_app
+
+        from app.entities import load_pipeline
+
+        documents = parse_documents(PROJECT_ROOT / "app" / "demo_data" / "documents.json", "snac")
+        result = import_documents(
+            session, demo, documents, nlp=load_pipeline(current_app.config["SPACY_MODEL"])
+        )
+        click.echo(f"demo study {slug!r}: {result.documents} documents loaded")
