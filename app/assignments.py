@@ -18,6 +18,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
+from app.documents.taxonomy import categories_by_id
+from app.documents.text import normalise_newlines, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -28,8 +30,6 @@ from app.models import (
     Suggestion,
     isoformat,
 )
-from app.taxonomy import categories_by_id
-from app.text import normalise_newlines, storable
 
 MAX_COMMENT_CHARS = 5_000
 MAX_WORKER_ID_CHARS = 200

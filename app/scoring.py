@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from app.segmenting import sentence_spans
+from app.documents.segmenting import sentence_spans
 
 TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
 TextKey = tuple[str, int]

@@ -72,8 +72,8 @@ def make_app():
     )
 
     from app.config import normalise_database_url
+    from app.documents.taxonomy import load_taxonomy
     from app.models import Document, Segment
-    from app.taxonomy import load_taxonomy
 
     engine = create_engine(normalise_database_url(os.environ["DATABASE_URL"]),
                            pool_pre_ping=True, pool_size=10, max_overflow=20)

@@ -109,9 +109,9 @@ def prepare_study(url: str, slug: str, documents: list[tuple[str, list[str]]]) -
     """Migrate ``url`` and create study ``slug`` holding ``documents`` (no entity cues)."""
     from app import create_app
     from app.db import session_scope
-    from app.importers import DocumentInput
+    from app.documents.studies import create_study, import_documents
+    from app.formats import DocumentInput
     from app.migrate import upgrade
-    from app.studies import create_study, import_documents
 
     upgrade(url)
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})

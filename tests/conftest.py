@@ -105,8 +105,8 @@ def make_study(app, slug: str = "demo", taxonomy: str = "taxonomies/snac.yaml",
                gold: bool = False):
     """Create a study and import ``documents`` [(external_id, [segment texts])] into it."""
     from app.db import session_scope
-    from app.importers import DocumentInput
-    from app.studies import create_study, import_documents
+    from app.documents.studies import create_study, import_documents
+    from app.formats import DocumentInput
 
     documents = documents or [("doc-1", ["First segment.", "Second segment.", "Third one."])]
     inputs = [d if isinstance(d, DocumentInput) else DocumentInput(d[0], list(d[1]))

@@ -72,8 +72,8 @@ def count_rows(app, model) -> int:
 
 
 def export_text(app, slug: str = "demo", fmt: str = "csv") -> str:
-    from app.export import iter_export
-    from app.studies import get_study
+    from app.documents.studies import get_study
+    from app.formats import iter_export
 
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()

@@ -33,8 +33,8 @@ from app.agreement import (
     two_agree,
     unit_counts,
 )
+from app.documents.taxonomy import load_taxonomy
 from app.scoring import Span, sentence_bounds, token_bounds
-from app.taxonomy import load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN = math.nan

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from app import platforms
 from app.assigning import release_abandoned
 from app.db import session_scope
-from app.importers import DocumentInput, GoldSpan
+from app.formats import DocumentInput, GoldSpan
 from app.models import Assignment, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
 
@@ -199,7 +199,7 @@ def _qualification_study(app, **rule):
         gold=[GoldSpan(segment=0, text="the wrong person", category="CharE", votes=3)],
     )
     with app.app_context(), session_scope() as session:
-        from app.studies import import_documents
+        from app.documents.studies import import_documents
 
         study = session.scalar(select(Study))
         import_documents(session, study, [gold, gold2], gold=True)

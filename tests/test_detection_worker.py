@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.db import session_scope
-from app.importers import DocumentInput
+from app.formats import DocumentInput
 from app.models import DetectionJob, Suggestion
 from tests.conftest import make_database_url, make_study, shared_file
 
@@ -42,7 +42,7 @@ def database_url(request, tmp_path):
 
 
 def first_train_document() -> DocumentInput:
-    from app.importers import parse_documents
+    from app.formats import parse_documents
 
     documents = parse_documents(shared_file("snac", "train.json"), "snac")
     return documents[0]

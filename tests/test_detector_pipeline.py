@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from app.taxonomy import load_taxonomy
+from app.documents.taxonomy import load_taxonomy
 from model_server.detector import RawSuggestion, label_map, load_detector, to_categories
 from model_server.evaluate import score
 from model_server.pipeline import detect_document

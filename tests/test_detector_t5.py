@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.taxonomy import load_taxonomy
+from app.documents.taxonomy import load_taxonomy
 from model_server.detector import load_detector
 from model_server.pipeline import detect_document
 from model_server.predict import predict_tsv

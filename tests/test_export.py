@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from app import export
+from app.formats import iter_export
+from app.formats.rows import CHUNK_ROWS, CSV_COLUMNS
 from app.models import Annotation, Assignment
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, export_text, span
@@ -70,7 +71,7 @@ def csv_rows(app) -> tuple[list[str], list[dict[str, str]]]:
 def test_csv_columns_are_the_contract(app, work):
     header, _ = csv_rows(app)
     assert header == CONTRACT_COLUMNS
-    assert list(export.CSV_COLUMNS) == CONTRACT_COLUMNS
+    assert list(CSV_COLUMNS) == CONTRACT_COLUMNS
 
 
 def test_csv_rows(app, work):
@@ -174,7 +175,7 @@ def test_large_export_streams_in_chunks(app, client):
     make_study(app, documents=[("doc-1", TEXTS)])
     token = client.post("/api/assignments", json={
         "study": "demo", "document": "doc-1", "worker_id": "w"}).get_json()["token"]
-    total = export.CHUNK_ROWS * 2 + 17
+    total = CHUNK_ROWS * 2 + 17
     from app.db import session_scope
 
     with app.app_context(), session_scope() as session:
@@ -186,16 +187,16 @@ def test_large_export_streams_in_chunks(app, client):
         )
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
 
-    from app.studies import get_study
+    from app.documents.studies import get_study
 
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:
             study = get_study(session, "demo")
-            chunks = export.iter_export(session, study, "csv")
+            chunks = iter_export(session, study, "csv")
             assert isinstance(chunks, types.GeneratorType)
             pieces = list(chunks)
-            lines = list(export.iter_export(session, study, "jsonl"))
+            lines = list(iter_export(session, study, "jsonl"))
         finally:
             session.close()
     assert len(pieces) >= 3
@@ -207,7 +208,7 @@ def test_large_export_streams_in_chunks(app, client):
 
 
 def test_gold_spans_never_reach_the_exports(app, client):
-    from app.importers import DocumentInput, GoldSpan
+    from app.formats import DocumentInput, GoldSpan
 
     gold = DocumentInput("gold-1", TEXTS, gold=[
         GoldSpan(0, "the café", "RefE", 3), GoldSpan(1, "Zoë met the cat", "RepE", 2,
@@ -230,8 +231,8 @@ def test_gold_spans_never_reach_the_exports(app, client):
 
 def test_carriage_returns_do_not_break_csv_readers(app, client):
     """A lone CR (old Mac line ends, pasted comments) would end a CSV row unquoted."""
-    from app.importers import parse_documents
-    from app.studies import get_study, import_documents
+    from app.documents.studies import get_study, import_documents
+    from app.formats import parse_documents
 
     raw = '{"crlf": ["First line.\\r\\nSecond line.\\rThird."]}'
     documents = parse_documents("crlf.json", "paragraphs", text=raw)

@@ -1,4 +1,4 @@
-"""On Postgres the CSV export is formatted by the server (app.export._postgres_csv_lines);
+"""On Postgres the CSV export is formatted by the server (app.formats.csv_postgres.postgres_csv_lines);
 it must give exactly the bytes the csv-module path gives, for awkward text too."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import io
 
 import pytest
 
-from app import export
+from app.formats import csv as csv_format
+from app.formats.csv_postgres import postgres_csv_lines
+from app.formats.rows import CSV_COLUMNS, row_values
 from tests.conftest import make_database_url, make_study
 
 pytestmark = pytest.mark.postgres
@@ -27,8 +29,8 @@ def database_url(request, tmp_path):
 def python_csv(session, study) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(export.CSV_COLUMNS)
-    writer.writerows(export._row_values(session, study))
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(row_values(session, study))
     return buffer.getvalue()
 
 
@@ -58,14 +60,14 @@ def test_server_formatted_csv_is_byte_identical(app, client):
     client.post("/api/assignments", json={"study": "demo", "document": "doc-2",
                                           "worker_id": "w5"})  # active, nothing: not exported
 
-    from app.studies import get_study
+    from app.documents.studies import get_study
 
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:
             study = get_study(session, "demo")
-            assert export._postgres_csv_lines(session, study) is not None
-            fast = "".join(export.iter_csv(session, study))
+            assert postgres_csv_lines(session, study) is not None
+            fast = "".join(csv_format.export(session, study))
             slow = python_csv(session, study)
         finally:
             session.close()

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from app.errors import InvalidInput
-from app.importers import parse_documents
+from app.formats import parse_documents
 from app.models import Document, GoldError, Segment
 from tests.conftest import REPO, make_database_url, shared_file
 from tests.helpers import count_rows
@@ -32,7 +32,7 @@ def write(tmp_path: Path, name: str, content) -> Path:
 def study(app) -> str:
     """An empty study (snac taxonomy) named ``demo``."""
     from app.db import session_scope
-    from app.studies import create_study
+    from app.documents.studies import create_study
 
     with app.app_context(), session_scope() as session:
         create_study(session, "demo", REPO / "taxonomies" / "snac.yaml", suggestions="off")
@@ -43,7 +43,7 @@ def import_file(app, path: Path, fmt: str = "auto", *, slug: str = "demo", gold:
                 sentences_per_segment: int | None = None):
     """Parse and store a file in one transaction, as ``marginalia import`` does."""
     from app.db import session_scope
-    from app.studies import get_study, import_documents
+    from app.documents.studies import get_study, import_documents
 
     with app.app_context(), session_scope() as session:
         documents = parse_documents(path, fmt, gold=gold,

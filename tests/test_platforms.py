@@ -390,8 +390,8 @@ def test_cli_create_hits_refuses_a_plain_http_base_url(app, database_url, monkey
 
 
 def test_after_submit_redirect_sends_qualification_and_mturk_work_to_the_done_page(app, client):
-    from app.importers import DocumentInput, GoldSpan
-    from app.studies import import_documents
+    from app.documents.studies import import_documents
+    from app.formats import DocumentInput, GoldSpan
 
     make_study(app, documents=DOCS)
     configure(app, platform="prolific", completion_url="https://example.org/done?cc=X",

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from app.assignment_scores import score_against_gold
+from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.models import (
     Annotation,
     Assignment,
@@ -32,7 +33,6 @@ from app.models import (
 )
 from app.reporting import format_report, study_report
 from app.scoring import sentence_bounds
-from app.taxonomy import load_taxonomy, taxonomy_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -456,7 +456,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     from app import create_app
     from app.assignments import add_annotation, find_document, open_assignment, submit
     from app.db import session_scope
-    from app.studies import get_study
+    from app.documents.studies import get_study
 
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     workers = ["w1", "w2", "w3"]

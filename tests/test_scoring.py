@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.documents.taxonomy import load_taxonomy
 from app.scoring import (
     Span,
     locate,
@@ -21,7 +22,6 @@ from app.scoring import (
     token_bounds,
     widen_to_sentences,
 )
-from app.taxonomy import load_taxonomy
 
 ROOT = Path(__file__).resolve().parents[1]
 

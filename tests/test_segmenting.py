@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.segmenting import regroup, sentence_spans, split_sentences
+from app.documents.segmenting import regroup, sentence_spans, split_sentences
 from tests.conftest import shared_file
 
 

@@ -82,9 +82,8 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
 @pytest.mark.slow
 def test_snac_dev_round_trip(app, client):
     from app.db import session_scope
-    from app.export import iter_export
-    from app.importers import parse_documents
-    from app.studies import create_study, get_study, import_documents
+    from app.documents.studies import create_study, get_study, import_documents
+    from app.formats import iter_export, parse_documents
 
     path = shared_file("snac", "dev.json")
     raw = json.loads(path.read_text(encoding="utf-8"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from app.documents.taxonomy import TaxonomyError, load_taxonomy
 from app.errors import InvalidInput
-from app.taxonomy import TaxonomyError, load_taxonomy
 from tests.conftest import REPO, make_study
 
 MARGINALIA = Path(sys.executable).parent / "marginalia"
@@ -171,7 +171,7 @@ def test_cli_taxonomy_check_fails_with_file_line_field(tmp_path):
 
 def test_study_keeps_its_taxonomy_snapshot_after_the_file_changes(app, client, tmp_path):
     from app.db import session_scope
-    from app.studies import create_study
+    from app.documents.studies import create_study
 
     copy = tmp_path / "snac.yaml"
     shutil.copy(REPO / "taxonomies" / "snac.yaml", copy)

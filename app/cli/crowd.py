@@ -57,8 +57,8 @@ def study_settings(
     def apply() -> dict[str, Any]:
         from app import platforms
         from app.db import session_scope
+        from app.documents.studies import get_study
         from app.errors import InvalidInput
-        from app.studies import get_study
 
         changes: dict[str, Any] = {}
         if platform is not None:
@@ -137,8 +137,8 @@ def create_hits_command(
     @_run
     def post():
         from app.db import session_scope
+        from app.documents.studies import get_study
         from app.mturk import create_hits, make_client
-        from app.studies import get_study
 
         with session_scope() as session:
             study = get_study(session, slug)

@@ -9,6 +9,7 @@ import click
 
 from app.cli.base import OneLineCommand, with_app
 from app.errors import InvalidInput
+from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
 
 @click.command("import", cls=OneLineCommand)
@@ -19,7 +20,7 @@ from app.errors import InvalidInput
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "falte", "paragraphs", "snac", "jsonl"]),
+    type=click.Choice(IMPORT_FORMATS),
 )
 @click.option("--sentences-per-segment", type=click.IntRange(min=1), default=None)
 @click.option("--gold", is_flag=True, help="Store the file's errors as gold (snac format).")
@@ -32,8 +33,8 @@ def import_command(
     from flask import current_app
 
     from app.db import session_scope
-    from app.importers import parse_documents
-    from app.studies import get_study, import_documents
+    from app.documents.studies import get_study, import_documents
+    from app.formats import parse_documents
 
     documents = parse_documents(file, fmt, sentences_per_segment=sentences_per_segment, gold=gold)
     nlp = None
@@ -59,7 +60,7 @@ def import_command(
 @click.command("export", cls=OneLineCommand)
 @click.argument("slug")
 @click.option(
-    "--format", "fmt", default="csv", show_default=True, type=click.Choice(["csv", "jsonl", "snac"])
+    "--format", "fmt", default="csv", show_default=True, type=click.Choice(EXPORT_FORMATS)
 )
 @click.option(
     "--out",
@@ -72,8 +73,8 @@ def export_command(slug: str, fmt: str, out: Path | None) -> None:
     """Stream a study's annotations."""
     from flask import current_app
 
-    from app.export import iter_export
-    from app.studies import get_study
+    from app.documents.studies import get_study
+    from app.formats import iter_export
 
     session = current_app.extensions["db_sessionmaker"]()
     try:

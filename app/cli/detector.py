@@ -22,7 +22,7 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     """Run the detector over a study's documents now (progress bar)."""
     from app.db import session_scope
     from app.detection import detect_study
-    from app.studies import get_study
+    from app.documents.studies import get_study
     from model_server.detector import load_detector
 
     detector = load_detector(detector_name)

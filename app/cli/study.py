@@ -20,7 +20,7 @@ def taxonomy() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def taxonomy_check(file: Path) -> None:
     """Validate a taxonomy YAML file and list its categories."""
-    from app.taxonomy import TaxonomyError, load_taxonomy
+    from app.documents.taxonomy import TaxonomyError, load_taxonomy
 
     try:
         snapshot = load_taxonomy(file)
@@ -60,7 +60,7 @@ def study_create(
 ) -> None:
     """Create a study (the same arguments again change nothing)."""
     from app.db import session_scope
-    from app.studies import create_study
+    from app.documents.studies import create_study
 
     with session_scope() as session:
         created_study, created = create_study(
@@ -85,8 +85,8 @@ def study_create(
 def report_command(slug: str, as_json: bool) -> None:
     """Progress, per-worker scores and agreement of a study."""
     from app.db import session_scope
+    from app.documents.studies import get_study
     from app.reporting import format_report, study_report
-    from app.studies import get_study
 
     with session_scope() as session:
         report = study_report(session, get_study(session, slug))
@@ -105,9 +105,9 @@ def demo_command(slug: str) -> None:
 
     from app.config import PROJECT_ROOT
     from app.db import session_scope
-    from app.importers import parse_documents
+    from app.documents.studies import create_study, import_documents
+    from app.formats import parse_documents
     from app.models import Document
-    from app.studies import create_study, import_documents
 
     with session_scope() as session:
         demo, _ = create_study(
@@ -126,7 +126,9 @@ def demo_command(slug: str) -> None:
 
         from app.entities import load_pipeline
 
-        documents = parse_documents(PROJECT_ROOT / "app" / "demo_data" / "documents.json", "snac")
+        documents = parse_documents(
+            PROJECT_ROOT / "app" / "documents" / "demo_data" / "documents.json", "snac"
+        )
         result = import_documents(
             session, demo, documents, nlp=load_pipeline(current_app.config["SPACY_MODEL"])
         )

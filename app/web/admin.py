@@ -31,16 +31,16 @@ from werkzeug.utils import secure_filename
 from app import auth, platforms
 from app.config import PROJECT_ROOT
 from app.db import begin_write, get_session
-from app.errors import InvalidInput, MarginaliaError
-from app.export import FORMATS, iter_export
-from app.models import Annotation, Assignment, Document, Study
-from app.studies import (
+from app.documents.studies import (
     SUGGESTION_MODES,
     analyse_entities,
     create_study,
     get_study,
     import_documents,
 )
+from app.errors import InvalidInput, MarginaliaError
+from app.formats import EXPORT_FORMATS, IMPORT_FORMATS, iter_export
+from app.models import Annotation, Assignment, Document, Study
 from app.web import charts
 from app.web.limits import limiter
 
@@ -51,7 +51,7 @@ EXPORT_TYPES = {
     "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
     "snac": ("application/json; charset=utf-8", "json"),
 }
-IMPORT_FORMATS = ("auto", "falte", "paragraphs", "snac", "jsonl")
+
 TAXONOMY_DIR = PROJECT_ROOT / "taxonomies"
 ADMIN_CSP = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
@@ -243,7 +243,7 @@ def _int_field(name: str, label: str, default: int) -> int:
 
 def _taxonomy_from_form() -> tuple[dict[str, Any] | None, Path | None]:
     """The uploaded YAML's snapshot, or the chosen shipped file (errors name file:line:field)."""
-    from app.taxonomy import parse_taxonomy
+    from app.documents.taxonomy import parse_taxonomy
 
     upload = request.files.get("taxonomy_file")
     if upload is not None and upload.filename:
@@ -400,7 +400,7 @@ def _load_nlp(enabled: bool) -> Any:
 @auth.login_required
 def upload_documents(slug: str):
     """Import an uploaded document file: the formats and messages of ``marginalia import``."""
-    from app.importers import parse_documents
+    from app.formats import parse_documents
 
     db = get_session()
     study = _study_or_404(db, slug)
@@ -482,7 +482,7 @@ def update_settings(slug: str):
 @bp.get("/studies/<slug>/export.<fmt>")
 @auth.login_required
 def export(slug: str, fmt: str):
-    if fmt not in FORMATS:
+    if fmt not in EXPORT_FORMATS:
         abort(404)
     db = get_session()
     study = _study_or_404(db, slug)

@@ -23,9 +23,9 @@ from app import platforms
 from app.assigning import assign, preview_document, qualification, qualification_state
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
+from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
-from app.studies import get_study
 
 bp = Blueprint("pages", __name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from app.importers import DocumentInput
+from app.formats import DocumentInput
 from tests.browser.helpers import annotation_texts, open_assignment, wait_loaded, wait_saved
 from tests.conftest import make_study
 

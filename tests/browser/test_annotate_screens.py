@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from app.importers import DocumentInput
+from app.formats import DocumentInput
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.browser
 
 
 def demo_segments(name: str = "demo-lighthouse") -> list[str]:
-    data = json.loads((REPO / "app" / "demo_data" / "documents.json").read_text("utf-8"))
+    data = json.loads((REPO / "app" / "documents" / "demo_data" / "documents.json").read_text("utf-8"))
     doc = data[name]
     return [doc[k]["text"] for k in sorted(doc, key=int)]
 
@@ -33,8 +33,8 @@ def demo_segments(name: str = "demo-lighthouse") -> list[str]:
 def make_demo_study(app) -> None:
     """The lighthouse demo summary with spaCy entity cues (when a pipeline loads)."""
     from app.db import session_scope
+    from app.documents.studies import create_study, import_documents
     from app.nlp import load_pipeline
-    from app.studies import create_study, import_documents
 
     nlp = load_pipeline()
     with app.app_context(), session_scope() as session:

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
-from app.importers import DocumentInput, GoldSpan
+from app.formats import DocumentInput, GoldSpan
 from app.models import Document, Study, Suggestion
 from tests.conftest import make_study
 
@@ -42,7 +42,7 @@ def seed(app) -> None:
         GoldSpan(segment=2, text="his brother, who he never had", category="CharE", votes=2),
     ])
     with app.app_context(), session_scope() as session:
-        from app.studies import import_documents
+        from app.documents.studies import import_documents
 
         study = session.scalar(select(Study).where(Study.slug == "voyage"))
         study.title = "Voyage summaries: coherence pilot"

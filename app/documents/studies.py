@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
-from app.importers import DocumentInput, GoldSpan
+from app.formats import DocumentInput, GoldSpan
 from app.models import DetectionJob, Document, GoldError, Segment, Study
-from app.taxonomy import load_taxonomy, taxonomy_hash
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Documents and studies: taxonomies, segmenting, checks of untrusted text, storing imports."""

@@ -1,0 +1,49 @@
+"""JSON Lines, both ways: documents in (``{"id", "segments", "meta"}`` per line) and the
+annotation export out (one object per row with CONTRACT's columns, typed, nulls for empty)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from sqlalchemy.orm import Session
+
+from app.errors import InvalidInput
+from app.formats.records import DocumentInput, Problem, document_id, segment_list
+from app.formats.rows import CHUNK_ROWS, annotation_rows
+from app.models import Study
+
+NAME = "jsonl"
+
+
+def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
+    documents = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{problem.source}:{number}: invalid JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise InvalidInput(f"{problem.source}:{number}: each line must be a JSON object")
+        doc = document_id(record.get("id"), problem)
+        meta = record.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise problem('"meta" must be an object', doc)
+        documents.append(
+            DocumentInput(doc, segment_list(record.get("segments"), problem, doc), meta)
+        )
+    return documents
+
+
+def export(session: Session, study: Study) -> Iterator[str]:
+    """One JSON object per line with the CSV columns, typed (nulls for empty fields)."""
+    lines: list[str] = []
+    for row in annotation_rows(session, study):
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if len(lines) >= CHUNK_ROWS:
+            yield "\n".join(lines) + "\n"
+            lines = []
+    if lines:
+        yield "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""SNaC's release format, both ways: ``{"doc-id": {"0": {"text": ..., "errors": [...]}}}``.
+
+Read: documents, and with ``--gold`` their errors as gold spans. Written: every submitted
+assignment's live annotations aggregated the way the release is (votes, ``antecedants``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
+from app.models import Annotation, Assignment, Document, Segment, Study
+
+NAME = "snac"
+
+
+def looks_like(data: Any) -> bool:
+    """Whether parsed JSON has this format's shape (for ``--format auto``)."""
+    first = next(iter(data.values()), None) if isinstance(data, dict) else None
+    return isinstance(first, dict) and all(str(k).isdigit() for k in first)
+
+
+def gold_errors(errors: Any, problem: Problem, doc: str, index: int) -> list[GoldSpan]:
+    if errors is None:
+        return []
+    if not isinstance(errors, list):
+        raise problem('"errors" must be a list', doc, index)
+    spans = []
+    for error in errors:
+        if not isinstance(error, dict):
+            raise problem("each error must be an object", doc, index)
+        span, category = error.get("span"), error.get("error_type")
+        votes = error.get("votes", 1)
+        if not isinstance(span, str):
+            # An empty span is kept (SNaC's release has one); it is stored as unlocated.
+            raise problem('an error has no "span" text', doc, index)
+        if not isinstance(category, str) or not category:
+            raise problem(f'error {span[:40]!r} has no "error_type"', doc, index)
+        if not isinstance(votes, int) or isinstance(votes, bool) or votes < 1:
+            raise problem(f'error {span[:40]!r} has bad "votes" {votes!r}', doc, index)
+        antecedents = error.get("antecedants", error.get("antecedents", [])) or []
+        if not isinstance(antecedents, list) or not all(isinstance(a, str) for a in antecedents):
+            raise problem(f'error {span[:40]!r} has bad "antecedants"', doc, index)
+        spans.append(GoldSpan(index, span, category, votes, list(antecedents)))
+    return spans
+
+
+def parse(data: Any, problem: Problem) -> list[DocumentInput]:
+    if not isinstance(data, dict):
+        raise problem('snac format must be {"doc-id": {"0": {"text": ..., "errors": [...]}}}')
+    documents = []
+    for raw_id, body in data.items():
+        doc = document_id(raw_id, problem)
+        if not isinstance(body, dict) or not body:
+            raise problem('must be an object of segments {"0": {"text": ...}}', doc)
+        try:
+            indexed = sorted((int(k), v) for k, v in body.items())
+        except (TypeError, ValueError):
+            raise problem("segment keys must be integers as strings", doc) from None
+        if [i for i, _ in indexed] != list(range(len(indexed))):
+            raise problem("segment keys must run 0, 1, 2, ... without gaps", doc)
+        segments, gold = [], []
+        for index, seg in indexed:
+            if not isinstance(seg, dict):
+                raise problem('must be an object with "text"', doc, index)
+            segments.append(segment_text(seg.get("text"), problem, doc, index))
+            gold.extend(gold_errors(seg.get("errors"), problem, doc, index))
+        documents.append(DocumentInput(doc, segments, gold=gold))
+    return documents
+
+
+def document_errors(
+    texts: list[str], marks: list[tuple[str, int, str, str, str | None]]
+) -> dict[str, Any]:
+    """Aggregate one document's (worker, segment, span, category, paired text) marks.
+
+    Identical (span text, category) pairs in a segment merge; ``votes`` counts the distinct
+    workers who marked them; paired categories list each of those workers' earlier span in
+    ``antecedants`` (SNaC's spelling).
+    """
+    merged: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for worker, segment, span, category, paired_text in marks:
+        entry = merged.setdefault((segment, span, category), {"workers": {}, "paired": False})
+        if worker not in entry["workers"]:
+            entry["workers"][worker] = paired_text
+        entry["paired"] = entry["paired"] or paired_text is not None
+    document: dict[str, Any] = {str(i): {"text": t, "errors": []} for i, t in enumerate(texts)}
+    for (segment, span, category), entry in merged.items():
+        error: dict[str, Any] = {
+            "span": span,
+            "error_type": category,
+            "votes": len(entry["workers"]),
+        }
+        if entry["paired"]:
+            error["antecedants"] = [p for p in entry["workers"].values() if p is not None]
+        document[str(segment)]["errors"].append(error)
+    return document
+
+
+def build(session: Session, study: Study) -> dict[str, Any]:
+    """The SNaC release's JSON shape over all submitted assignments of the study."""
+    documents = session.scalars(
+        select(Document)
+        .where(
+            Document.study_id == study.id,
+            Document.id.in_(
+                select(Assignment.document_id).where(
+                    Assignment.study_id == study.id, Assignment.status == "submitted"
+                )
+            ),
+        )
+        .order_by(Document.position)
+    ).all()
+    result: dict[str, Any] = {}
+    for document in documents:
+        texts = list(
+            session.scalars(
+                select(Segment.text)
+                .where(Segment.document_id == document.id)
+                .order_by(Segment.index)
+            )
+        )
+        marks = session.execute(
+            select(
+                Assignment.worker_id,
+                Annotation.segment,
+                Annotation.text,
+                Annotation.category,
+                Annotation.paired_text,
+            )
+            .join(Assignment, Assignment.id == Annotation.assignment_id)
+            .where(
+                Assignment.document_id == document.id,
+                Assignment.status == "submitted",
+                Annotation.removed_at.is_(None),
+            )
+            .order_by(Annotation.segment, Annotation.start, Annotation.id)
+        ).all()
+        result[document.external_id] = document_errors(texts, [tuple(m) for m in marks])
+    return result
+
+
+def export(session: Session, study: Study) -> Iterator[str]:
+    """The whole aggregate as one JSON text (the release's shape is one object)."""
+    yield json.dumps(build(session, study), ensure_ascii=False, indent=1) + "\n"
