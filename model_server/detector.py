@@ -1,99 +1,17 @@
-"""The detector interface: (context, sentence) pairs in, raw suggestions out.
+"""Choosing a detector backend: :func:`load_detector` and :func:`default_detector`.
 
-Every backend (rules, T5, MiniLM) implements :class:`Detector`. Raw suggestions carry the
-detector's own label (``character``, ``event``, ``scene``, ``inconsistent``); a study's
-taxonomy maps them to its categories through each category's ``detector_label``.
+The interface every backend implements (:class:`~model_server.interface.Detector`,
+inputs, raw suggestions, label -> category mapping) lives in :mod:`model_server.interface`,
+which imports no backend; this module imports the backends lazily, so nothing imports
+back from it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-
-class DetectionInput(NamedTuple):
-    """One sentence to judge; ``opens_segment`` is True for a segment's first sentence."""
-
-    context: str
-    sentence: str
-    opens_segment: bool = False
-
-
-@dataclass(frozen=True)
-class RawSuggestion:
-    """A suspected error in a sentence: detector label, offsets inside the sentence."""
-
-    label: str
-    start: int
-    end: int
-    score: float
-    detector: str
-    version: str
-
-
-@runtime_checkable
-class Detector(Protocol):
-    """What every backend provides."""
-
-    name: str
-    version: str
-
-    def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
-        """One list of raw suggestions per input, in input order."""
-        ...
-
-
-def as_inputs(batch: Sequence[DetectionInput | tuple]) -> list[DetectionInput]:
-    """Accept plain (context, sentence) or (context, sentence, opens_segment) tuples."""
-    return [item if isinstance(item, DetectionInput) else DetectionInput(*item) for item in batch]
-
-
-def label_map(taxonomy: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """detector label -> taxonomy category (first category claiming the label wins)."""
-    mapping: dict[str, dict[str, Any]] = {}
-    for category in taxonomy.get("categories", []):
-        label = (category.get("detector_label") or "").strip().lower()
-        if label and label not in mapping:
-            mapping[label] = category
-    return mapping
-
-
-@dataclass(frozen=True)
-class CategorySuggestion:
-    """A raw suggestion mapped to a study category, offsets inside the sentence."""
-
-    category: str
-    start: int
-    end: int
-    score: float
-    detector: str
-    version: str
-
-
-def to_categories(raw: Sequence[RawSuggestion], sentence: str,
-                  taxonomy: dict[str, Any]) -> list[CategorySuggestion]:
-    """Map raw suggestions to the taxonomy's categories; sentence-scope ones cover the
-    whole sentence; labels with no category and empty spans are dropped."""
-    mapping = label_map(taxonomy)
-    out: dict[tuple[str, int, int], CategorySuggestion] = {}
-    for sug in raw:
-        category = mapping.get(sug.label)
-        if category is None:
-            continue
-        start, end = sug.start, sug.end
-        if category.get("scope") == "sentence":
-            start, end = 0, len(sentence)
-        start, end = max(0, start), min(len(sentence), end)
-        if end <= start or not sentence[start:end].strip():
-            continue
-        key = (category["id"], start, end)
-        if key not in out or out[key].score < sug.score:
-            out[key] = CategorySuggestion(category["id"], start, end, float(sug.score),
-                                          sug.detector, sug.version)
-    return list(out.values())
+from model_server.interface import Detector
 
 
 def _default_model_dir() -> Path:

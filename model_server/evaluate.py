@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from model_server.detector import DetectionInput, Detector, RawSuggestion
 from model_server.grammar import SNAC_CATEGORY
+from model_server.interface import DetectionInput, Detector, RawSuggestion
 from model_server.snac_data import SentenceExample, load_documents, sentence_examples
 
 REPORTED = ("CharE", "SceneE", "RefE", "InconE")

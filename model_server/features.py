@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from model_server.detector import DetectionInput
+from model_server.interface import DetectionInput
 from model_server.text import nlp
 
 TITLES = {

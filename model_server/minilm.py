@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model_server.detector import DetectionInput, RawSuggestion, as_inputs
 from model_server.features import SentenceCandidates, analyse, parse_inputs
+from model_server.interface import DetectionInput, RawSuggestion, as_inputs
 
 NAME = "minilm"
 HEAD_FILE = "head.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from model_server.detector import DetectionInput, Detector, to_categories
+from model_server.interface import DetectionInput, Detector, to_categories
 from model_server.text import split_many
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from model_server.detector import DetectionInput, Detector
 from model_server.grammar import build_input, format_target
+from model_server.interface import DetectionInput, Detector
 
 
 def read_tsv(path: str | Path) -> list[dict[str, str]]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from model_server.detector import DetectionInput, RawSuggestion, as_inputs
 from model_server.features import SentenceCandidates, analyse, parse_inputs
+from model_server.interface import DetectionInput, RawSuggestion, as_inputs
 
 NAME = "rules"
 VERSION = "1"

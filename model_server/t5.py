@@ -15,7 +15,6 @@ from pathlib import Path
 
 import torch
 
-from model_server.detector import DetectionInput, RawSuggestion, as_inputs
 from model_server.grammar import (
     LABELS,
     SNAC_CONTEXT_WORDS,
@@ -25,6 +24,7 @@ from model_server.grammar import (
     find_span,
     parse_output,
 )
+from model_server.interface import DetectionInput, RawSuggestion, as_inputs
 
 NAME = "t5"
 SETTINGS_FILE = "marginalia_detector.json"

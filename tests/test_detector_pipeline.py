@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from app.documents.taxonomy import load_taxonomy
-from model_server.detector import RawSuggestion, label_map, load_detector, to_categories
+from model_server.detector import load_detector
 from model_server.evaluate import score
+from model_server.interface import RawSuggestion, label_map, to_categories
 from model_server.pipeline import detect_document
 from model_server.rules import RulesDetector
 from model_server.snac_data import GoldError, SentenceExample
