@@ -180,8 +180,8 @@ def export_http(url: str) -> dict[str, Any]:
     import httpx
 
     from app import create_app
-    from app.auth import create_researcher
     from app.db import session_scope
+    from app.researchers.accounts import create_researcher
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
     with app.app_context(), session_scope() as session:

@@ -22,7 +22,7 @@ TOKEN_PATTERN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 @pytest.fixture
 def researcher(app):
-    from app.auth import create_researcher
+    from app.researchers.accounts import create_researcher
 
     with app.app_context(), session_scope() as session:
         create_researcher(session, EMAIL, PASSWORD)

@@ -23,7 +23,8 @@ import krippendorff
 import numpy as np
 import pytest
 
-from app.agreement import (
+from app.documents.taxonomy import load_taxonomy
+from app.quality.agreement import (
     NORMALISED,
     UnitCounts,
     agreement_report,
@@ -33,8 +34,7 @@ from app.agreement import (
     two_agree,
     unit_counts,
 )
-from app.documents.taxonomy import load_taxonomy
-from app.scoring import Span, sentence_bounds, token_bounds
+from app.quality.scoring import Span, sentence_bounds, token_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN = math.nan
@@ -245,7 +245,7 @@ def test_groups_from_the_snac_taxonomy():
 
 def _snac_synthetic(split: str):
     """SNaC data as three synthetic workers: worker k marks every error with votes >= k."""
-    from app.scoring import locate
+    from app.quality.scoring import locate
 
     path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
     path = path / "snac" / f"{split}.json"

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app import platforms
-from app.assigning import release_abandoned
+from app.annotation.assigning import release_abandoned
+from app.crowd import platforms
 from app.db import session_scope
 from app.formats import DocumentInput, GoldSpan
 from app.models import Assignment, Study

@@ -116,8 +116,8 @@ class ExplodingOnMarker:
 
 
 def test_one_bad_document_never_stops_the_worker(app, database_url):
-    from app import jobs
-    from app.detection import work
+    from app.detection import jobs
+    from app.detection.worker import work
 
     make_study(app, suggestions="hidden", documents=[
         ("good-1", ["A quiet morning.", "Nothing happens."]),

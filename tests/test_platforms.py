@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
-from app import platforms
+from app.crowd import platforms
 from app.db import session_scope
 from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Study
@@ -322,7 +322,7 @@ def _study(app) -> Study:
 def test_create_hits_sends_external_question_with_unique_tokens(app):
     from botocore.stub import Stubber
 
-    from app.mturk import create_hits, external_question, make_client
+    from app.crowd.mturk import create_hits, external_question, make_client
 
     make_study(app, documents=DOCS, annotators_per_doc=3)
     study = _study(app)
@@ -363,7 +363,7 @@ def test_create_hits_sends_external_question_with_unique_tokens(app):
 
 
 def test_create_hits_production_endpoint_and_checks(app):
-    from app.mturk import create_hits, make_client, request_token, reward_text
+    from app.crowd.mturk import create_hits, make_client, request_token, reward_text
 
     client = make_client(sandbox=False, aws_access_key_id="A", aws_secret_access_key="B")
     assert client.meta.endpoint_url == "https://mturk-requester.us-east-1.amazonaws.com"

@@ -19,7 +19,6 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from app.assignment_scores import score_against_gold
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.models import (
     Annotation,
@@ -31,8 +30,9 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.reporting import format_report, study_report
-from app.scoring import sentence_bounds
+from app.quality.assignment_scores import score_against_gold
+from app.quality.reporting import format_report, study_report
+from app.quality.scoring import sentence_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -454,7 +454,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     # three synthetic workers: worker k marks every error that k or more annotators marked
     from app import create_app
-    from app.assignments import add_annotation, find_document, open_assignment, submit
+    from app.annotation.assignments import add_annotation, find_document, open_assignment, submit
     from app.db import session_scope
     from app.documents.studies import get_study
 

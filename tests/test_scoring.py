@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.documents.taxonomy import load_taxonomy
-from app.scoring import (
+from app.quality.scoring import (
     Span,
     locate,
     locate_spans,

@@ -55,7 +55,7 @@ def study_settings(
 
     @_run
     def apply() -> dict[str, Any]:
-        from app import platforms
+        from app.crowd import platforms
         from app.db import session_scope
         from app.documents.studies import get_study
         from app.errors import InvalidInput
@@ -136,9 +136,9 @@ def create_hits_command(
 
     @_run
     def post():
+        from app.crowd.mturk import create_hits, make_client
         from app.db import session_scope
         from app.documents.studies import get_study
-        from app.mturk import create_hits, make_client
 
         with session_scope() as session:
             study = get_study(session, slug)

@@ -21,7 +21,7 @@ from app.cli.base import OneLineCommand, with_app
 def detect_command(slug: str, detector_name: str | None) -> None:
     """Run the detector over a study's documents now (progress bar)."""
     from app.db import session_scope
-    from app.detection import detect_study
+    from app.detection.worker import detect_study
     from app.documents.studies import get_study
     from model_server.detector import load_detector
 
@@ -49,8 +49,8 @@ def worker_command(once: bool, health: bool, detector_name: str | None, poll: fl
 
     from flask import current_app
 
-    from app import jobs
-    from app.detection import work
+    from app.detection import jobs
+    from app.detection.worker import work
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:

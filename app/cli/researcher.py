@@ -16,8 +16,8 @@ def researcher() -> None:
 @with_app
 def researcher_create(email: str, password: str) -> None:
     """Create a researcher account."""
-    from app.auth import create_researcher
     from app.db import session_scope
+    from app.researchers.accounts import create_researcher
 
     with session_scope() as session:
         create_researcher(session, email, password)
@@ -30,8 +30,8 @@ def researcher_create(email: str, password: str) -> None:
 @with_app
 def researcher_set_password(email: str, password: str) -> None:
     """Change a researcher's password."""
-    from app.auth import set_password
     from app.db import session_scope
+    from app.researchers.accounts import set_password
 
     with session_scope() as session:
         set_password(session, email, password)

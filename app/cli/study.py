@@ -86,7 +86,7 @@ def report_command(slug: str, as_json: bool) -> None:
     """Progress, per-worker scores and agreement of a study."""
     from app.db import session_scope
     from app.documents.studies import get_study
-    from app.reporting import format_report, study_report
+    from app.quality.reporting import format_report, study_report
 
     with session_scope() as session:
         report = study_report(session, get_study(session, slug))

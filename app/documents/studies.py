@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.documents.records import DocumentInput, GoldSpan
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
-from app.formats import DocumentInput, GoldSpan
 from app.models import DetectionJob, Document, GoldError, Segment, Study
 
 log = logging.getLogger(__name__)

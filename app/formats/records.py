@@ -1,4 +1,4 @@
-"""What every document reader shares: the parsed records and the checks of untrusted input.
+"""What every document reader shares: the checks of untrusted input and their messages.
 
 Parsing is separate from storing: readers touch no database, and every problem is reported
 as one :class:`InvalidInput` message naming the file, document and segment.
@@ -6,44 +6,15 @@ as one :class:`InvalidInput` message naming the file, document and segment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from app.documents.records import DocumentInput, GoldSpan
 from app.documents.text import normalise_newlines, storable
 from app.errors import InvalidInput
 
 MAX_SEGMENT_CHARS = 20_000
 MAX_SEGMENTS = 2_000
 MAX_ID_CHARS = 300
-
-
-@dataclass
-class GoldSpan:
-    """A reference error from a SNaC-format file: text, category, votes, antecedent texts."""
-
-    segment: int
-    text: str
-    category: str
-    votes: int
-    antecedents: list[str] = field(default_factory=list)
-
-
-@dataclass
-class DocumentInput:
-    """One parsed document, ready to store."""
-
-    external_id: str
-    segments: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)
-    gold: list[GoldSpan] = field(default_factory=list)
-    entity_clusters: list[list[tuple[int, int, str]]] | None = None
-
-    @property
-    def source(self) -> str:
-        """A coarse source label (e.g. ``book_175b`` from ``book_175b13``) for charts."""
-        if self.meta.get("source"):
-            return str(self.meta["source"])
-        return self.external_id.rstrip("0123456789_-") or self.external_id
 
 
 class Problem:
@@ -92,3 +63,6 @@ def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
     if len(values) > MAX_SEGMENTS:
         raise problem(f"has more than {MAX_SEGMENTS} segments", doc)
     return [segment_text(v, problem, doc, i) for i, v in enumerate(values)]
+
+
+__all__ = ["DocumentInput", "GoldSpan", "Problem", "document_id", "segment_list", "segment_text"]

@@ -7,13 +7,13 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
-from app import assignments as service
+from app.annotation import assignments as service
+from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
-from app.platforms import after_submit_redirect
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 from sqlalchemy import text
 
-from app import jobs
 from app.db import get_session
+from app.detection import jobs
 
 bp = Blueprint("health", __name__)
 

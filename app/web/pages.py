@@ -18,9 +18,9 @@ from flask import (
     url_for,
 )
 
-from app import assignments as service
-from app import platforms
-from app.assigning import assign, preview_document, qualification, qualification_state
+from app.annotation import assignments as service
+from app.annotation.assigning import assign, preview_document, qualification, qualification_state
+from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.documents.studies import get_study

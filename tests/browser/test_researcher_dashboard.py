@@ -69,7 +69,7 @@ def work(client, worker: str, rng: random.Random, *, submit: bool = True) -> Non
 
 @pytest.fixture
 def busy_study(app):
-    from app.auth import create_researcher
+    from app.researchers.accounts import create_researcher
 
     seed(app)
     with app.app_context(), session_scope() as session:

@@ -44,7 +44,7 @@ def completion_page(app):
 
 @pytest.fixture
 def researcher(app):
-    from app.auth import create_researcher
+    from app.researchers.accounts import create_researcher
 
     app.config["ADMIN_POLL_MS"] = 700
     with app.app_context(), session_scope() as session:

@@ -350,7 +350,7 @@ def submit(session: Session, assignment: Assignment) -> str:
     assignment.completion_code = assignment.completion_code or new_completion_code()
     assignment.last_seen_at = now()
     if assignment.study.suggestions != "off":
-        from app.assignment_scores import score_against_suggestions
+        from app.quality.assignment_scores import score_against_suggestions
 
         session.flush()
         assignment.scores = {

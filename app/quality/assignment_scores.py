@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Suggestion
-from app.scoring import (
+from app.quality.scoring import (
     Span,
     TextKey,
     precision_recall_f1,

@@ -118,7 +118,7 @@ def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | Non
     scores = dict(assignment.scores or {})
     if "gold" in scores:
         return scores["gold"]
-    from app.assignment_scores import score_against_gold
+    from app.quality.assignment_scores import score_against_gold
 
     result = score_against_gold(session, assignment)
     scores["gold"] = result
@@ -337,7 +337,7 @@ def assign(
     existing one gets ``platform_data`` merged in (MTurk hands out a new assignmentId
     when a worker accepts again).
     """
-    from app.assignments import open_assignment
+    from app.annotation.assignments import open_assignment
 
     document = next_assignment_document(session, study, worker_id)
     assignment, created = open_assignment(

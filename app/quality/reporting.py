@@ -19,9 +19,9 @@ from rich.text import Text
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.agreement import LEVELS, NORMALISED, agreement_report, groups_from_taxonomy
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study, Suggestion
-from app.scoring import (
+from app.quality.agreement import LEVELS, NORMALISED, agreement_report, groups_from_taxonomy
+from app.quality.scoring import (
     Span,
     TextKey,
     precision_recall_f1,

@@ -44,7 +44,7 @@ from typing import Any
 import krippendorff
 import numpy as np
 
-from app.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
+from app.quality.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"

@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app import jobs
-from app.assignments import segment_texts
+from app.annotation.assignments import segment_texts
 from app.db import begin_write
+from app.detection import jobs
 from app.models import DetectionJob, Document, Study, Suggestion
 
 log = logging.getLogger(__name__)

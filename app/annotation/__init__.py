@@ -1,0 +1,2 @@
+"""Annotating: the rules for one assignment (open, add, remove, position, submit) and which
+document an arriving worker gets (assigning)."""

@@ -1,0 +1,2 @@
+"""Crowd platforms: Prolific, MTurk (ExternalQuestion) and generic arrival and return; the
+MTurk client."""

@@ -1,0 +1,1 @@
+"""Quality: span matching, assignment scores, agreement and the study report."""

@@ -1,0 +1,1 @@
+"""Researchers: accounts (hashed passwords) and login sessions."""

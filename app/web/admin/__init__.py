@@ -1,0 +1,12 @@
+"""Researcher pages: login, studies, the per-study dashboard, uploads, settings, exports.
+
+Every page here needs a researcher login (anonymous visitors are sent to the login page,
+JSON callers get 401); none may be framed by any site (CSP ``frame-ancestors 'none'``).
+Forms carry flask-wtf CSRF tokens; logins are throttled. One module per page group; importing
+them attaches their routes to ``bp``.
+"""
+
+from app.web.admin import dashboard, downloads, progress, session_pages, studies, uploads
+from app.web.admin.blueprint import bp
+
+__all__ = ["bp", "dashboard", "downloads", "progress", "session_pages", "studies", "uploads"]

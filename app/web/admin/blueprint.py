@@ -1,0 +1,69 @@
+"""The researcher blueprint and what every admin page shares: never framed, never cached
+by shared caches, larger upload bodies, the study lookup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    request,
+    url_for,
+)
+
+from app.config import PROJECT_ROOT
+from app.csp import ADMIN_CSP
+from app.documents.studies import (
+    get_study,
+)
+from app.errors import MarginaliaError
+from app.models import Study
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+EXPORT_TYPES = {
+    "csv": ("text/csv; charset=utf-8", "csv"),
+    "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
+    "snac": ("application/json; charset=utf-8", "json"),
+}
+
+TAXONOMY_DIR = PROJECT_ROOT / "taxonomies"
+MAX_GRID_DOCUMENTS = 600
+
+
+UPLOAD_ENDPOINTS = {"admin.new_study", "admin.upload_documents"}
+
+
+@bp.url_value_preprocessor
+def _upload_limit(endpoint: str | None, _values: dict[str, Any] | None) -> None:
+    """Let researcher uploads be larger than API bodies.
+
+    URL value preprocessors run before any before_request function, so the limit is in
+    place before CSRFProtect parses the form.
+    """
+    if endpoint in UPLOAD_ENDPOINTS:
+        request.max_content_length = current_app.config.get("MAX_UPLOAD_LENGTH")
+
+
+@bp.after_request
+def _never_framed(response):
+    """Admin pages and downloads: never framed, never cached by shared caches."""
+    response.headers["Content-Security-Policy"] = ADMIN_CSP
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def safe_next(target: str | None) -> str:
+    if target and target.startswith("/admin") and not target.startswith("//"):
+        return target
+    return url_for("admin.studies")
+
+
+def study_or_404(db, slug: str) -> Study:
+    try:
+        return get_study(db, slug)
+    except MarginaliaError:
+        abort(404)

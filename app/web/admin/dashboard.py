@@ -1,0 +1,174 @@
+"""A study's dashboard: progress, per-worker scores, charts, worker links, settings form."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from flask import (
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+
+from app.crowd import platforms
+from app.db import begin_write, get_session
+from app.errors import InvalidInput, MarginaliaError
+from app.formats import IMPORT_FORMATS
+from app.models import Study
+from app.researchers import accounts as auth
+from app.web import charts
+from app.web.admin.blueprint import EXPORT_TYPES, MAX_GRID_DOCUMENTS, bp, study_or_404
+from app.web.admin.progress import live_progress
+
+
+def _segments_per_source(report: dict[str, Any]) -> dict[str, int]:
+    totals: dict[str, int] = defaultdict(int)
+    for row in report["progress"]["per_document"]:
+        totals[row["source"]] += row["segments"] * row["submitted"]
+    return totals
+
+
+def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Assisted vs unassisted: workers, documents, annotations per segment, suggestion recall."""
+    rows: dict[str, dict[str, Any]] = {}
+    for worker in workers:
+        for condition in worker["conditions"]:
+            row = rows.setdefault(
+                condition,
+                {
+                    "condition": condition,
+                    "workers": 0,
+                    "documents": 0,
+                    "annotations": 0,
+                    "segments": 0,
+                    "caught": 0,
+                    "suggestions": 0,
+                },
+            )
+            row["workers"] += 1
+            row["documents"] += worker["documents_done"]
+            row["annotations"] += worker["annotations"]
+            row["segments"] += worker["segments"]
+            row["caught"] += worker["suggestion_recall"]["caught"]
+            row["suggestions"] += worker["suggestion_recall"]["total"]
+    for row in rows.values():
+        row["per_segment"] = row["annotations"] / row["segments"] if row["segments"] else None
+        row["recall"] = row["caught"] / row["suggestions"] if row["suggestions"] else None
+    return [rows[c] for c in sorted(rows)]
+
+
+def worker_links(study: Study) -> list[tuple[str, str]]:
+    base = url_for("pages.start", slug=study.slug, _external=True)
+    if study.platform == "prolific":
+        return [
+            (
+                "Prolific study URL",
+                base + "?PROLIFIC_PID={{%PROLIFIC_PID%}}"
+                "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}",
+            )
+        ]
+    if study.platform == "mturk":
+        return [("ExternalQuestion URL (marginalia mturk create-hits)", base)]
+    return [("Worker link", base + "?worker_id=WORKER-ID"), ("Ask for an ID", base)]
+
+
+def render_dashboard(
+    study: Study,
+    *,
+    upload_error: str | None = None,
+    settings_error: str | None = None,
+    status: int = 200,
+):
+    from app.quality.reporting import study_report
+
+    db = get_session()
+    report = study_report(db, study)
+    live = live_progress(db, study)
+    categories = study.taxonomy.get("categories", [])
+    chart_svgs = {
+        "categories": charts.category_bars(report["categories"]["overall"], categories),
+        "sources": charts.source_distribution(
+            report["categories"]["per_source"], _segments_per_source(report), categories
+        ),
+        "recall": charts.worker_recall(report["workers"]),
+        "has_recall": charts.has_recall(report["workers"]),
+        "legend": charts.legend(categories),
+    }
+    labels = {c["id"]: c["label"] for c in categories}
+    body = render_template(
+        "admin/dashboard.html",
+        study=study,
+        report=report,
+        live=live,
+        charts=chart_svgs,
+        labels=labels,
+        settings=platforms.describe(study),
+        links=worker_links(study),
+        conditions=condition_summary(report["workers"]),
+        grid=live["per_document"][:MAX_GRID_DOCUMENTS],
+        formats=IMPORT_FORMATS,
+        upload_error=upload_error,
+        settings_error=settings_error,
+        researcher=auth.current_researcher(),
+        export_types=EXPORT_TYPES,
+    )
+    return body, status
+
+
+@bp.get("/studies/<slug>")
+@auth.login_required
+def dashboard(slug: str):
+    return render_dashboard(study_or_404(get_session(), slug))
+
+
+@bp.get("/studies/<slug>/progress.json")
+@auth.login_required
+def progress_json(slug: str):
+    db = get_session()
+    return jsonify(live_progress(db, study_or_404(db, slug)))
+
+
+@bp.get("/studies/<slug>/report.json")
+@auth.login_required
+def report_json(slug: str):
+    from app.quality.reporting import study_report
+
+    db = get_session()
+    return jsonify(study_report(db, study_or_404(db, slug)))
+
+
+@bp.post("/studies/<slug>/settings")
+@auth.login_required
+def update_settings(slug: str):
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    form = request.form
+    try:
+        minutes_raw = (form.get("abandon_after_minutes") or "").strip()
+        f1_raw = (form.get("qualification_f1") or "").strip()
+        attempts_raw = (form.get("qualification_attempts") or "").strip()
+        try:
+            minutes = float(minutes_raw) if minutes_raw else platforms.UNSET
+            f1 = float(f1_raw) if f1_raw else None
+            attempts = int(attempts_raw) if attempts_raw else platforms.UNSET
+        except ValueError:
+            raise InvalidInput("timeout, F1 and attempts must be numbers") from None
+        platforms.configure_study(
+            study,
+            platform=form.get("platform") or study.platform,
+            completion_url=form.get("completion_url") or None,
+            abandon_after_minutes=minutes,
+            randomise_conditions=form.get("randomise_conditions") == "1",
+            qualification_f1=f1,
+            qualification_attempts=attempts,
+        )
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_dashboard(study, settings_error=str(exc), status=exc.status)
+    flash("Settings saved.", "ok")
+    return redirect(url_for("admin.dashboard", slug=slug) + "#settings")

@@ -1,0 +1,117 @@
+"""The studies list and the new-study form (shipped or uploaded taxonomy)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import (
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from sqlalchemy import select
+from werkzeug.utils import secure_filename
+
+from app.crowd import platforms
+from app.db import begin_write, get_session
+from app.documents.studies import (
+    SUGGESTION_MODES,
+    create_study,
+)
+from app.errors import InvalidInput, MarginaliaError
+from app.models import Study
+from app.researchers import accounts as auth
+from app.web.admin.blueprint import TAXONOMY_DIR, bp
+from app.web.admin.progress import study_progress
+
+
+@bp.get("/")
+@auth.login_required
+def studies():
+    db = get_session()
+    rows = db.scalars(select(Study).order_by(Study.created_at.desc())).all()
+    progress = study_progress(db, [s.id for s in rows])
+    return render_template(
+        "admin/studies.html",
+        studies=rows,
+        progress=progress,
+        researcher=auth.current_researcher(),
+    )
+
+
+def shipped_taxonomies() -> list[str]:
+    return sorted(p.name for p in TAXONOMY_DIR.glob("*.yaml"))
+
+
+def _int_field(name: str, label: str, default: int) -> int:
+    raw = (request.form.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput(f"{label} must be a whole number, not {raw!r}") from None
+
+
+def _taxonomy_from_form() -> tuple[dict[str, Any] | None, Path | None]:
+    """The uploaded YAML's snapshot, or the chosen shipped file (errors name file:line:field)."""
+    from app.documents.taxonomy import parse_taxonomy
+
+    upload = request.files.get("taxonomy_file")
+    if upload is not None and upload.filename:
+        name = secure_filename(upload.filename) or "taxonomy.yaml"
+        try:
+            text = upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{name}:1: (file): is not UTF-8 text") from None
+        return parse_taxonomy(text, name), None
+    choice = request.form.get("taxonomy") or ""
+    if choice not in shipped_taxonomies():
+        raise InvalidInput("choose one of the shipped taxonomies or upload a YAML file")
+    return None, TAXONOMY_DIR / choice
+
+
+@bp.route("/studies/new", methods=["GET", "POST"])
+@auth.login_required
+def new_study():
+    error = None
+    if request.method == "POST":
+        db = begin_write(get_session())
+        try:
+            snapshot, path = _taxonomy_from_form()
+            slug = (request.form.get("slug") or "").strip()
+            if db.scalar(select(Study.id).where(Study.slug == slug)) is not None:
+                raise InvalidInput(f"a study {slug!r} already exists; choose another slug")
+            study, _ = create_study(
+                db,
+                slug,
+                path,
+                taxonomy=snapshot,
+                annotators_per_doc=_int_field("annotators_per_doc", "Annotators per document", 3),
+                suggestions=request.form.get("suggestions") or "hidden",
+                title=(request.form.get("title") or "").strip() or None,
+            )
+            platforms.configure_study(
+                study,
+                platform=request.form.get("platform") or "generic",
+                completion_url=request.form.get("completion_url") or None,
+            )
+            db.commit()
+        except MarginaliaError as exc:
+            db.rollback()
+            error = str(exc)
+        else:
+            flash(f"Study {study.slug} created. Upload its documents next.", "ok")
+            return redirect(url_for("admin.dashboard", slug=study.slug))
+    return render_template(
+        "admin/new_study.html",
+        error=error,
+        taxonomies=shipped_taxonomies(),
+        modes=SUGGESTION_MODES,
+        platforms=platforms.PLATFORMS,
+        form=request.form,
+        researcher=auth.current_researcher(),
+    ), 400 if error else 200
