@@ -1,0 +1,178 @@
+// The annotate page's controller: the outbox that saves every change and what happens when
+// the server confirms or refuses one, loading the assignment (and replaying unsent writes),
+// read-only mode and the banner, and redrawing the whole page.
+
+import { append, byId, clear, h } from "../dom.js";
+import { renderEntityPanel } from "../entities.js";
+import { renderInstructions } from "../instructions.js";
+import { converter } from "../offsets.js";
+import { Outbox, requestJson } from "../outbox.js";
+import { buildCategoryButtons, renderForm } from "./form.js";
+import { renderList } from "./list.js";
+import { renderNav, renderProgress } from "./nav.js";
+import { renderText } from "./segments.js";
+import {
+  API,
+  TOKEN,
+  clampSegment,
+  el,
+  emptyForm,
+  loadSet,
+  root,
+  setHint,
+  showStatus,
+  state,
+} from "./state.js";
+
+export const outbox = new Outbox(API, TOKEN, {
+  status: (kind, detail) => {
+    if (!state.submitting || kind !== "saved") showStatus(kind, detail);
+  },
+  resolveId: (key) => state.idByKey.get(key) ?? null,
+  done: (op, result) => {
+    if (op.kind === "add" && result && result.id !== undefined) {
+      state.idByKey.set(op.client_id, result.id);
+      const a = state.annotations.find((x) => x.key === op.client_id);
+      if (a) {
+        a.id = result.id;
+        a.pending = false;
+        renderList();
+      }
+    }
+  },
+  failed: async (op, err) => {
+    if (err.status === 409 && (await submittedMeanwhile())) {
+      enterReadOnly("This assignment has already been submitted; it can no longer be changed.");
+      return;
+    }
+    if (op.kind === "add") {
+      state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
+      renderAll();
+      showStatus("error", err.message);
+      setHint(el.formHint, `The annotation was not saved: ${err.message}`, "error");
+    } else if (op.kind === "remove") {
+      showStatus("error", err.message);
+    }
+  },
+});
+
+/** After a 409: was the assignment submitted (e.g. in another tab)? */
+async function submittedMeanwhile() {
+  try {
+    const fresh = await requestJson("GET", API);
+    return Boolean(fresh.read_only);
+  } catch {
+    return false;
+  }
+}
+
+export async function load() {
+  let data;
+  try {
+    data = await requestJson("GET", API);
+  } catch (err) {
+    showBanner(`The document could not be loaded (${err.message}).`, "error", () => {
+      window.location.reload();
+    });
+    showStatus(navigator.onLine ? "error" : "offline", err.message);
+    return;
+  }
+  if (!data.document.segments.length) {
+    showBanner("This document has no text to annotate.", "error");
+    showStatus("saved");
+    return;
+  }
+  state.data = data;
+  state.texts = data.document.segments.map((s) => s.text);
+  state.conv = state.texts.map((t) => converter(t));
+  state.readOnly = Boolean(data.read_only);
+  state.current = clampSegment(data.current_segment || 0);
+  for (const c of data.taxonomy.categories) state.categories.set(c.id, c);
+  state.dismissed = loadSet("dismissed");
+  state.shown = loadSet("shown");
+  state.annotations = (data.annotations || []).map((a) => {
+    const key = a.client_id || `server:${a.id}`;
+    state.idByKey.set(key, a.id);
+    return { ...a, key, pending: false };
+  });
+  if (state.readOnly) outbox.stop();
+  else replayOutbox();
+
+  document.title = `${data.study.title || data.study.slug} · Marginalia`;
+  renderInstructions(el.instructionsBody, data.taxonomy, { readOnly: state.readOnly });
+  el.instructions.open = !state.readOnly && state.current === 0 && state.annotations.length === 0;
+  buildCategoryButtons();
+  if (state.readOnly) enterReadOnly(readOnlyMessage());
+  root.classList.remove("is-loading");
+  renderAll({ scrollContext: true });
+  outbox.kick(true);
+}
+
+/** Apply operations saved locally but not yet confirmed, so the view matches intent. */
+function replayOutbox() {
+  for (const op of outbox.pending()) {
+    if (op.kind === "add" && !state.annotations.some((a) => a.key === op.client_id)) {
+      state.annotations.push({ ...op.body, key: op.client_id, id: null, pending: true });
+    } else if (op.kind === "remove") {
+      state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
+    } else if (op.kind === "position") {
+      state.current = clampSegment(op.segment);
+    } else if (op.kind === "event" && op.event === "dismissed") {
+      state.dismissed.add(String(op.suggestion));
+    }
+  }
+}
+
+function readOnlyMessage() {
+  const d = state.data;
+  if (d.status === "submitted") {
+    return d.completion_code
+      ? `Submitted. Your completion code is ${d.completion_code}. This view is read-only.`
+      : "Submitted. This view is read-only.";
+  }
+  return "Preview: read-only, annotations cannot be added here.";
+}
+
+function showBanner(message, tone = "info", retry = null) {
+  clear(el.banner);
+  el.banner.dataset.tone = tone;
+  append(el.banner, h("p", {}, message));
+  if (retry) append(el.banner, h("button", { type: "button", class: "btn", onclick: retry }, "Try again"));
+  el.banner.hidden = false;
+}
+
+function enterReadOnly(message) {
+  state.readOnly = true;
+  outbox.stop();
+  state.form = emptyForm();
+  document.body.classList.add("read-only");
+  el.form.hidden = true;
+  el.hints.hidden = true;
+  showBanner(message, "info");
+  el.saveStatus.textContent = "";
+  if (state.data) renderAll();
+}
+
+function renderEntities() {
+  const n = renderEntityPanel(el.entityList, {
+    entities: state.data.entities || [],
+    mentions: state.data.mentions || [],
+    current: state.current,
+  });
+  el.entityEmpty.hidden = n > 0;
+  const none = (state.data.entities || []).length === 0;
+  el.entityPanel.hidden = none;
+  root.classList.toggle("no-entities", none);
+  const labels = new Set((state.data.entities || []).map((e) => e.label));
+  byId("entity-heading").textContent =
+    labels.size === 0 || (labels.size === 1 && labels.has("PERSON")) ? "Characters so far" : "Entities so far";
+}
+
+export function renderAll(opts = {}) {
+  renderProgress();
+  renderText(opts);
+  renderForm();
+  renderNav();
+  renderList();
+  renderEntities();
+}

@@ -1,0 +1,212 @@
+// The annotation form: the category buttons (and their keys), the span and paired fields,
+// the comment, Add and Cancel. Adding queues the annotation in the outbox.
+
+import { append, clear, h, setVar } from "../dom.js";
+import { groupedCategories } from "../instructions.js";
+import {
+  currentCategory,
+  el,
+  emptyForm,
+  page,
+  pairedPrompt,
+  quote,
+  segLabel,
+  setHint,
+  snapSpan,
+  spanText,
+  state,
+  uuid,
+} from "./state.js";
+
+export function buildCategoryButtons() {
+  clear(el.categoryButtons);
+  const groups = groupedCategories(state.data.taxonomy);
+  const labelled = groups.length > 1 || groups.some((g) => g.group);
+  for (const { group, categories } of groups) {
+    const buttons = categories.map((c) => {
+      const btn = h(
+        "button",
+        {
+          type: "button",
+          class: "cat-btn",
+          dataset: { category: c.id },
+          "aria-pressed": "false",
+          title: `${c.label}: ${c.definition || ""}${c.shortcut ? ` (key ${c.shortcut})` : ""}`,
+          "aria-keyshortcuts": c.shortcut || null,
+          onclick: () => chooseCategory(c.id),
+        },
+        h("span", { class: "swatch", "aria-hidden": "true" }),
+        h("span", { class: "cat-label" }, c.label),
+        c.kind === "paired" ? h("span", { class: "cat-tag", title: "Paired: also select the earlier text" }, "paired") : null,
+        c.scope === "sentence" ? h("span", { class: "cat-tag", title: "Marks the whole sentence" }, "sentence") : null,
+        c.shortcut ? h("kbd", { "aria-hidden": "true" }, c.shortcut) : null,
+      );
+      setVar(btn, "--cat", c.color);
+      return btn;
+    });
+    append(
+      el.categoryButtons,
+      h(
+        "div",
+        { class: "cat-group", role: "group", "aria-label": group ? group.label : "Other" },
+        labelled
+          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : "Other")
+          : null,
+        h("div", { class: "cat-group-buttons" }, buttons),
+      ),
+    );
+  }
+}
+
+function chooseCategory(id) {
+  if (state.readOnly) return;
+  const cat = state.categories.get(id);
+  if (!cat) return;
+  const f = state.form;
+  f.category = id;
+  if (f.span && f.raw) {
+    const text = state.texts[f.span.segment];
+    const snapped = snapSpan(text, f.raw, cat);
+    if (snapped) f.span = { segment: f.span.segment, ...snapped };
+  }
+  if (cat.kind !== "paired") f.paired = null;
+  if (f.suggestion !== null && f.suggestionCategory !== id) f.suggestion = null;
+  if (!f.span) setHint(el.formHint, "Now select the words in the current segment.");
+  else if (cat.kind === "paired" && !f.paired) setHint(el.formHint, pairedPrompt(cat));
+  else setHint(el.formHint, "");
+  renderForm();
+  page.renderText();
+}
+
+function toWire(span) {
+  const conv = state.conv[span.segment];
+  return {
+    segment: span.segment,
+    start: conv.toCp(span.start),
+    end: conv.toCp(span.end),
+    text: spanText(span),
+  };
+}
+
+function formReady() {
+  const f = state.form;
+  const cat = currentCategory();
+  return Boolean(f.span && cat && (cat.kind !== "paired" || f.paired));
+}
+
+function addAnnotation() {
+  if (state.readOnly) return;
+  const f = state.form;
+  const cat = currentCategory();
+  if (!f.span) return setHint(el.formHint, "Select the words with the error first.", "warn");
+  if (!cat) return setHint(el.formHint, "Choose a category first.", "warn");
+  if (cat.kind === "paired" && !f.paired) return setHint(el.formHint, pairedPrompt(cat), "warn");
+  const clientId = uuid();
+  const body = {
+    ...toWire(f.span),
+    category: cat.id,
+    paired: cat.kind === "paired" ? toWire(f.paired) : null,
+    comment: el.comment.value.trim(),
+    client_id: clientId,
+  };
+  if (f.suggestion !== null) body.suggestion_id = f.suggestion;
+  state.annotations.push({ ...body, key: clientId, id: null, pending: true });
+  page.outbox.push({ kind: "add", client_id: clientId, body });
+  if (f.suggestion !== null) {
+    page.outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted", client_id: clientId });
+  }
+  resetForm();
+  setHint(el.formHint, `Added: ${cat.label} — ${quote(body.text)}`, "ok");
+  page.renderAll();
+}
+
+export function resetForm() {
+  state.form = emptyForm();
+  el.comment.value = "";
+}
+
+function cancelForm() {
+  resetForm();
+  setHint(el.formHint, "");
+  renderForm();
+  page.renderText();
+}
+
+export function renderForm() {
+  const f = state.form;
+  const cat = currentCategory();
+  el.spanField.value = f.span ? spanText(f.span) : "";
+  el.clearSpan.disabled = !f.span;
+  for (const btn of el.categoryButtons.querySelectorAll(".cat-btn")) {
+    btn.setAttribute("aria-pressed", btn.dataset.category === f.category ? "true" : "false");
+  }
+  el.categoryDefinition.textContent = cat ? `${cat.label}: ${cat.definition || ""}` : "";
+  el.categoryDefinition.title = el.categoryDefinition.textContent;
+  const paired = Boolean(cat && cat.kind === "paired");
+  el.pairedRow.hidden = !paired;
+  if (paired) {
+    el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(cat);
+    el.pairedPrompt.hidden = Boolean(f.paired);
+    el.pairedField.value = f.paired ? spanText(f.paired) : "";
+    el.pairedSegment.textContent = f.paired ? ` · ${segLabel(f.paired.segment)}` : "";
+    el.clearPaired.disabled = !f.paired;
+  }
+  el.addButton.disabled = !formReady();
+}
+
+function typingInField(target) {
+  return (
+    target instanceof Element &&
+    (target.closest("input, textarea, select, [contenteditable='true']") !== null)
+  );
+}
+
+/** The form's buttons, and the keys: Ctrl/Cmd+Enter adds, Escape cancels, a category's key chooses it. */
+export function wireForm() {
+  el.form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    addAnnotation();
+  });
+  el.cancelButton.addEventListener("click", cancelForm);
+  el.clearSpan.addEventListener("click", () => {
+    state.form.span = null;
+    state.form.raw = null;
+    state.form.paired = null;
+    state.form.suggestion = null;
+    renderForm();
+    page.renderText();
+  });
+  el.clearPaired.addEventListener("click", () => {
+    state.form.paired = null;
+    const cat = currentCategory();
+    if (cat) setHint(el.formHint, pairedPrompt(cat));
+    renderForm();
+    page.renderText();
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (!state.data || state.readOnly) return;
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      addAnnotation();
+      return;
+    }
+    if (e.key === "Escape") {
+      if (state.form.span || state.form.category) {
+        e.preventDefault();
+        cancelForm();
+      }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey || typingInField(e.target)) return;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : null;
+    if (!key) return;
+    for (const c of state.categories.values()) {
+      if (c.shortcut && c.shortcut.toLowerCase() === key) {
+        e.preventDefault();
+        chooseCategory(c.id);
+        return;
+      }
+    }
+  });
+}

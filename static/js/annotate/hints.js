@@ -1,0 +1,96 @@
+// Detector suggestions ("hints") on the annotate page: which ones show in the current
+// segment, the hint list with Use and Dismiss, using one from the text, and logging each
+// as shown, accepted or dismissed.
+
+import { clear, h, setVar } from "../dom.js";
+import { el, page, pairedPrompt, quote, saveSet, setHint, state } from "./state.js";
+
+export function visibleSuggestions() {
+  const list = (state.data && state.data.suggestions) || [];
+  return list.filter(
+    (s) =>
+      s.segment === state.current &&
+      !state.dismissed.has(String(s.id)) &&
+      state.categories.has(s.category) &&
+      !state.annotations.some(
+        (a) => a.segment === s.segment && a.category === s.category && a.start < s.end && s.start < a.end,
+      ),
+  );
+}
+
+function useSuggestion(s) {
+  if (state.readOnly) return;
+  const conv = state.conv[s.segment];
+  const span = { segment: s.segment, start: conv.toUtf16(s.start), end: conv.toUtf16(s.end) };
+  state.form = { raw: { start: span.start, end: span.end }, span, category: s.category, paired: null, suggestion: s.id, suggestionCategory: s.category };
+  const cat = state.categories.get(s.category);
+  setHint(
+    el.formHint,
+    cat.kind === "paired" ? pairedPrompt(cat) : "Check the suggestion, add a comment if you like, then press Add.",
+  );
+  page.renderForm();
+  page.renderText();
+  el.addButton.focus({ preventScroll: true });
+}
+
+function dismissSuggestion(s) {
+  state.dismissed.add(String(s.id));
+  saveSet("dismissed", state.dismissed);
+  page.outbox.push({ kind: "event", suggestion: s.id, event: "dismissed" });
+  if (state.form.suggestion === s.id) page.resetForm();
+  page.renderAll();
+}
+
+function logShown(list) {
+  let changed = false;
+  for (const s of list) {
+    if (state.shown.has(String(s.id))) continue;
+    state.shown.add(String(s.id));
+    changed = true;
+    page.outbox.push({ kind: "event", suggestion: s.id, event: "shown" });
+  }
+  if (changed) saveSet("shown", state.shown);
+}
+
+export function renderHints(list) {
+  clear(el.hintList);
+  el.hints.hidden = state.readOnly || list.length === 0;
+  for (const s of list) {
+    const cat = state.categories.get(s.category);
+    const item = h(
+      "li",
+      { class: "hint-item", dataset: { suggestionItem: String(s.id) } },
+      setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
+      h("span", { class: "hint-cat" }, cat.label),
+      h("q", { class: "hint-text" }, s.text),
+      h("button", { type: "button", class: "btn btn-small", onclick: () => useSuggestion(s) }, "Use"),
+      h(
+        "button",
+        { type: "button", class: "btn btn-small btn-quiet", "aria-label": `Dismiss the suggestion ${quote(s.text)}`, onclick: () => dismissSuggestion(s) },
+        "Dismiss",
+      ),
+    );
+    el.hintList.append(item);
+  }
+  if (!state.readOnly) logShown(list);
+}
+
+/** Use a suggestion by clicking it in the text, or with Enter or Space when it has focus. */
+export function wireHints() {
+  el.textArea.addEventListener("click", (e) => {
+    const target = e.target instanceof Element ? e.target.closest("[data-suggestion]") : null;
+    if (!target || !window.getSelection().isCollapsed) return;
+    const s = visibleSuggestions().find((x) => String(x.id) === target.dataset.suggestion);
+    if (s) useSuggestion(s);
+  });
+  el.textArea.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" && e.key !== " ") return;
+    const target = e.target instanceof Element ? e.target.closest("[data-suggestion]") : null;
+    if (!target) return;
+    const s = visibleSuggestions().find((x) => String(x.id) === target.dataset.suggestion);
+    if (s) {
+      e.preventDefault();
+      useSuggestion(s);
+    }
+  });
+}

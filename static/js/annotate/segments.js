@@ -1,0 +1,107 @@
+// The text on the annotate page: the context box (the segments before the current one) and
+// the current segment, each drawn by textview.js from layered ranges (mentions,
+// annotations, paired spans, the pending selection, suggestions); the context box stays
+// scrolled to its end.
+
+import { clear, h } from "../dom.js";
+import { renderSegmentText } from "../textview.js";
+import { currentCategory, el, page, root, segLabel, state } from "./state.js";
+
+let entityById = new Map();
+let contextPinned = true;
+
+function rangesFor(segment, { current }) {
+  const conv = state.conv[segment];
+  const ranges = [];
+  const u = (cp) => conv.toUtf16(cp);
+  for (const m of state.data.mentions || []) {
+    if (m.segment !== segment) continue;
+    const ent = entityById.get(m.entity);
+    ranges.push({
+      type: "mention",
+      start: u(m.start),
+      end: u(m.end),
+      entity: m.entity,
+      title: ent ? `${ent.name} — first in segment ${ent.first_segment + 1}` : null,
+    });
+  }
+  for (const a of state.annotations) {
+    const cat = state.categories.get(a.category);
+    const color = cat ? cat.color : "#888888";
+    if (a.segment === segment) {
+      ranges.push({ type: "annotation", start: u(a.start), end: u(a.end), key: a.key, color, focus: current });
+    }
+    if (a.paired && a.paired.segment === segment) {
+      ranges.push({ type: "paired", start: u(a.paired.start), end: u(a.paired.end), key: a.key, color });
+    }
+  }
+  const f = state.form;
+  if (f.span && f.span.segment === segment) ranges.push({ type: "pending", start: f.span.start, end: f.span.end });
+  if (f.paired && f.paired.segment === segment) {
+    ranges.push({ type: "pending-paired", start: f.paired.start, end: f.paired.end });
+  }
+  if (current && !state.readOnly) {
+    for (const s of page.visibleSuggestions()) {
+      const cat = state.categories.get(s.category);
+      ranges.push({
+        type: "suggestion",
+        id: s.id,
+        start: u(s.start),
+        end: u(s.end),
+        color: cat.color,
+        label: cat.id,
+        title: `Suggested: ${cat.label} — click to use`,
+      });
+    }
+  }
+  return ranges;
+}
+
+/** Show the end of the context (the text just before the current segment). */
+function pinContextToBottom() {
+  el.context.scrollTop = el.context.scrollHeight;
+  markContextOverflow();
+}
+
+export function renderText({ scrollContext = false } = {}) {
+  entityById = new Map((state.data.entities || []).map((e) => [e.id, e]));
+  const keepScroll = el.context.scrollTop;
+  clear(el.context);
+  for (let i = 0; i < state.current; i++) {
+    el.context.append(
+      h(
+        "div",
+        { class: "ctx-seg", dataset: { block: String(i) } },
+        h("span", { class: "seg-num", "aria-label": segLabel(i) }, String(i + 1)),
+        h("p", { class: "ctx-text" }, renderSegmentText(state.texts[i], i, rangesFor(i, { current: false }))),
+      ),
+    );
+  }
+  el.contextSection.hidden = state.current === 0;
+  if (scrollContext) pinContextToBottom();
+  else el.context.scrollTop = keepScroll;
+
+  clear(el.current);
+  el.current.append(
+    h("p", { class: "cur-text" }, renderSegmentText(state.texts[state.current], state.current, rangesFor(state.current, { current: true }))),
+  );
+  const f = state.form;
+  const cat = currentCategory();
+  root.classList.toggle("awaiting-paired", Boolean(cat && cat.kind === "paired" && f.span && !f.paired));
+  page.renderHints(state.readOnly ? [] : page.visibleSuggestions());
+}
+
+function markContextOverflow() {
+  const box = el.context;
+  contextPinned = box.scrollHeight - box.scrollTop - box.clientHeight < 4;
+  box.classList.toggle("more-above", box.scrollTop > 2);
+}
+
+/** The context box: fade its top edge once scrolled, keep it pinned to its end on resize. */
+export function wireSegments() {
+  el.context.addEventListener("scroll", markContextOverflow);
+  window.addEventListener("resize", () => {
+    if (contextPinned) el.context.scrollTop = el.context.scrollHeight;
+    markContextOverflow();
+  });
+}

@@ -1,0 +1,101 @@
+// Selecting text on the annotate page: a selection in the current segment becomes the form's
+// span (snapped to words, or to the sentence for sentence categories); for a paired
+// category, a second selection before it becomes the earlier, paired text.
+
+import { snapToWords } from "../offsets.js";
+import { readSelection } from "../textview.js";
+import { currentCategory, el, page, pairedPrompt, setHint, snapSpan, state } from "./state.js";
+
+/** A selection was made in the text (mouse or keyboard). */
+function onSelection() {
+  if (state.readOnly || !state.data) return;
+  const sel = readSelection(el.textArea);
+  if (!sel) return;
+  if (sel.error) {
+    setHint(el.formHint, sel.error, "warn");
+    return;
+  }
+  const f = state.form;
+  const cat = currentCategory();
+  const text = state.texts[sel.segment];
+  if (cat && cat.kind === "paired" && f.span && !f.paired) {
+    const snapped = snapToWords(text, sel.start, sel.end);
+    if (!snapped) return;
+    const before =
+      sel.segment < f.span.segment || (sel.segment === f.span.segment && snapped.end <= f.span.start);
+    if (!before) {
+      setHint(el.formHint, "The earlier text must come before the marked span (in the context box, or earlier in this segment).", "warn");
+      window.getSelection().removeAllRanges();
+      return;
+    }
+    f.paired = { segment: sel.segment, ...snapped };
+    setHint(el.formHint, "");
+  } else {
+    if (sel.segment !== state.current) {
+      setHint(
+        el.formHint,
+        "Mark errors in the current segment. Earlier text is only selected for a paired category, after marking the span.",
+        "warn",
+      );
+      window.getSelection().removeAllRanges();
+      return;
+    }
+    const snapped = snapSpan(text, sel, cat);
+    if (!snapped) return;
+    f.raw = { start: sel.start, end: sel.end };
+    f.span = { segment: sel.segment, ...snapped };
+    f.paired = null;
+    f.suggestion = null;
+    if (!cat) setHint(el.formHint, "Now choose a category (click it or press its key).");
+    else if (cat.kind === "paired") setHint(el.formHint, pairedPrompt(cat));
+    else setHint(el.formHint, "");
+  }
+  window.getSelection().removeAllRanges();
+  page.renderForm();
+  page.renderText();
+}
+
+/** Read selections in the text: mouse, keyboard (shift + arrows) and touch. */
+export function wireSelection() {
+  document.addEventListener("mouseup", () => {
+    setTimeout(() => {
+      const sel = window.getSelection();
+      if (!sel || sel.isCollapsed) return;
+      if (el.textArea.contains(sel.anchorNode) || el.textArea.contains(sel.focusNode)) onSelection();
+    }, 0);
+  });
+  // Chromium starts no text selection on a drag that begins inside a focusable element, and
+  // mentions and suggestions are focusable (keyboard cues). Make the pressed one unfocusable
+  // for the duration of the press so a drag over a name selects it like any other text.
+  el.textArea.addEventListener(
+    "pointerdown",
+    (e) => {
+      const target = e.target instanceof Element ? e.target.closest(".seg-text [tabindex]") : null;
+      if (!target) return;
+      const tabindex = target.getAttribute("tabindex");
+      target.removeAttribute("tabindex");
+      const restore = () => target.setAttribute("tabindex", tabindex);
+      document.addEventListener("pointerup", restore, { once: true });
+      document.addEventListener("pointercancel", restore, { once: true });
+    },
+    true,
+  );
+  // Touch screens select with a long press and handles, and send no mouseup: read the
+  // selection once it has stayed still for a moment.
+  let lastPointer = "mouse";
+  let touchTimer = null;
+  document.addEventListener("pointerdown", (e) => {
+    lastPointer = e.pointerType;
+  });
+  document.addEventListener("selectionchange", () => {
+    if (lastPointer !== "touch") return;
+    clearTimeout(touchTimer);
+    touchTimer = setTimeout(() => {
+      const sel = window.getSelection();
+      if (sel && !sel.isCollapsed && el.textArea.contains(sel.anchorNode)) onSelection();
+    }, 700);
+  });
+  el.textArea.addEventListener("keyup", (e) => {
+    if (e.shiftKey) onSelection();
+  });
+}

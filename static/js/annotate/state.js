@@ -1,0 +1,155 @@
+// The annotate page's shared state: the page's configuration (from #annotate's data
+// attributes), its DOM handles, the one state object, small helpers that every part of the
+// page uses, and `page`, the table through which the parts call one another.
+
+import { byId } from "../dom.js";
+import { snapToSentence, snapToWords } from "../offsets.js";
+
+export const root = byId("annotate");
+export const API = root.dataset.api;
+export const DONE_URL = root.dataset.doneUrl;
+export const TOKEN = root.dataset.token;
+
+export const el = {
+  progressText: byId("progress-text"),
+  progressBar: byId("progress-bar"),
+  saveStatus: byId("save-status"),
+  banner: byId("banner"),
+  instructions: byId("instructions"),
+  instructionsBody: byId("instructions-body"),
+  contextSection: byId("context-section"),
+  context: byId("context"),
+  currentLabel: byId("current-label"),
+  current: byId("current"),
+  currentHeading: byId("current-heading"),
+  textArea: byId("text-area"),
+  hints: byId("hints"),
+  hintList: byId("hint-list"),
+  form: byId("annot-form"),
+  spanField: byId("span-field"),
+  clearSpan: byId("clear-span"),
+  categoryButtons: byId("category-buttons"),
+  categoryDefinition: byId("category-definition"),
+  pairedRow: byId("paired-row"),
+  pairedPrompt: byId("paired-prompt"),
+  pairedField: byId("paired-field"),
+  pairedSegment: byId("paired-segment"),
+  clearPaired: byId("clear-paired"),
+  comment: byId("comment-field"),
+  addButton: byId("add-button"),
+  cancelButton: byId("cancel-button"),
+  formHint: byId("form-hint"),
+  prev: byId("prev-button"),
+  next: byId("next-button"),
+  submit: byId("submit-button"),
+  navHint: byId("nav-hint"),
+  list: byId("annotation-list"),
+  listEmpty: byId("annotation-empty"),
+  listCount: byId("annotation-count"),
+  entityPanel: byId("entity-panel"),
+  entityList: byId("entity-list"),
+  entityEmpty: byId("entity-empty"),
+};
+
+export const state = {
+  data: null,
+  texts: [],
+  conv: [],
+  current: 0,
+  readOnly: false,
+  categories: new Map(),
+  annotations: [], // {key, id, segment, start, end (code points), text, category, paired, comment, pending}
+  idByKey: new Map(),
+  form: emptyForm(),
+  dismissed: new Set(),
+  shown: new Set(),
+  submitting: false,
+};
+
+export function emptyForm() {
+  return { raw: null, span: null, category: null, paired: null, suggestion: null };
+}
+
+export function uuid() {
+  if (window.crypto && typeof window.crypto.randomUUID === "function") return window.crypto.randomUUID();
+  const b = window.crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const x = [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
+}
+
+export function loadSet(name) {
+  try {
+    return new Set(JSON.parse(window.localStorage.getItem(`marginalia.${name}.${TOKEN}`) || "[]"));
+  } catch {
+    return new Set();
+  }
+}
+
+export function saveSet(name, set) {
+  try {
+    window.localStorage.setItem(`marginalia.${name}.${TOKEN}`, JSON.stringify([...set]));
+  } catch {
+    // Not critical: at worst a dismissed hint shows again.
+  }
+}
+
+export const segLabel = (i) => `segment ${i + 1}`;
+export const quote = (text) => `“${text}”`;
+
+export function setHint(target, message, tone = "info") {
+  target.textContent = message || "";
+  target.dataset.tone = tone;
+}
+
+const STATUS_TEXT = {
+  saving: "Saving…",
+  saved: "Saved",
+  offline: "Offline — will retry",
+  retrying: "Server problem — will retry",
+  error: "Not saved",
+};
+
+export function showStatus(kind, detail) {
+  el.saveStatus.dataset.state = kind;
+  el.saveStatus.textContent = kind === "error" && detail ? `Not saved: ${detail}` : STATUS_TEXT[kind];
+}
+
+export function clampSegment(i) {
+  return Math.max(0, Math.min(Number(i) || 0, state.texts.length - 1));
+}
+
+export function currentCategory() {
+  return state.form.category ? state.categories.get(state.form.category) : null;
+}
+
+export function snapSpan(text, raw, cat) {
+  if (cat && cat.scope === "sentence") return snapToSentence(text, raw.start, raw.end);
+  return snapToWords(text, raw.start, raw.end);
+}
+
+export function pairedPrompt(cat) {
+  return cat.paired_prompt || "Now select the earlier text this relates to.";
+}
+
+export function spanText(span) {
+  return state.texts[span.segment].slice(span.start, span.end);
+}
+
+/**
+ * What the page's parts need from one another, bound once by the entry module (annotate.js)
+ * before anything runs. The feature modules (selection, form, hints, segments, list, nav)
+ * import only this module and the generic ones beside annotate.js, never each other or the
+ * controller, so there are no import cycles; they reach across through `page` instead.
+ */
+export const page = {
+  outbox: null, // the Outbox of this assignment's writes (controller.js)
+  renderAll: null, // controller.js
+  renderText: null, // segments.js
+  renderForm: null, // form.js
+  resetForm: null, // form.js
+  renderHints: null, // hints.js
+  visibleSuggestions: null, // hints.js
+  goTo: null, // nav.js
+};
