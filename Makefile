@@ -40,10 +40,12 @@ run: $(RUN_STAMP)
 test: $(TEST_STAMP)
 	bash .ci/install-system-deps.sh
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 	MARGINALIA_REQUIRE_POSTGRES=1 MARGINALIA_REQUIRE_BROWSER=1 $(BIN)/pytest -q
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/ruff format --check .
 
 bench: $(TEST_STAMP)

@@ -8,7 +8,7 @@ coders, 1 / (m_u - 1) to o[c][k]. With n_c = sum_k o[c][k] and n = n_0 + n_1:
 
 Each case is also checked against ``krippendorff.alpha(reliability_data=...)`` on the
 workers x units matrix written out in full, so the value-count path we use in
-``app.agreement`` is shown to agree with the package's plain interface.
+``app.quality.agreement`` is shown to agree with the package's plain interface.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 AWS closed Mechanical Turk on 2026-09-30; this stays for archives of the protocol and for
 compatible stand-ins. Each HIT frames ``<base>/s/<slug>``; MTurk appends ``assignmentId``,
-``hitId``, ``workerId`` and ``turkSubmitTo`` (see :mod:`app.platforms`).
+``hitId``, ``workerId`` and ``turkSubmitTo`` (see :mod:`app.crowd.platforms`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Scoring one assignment's live annotations: recall against the detector's suggestions,
-precision/recall/F1 against gold errors. The maths lives in :mod:`app.scoring`."""
+precision/recall/F1 against gold errors. The maths lives in :mod:`app.quality.scoring`."""
 
 from __future__ import annotations
 

@@ -55,11 +55,11 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
       the worker's submitted assignments of (submitted_at - created_at) / segments; None
       without any), ``conditions`` (sorted, e.g. assisted/unassisted), ``suggestion_recall``
-      (:func:`app.scoring.suggestion_recall` over the suggestions of the documents done,
+      (:func:`app.quality.scoring.suggestion_recall` over the suggestions of the documents done,
       identical suggestions from repeated detector runs counted once) and ``gold`` (None
       unless the worker did gold documents, else ``documents`` plus
-      :func:`app.scoring.precision_recall_f1`'s ``per_category`` and ``overall``).
-    * ``agreement``: :func:`app.agreement.agreement_report` over all submitted
+      :func:`app.quality.scoring.precision_recall_f1`'s ``per_category`` and ``overall``).
+    * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments, per taxonomy category and group.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},

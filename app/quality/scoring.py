@@ -90,7 +90,7 @@ def token_bounds(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def sentence_bounds(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each sentence of ``text`` (the splitter of :mod:`app.segmenting`)."""
+    """(start, end) of each sentence of ``text`` (the splitter of :mod:`app.documents.segmenting`)."""
     return sentence_spans(text)
 
 

@@ -1,6 +1,6 @@
 """Worker-facing HTML pages: arrive at a study, annotate, see the completion code.
 
-Arrivals carry the platform's parameters (see :mod:`app.platforms`); workers are then
+Arrivals carry the platform's parameters (see :mod:`app.crowd.platforms`); workers are then
 identified by the assignment token in the URL only. Worker pages of MTurk studies may be
 framed by the MTurk origins; every other page refuses framing.
 """
