@@ -390,7 +390,7 @@ def _load_nlp(enabled: bool) -> Any:
         return None
     cache = current_app.extensions.setdefault("marginalia_nlp", {})
     if "pipeline" not in cache:
-        from app.nlp import load_pipeline
+        from app.entities import load_pipeline
 
         cache["pipeline"] = load_pipeline(current_app.config.get("SPACY_MODEL"))
     return cache["pipeline"]

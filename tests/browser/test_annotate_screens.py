@@ -33,7 +33,7 @@ def demo_segments(name: str = "demo-lighthouse") -> list[str]:
 def make_demo_study(app) -> None:
     """The lighthouse demo summary with spaCy entity cues (when a pipeline loads)."""
     from app.db import session_scope
-    from app.nlp import load_pipeline
+    from app.entities import load_pipeline
     from app.studies import create_study, import_documents
 
     nlp = load_pipeline()

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.names import (
+from app.entities.names import (
     ABBREVIATED_TITLES,
     AMBIGUOUS_ROLES,
     KIN,
@@ -50,7 +50,7 @@ from app.names import (
     is_capitalised,
     parse_name,
 )
-from app.nlp import load_pipeline
+from app.entities.nlp import load_pipeline
 
 __all__ = [
     "DocumentEntities",
