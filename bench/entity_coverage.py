@@ -21,8 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.entities import find_entities  # noqa: E402
-from app.nlp import load_pipeline  # noqa: E402
+from app.entities import find_entities, load_pipeline  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT / ".." / "shared" / "data"))
 

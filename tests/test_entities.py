@@ -11,18 +11,18 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from app import nlp as nlp_module
 from app.entities import (
     DocumentEntities,
     FoundEntity,
     FoundMention,
     find_entities,
+    load_pipeline,
     parse_name,
     store_entities,
     strip_entity_markup,
 )
+from app.entities import nlp as nlp_module
 from app.models import Base, Document, Entity, EntityMention, Study
-from app.nlp import load_pipeline
 
 SHARED = Path(
     os.environ.get(
@@ -430,7 +430,7 @@ def test_no_model_warns_once(monkeypatch, caplog):
 
     monkeypatch.setattr(spacy, "load", fail)
     monkeypatch.setattr(nlp_module, "_warned", False)
-    with caplog.at_level(logging.WARNING, logger="app.nlp"):
+    with caplog.at_level(logging.WARNING, logger="app.entities.nlp"):
         assert load_pipeline("en_core_web_sm") is None
         assert load_pipeline(None) is None
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]

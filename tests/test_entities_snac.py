@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.entities import find_entities
-from app.nlp import load_pipeline
+from app.entities import find_entities, load_pipeline
 
 SHARED = Path(
     os.environ.get(

@@ -34,7 +34,7 @@ def make_demo_study(app) -> None:
     """The lighthouse demo summary with spaCy entity cues (when a pipeline loads)."""
     from app.db import session_scope
     from app.documents.studies import create_study, import_documents
-    from app.nlp import load_pipeline
+    from app.entities import load_pipeline
 
     nlp = load_pipeline()
     with app.app_context(), session_scope() as session:
