@@ -40,6 +40,7 @@ run: $(RUN_STAMP)
 test: $(TEST_STAMP)
 	bash .ci/install-system-deps.sh
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache
 	MARGINALIA_REQUIRE_POSTGRES=1 MARGINALIA_REQUIRE_BROWSER=1 $(BIN)/pytest -q
 

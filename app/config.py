@@ -60,7 +60,9 @@ class Settings:
     max_upload_length: int = field(
         default_factory=lambda: int(os.environ.get("MAX_UPLOAD_LENGTH", 32 * 1024 * 1024))
     )
-    spacy_model: str = field(default_factory=lambda: os.environ.get("SPACY_MODEL", "en_core_web_sm"))
+    spacy_model: str = field(
+        default_factory=lambda: os.environ.get("SPACY_MODEL", "en_core_web_sm")
+    )
     detector_model: str = field(default_factory=lambda: os.environ.get("DETECTOR_MODEL", ""))
     behind_proxy: int = field(default_factory=lambda: int(os.environ.get("BEHIND_PROXY", "0")))
 

@@ -15,6 +15,7 @@ def content_security_policy(ancestors: str) -> str:
     """The app-wide policy with only frame-ancestors varying."""
     return CSP_TEMPLATE.format(ancestors=ancestors)
 
+
 # Researcher pages: no framing, and forms may only post back to the site itself.
 ADMIN_CSP = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "

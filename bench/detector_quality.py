@@ -1,8 +1,8 @@
 """SNaC dev sentence-level P/R/F1/ov. for every detector backend (and rules tuning on train).
 
-    .venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
-    .venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
-    .venv/bin/python bench/detector_quality.py --tune-rules          # grid search on train
+.venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
+.venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
+.venv/bin/python bench/detector_quality.py --tune-rules          # grid search on train
 """
 
 from __future__ import annotations
@@ -38,21 +38,33 @@ def tune_rules(train_path: Path) -> RulesConfig:
 
     cfg = RulesConfig()
     grids = {
-        "CharE": [dict(char_include_propn=a, char_include_other_ents=b,
-                       char_require_all_new=c, char_skip_appositive=d)
-                  for a, b, c, d in itertools.product([True, False], repeat=4)],
-        "RefE": [dict(ref_kinds=k, ref_skip_generic=g, ref_min_tokens=t, ref_min_new_nps=n)
-                 for k, g, t, n in itertools.product(
-                     [("definite", "possessive"), ("definite",),
-                      ("definite", "possessive", "pronoun")], [True, False], [1, 2, 3], [1, 2])],
-        "SceneE": [dict(scene_max_continuity=t, scene_only_segment_openers=o,
-                        scene_use_openers=u)
-                   for t, o, u in itertools.product([0.0, 0.2, 0.34, 0.5, 0.6, 0.75, 1.0],
-                                                    [True, False], [True, False])],
+        "CharE": [
+            dict(
+                char_include_propn=a,
+                char_include_other_ents=b,
+                char_require_all_new=c,
+                char_skip_appositive=d,
+            )
+            for a, b, c, d in itertools.product([True, False], repeat=4)
+        ],
+        "RefE": [
+            dict(ref_kinds=k, ref_skip_generic=g, ref_min_tokens=t, ref_min_new_nps=n)
+            for k, g, t, n in itertools.product(
+                [("definite", "possessive"), ("definite",), ("definite", "possessive", "pronoun")],
+                [True, False],
+                [1, 2, 3],
+                [1, 2],
+            )
+        ],
+        "SceneE": [
+            dict(scene_max_continuity=t, scene_only_segment_openers=o, scene_use_openers=u)
+            for t, o, u in itertools.product(
+                [0.0, 0.2, 0.34, 0.5, 0.6, 0.75, 1.0], [True, False], [True, False]
+            )
+        ],
     }
     for cat, grid in grids.items():
-        scored = sorted(((f1(replace(cfg, **g), cat), i) for i, g in enumerate(grid)),
-                        reverse=True)
+        scored = sorted(((f1(replace(cfg, **g), cat), i) for i, g in enumerate(grid)), reverse=True)
         print(f"{cat}: best train F1 {scored[0][0]:.3f} with {grid[scored[0][1]]}")
         cfg = replace(cfg, **grid[scored[0][1]])
     return cfg
@@ -61,8 +73,9 @@ def tune_rules(train_path: Path) -> RulesConfig:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(snac_path("dev")))
-    parser.add_argument("--t5", action="append", default=[],
-                        help="T5 checkpoint folder(s) to include")
+    parser.add_argument(
+        "--t5", action="append", default=[], help="T5 checkpoint folder(s) to include"
+    )
     parser.add_argument("--min-votes", type=int, default=1)
     parser.add_argument("--tune-rules", action="store_true")
     args = parser.parse_args()

@@ -59,40 +59,52 @@ def populate(url: str, annotations: int, documents: int, per_assignment: int) ->
     cursor = connection.cursor()
     cursor.execute("SELECT id FROM studies WHERE slug = 'big'")
     study_id = cursor.fetchone()[0]
-    cursor.execute("SELECT id, external_id FROM documents WHERE study_id = %s ORDER BY position",
-                   (study_id,))
+    cursor.execute(
+        "SELECT id, external_id FROM documents WHERE study_id = %s ORDER BY position", (study_id,)
+    )
     doc_rows = cursor.fetchall()
     texts = dict(docs)
     assignments = -(-annotations // per_assignment)
     buffer = io.StringIO()
     for n in range(assignments):
         doc_id = doc_rows[n % len(doc_rows)][0]
-        buffer.write(f"tok-{n:08d}\t{study_id}\t{doc_id}\tworker-{n // len(doc_rows):05d}\t"
-                     f"generic\t{{}}\tsubmitted\t0\tMG-BENCH-{n:06d}\t{{}}\t"
-                     "2026-01-01 00:00:00+00\t2026-01-01 01:00:00+00\t2026-01-01 01:00:00+00\n")
+        buffer.write(
+            f"tok-{n:08d}\t{study_id}\t{doc_id}\tworker-{n // len(doc_rows):05d}\t"
+            f"generic\t{{}}\tsubmitted\t0\tMG-BENCH-{n:06d}\t{{}}\t"
+            "2026-01-01 00:00:00+00\t2026-01-01 01:00:00+00\t2026-01-01 01:00:00+00\n"
+        )
     buffer.seek(0)
     cursor.copy_expert(
         "COPY assignments (token, study_id, document_id, worker_id, platform, platform_data, "
         "status, current_segment, completion_code, scores, created_at, last_seen_at, "
-        "submitted_at) FROM STDIN", buffer)
-    cursor.execute("SELECT a.id, d.external_id FROM assignments a JOIN documents d "
-                   "ON d.id = a.document_id WHERE a.study_id = %s ORDER BY a.id", (study_id,))
+        "submitted_at) FROM STDIN",
+        buffer,
+    )
+    cursor.execute(
+        "SELECT a.id, d.external_id FROM assignments a JOIN documents d "
+        "ON d.id = a.document_id WHERE a.study_id = %s ORDER BY a.id",
+        (study_id,),
+    )
     assignment_rows = cursor.fetchall()
 
-    columns = ("assignment_id, segment, start_offset, end_offset, text, category, "
-               "paired_segment, paired_start, paired_end, paired_text, comment, client_id, "
-               "created_at, removed_at")
+    columns = (
+        "assignment_id, segment, start_offset, end_offset, text, category, "
+        "paired_segment, paired_start, paired_end, paired_text, comment, client_id, "
+        "created_at, removed_at"
+    )
     total = int(annotations * 1.02)
     written = 0
     while written < total:
         buffer = io.StringIO()
         for n in range(written, min(total, written + COPY_CHUNK)):
-            assignment_id, external_id = assignment_rows[(n // per_assignment) % len(assignment_rows)]
+            assignment_id, external_id = assignment_rows[
+                (n // per_assignment) % len(assignment_rows)
+            ]
             segments = texts[external_id]
             segment = n % len(segments)
             words = segments[segment].split(" ")
             first = n % max(1, len(words) - 3)
-            span = " ".join(words[first:first + 1 + n % 3]) or segments[segment][:1]
+            span = " ".join(words[first : first + 1 + n % 3]) or segments[segment][:1]
             start = segments[segment].find(span)
             removed = "2026-01-01 00:30:00+00" if n % 51 == 50 else "\\N"
             if n % 4 == 0 and segment > 0:
@@ -101,9 +113,11 @@ def populate(url: str, annotations: int, documents: int, per_assignment: int) ->
             else:
                 paired = f"{CATEGORIES_SINGLE[n % 4]}\t\\N\t\\N\t\\N\t\\N"
             comment = 'odd, "quoted" comment' if n % 97 == 0 else ""
-            buffer.write(f"{assignment_id}\t{segment}\t{start}\t{start + len(span)}\t"
-                         f"{_tsv(span)}\t{paired}\t{comment}\tc{n}\t"
-                         f"2026-01-01 00:{n % 60:02d}:00+00\t{removed}\n")
+            buffer.write(
+                f"{assignment_id}\t{segment}\t{start}\t{start + len(span)}\t"
+                f"{_tsv(span)}\t{paired}\t{comment}\tc{n}\t"
+                f"2026-01-01 00:{n % 60:02d}:00+00\t{removed}\n"
+            )
         buffer.seek(0)
         cursor.copy_expert(f"COPY annotations ({columns}) FROM STDIN", buffer)
         written = min(total, written + COPY_CHUNK)
@@ -114,12 +128,19 @@ def populate(url: str, annotations: int, documents: int, per_assignment: int) ->
     # What autovacuum would do soon after a bulk load; measured exports should not race it.
     cursor.execute("VACUUM (ANALYZE)")
     cursor.execute("CHECKPOINT")
-    cursor.execute("SELECT count(*) FROM annotations a JOIN assignments s ON s.id = a.assignment_id "
-                   "WHERE s.study_id = %s AND a.removed_at IS NULL", (study_id,))
+    cursor.execute(
+        "SELECT count(*) FROM annotations a JOIN assignments s ON s.id = a.assignment_id "
+        "WHERE s.study_id = %s AND a.removed_at IS NULL",
+        (study_id,),
+    )
     live = cursor.fetchone()[0]
     connection.close()
-    return {"documents": len(doc_rows), "assignments": len(assignment_rows),
-            "live_annotations": live, "removed_annotations": total - live}
+    return {
+        "documents": len(doc_rows),
+        "assignments": len(assignment_rows),
+        "live_annotations": live,
+        "removed_annotations": total - live,
+    }
 
 
 def _tsv(text: str) -> str:
@@ -146,8 +167,12 @@ def export_cli(url: str, out: Path) -> dict[str, Any]:
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     with out.open("rb") as handle:
         rows = sum(1 for _ in handle) - 1
-    return {"seconds": round(seconds, 2), "peak_rss_mb": round(peak_kb / 1024, 1),
-            "rows": rows, "bytes": out.stat().st_size}
+    return {
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "rows": rows,
+        "bytes": out.stat().st_size,
+    }
 
 
 class PeakRss:
@@ -192,9 +217,14 @@ def export_http(url: str) -> dict[str, Any]:
         with httpx.Client(base_url=server.url, timeout=60, follow_redirects=True) as client:
             form = client.get("/admin/login").text
             token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', form)
-            login = client.post("/admin/login", data={
-                "email": "bench@example.org", "password": "bench-password-123",
-                "csrf_token": token.group(1) if token else ""})
+            login = client.post(
+                "/admin/login",
+                data={
+                    "email": "bench@example.org",
+                    "password": "bench-password-123",
+                    "csrf_token": token.group(1) if token else "",
+                },
+            )
             login.raise_for_status()
             sampler = PeakRss(server.worker_pids())
             started = time.perf_counter()
@@ -212,8 +242,13 @@ def export_http(url: str) -> dict[str, Any]:
             peak = sampler.stop()
     finally:
         server.stop()
-    return {"seconds": round(seconds, 2), "first_byte_s": round(first_byte or 0, 3),
-            "peak_rss_mb": round(peak, 1), "rows": lines - 1, "bytes": size}
+    return {
+        "seconds": round(seconds, 2),
+        "first_byte_s": round(first_byte or 0, 3),
+        "peak_rss_mb": round(peak, 1),
+        "rows": lines - 1,
+        "bytes": size,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,9 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         if way in results:
             r = results[way]
             holds = r["seconds"] < TARGET_SECONDS and r["peak_rss_mb"] < TARGET_MB
-            print(f"{way}: {r['rows']:,} rows in {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB "
-                  f"-> target (<{TARGET_SECONDS:.0f} s, <{TARGET_MB:.0f} MB) "
-                  f"{'HOLDS' if holds else 'MISSED'}")
+            print(
+                f"{way}: {r['rows']:,} rows in {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB "
+                f"-> target (<{TARGET_SECONDS:.0f} s, <{TARGET_MB:.0f} MB) "
+                f"{'HOLDS' if holds else 'MISSED'}"
+            )
     path = OUT / f"export-{int(time.time())}.json"
     path.write_text(json.dumps(results, indent=1))
     print(f"figures written to {path}")

@@ -75,18 +75,28 @@ def make_app():
     from app.documents.taxonomy import load_taxonomy
     from app.models import Document, Segment
 
-    engine = create_engine(normalise_database_url(os.environ["DATABASE_URL"]),
-                           pool_pre_ping=True, pool_size=10, max_overflow=20)
+    engine = create_engine(
+        normalise_database_url(os.environ["DATABASE_URL"]),
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+    )
     metadata = MetaData()
     table = Table(
-        "falte_annotations", metadata,
+        "falte_annotations",
+        metadata,
         Column("id", Integer, primary_key=True),
-        Column("worker_id", String(200)), Column("document", String(300)),
-        Column("segment", Integer), Column("start_offset", Integer),
-        Column("end_offset", Integer), Column("text", Text), Column("category", String(100)),
-        Column("paired_segment", Integer), Column("paired_text", Text),
-        Column("comment", Text), Column("created_at", DateTime(timezone=True),
-                                           server_default=func.now()),
+        Column("worker_id", String(200)),
+        Column("document", String(300)),
+        Column("segment", Integer),
+        Column("start_offset", Integer),
+        Column("end_offset", Integer),
+        Column("text", Text),
+        Column("category", String(100)),
+        Column("paired_segment", Integer),
+        Column("paired_text", Text),
+        Column("comment", Text),
+        Column("created_at", DateTime(timezone=True), server_default=func.now()),
     )
     metadata.create_all(engine)
     taxonomy = load_taxonomy(REPO / "taxonomies" / "snac.yaml")
@@ -115,13 +125,20 @@ def make_app():
         for mark in body["annotations"]:  # FALTE: one INSERT and one COMMIT per row
             paired = mark.get("paired") or {}
             with engine.begin() as connection:
-                connection.execute(insert(table).values(
-                    worker_id=body["worker_id"], document=body["document"],
-                    segment=mark["segment"], start_offset=mark["start"],
-                    end_offset=mark["end"], text=mark["text"], category=mark["category"],
-                    paired_segment=paired.get("segment"), paired_text=paired.get("text"),
-                    comment=mark.get("comment", ""),
-                ))
+                connection.execute(
+                    insert(table).values(
+                        worker_id=body["worker_id"],
+                        document=body["document"],
+                        segment=mark["segment"],
+                        start_offset=mark["start"],
+                        end_offset=mark["end"],
+                        text=mark["text"],
+                        category=mark["category"],
+                        paired_segment=paired.get("segment"),
+                        paired_text=paired.get("text"),
+                        comment=mark.get("comment", ""),
+                    )
+                )
         return jsonify(completion_code=secrets.token_hex(5))
 
     return app
@@ -130,9 +147,16 @@ def make_app():
 # --- the FALTE-style client -----------------------------------------------------------------
 
 
-async def falte_worker(number: int, base_url: str, stats: Stats, deadline: float,
-                       documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
-                       start_delay: float) -> None:
+async def falte_worker(
+    number: int,
+    base_url: str,
+    stats: Stats,
+    deadline: float,
+    documents: list[tuple[str, list[str]]],
+    pace: Pace,
+    tag: str,
+    start_delay: float,
+) -> None:
     """Same behaviour and think times as bench/load.py's worker; marks stay in the page."""
     rng = random.Random(f"{tag}-{number}")
     await asyncio.sleep(start_delay)
@@ -146,9 +170,16 @@ async def falte_worker(number: int, base_url: str, stats: Stats, deadline: float
         await client.close()
 
 
-async def _falte_work(rng: random.Random, client: MiniHttp, stats: Stats, deadline: float,
-                      documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
-                      number: int) -> None:
+async def _falte_work(
+    rng: random.Random,
+    client: MiniHttp,
+    stats: Stats,
+    deadline: float,
+    documents: list[tuple[str, list[str]]],
+    pace: Pace,
+    tag: str,
+    number: int,
+) -> None:
     worker_id = f"{tag}-worker-{number}"
     for doc_index in rng.sample(range(len(documents)), len(documents)):
         if time.monotonic() >= deadline:
@@ -178,8 +209,11 @@ async def _falte_work(rng: random.Random, client: MiniHttp, stats: Stats, deadli
         if time.monotonic() >= deadline:
             return
         started = time.perf_counter()
-        answer = await client.request("POST", "/falte/submit", {
-            "worker_id": worker_id, "document": external_id, "annotations": marks})
+        answer = await client.request(
+            "POST",
+            "/falte/submit",
+            {"worker_id": worker_id, "document": external_id, "annotations": marks},
+        )
         stats.record("falte_submit", time.perf_counter() - started)
         if answer.status_code != 200:
             stats.error("falte_submit", f"HTTP {answer.status_code}")
@@ -187,15 +221,18 @@ async def _falte_work(rng: random.Random, client: MiniHttp, stats: Stats, deadli
             stats.documents += 1
 
 
-async def run_falte(base_url: str, documents, concurrency: int, duration: float, ramp: float,
-                    pace: Pace, tag: str) -> Stats:
+async def run_falte(
+    base_url: str, documents, concurrency: int, duration: float, ramp: float, pace: Pace, tag: str
+) -> Stats:
     stats = Stats()
     deadline = time.monotonic() + ramp + duration
     rng = random.Random(tag)
-    await asyncio.gather(*(
-        falte_worker(n, base_url, stats, deadline, documents, pace, tag, rng.uniform(0, ramp))
-        for n in range(concurrency)
-    ))
+    await asyncio.gather(
+        *(
+            falte_worker(n, base_url, stats, deadline, documents, pace, tag, rng.uniform(0, ramp))
+            for n in range(concurrency)
+        )
+    )
     stats.finished = time.perf_counter()
     return stats
 
@@ -206,8 +243,9 @@ def measure(design: str, cluster, documents, args, pace: Pace) -> dict[str, Any]
     prepare_study(url, "bench", documents)
     access_log = OUT / f"access-{design}-{int(time.time())}.log"
     spec = "bench.falte_baseline:make_app()" if design == "falte" else "app:create_app()"
-    server = Gunicorn(spec, url, workers=args.workers, threads=args.threads,
-                      access_log=access_log).start()
+    server = Gunicorn(
+        spec, url, workers=args.workers, threads=args.threads, access_log=access_log
+    ).start()
     figures: dict[str, Any] = {}
     seen = 0
     try:
@@ -215,13 +253,17 @@ def measure(design: str, cluster, documents, args, pace: Pace) -> dict[str, Any]
             tag = f"{design}-c{level}-{uuid.uuid4().hex[:6]}"
             before = server_cpu_seconds(server, cluster)
             if design == "falte":
-                stats = asyncio.run(run_falte(server.url, documents, level, args.duration,
-                                              args.ramp, pace, tag))
+                stats = asyncio.run(
+                    run_falte(server.url, documents, level, args.duration, args.ramp, pace, tag)
+                )
             else:
                 from load import run_level
 
-                stats = asyncio.run(run_level(server.url, "bench", documents, level,
-                                              args.duration, args.ramp, pace, tag))
+                stats = asyncio.run(
+                    run_level(
+                        server.url, "bench", documents, level, args.duration, args.ramp, pace, tag
+                    )
+                )
             cpu = server_cpu_seconds(server, cluster) - before
             time.sleep(0.5)
             server_side, seen = server_latencies(access_log, seen)
@@ -231,8 +273,10 @@ def measure(design: str, cluster, documents, args, pace: Pace) -> dict[str, Any]
                 round(cpu * 1000 / summary["documents"], 1) if summary["documents"] else None
             )
             print_summary(f"{design}: {level} simulated workers", summary, server_side)
-            print(f"   server CPU {cpu:.1f} s; per submitted document: "
-                  f"{summary['server_cpu_ms_per_document']} ms")
+            print(
+                f"   server CPU {cpu:.1f} s; per submitted document: "
+                f"{summary['server_cpu_ms_per_document']} ms"
+            )
             figures[level] = {"client": summary, "server": server_side}
     finally:
         server.stop()
@@ -249,8 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--max-segments", type=int, default=10)
-    parser.add_argument("--compare", action="store_true",
-                        help="also run Marginalia on the same workload and print ratios")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="also run Marginalia on the same workload and print ratios",
+    )
     parser.add_argument("--no-durable", action="store_true")
     args = parser.parse_args(argv)
 
@@ -272,15 +319,20 @@ def main(argv: list[str] | None = None) -> int:
             theirs = falte["client"]
             ratio = {
                 "documents_per_s": _ratio(ours["documents_per_s"], theirs["documents_per_s"]),
-                "server_cpu_ms_per_document": _ratio(ours["server_cpu_ms_per_document"],
-                                                     theirs["server_cpu_ms_per_document"]),
-                "submit_p99": _ratio(ours["endpoints"].get("submit", {}).get("p99_ms"),
-                                     theirs["endpoints"].get("falte_submit", {}).get("p99_ms")),
+                "server_cpu_ms_per_document": _ratio(
+                    ours["server_cpu_ms_per_document"], theirs["server_cpu_ms_per_document"]
+                ),
+                "submit_p99": _ratio(
+                    ours["endpoints"].get("submit", {}).get("p99_ms"),
+                    theirs["endpoints"].get("falte_submit", {}).get("p99_ms"),
+                ),
             }
             results.setdefault("ratios", {})[level] = ratio
-            print(f"   {level} workers: documents/s x{ratio['documents_per_s']}, server CPU per "
-                  f"document x{ratio['server_cpu_ms_per_document']}, submit p99 "
-                  f"x{ratio['submit_p99']}")
+            print(
+                f"   {level} workers: documents/s x{ratio['documents_per_s']}, server CPU per "
+                f"document x{ratio['server_cpu_ms_per_document']}, submit p99 "
+                f"x{ratio['submit_p99']}"
+            )
     path = OUT / f"falte-{int(time.time())}.json"
     path.write_text(json.dumps(results, indent=1))
     print(f"\nfigures written to {path}")

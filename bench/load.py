@@ -60,8 +60,15 @@ class Caller:
     def __init__(self, stats: Stats, deadline: float):
         self.stats, self.deadline = stats, deadline
 
-    async def __call__(self, http: MiniHttp, endpoint: str, method: str, path: str,
-                       expect: tuple[int, ...], body: Any = None) -> HttpResponse | None:
+    async def __call__(
+        self,
+        http: MiniHttp,
+        endpoint: str,
+        method: str,
+        path: str,
+        expect: tuple[int, ...],
+        body: Any = None,
+    ) -> HttpResponse | None:
         for attempt in range(4):
             started = time.perf_counter()
             try:
@@ -82,9 +89,16 @@ class Caller:
         return None
 
 
-async def simulated_worker(number: int, base_url: str, caller: Caller, study: str,
-                           documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
-                           start_delay: float) -> None:
+async def simulated_worker(
+    number: int,
+    base_url: str,
+    caller: Caller,
+    study: str,
+    documents: list[tuple[str, list[str]]],
+    pace: Pace,
+    tag: str,
+    start_delay: float,
+) -> None:
     rng = random.Random(f"{tag}-{number}")
     await asyncio.sleep(start_delay)
     host, port = base_url.removeprefix("http://").split(":")
@@ -95,9 +109,16 @@ async def simulated_worker(number: int, base_url: str, caller: Caller, study: st
         await http.close()
 
 
-async def _work(rng: random.Random, http: MiniHttp, caller: Caller, study: str,
-                documents: list[tuple[str, list[str]]], pace: Pace, tag: str,
-                number: int) -> None:
+async def _work(
+    rng: random.Random,
+    http: MiniHttp,
+    caller: Caller,
+    study: str,
+    documents: list[tuple[str, list[str]]],
+    pace: Pace,
+    tag: str,
+    number: int,
+) -> None:
     worker_id = f"{tag}-worker-{number}"
     order = rng.sample(range(len(documents)), len(documents))
     deadline = caller.deadline
@@ -105,8 +126,14 @@ async def _work(rng: random.Random, http: MiniHttp, caller: Caller, study: str,
         if time.monotonic() >= deadline:
             return
         document, texts = documents[doc_index]
-        opened = await caller(http, "open", "POST", "/api/assignments", (200, 201),
-                              {"study": study, "document": document, "worker_id": worker_id})
+        opened = await caller(
+            http,
+            "open",
+            "POST",
+            "/api/assignments",
+            (200, 201),
+            {"study": study, "document": document, "worker_id": worker_id},
+        )
         if opened is None:
             return
         token = opened.json()["token"]
@@ -138,8 +165,9 @@ async def _work(rng: random.Random, http: MiniHttp, caller: Caller, study: str,
             if rng.random() < RELOAD_PROBABILITY:
                 await caller(http, "get", "GET", base, (200,))
             if segment + 1 < len(texts):
-                await caller(http, "position", "POST", f"{base}/position", (204,),
-                             {"segment": segment + 1})
+                await caller(
+                    http, "position", "POST", f"{base}/position", (204,), {"segment": segment + 1}
+                )
         await pace.think(rng, pace.read_segment)
         if time.monotonic() >= deadline:
             return
@@ -147,36 +175,61 @@ async def _work(rng: random.Random, http: MiniHttp, caller: Caller, study: str,
             caller.stats.documents += 1
 
 
-async def run_level(base_url: str, study: str, documents, concurrency: int, duration: float,
-                    ramp: float, pace: Pace, tag: str) -> Stats:
+async def run_level(
+    base_url: str,
+    study: str,
+    documents,
+    concurrency: int,
+    duration: float,
+    ramp: float,
+    pace: Pace,
+    tag: str,
+) -> Stats:
     stats = Stats()
     caller = Caller(stats, time.monotonic() + ramp + duration)
     rng = random.Random(tag)
-    await asyncio.gather(*(
-        simulated_worker(n, base_url, caller, study, documents, pace, tag, rng.uniform(0, ramp))
-        for n in range(concurrency)
-    ))
+    await asyncio.gather(
+        *(
+            simulated_worker(n, base_url, caller, study, documents, pace, tag, rng.uniform(0, ramp))
+            for n in range(concurrency)
+        )
+    )
     stats.finished = time.perf_counter()
     return stats
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--concurrency", default="50,150,300",
-                        help="comma-separated numbers of simultaneous simulated workers")
+    parser.add_argument(
+        "--concurrency",
+        default="50,150,300",
+        help="comma-separated numbers of simultaneous simulated workers",
+    )
     parser.add_argument("--duration", type=float, default=60, help="seconds per level")
-    parser.add_argument("--ramp", type=float, default=10,
-                        help="workers arrive spread over this many seconds")
-    parser.add_argument("--think-scale", type=float, default=1.0,
-                        help="multiplies every think time (0: no think time, saturation)")
+    parser.add_argument(
+        "--ramp", type=float, default=10, help="workers arrive spread over this many seconds"
+    )
+    parser.add_argument(
+        "--think-scale",
+        type=float,
+        default=1.0,
+        help="multiplies every think time (0: no think time, saturation)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
     parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--max-segments", type=int, default=10)
-    parser.add_argument("--server-nice", type=int, default=None,
-                        help="renice gunicorn and Postgres (e.g. -5) on a shared machine")
-    parser.add_argument("--no-durable", action="store_true",
-                        help="keep the test cluster's fsync=off (faster, not like production)")
+    parser.add_argument(
+        "--server-nice",
+        type=int,
+        default=None,
+        help="renice gunicorn and Postgres (e.g. -5) on a shared machine",
+    )
+    parser.add_argument(
+        "--no-durable",
+        action="store_true",
+        help="keep the test cluster's fsync=off (faster, not like production)",
+    )
     args = parser.parse_args(argv)
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -189,21 +242,38 @@ def main(argv: list[str] | None = None) -> int:
         url = fresh_database(cluster, "bench_load")
         prepare_study(url, "bench", documents)
         access_log = OUT / f"access-{int(time.time())}.log"
-        server = Gunicorn("app:create_app()", url, workers=args.workers, threads=args.threads,
-                          access_log=access_log).start()
+        server = Gunicorn(
+            "app:create_app()",
+            url,
+            workers=args.workers,
+            threads=args.threads,
+            access_log=access_log,
+        ).start()
         if args.server_nice is not None:
             renice_servers(server, cluster, args.server_nice)
-        print(f"gunicorn {args.workers}x{args.threads} gthread on {server.url}, Postgres "
-              f"{'durable' if not args.no_durable else 'fsync=off'}, {len(documents)} documents, "
-              f"think scale {args.think_scale}, server nice {args.server_nice or 0}, "
-              f"load average before {os.getloadavg()[0]:.1f}")
+        print(
+            f"gunicorn {args.workers}x{args.threads} gthread on {server.url}, Postgres "
+            f"{'durable' if not args.no_durable else 'fsync=off'}, {len(documents)} documents, "
+            f"think scale {args.think_scale}, server nice {args.server_nice or 0}, "
+            f"load average before {os.getloadavg()[0]:.1f}"
+        )
         seen_lines = 0
         for level in (int(c) for c in args.concurrency.split(",")):
             web_before, db_before = server_cpu_split(server, cluster)
             client_before = time.process_time()
             cpu_before = web_before + db_before
-            stats = asyncio.run(run_level(server.url, "bench", documents, level, args.duration,
-                                          args.ramp, pace, f"c{level}-{uuid.uuid4().hex[:6]}"))
+            stats = asyncio.run(
+                run_level(
+                    server.url,
+                    "bench",
+                    documents,
+                    level,
+                    args.duration,
+                    args.ramp,
+                    pace,
+                    f"c{level}-{uuid.uuid4().hex[:6]}",
+                )
+            )
             web_after, db_after = server_cpu_split(server, cluster)
             client_cpu = time.process_time() - client_before
             cpu = web_after + db_after - cpu_before
@@ -211,28 +281,39 @@ def main(argv: list[str] | None = None) -> int:
             server_side, seen_lines = server_latencies(access_log, seen_lines)
             summary = stats.summary()
             summary["server_cpu_s"] = round(cpu, 2)
-            summary["server_cpu_ms_per_request"] = round(cpu * 1000 / max(1, summary["requests"]), 2)
+            summary["server_cpu_ms_per_request"] = round(
+                cpu * 1000 / max(1, summary["requests"]), 2
+            )
             summary["gunicorn_cpu_s"] = round(web_after - web_before, 2)
             summary["postgres_cpu_s"] = round(db_after - db_before, 2)
             summary["steady"] = stats.steady(args.ramp + 5)
             print_summary(f"{level} simulated workers", summary, server_side)
-            print(f"   after everyone arrived (from {args.ramp + 5:.0f} s): " + ", ".join(
-                f"{name} {row['p50_ms']}/{row['p99_ms']}" for name, row in summary["steady"].items()
-                if name in ("add", "remove", "get", "position")) + " ms (p50/p99)")
-            print(f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
-                  f"{summary['server_cpu_ms_per_request']} ms per request, "
-                  f"{cpu / stats.elapsed * 100:.0f}% of one core (gunicorn "
-                  f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s); "
-                  f"the load generator itself: {client_cpu:.1f} s")
+            print(
+                f"   after everyone arrived (from {args.ramp + 5:.0f} s): "
+                + ", ".join(
+                    f"{name} {row['p50_ms']}/{row['p99_ms']}"
+                    for name, row in summary["steady"].items()
+                    if name in ("add", "remove", "get", "position")
+                )
+                + " ms (p50/p99)"
+            )
+            print(
+                f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
+                f"{summary['server_cpu_ms_per_request']} ms per request, "
+                f"{cpu / stats.elapsed * 100:.0f}% of one core (gunicorn "
+                f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s); "
+                f"the load generator itself: {client_cpu:.1f} s"
+            )
             summary["client_cpu_s"] = round(client_cpu, 2)
             holds = summary["errors"] == 0 and all(
                 summary["endpoints"].get(e, {"p99_ms": 0})["p99_ms"] < TARGET_MS
                 for e in TARGET_ENDPOINTS
             )
-            print(f"   target p99 < {TARGET_MS:.0f} ms for add/remove/get with zero errors: "
-                  f"{'HOLDS' if holds else 'MISSED'}")
-            results["levels"][level] = {"client": summary, "server": server_side,
-                                        "holds": holds}
+            print(
+                f"   target p99 < {TARGET_MS:.0f} ms for add/remove/get with zero errors: "
+                f"{'HOLDS' if holds else 'MISSED'}"
+            )
+            results["levels"][level] = {"client": summary, "server": server_side, "holds": holds}
     finally:
         if server:
             server.stop()

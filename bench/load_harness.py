@@ -116,8 +116,13 @@ def prepare_study(url: str, slug: str, documents: list[tuple[str, list[str]]]) -
     upgrade(url)
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
     with app.app_context(), session_scope() as session:
-        study, _ = create_study(session, slug, REPO / "taxonomies" / "snac.yaml",
-                                suggestions="hidden", annotators_per_doc=3)
+        study, _ = create_study(
+            session,
+            slug,
+            REPO / "taxonomies" / "snac.yaml",
+            suggestions="hidden",
+            annotators_per_doc=3,
+        )
         import_documents(session, study, [DocumentInput(d, list(s)) for d, s in documents])
     app.extensions["db_engine"].dispose()
 
@@ -140,18 +145,40 @@ class Gunicorn:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, health_path: str = "/healthz", timeout: float = 60) -> Gunicorn:
-        env = {**os.environ, "DATABASE_URL": self.database_url, "PORT": str(self.port),
-               "WEB_CONCURRENCY": str(self.workers), "GUNICORN_THREADS": str(self.threads),
-               "SECRET_KEY": "bench", "GUNICORN_LOG_LEVEL": "warning", **self.extra_env}
-        command = [str(BIN / "gunicorn"), "--config", "gunicorn.conf.py", "--bind",
-                   f"127.0.0.1:{self.port}"]
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "PORT": str(self.port),
+            "WEB_CONCURRENCY": str(self.workers),
+            "GUNICORN_THREADS": str(self.threads),
+            "SECRET_KEY": "bench",
+            "GUNICORN_LOG_LEVEL": "warning",
+            **self.extra_env,
+        }
+        command = [
+            str(BIN / "gunicorn"),
+            "--config",
+            "gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+        ]
         if self.access_log:
-            command += ["--access-logfile", str(self.access_log),
-                        "--access-logformat", ACCESS_FORMAT]
+            command += [
+                "--access-logfile",
+                str(self.access_log),
+                "--access-logformat",
+                ACCESS_FORMAT,
+            ]
         command.append(self.app_spec)
         self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115
-        self.process = subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True,
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env,
+            start_new_session=True,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.time() + timeout
         while True:
             try:
@@ -283,8 +310,10 @@ class MiniHttp:
 
     async def request(self, method: str, path: str, body: Any = None) -> HttpResponse:
         payload = b"" if body is None else json.dumps(body).encode()
-        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                f"Content-Length: {len(payload)}\r\n")
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Length: {len(payload)}\r\n"
+        )
         if body is not None:
             head += "Content-Type: application/json\r\n"
         message = (head + "\r\n").encode() + payload
@@ -361,8 +390,9 @@ def choose_count(rng: random.Random) -> int:
     return 0
 
 
-def random_span(rng: random.Random, texts: list[str], segment: int,
-                before: int | None = None) -> dict[str, Any] | None:
+def random_span(
+    rng: random.Random, texts: list[str], segment: int, before: int | None = None
+) -> dict[str, Any] | None:
     """A span of 1-4 whole words in ``texts[segment]`` (starting before ``before``, if given)."""
     words = [m.span() for m in WORD.finditer(texts[segment])]
     if before is not None:
@@ -375,8 +405,9 @@ def random_span(rng: random.Random, texts: list[str], segment: int,
     return {"segment": segment, "start": start, "end": end, "text": texts[segment][start:end]}
 
 
-def random_annotation(rng: random.Random, texts: list[str], segment: int,
-                      categories: list[dict]) -> dict[str, Any] | None:
+def random_annotation(
+    rng: random.Random, texts: list[str], segment: int, categories: list[dict]
+) -> dict[str, Any] | None:
     """An annotation body like the annotate page sends (code-point offsets, exact text)."""
     span = random_span(rng, texts, segment)
     if span is None:
@@ -387,8 +418,12 @@ def random_annotation(rng: random.Random, texts: list[str], segment: int,
         earlier = rng.randrange(segment + 1)
         paired = random_span(rng, texts, earlier, span["start"] if earlier == segment else None)
         if paired is not None:
-            return {**span, "category": rng.choice(paired_cats)["id"], "paired": paired,
-                    "comment": ""}
+            return {
+                **span,
+                "category": rng.choice(paired_cats)["id"],
+                "paired": paired,
+                "comment": "",
+            }
     return {**span, "category": rng.choice(single_cats)["id"], "paired": None, "comment": ""}
 
 
@@ -427,8 +462,11 @@ class Stats:
         for name, values in sorted(self.latencies.items()):
             kept = [v for v, t in zip(values, self.moments[name], strict=True) if t >= after]
             if kept:
-                table[name] = {"n": len(kept), "p50_ms": round(percentile(kept, 50) * 1000, 2),
-                               "p99_ms": round(percentile(kept, 99) * 1000, 2)}
+                table[name] = {
+                    "n": len(kept),
+                    "p50_ms": round(percentile(kept, 50) * 1000, 2),
+                    "p99_ms": round(percentile(kept, 99) * 1000, 2),
+                }
         return table
 
     def error(self, endpoint: str, what: str) -> None:
@@ -451,9 +489,13 @@ class Stats:
             "errors": sum(self.errors.values()),
             "retries": self.retries,
             "endpoints": {
-                name: {"n": len(v), "p50_ms": round(percentile(v, 50) * 1000, 2),
-                       "p99_ms": round(percentile(v, 99) * 1000, 2),
-                       "max_ms": round(max(v) * 1000, 2), "errors": self.errors.get(name, 0)}
+                name: {
+                    "n": len(v),
+                    "p50_ms": round(percentile(v, 50) * 1000, 2),
+                    "p99_ms": round(percentile(v, 99) * 1000, 2),
+                    "max_ms": round(max(v) * 1000, 2),
+                    "errors": self.errors.get(name, 0),
+                }
                 for name, v in sorted(self.latencies.items())
             },
             "error_samples": self.error_samples,
@@ -475,8 +517,14 @@ def server_latencies(access_log: Path, since_line: int = 0) -> tuple[dict[str, d
                 seen[name].append(int(micros) / 1e6)
                 break
     return (
-        {name: {"n": len(v), "p50_ms": round(percentile(v, 50) * 1000, 2),
-                "p99_ms": round(percentile(v, 99) * 1000, 2)} for name, v in sorted(seen.items())},
+        {
+            name: {
+                "n": len(v),
+                "p50_ms": round(percentile(v, 50) * 1000, 2),
+                "p99_ms": round(percentile(v, 99) * 1000, 2),
+            }
+            for name, v in sorted(seen.items())
+        },
         len(lines),
     )
 
@@ -493,21 +541,27 @@ SERVER_ENDPOINTS = [
 ]
 
 
-def print_summary(title: str, summary: dict[str, Any], server: dict[str, dict] | None = None,
-                  file=None) -> None:
+def print_summary(
+    title: str, summary: dict[str, Any], server: dict[str, dict] | None = None, file=None
+) -> None:
     file = file or sys.stdout
     print(f"\n== {title}", file=file)
-    print(f"   {summary['requests']} requests in {summary['seconds']} s = "
-          f"{summary['requests_per_s']} req/s; {summary['documents']} documents submitted = "
-          f"{summary['documents_per_s']} docs/s; errors {summary['errors']}, "
-          f"retries {summary['retries']}", file=file)
+    print(
+        f"   {summary['requests']} requests in {summary['seconds']} s = "
+        f"{summary['requests_per_s']} req/s; {summary['documents']} documents submitted = "
+        f"{summary['documents_per_s']} docs/s; errors {summary['errors']}, "
+        f"retries {summary['retries']}",
+        file=file,
+    )
     header = f"   {'endpoint':<14}{'n':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
     if server:
         header += f"{'srv p50':>9}{'srv p99':>9}"
     print(header, file=file)
     for name, row in summary["endpoints"].items():
-        line = (f"   {name:<14}{row['n']:>8}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}"
-                f"{row['max_ms']:>9.2f}")
+        line = (
+            f"   {name:<14}{row['n']:>8}{row['p50_ms']:>9.2f}{row['p99_ms']:>9.2f}"
+            f"{row['max_ms']:>9.2f}"
+        )
         if server and name in server:
             line += f"{server[name]['p50_ms']:>9.2f}{server[name]['p99_ms']:>9.2f}"
         print(line, file=file)

@@ -31,33 +31,90 @@ def detector() -> None:
 
 
 @detector.command("train")
-@click.option("--backend", type=click.Choice(["t5", "minilm"]), default="t5", show_default=True,
-              help="t5: fine-tune a SNaC-grammar T5; minilm: fit the MiniLM heads.")
-@click.option("--train-file", type=click.Path(exists=True, dir_okay=False),
-              default=lambda: _default("train"), show_default="shared SNaC train.json",
-              help="SNaC-format JSON to train on.")
-@click.option("--dev-file", type=click.Path(dir_okay=False), default=None,
-              help="SNaC-format JSON scored after training (written into the model card).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="Folder for the checkpoint (HF format for t5, head.json for minilm).")
-@click.option("--pretrained", type=click.Path(exists=True, file_okay=False), default=None,
-              help="t5: start from this pretrained T5 folder instead of a small random one.")
+@click.option(
+    "--backend",
+    type=click.Choice(["t5", "minilm"]),
+    default="t5",
+    show_default=True,
+    help="t5: fine-tune a SNaC-grammar T5; minilm: fit the MiniLM heads.",
+)
+@click.option(
+    "--train-file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=lambda: _default("train"),
+    show_default="shared SNaC train.json",
+    help="SNaC-format JSON to train on.",
+)
+@click.option(
+    "--dev-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="SNaC-format JSON scored after training (written into the model card).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Folder for the checkpoint (HF format for t5, head.json for minilm).",
+)
+@click.option(
+    "--pretrained",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="t5: start from this pretrained T5 folder instead of a small random one.",
+)
 @click.option("--epochs", type=float, default=10.0, show_default=True)
-@click.option("--max-minutes", type=float, default=30.0, show_default=True,
-              help="Stop training after this many minutes.")
+@click.option(
+    "--max-minutes",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Stop training after this many minutes.",
+)
 @click.option("--batch-size", type=int, default=16, show_default=True)
 @click.option("--lr", type=float, default=1e-3, show_default=True)
-@click.option("--d-model", type=int, default=256, show_default=True,
-              help="t5 from scratch: hidden size.")
-@click.option("--layers", type=int, default=3, show_default=True,
-              help="t5 from scratch: encoder and decoder layers.")
-@click.option("--context-words", type=int, default=96, show_default=True,
-              help="t5: context words kept before <extra_id_0>.")
-@click.option("--min-votes", type=int, default=1, show_default=True,
-              help="Gold errors need at least this many annotator votes.")
+@click.option(
+    "--d-model", type=int, default=256, show_default=True, help="t5 from scratch: hidden size."
+)
+@click.option(
+    "--layers",
+    type=int,
+    default=3,
+    show_default=True,
+    help="t5 from scratch: encoder and decoder layers.",
+)
+@click.option(
+    "--context-words",
+    type=int,
+    default=96,
+    show_default=True,
+    help="t5: context words kept before <extra_id_0>.",
+)
+@click.option(
+    "--min-votes",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Gold errors need at least this many annotator votes.",
+)
 @click.option("--threads", type=int, default=1, show_default=True, help="CPU threads.")
-def train_cmd(backend, train_file, dev_file, out_dir, pretrained, epochs, max_minutes,
-              batch_size, lr, d_model, layers, context_words, min_votes, threads) -> None:
+def train_cmd(
+    backend,
+    train_file,
+    dev_file,
+    out_dir,
+    pretrained,
+    epochs,
+    max_minutes,
+    batch_size,
+    lr,
+    d_model,
+    layers,
+    context_words,
+    min_votes,
+    threads,
+) -> None:
     """Fine-tune a detector on SNaC-format JSON and save it."""
     import torch
 
@@ -69,21 +126,37 @@ def train_cmd(backend, train_file, dev_file, out_dir, pretrained, epochs, max_mi
     else:
         from model_server.train import TrainConfig, train
 
-        cfg = TrainConfig(epochs=epochs, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
-                          d_model=d_model, num_layers=layers, d_ff=2 * d_model,
-                          max_context_words=context_words, min_votes=min_votes,
-                          threads=threads)
+        cfg = TrainConfig(
+            epochs=epochs,
+            max_minutes=max_minutes,
+            batch_size=batch_size,
+            lr=lr,
+            d_model=d_model,
+            num_layers=layers,
+            d_ff=2 * d_model,
+            max_context_words=context_words,
+            min_votes=min_votes,
+            threads=threads,
+        )
         summary = train(train_file, out_dir, pretrained=pretrained, dev_path=dev_file, cfg=cfg)
     click.echo(json.dumps(summary, indent=2))
 
 
 @detector.command("evaluate")
-@click.option("--model", "model", default=None,
-              help="'rules', 'minilm', or a checkpoint folder (default: $DETECTOR_MODEL or "
-                   "the best default).")
-@click.option("--data", type=click.Path(exists=True, dir_okay=False),
-              default=lambda: _default("dev"), show_default="shared SNaC dev.json",
-              help="SNaC-format JSON with gold errors.")
+@click.option(
+    "--model",
+    "model",
+    default=None,
+    help="'rules', 'minilm', or a checkpoint folder (default: $DETECTOR_MODEL or "
+    "the best default).",
+)
+@click.option(
+    "--data",
+    type=click.Path(exists=True, dir_okay=False),
+    default=lambda: _default("dev"),
+    show_default="shared SNaC dev.json",
+    help="SNaC-format JSON with gold errors.",
+)
 @click.option("--min-votes", type=int, default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def evaluate_cmd(model, data, min_votes, as_json) -> None:
@@ -93,19 +166,29 @@ def evaluate_cmd(model, data, min_votes, as_json) -> None:
     det = _load(model)
     table = evaluate_file(det, data, min_votes)
     if as_json:
-        click.echo(json.dumps({"detector": det.name, "version": det.version, "scores": table},
-                              indent=2))
+        click.echo(
+            json.dumps({"detector": det.name, "version": det.version, "scores": table}, indent=2)
+        )
     else:
         click.echo(format_table({f"{det.name} {det.version}": table}, REPORTED))
 
 
 @detector.command("predict")
 @click.argument("tsv", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model", "model", default=None,
-              help="'rules', 'minilm', or a checkpoint folder (default: $DETECTOR_MODEL or "
-                   "the best default).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
-              help="Output file (default: stdout).")
+@click.option(
+    "--model",
+    "model",
+    default=None,
+    help="'rules', 'minilm', or a checkpoint folder (default: $DETECTOR_MODEL or "
+    "the best default).",
+)
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (default: stdout).",
+)
 def predict_cmd(tsv, model, out_file) -> None:
     """Read a SNaC TSV (id, context, sentence) and write SNaC's output lines."""
     from model_server.predict import predict_tsv

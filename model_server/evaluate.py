@@ -22,8 +22,11 @@ def example_inputs(examples: Sequence[SentenceExample]) -> list[DetectionInput]:
     return [DetectionInput(ex.context, ex.sentence, ex.index == 0) for ex in examples]
 
 
-def score(examples: Sequence[SentenceExample], predictions: Sequence[list[RawSuggestion]],
-          min_votes: int = 1) -> dict[str, dict[str, float]]:
+def score(
+    examples: Sequence[SentenceExample],
+    predictions: Sequence[list[RawSuggestion]],
+    min_votes: int = 1,
+) -> dict[str, dict[str, float]]:
     """Per-category tp/fp/fn, P, R, F1 and ov. (span overlap on true positives)."""
     table: dict[str, dict[str, float]] = {}
     for cat in REPORTED:
@@ -42,26 +45,38 @@ def score(examples: Sequence[SentenceExample], predictions: Sequence[list[RawSug
         p = tp / (tp + fp) if tp + fp else 0.0
         r = tp / (tp + fn) if tp + fn else 0.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0
-        table[cat] = {"p": p, "r": r, "f1": f1, "ov": overlap / tp if tp else 0.0,
-                      "tp": tp, "fp": fp, "fn": fn, "support": tp + fn}
+        table[cat] = {
+            "p": p,
+            "r": r,
+            "f1": f1,
+            "ov": overlap / tp if tp else 0.0,
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "support": tp + fn,
+        }
     return table
 
 
-def evaluate_detector(detector: Detector, examples: Sequence[SentenceExample],
-                      min_votes: int = 1) -> dict[str, dict[str, float]]:
+def evaluate_detector(
+    detector: Detector, examples: Sequence[SentenceExample], min_votes: int = 1
+) -> dict[str, dict[str, float]]:
     return score(examples, detector.detect(example_inputs(examples)), min_votes)
 
 
-def evaluate_file(detector: Detector, path: str | Path, min_votes: int = 1,
-                  limit_docs: int | None = None) -> dict[str, dict[str, float]]:
+def evaluate_file(
+    detector: Detector, path: str | Path, min_votes: int = 1, limit_docs: int | None = None
+) -> dict[str, dict[str, float]]:
     docs = load_documents(path)
     if limit_docs:
         docs = dict(list(docs.items())[:limit_docs])
     return evaluate_detector(detector, sentence_examples(docs), min_votes)
 
 
-def format_table(rows: dict[str, dict[str, dict[str, float]]],
-                 categories: Sequence[str] = ("CharE", "SceneE", "RefE")) -> str:
+def format_table(
+    rows: dict[str, dict[str, dict[str, float]]],
+    categories: Sequence[str] = ("CharE", "SceneE", "RefE"),
+) -> str:
     """Markdown table: one row per detector, P/R/F1/ov. per category."""
     head = "| detector | " + " | ".join(f"{c} P | {c} R | {c} F1 | {c} ov." for c in categories)
     sep = "|---" * (1 + 4 * len(categories)) + "|"

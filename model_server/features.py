@@ -13,31 +13,174 @@ from model_server.interface import DetectionInput
 from model_server.text import nlp
 
 TITLES = {
-    "mr", "mrs", "ms", "miss", "dr", "sir", "lady", "lord", "don", "king", "queen", "prince",
-    "princess", "duke", "duchess", "count", "countess", "captain", "uncle", "aunt", "father",
-    "mother", "brother", "sister", "saint", "st", "madame", "monsieur", "general", "colonel",
-    "professor", "friar", "doctor", "master", "mistress", "young", "old", "little", "the",
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "dr",
+    "sir",
+    "lady",
+    "lord",
+    "don",
+    "king",
+    "queen",
+    "prince",
+    "princess",
+    "duke",
+    "duchess",
+    "count",
+    "countess",
+    "captain",
+    "uncle",
+    "aunt",
+    "father",
+    "mother",
+    "brother",
+    "sister",
+    "saint",
+    "st",
+    "madame",
+    "monsieur",
+    "general",
+    "colonel",
+    "professor",
+    "friar",
+    "doctor",
+    "master",
+    "mistress",
+    "young",
+    "old",
+    "little",
+    "the",
 }
 PRONOUNS = {"he", "she", "him", "her", "they", "them", "his", "hers", "their", "it"}
 POSSESSIVES = {"his", "her", "their", "its"}
 SCENE_OPENERS = (
-    "meanwhile", "later", "that night", "the next", "the following", "next day", "the day",
-    "at the", "in the", "back at", "back in", "at a", "in a", "on the", "when", "after",
-    "one day", "one night", "that evening", "that morning", "the morning", "the night",
-    "years later", "some time", "soon", "eventually", "finally", "elsewhere", "inside",
-    "outside", "at home", "at night", "the following day",
+    "meanwhile",
+    "later",
+    "that night",
+    "the next",
+    "the following",
+    "next day",
+    "the day",
+    "at the",
+    "in the",
+    "back at",
+    "back in",
+    "at a",
+    "in a",
+    "on the",
+    "when",
+    "after",
+    "one day",
+    "one night",
+    "that evening",
+    "that morning",
+    "the morning",
+    "the night",
+    "years later",
+    "some time",
+    "soon",
+    "eventually",
+    "finally",
+    "elsewhere",
+    "inside",
+    "outside",
+    "at home",
+    "at night",
+    "the following day",
 )
 STOP = {
-    "the", "a", "an", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "is",
-    "are", "was", "were", "be", "that", "this", "it", "as", "by", "from", "he", "she", "they",
-    "his", "her", "their", "him", "them", "not", "has", "have", "had", "who", "which", "will",
-    "would", "does", "do", "tells", "says", "said", "goes", "there", "then", "when", "so",
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "but",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "for",
+    "with",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "that",
+    "this",
+    "it",
+    "as",
+    "by",
+    "from",
+    "he",
+    "she",
+    "they",
+    "his",
+    "her",
+    "their",
+    "him",
+    "them",
+    "not",
+    "has",
+    "have",
+    "had",
+    "who",
+    "which",
+    "will",
+    "would",
+    "does",
+    "do",
+    "tells",
+    "says",
+    "said",
+    "goes",
+    "there",
+    "then",
+    "when",
+    "so",
 }
 GENERIC_HEADS = {
-    "time", "day", "night", "morning", "evening", "way", "end", "rest", "house", "room",
-    "door", "money", "truth", "life", "other", "others", "idea", "fact", "world", "people",
-    "man", "woman", "men", "women", "family", "home", "thing", "things", "year", "years",
-    "moment", "news", "matter", "story", "city", "town", "place", "help",
+    "time",
+    "day",
+    "night",
+    "morning",
+    "evening",
+    "way",
+    "end",
+    "rest",
+    "house",
+    "room",
+    "door",
+    "money",
+    "truth",
+    "life",
+    "other",
+    "others",
+    "idea",
+    "fact",
+    "world",
+    "people",
+    "man",
+    "woman",
+    "men",
+    "women",
+    "family",
+    "home",
+    "thing",
+    "things",
+    "year",
+    "years",
+    "moment",
+    "news",
+    "matter",
+    "story",
+    "city",
+    "town",
+    "place",
+    "help",
 }
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
@@ -98,8 +241,11 @@ def _person_spans(doc) -> list[tuple[int, int, str]]:
 
 
 def _other_ent_spans(doc) -> list[tuple[int, int, str]]:
-    return [(e.start_char, e.end_char, e.label_) for e in doc.ents
-            if e.label_ in ("ORG", "GPE", "NORP", "FAC", "LOC", "WORK_OF_ART")]
+    return [
+        (e.start_char, e.end_char, e.label_)
+        for e in doc.ents
+        if e.label_ in ("ORG", "GPE", "NORP", "FAC", "LOC", "WORK_OF_ART")
+    ]
 
 
 def analyse(docs_and_inputs) -> list[SentenceCandidates]:
@@ -137,9 +283,11 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
         in_ctx = [t in ctx_cased for t in toks]
         span = doc.char_span(start, end, alignment_mode="expand")
         head = span.root if span is not None else None
-        appos = bool(head is not None and (any(c.dep_ == "appos" for c in head.children)
-                                           or head.dep_ == "appos"))
-        after = sentence[end:end + 5]
+        appos = bool(
+            head is not None
+            and (any(c.dep_ == "appos" for c in head.children) or head.dep_ == "appos")
+        )
+        after = sentence[end : end + 5]
         feats = {
             "is_person": float(kind == "PERSON"),
             "is_propn": float(kind == "PROPN"),
@@ -150,7 +298,7 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "full_in_ctx": float(text in context),
             "appos": appos,
             "comma_after": float(after.startswith(",")),
-            "possessive": float(sentence[end:end + 2] == "'s"),
+            "possessive": float(sentence[end : end + 2] == "'s"),
             "sent_initial": float(start == 0),
             "n_tokens": float(len(toks)),
             "is_subject": float(head is not None and head.dep_ in ("nsubj", "nsubjpass")),
@@ -183,8 +331,9 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "possessive": float(kind == "possessive"),
             "head_new": float(head.lower_ not in ctx_lower and lemma not in ctx_lower),
             "head_recent": float(head.lower_ in recent or lemma in recent),
-            "content_new": (sum(t.lower_ not in ctx_lower for t in content) / len(content)
-                            if content else 0.0),
+            "content_new": (
+                sum(t.lower_ not in ctx_lower for t in content) / len(content) if content else 0.0
+            ),
             "generic_head": float(lemma in GENERIC_HEADS),
             "n_tokens": float(len(chunk)),
             "ctx_empty": float(n_ctx_words == 0),
@@ -192,8 +341,7 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "log_ctx": min(1.0, n_ctx_words / 1000),
             "opens_segment": float(inp.opens_segment),
         }
-        candidates.append(Candidate("event", chunk.start_char, chunk.end_char, chunk.text,
-                                    feats))
+        candidates.append(Candidate("event", chunk.start_char, chunk.end_char, chunk.text, feats))
     content_words = {t.lower_ for t in doc if t.pos_ in ("NOUN", "PROPN") and not t.is_stop}
     names = {t for s, e, _ in person_like for t in _name_tokens(sentence[s:e])}
     low = sentence.lower()
@@ -202,12 +350,13 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
         "ctx_empty": float(n_ctx_words == 0),
         "opener": float(any(low.startswith(o) for o in SCENE_OPENERS)),
         "starts_prep": float(len(doc) > 0 and doc[0].dep_ == "prep"),
-        "content_recent": (len(content_words & recent) / len(content_words)
-                           if content_words else 0.0),
-        "content_seen": (len(content_words & ctx_lower) / len(content_words)
-                         if content_words else 0.0),
-        "names_recent": (len({n.lower() for n in names} & recent) / len(names)
-                         if names else 0.5),
+        "content_recent": (
+            len(content_words & recent) / len(content_words) if content_words else 0.0
+        ),
+        "content_seen": (
+            len(content_words & ctx_lower) / len(content_words) if content_words else 0.0
+        ),
+        "names_recent": (len({n.lower() for n in names} & recent) / len(names) if names else 0.5),
         "n_new_names": float(sum(n not in ctx_cased for n in names)),
         "starts_pronoun": float(len(doc) > 0 and doc[0].lower_ in PRONOUNS),
         "log_ctx": min(1.0, n_ctx_words / 1000),

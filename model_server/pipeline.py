@@ -30,8 +30,9 @@ def document_inputs(segments: list[str]) -> list[tuple[int, int, DetectionInput]
     """(segment, sentence start, input) for every sentence; context = all earlier text."""
     items: list[tuple[int, int, DetectionInput]] = []
     earlier: list[str] = []
-    for seg_index, (text, spans) in enumerate(zip(segments, split_many(list(segments)),
-                                                  strict=True)):
+    for seg_index, (text, spans) in enumerate(
+        zip(segments, split_many(list(segments)), strict=True)
+    ):
         for k, (start, end) in enumerate(spans):
             sentence = text[start:end]
             items.append((seg_index, start, DetectionInput(" ".join(earlier), sentence, k == 0)))
@@ -39,8 +40,9 @@ def document_inputs(segments: list[str]) -> list[tuple[int, int, DetectionInput]
     return items
 
 
-def detect_document(segments: list[str], detector: Detector,
-                    taxonomy: dict[str, Any]) -> list[SuggestionRow]:
+def detect_document(
+    segments: list[str], detector: Detector, taxonomy: dict[str, Any]
+) -> list[SuggestionRow]:
     """Split each segment into sentences, detect, map to the taxonomy's categories and
     return rows ordered by (segment, start, category)."""
     items = document_inputs(segments)
@@ -52,7 +54,17 @@ def detect_document(segments: list[str], detector: Detector,
         for sug in to_categories(found, inp.sentence, taxonomy):
             start, end = offset + sug.start, offset + sug.end
             text = segments[seg_index][start:end]
-            rows.append(SuggestionRow(seg_index, start, end, text, sug.category,
-                                      round(float(sug.score), 4), sug.detector, sug.version))
+            rows.append(
+                SuggestionRow(
+                    seg_index,
+                    start,
+                    end,
+                    text,
+                    sug.category,
+                    round(float(sug.score), 4),
+                    sug.detector,
+                    sug.version,
+                )
+            )
     rows.sort(key=lambda r: (r.segment, r.start, r.category))
     return rows

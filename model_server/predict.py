@@ -34,8 +34,10 @@ def predict_lines(detector: Detector, rows: list[dict[str, str]]) -> Iterator[st
         outputs = [text for text, _ in detector.generate(texts)]
     else:
         texts = [build_input(i.context, i.sentence) for i in inputs]
-        outputs = [format_target([(s.label, i.sentence[s.start:s.end]) for s in found])
-                   for i, found in zip(inputs, detector.detect(inputs), strict=True)]
+        outputs = [
+            format_target([(s.label, i.sentence[s.start : s.end]) for s in found])
+            for i, found in zip(inputs, detector.detect(inputs), strict=True)
+        ]
     for text, output in zip(texts, outputs, strict=True):
         yield text.strip()
         yield f"Predicted: {output.strip()}"

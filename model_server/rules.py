@@ -56,8 +56,7 @@ def decide(sc: SentenceCandidates, cfg: RulesConfig) -> list[tuple[str, int, int
                 continue
             out.append(("character", cand.start, cand.end, 0.9 if f["is_person"] else 0.6))
         elif cand.label == "event":
-            kind = ("pronoun" if f["pronoun"] else "definite" if f["definite"]
-                    else "possessive")
+            kind = "pronoun" if f["pronoun"] else "definite" if f["definite"] else "possessive"
             if kind not in cfg.ref_kinds:
                 continue
             if kind == "pronoun":
@@ -94,8 +93,13 @@ class RulesDetector:
         return analyse(zip(parse_inputs(inputs), inputs, strict=True))
 
     def decide_all(self, analysed: list[SentenceCandidates]) -> list[list[RawSuggestion]]:
-        return [[RawSuggestion(label, s, e, round(score, 4), self.name, self.version)
-                 for label, s, e, score in decide(sc, self.config)] for sc in analysed]
+        return [
+            [
+                RawSuggestion(label, s, e, round(score, 4), self.name, self.version)
+                for label, s, e, score in decide(sc, self.config)
+            ]
+            for sc in analysed
+        ]
 
     def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
         return self.decide_all(self.analyse(batch))

@@ -85,8 +85,9 @@ def sentence_examples(docs: dict[str, list[dict]]) -> list[SentenceExample]:
         seg_examples = []
         for k, (start, end) in enumerate(spans):
             sentence = text[start:end]
-            seg_examples.append(SentenceExample(doc_id, seg_index, k, start, end, sentence,
-                                                " ".join(earlier)))
+            seg_examples.append(
+                SentenceExample(doc_id, seg_index, k, start, end, sentence, " ".join(earlier))
+            )
             earlier.append(sentence)
         for err in seg.get("errors", []):
             category, span = err.get("error_type"), str(err.get("span", ""))
@@ -100,8 +101,15 @@ def sentence_examples(docs: dict[str, list[dict]]) -> list[SentenceExample]:
                         rel = (0, ex.end - ex.start)
                     else:
                         rel = (max(s, ex.start) - ex.start, min(e, ex.end) - ex.start)
-                    ex.gold.append(GoldError(category, ex.sentence[rel[0]:rel[1]], rel[0],
-                                             rel[1], int(err.get("votes") or 1)))
+                    ex.gold.append(
+                        GoldError(
+                            category,
+                            ex.sentence[rel[0] : rel[1]],
+                            rel[0],
+                            rel[1],
+                            int(err.get("votes") or 1),
+                        )
+                    )
                     break
         examples.extend(seg_examples)
     return examples

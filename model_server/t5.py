@@ -52,10 +52,18 @@ class T5Detector:
 
     name = NAME
 
-    def __init__(self, model, tokenizer, *, version: str = "0",
-                 max_context_words: int = SNAC_CONTEXT_WORDS,
-                 max_input_tokens: int = SNAC_MAX_LENGTH, max_new_tokens: int = 79,
-                 batch_size: int | None = None, device: str | None = None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        version: str = "0",
+        max_context_words: int = SNAC_CONTEXT_WORDS,
+        max_input_tokens: int = SNAC_MAX_LENGTH,
+        max_new_tokens: int = 79,
+        batch_size: int | None = None,
+        device: str | None = None,
+    ):
         self.device = pick_device(device)
         self.tokenizer = tokenizer
         # over-long inputs lose the oldest context, never the sentence being judged
@@ -93,8 +101,9 @@ class T5Detector:
 
     def texts(self, inputs: Sequence[DetectionInput | tuple]) -> list[str]:
         """Model input texts (SNaC format, context cut to this model's word limit)."""
-        return [build_input(i.context, i.sentence, self.max_context_words)
-                for i in as_inputs(inputs)]
+        return [
+            build_input(i.context, i.sentence, self.max_context_words) for i in as_inputs(inputs)
+        ]
 
     @torch.inference_mode()
     def generate(self, texts: Sequence[str]) -> list[tuple[str, float]]:
@@ -113,9 +122,14 @@ class T5Detector:
                 input_ids[row, : len(ids[i])] = torch.tensor(ids[i])
                 mask[row, : len(ids[i])] = 1
             out = self.model.generate(
-                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                max_new_tokens=self.max_new_tokens, do_sample=False, num_beams=1,
-                output_scores=True, return_dict_in_generate=True)
+                input_ids=input_ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                num_beams=1,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
             seqs = out.sequences
             scores = self.model.compute_transition_scores(seqs, out.scores, normalize_logits=True)
             gen = seqs[:, 1:]
@@ -126,8 +140,7 @@ class T5Detector:
                 results[i] = (decoded[row], float(torch.exp(mean_logp[row])))
         return results
 
-    def to_suggestions(self, output: str, confidence: float,
-                       sentence: str) -> list[RawSuggestion]:
+    def to_suggestions(self, output: str, confidence: float, sentence: str) -> list[RawSuggestion]:
         """Parse one output and place its spans in the sentence (absent spans skipped)."""
         found = []
         for err in parse_output(output).known_errors:
@@ -139,12 +152,17 @@ class T5Detector:
                 where = find_span(err.span, sentence)
                 if where is None:
                     continue
-            found.append(RawSuggestion(err.label, where[0], where[1], round(confidence, 4),
-                                       self.name, self.version))
+            found.append(
+                RawSuggestion(
+                    err.label, where[0], where[1], round(confidence, 4), self.name, self.version
+                )
+            )
         return found
 
     def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
         inputs = as_inputs(batch)
         outputs = self.generate(self.texts(inputs))
-        return [self.to_suggestions(text, conf, inp.sentence)
-                for (text, conf), inp in zip(outputs, inputs, strict=True)]
+        return [
+            self.to_suggestions(text, conf, inp.sentence)
+            for (text, conf), inp in zip(outputs, inputs, strict=True)
+        ]

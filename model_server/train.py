@@ -49,9 +49,22 @@ class TrainConfig:
 
 def tiny_config(**overrides) -> TrainConfig:
     """A T5 small enough to train in a test in seconds (pipeline checks, not quality)."""
-    base = dict(epochs=3, max_minutes=1, batch_size=8, lr=3e-3, warmup_steps=5,
-                max_context_words=24, max_input_tokens=96, max_target_tokens=24, d_model=32,
-                num_layers=1, num_heads=2, d_ff=64, vocab_size=400, version="tiny-test")
+    base = dict(
+        epochs=3,
+        max_minutes=1,
+        batch_size=8,
+        lr=3e-3,
+        warmup_steps=5,
+        max_context_words=24,
+        max_input_tokens=96,
+        max_target_tokens=24,
+        d_model=32,
+        num_layers=1,
+        num_heads=2,
+        d_ff=64,
+        vocab_size=400,
+        version="tiny-test",
+    )
     base.update(overrides)
     return TrainConfig(**base)
 
@@ -60,10 +73,14 @@ def pairs(examples: list[SentenceExample], cfg: TrainConfig) -> list[tuple[str, 
     """(input text, target) for every sentence."""
     out = []
     for ex in examples:
-        errors = [(LABEL_OF_CATEGORY[g.category], g.span) for g in ex.gold
-                  if g.category in LABEL_OF_CATEGORY and g.votes >= cfg.min_votes]
-        out.append((build_input(ex.context, ex.sentence, cfg.max_context_words),
-                    format_target(errors)))
+        errors = [
+            (LABEL_OF_CATEGORY[g.category], g.span)
+            for g in ex.gold
+            if g.category in LABEL_OF_CATEGORY and g.votes >= cfg.min_votes
+        ]
+        out.append(
+            (build_input(ex.context, ex.sentence, cfg.max_context_words), format_target(errors))
+        )
     return out
 
 
@@ -75,10 +92,19 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     buf = io.BytesIO()
     clean = [t.replace("<extra_id_0>", " ") for t in texts]
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(clean), model_writer=buf, vocab_size=vocab_size,
-        model_type="unigram", pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
-        character_coverage=1.0, hard_vocab_limit=False, num_threads=1,
-        minloglevel=2)
+        sentence_iterator=iter(clean),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        num_threads=1,
+        minloglevel=2,
+    )
     sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
     vocab = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     return T5Tokenizer(vocab=vocab, extra_ids=100)
@@ -89,11 +115,20 @@ def small_model(tokenizer, cfg: TrainConfig):
     from transformers import T5Config, T5ForConditionalGeneration
 
     config = T5Config(
-        vocab_size=len(tokenizer), d_model=cfg.d_model, d_kv=cfg.d_model // cfg.num_heads,
-        d_ff=cfg.d_ff, num_layers=cfg.num_layers, num_decoder_layers=cfg.num_layers,
-        num_heads=cfg.num_heads, feed_forward_proj="relu", dropout_rate=cfg.dropout,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+        vocab_size=len(tokenizer),
+        d_model=cfg.d_model,
+        d_kv=cfg.d_model // cfg.num_heads,
+        d_ff=cfg.d_ff,
+        num_layers=cfg.num_layers,
+        num_decoder_layers=cfg.num_layers,
+        num_heads=cfg.num_heads,
+        feed_forward_proj="relu",
+        dropout_rate=cfg.dropout,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
     return T5ForConditionalGeneration(config)
 
 
@@ -109,8 +144,12 @@ def balanced_indices(targets: list[str], false_share: float, rng: random.Random)
     return neg + pos + extra
 
 
-def _batches(encoded: list[tuple[list[int], list[int]]], indices: list[int], batch_size: int,
-             rng: random.Random):
+def _batches(
+    encoded: list[tuple[list[int], list[int]]],
+    indices: list[int],
+    batch_size: int,
+    rng: random.Random,
+):
     """Length-bucketed shuffled batches (less padding, still random)."""
     order = sorted(indices, key=lambda i: len(encoded[i][0]) + rng.random())
     chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
@@ -131,9 +170,16 @@ def _collate(items, pad: int, device):
     return ids.to(device), mask.to(device), labels.to(device)
 
 
-def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path | None = None,
-          dev_path: str | Path | None = None, cfg: TrainConfig | None = None,
-          limit_docs: int | None = None, progress: bool = True) -> dict:
+def train(
+    train_path: str | Path,
+    out_dir: str | Path,
+    *,
+    pretrained: str | Path | None = None,
+    dev_path: str | Path | None = None,
+    cfg: TrainConfig | None = None,
+    limit_docs: int | None = None,
+    progress: bool = True,
+) -> dict:
     """Train, save an HF checkpoint to ``out_dir`` with a README model card; return a summary
     (steps, minutes, final loss, dev scores when ``dev_path`` is given)."""
     from transformers import AutoTokenizer, T5ForConditionalGeneration
@@ -152,8 +198,7 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
         tokenizer = AutoTokenizer.from_pretrained(str(pretrained))
         model = T5ForConditionalGeneration.from_pretrained(str(pretrained))
     else:
-        tokenizer = train_tokenizer([x for x, _ in data] + [y for _, y in data],
-                                    cfg.vocab_size)
+        tokenizer = train_tokenizer([x for x, _ in data] + [y for _, y in data], cfg.vocab_size)
         model = small_model(tokenizer, cfg)
     model.to(device).train()
     tokenizer.truncation_side = "left"  # keep the sentence, drop the oldest context
@@ -166,15 +211,17 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
     total = max(1, int(cfg.epochs * steps_per_epoch))
     optim = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        optim, lambda s: min(1.0, (s + 1) / cfg.warmup_steps) * max(0.05, 1 - s / total))
+        optim, lambda s: min(1.0, (s + 1) / cfg.warmup_steps) * max(0.05, 1 - s / total)
+    )
     use_amp = device.type == "cuda" and torch.cuda.is_bf16_supported()
     start, step, loss_avg = time.time(), 0, None
     bar = tqdm(total=total, desc="train", disable=not progress, unit="step")
     while step < total and (time.time() - start) / 60 < cfg.max_minutes:
         indices = balanced_indices(targets, cfg.false_share, rng)
         for chunk in _batches(encoded, indices, cfg.batch_size, rng):
-            ids, mask, labels = _collate([encoded[i] for i in chunk], tokenizer.pad_token_id,
-                                         device)
+            ids, mask, labels = _collate(
+                [encoded[i] for i in chunk], tokenizer.pad_token_id, device
+            )
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
                 loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
             loss.backward()
@@ -194,13 +241,22 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
     out.mkdir(parents=True, exist_ok=True)
     model.eval().save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    settings = {"version": cfg.version, "max_context_words": cfg.max_context_words,
-                "max_input_tokens": cfg.max_input_tokens, "grammar": "snac"}
+    settings = {
+        "version": cfg.version,
+        "max_context_words": cfg.max_context_words,
+        "max_input_tokens": cfg.max_input_tokens,
+        "grammar": "snac",
+    }
     (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=2), encoding="utf-8")
-    summary = {"steps": step, "epochs": round(step / steps_per_epoch, 2),
-               "minutes": round(minutes, 1), "loss": round(loss_avg or 0.0, 4),
-               "device": device.type, "train_sentences": len(encoded),
-               "pretrained": str(pretrained) if pretrained else None}
+    summary = {
+        "steps": step,
+        "epochs": round(step / steps_per_epoch, 2),
+        "minutes": round(minutes, 1),
+        "loss": round(loss_avg or 0.0, 4),
+        "device": device.type,
+        "train_sentences": len(encoded),
+        "pretrained": str(pretrained) if pretrained else None,
+    }
     if dev_path:
         from model_server.evaluate import evaluate_file
 
@@ -212,23 +268,34 @@ def train(train_path: str | Path, out_dir: str | Path, *, pretrained: str | Path
 def write_model_card(out: Path, cfg: TrainConfig, summary: dict, train_path, dev_path) -> None:
     """README.md describing data, settings and scores."""
     lines = [
-        f"# Marginalia SNaC coherence detector ({cfg.version})", "",
+        f"# Marginalia SNaC coherence detector ({cfg.version})",
+        "",
         "A `T5ForConditionalGeneration` that reads the context's last words, `<extra_id_0>`, "
         "and a sentence, and writes `true` or `false` followed by SNaC labels "
-        "(`character`, `event`, `scene`, `inconsistent`) and spans.", "",
-        "## Data", "",
+        "(`character`, `event`, `scene`, `inconsistent`) and spans.",
+        "",
+        "## Data",
+        "",
         f"- training: `{Path(train_path).name}` (SNaC), {summary['train_sentences']} sentences, "
         f"gold errors with >= {cfg.min_votes} vote(s)",
         f"- starting point: {summary['pretrained'] or 'random init, tokenizer trained on the training text'}",
-        "", "## Training", "",
+        "",
+        "## Training",
+        "",
         f"- {summary['steps']} steps ({summary['epochs']} epochs) in {summary['minutes']} min "
         f"on {summary['device']}, final loss {summary['loss']}",
-        "- settings: `" + json.dumps(asdict(cfg)) + "`", "",
+        "- settings: `" + json.dumps(asdict(cfg)) + "`",
+        "",
     ]
     if "dev" in summary:
         from model_server.evaluate import format_table
 
-        lines += ["## Scores", "",
-                  f"Sentence-level on `{Path(dev_path).name}`:", "",
-                  format_table({cfg.version: summary["dev"]}), ""]
+        lines += [
+            "## Scores",
+            "",
+            f"Sentence-level on `{Path(dev_path).name}`:",
+            "",
+            format_table({cfg.version: summary["dev"]}),
+            "",
+        ]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")

@@ -89,8 +89,7 @@ def database_url(request, tmp_path) -> str:
 
 @pytest.fixture
 def app(database_url):
-    application = create_app({"DATABASE_URL": database_url, "TESTING": True,
-                              "SECRET_KEY": "test"})
+    application = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "test"})
     yield application
     application.extensions["db_engine"].dispose()
 
@@ -100,19 +99,32 @@ def client(app):
     return app.test_client()
 
 
-def make_study(app, slug: str = "demo", taxonomy: str = "taxonomies/snac.yaml",
-               documents=None, *, suggestions: str = "hidden", annotators_per_doc: int = 3,
-               gold: bool = False):
+def make_study(
+    app,
+    slug: str = "demo",
+    taxonomy: str = "taxonomies/snac.yaml",
+    documents=None,
+    *,
+    suggestions: str = "hidden",
+    annotators_per_doc: int = 3,
+    gold: bool = False,
+):
     """Create a study and import ``documents`` [(external_id, [segment texts])] into it."""
     from app.db import session_scope
     from app.documents.studies import create_study, import_documents
     from app.formats import DocumentInput
 
     documents = documents or [("doc-1", ["First segment.", "Second segment.", "Third one."])]
-    inputs = [d if isinstance(d, DocumentInput) else DocumentInput(d[0], list(d[1]))
-              for d in documents]
+    inputs = [
+        d if isinstance(d, DocumentInput) else DocumentInput(d[0], list(d[1])) for d in documents
+    ]
     with app.app_context(), session_scope() as session:
-        study, _ = create_study(session, slug, REPO / taxonomy, suggestions=suggestions,
-                                annotators_per_doc=annotators_per_doc)
+        study, _ = create_study(
+            session,
+            slug,
+            REPO / taxonomy,
+            suggestions=suggestions,
+            annotators_per_doc=annotators_per_doc,
+        )
         import_documents(session, study, inputs, gold=gold)
         return study.id

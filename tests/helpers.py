@@ -45,11 +45,22 @@ def api_add(client, token: str, body: dict[str, Any]):
     return client.post(f"/api/assignments/{token}/annotations", json=body)
 
 
-def annotation_body(segment: int, text: str, category: str, *, paired: dict | None = None,
-                    comment: str = "", client_id: str | None = None,
-                    texts: list[str] = SEGMENTS) -> dict[str, Any]:
-    body: dict[str, Any] = {**span(segment, text, texts), "category": category,
-                            "paired": paired, "comment": comment}
+def annotation_body(
+    segment: int,
+    text: str,
+    category: str,
+    *,
+    paired: dict | None = None,
+    comment: str = "",
+    client_id: str | None = None,
+    texts: list[str] = SEGMENTS,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        **span(segment, text, texts),
+        "category": category,
+        "paired": paired,
+        "comment": comment,
+    }
     if client_id is not None:
         body["client_id"] = client_id
     return body

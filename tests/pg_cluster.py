@@ -40,8 +40,15 @@ class Cluster:
     def stop(self) -> None:
         if self.data_dir and self.bin_dir:
             subprocess.run(
-                [*self.as_user, f"{self.bin_dir}/pg_ctl", "-D", self.data_dir, "-m", "immediate",
-                 "stop"],
+                [
+                    *self.as_user,
+                    f"{self.bin_dir}/pg_ctl",
+                    "-D",
+                    self.data_dir,
+                    "-m",
+                    "immediate",
+                    "stop",
+                ],
                 capture_output=True,
                 check=False,
             )
@@ -50,13 +57,29 @@ class Cluster:
     def restart(self) -> None:
         """Stop and start the server (fault tests); every connection is dropped."""
         if self.data_dir is None or self.bin_dir is None:
-            raise RuntimeError("an external Postgres (MARGINALIA_TEST_POSTGRES_URL) cannot be "
-                               "restarted")
+            raise RuntimeError(
+                "an external Postgres (MARGINALIA_TEST_POSTGRES_URL) cannot be restarted"
+            )
         # The restarted server inherits no pipe of ours (it would hold them open forever).
         subprocess.run(
-            [*self.as_user, f"{self.bin_dir}/pg_ctl", "-D", self.data_dir, "-m", "fast", "-w",
-             "-t", "60", "-l", os.path.join(os.path.dirname(self.data_dir), "log"), "restart"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=90,
+            [
+                *self.as_user,
+                f"{self.bin_dir}/pg_ctl",
+                "-D",
+                self.data_dir,
+                "-m",
+                "fast",
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                os.path.join(os.path.dirname(self.data_dir), "log"),
+                "restart",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+            timeout=90,
         )
 
 
@@ -77,8 +100,19 @@ def start_cluster() -> Cluster | None:
     data_dir = os.path.join(root, "data")
     port = _free_port()
     subprocess.run(
-        [*as_user, f"{bin_dir}/initdb", "-D", data_dir, "-U", "postgres", "-A", "trust",
-         "-E", "UTF8", "--no-sync"],
+        [
+            *as_user,
+            f"{bin_dir}/initdb",
+            "-D",
+            data_dir,
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
         capture_output=True,
         check=True,
     )
@@ -87,8 +121,18 @@ def start_cluster() -> Cluster | None:
         "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
     )
     subprocess.run(
-        [*as_user, f"{bin_dir}/pg_ctl", "-D", data_dir, "-o", options, "-l",
-         os.path.join(root, "log"), "-w", "start"],
+        [
+            *as_user,
+            f"{bin_dir}/pg_ctl",
+            "-D",
+            data_dir,
+            "-o",
+            options,
+            "-l",
+            os.path.join(root, "log"),
+            "-w",
+            "start",
+        ],
         capture_output=True,
         check=True,
     )

@@ -34,9 +34,14 @@ def csrf(client) -> str:
 
 
 def login(client, password: str = PASSWORD):
-    return client.post("/admin/login", data={
-        "email": EMAIL, "password": password, "csrf_token": csrf(client),
-    })
+    return client.post(
+        "/admin/login",
+        data={
+            "email": EMAIL,
+            "password": password,
+            "csrf_token": csrf(client),
+        },
+    )
 
 
 @pytest.fixture
@@ -52,10 +57,14 @@ def study_count(app) -> int:
 
 def document_ids(app, slug: str = "demo") -> list[str]:
     with app.app_context(), session_scope() as session:
-        return list(session.scalars(
-            select(Document.external_id).join(Study).where(Study.slug == slug)
-            .order_by(Document.position)
-        ))
+        return list(
+            session.scalars(
+                select(Document.external_id)
+                .join(Study)
+                .where(Study.slug == slug)
+                .order_by(Document.position)
+            )
+        )
 
 
 # --- every admin route refuses anonymous visitors -------------------------------------------
@@ -81,36 +90,52 @@ def test_every_admin_route_refuses_anonymous_visitors(app, client):
     routes = admin_routes(app)
     # the routes this issue promises, at least
     urls = {url for _, url in routes}
-    for expected in ("/admin/", "/admin/studies/new", "/admin/studies/demo",
-                     "/admin/studies/demo/progress.json", "/admin/studies/demo/report.json",
-                     "/admin/studies/demo/documents", "/admin/studies/demo/settings",
-                     "/admin/studies/demo/export.csv"):
+    for expected in (
+        "/admin/",
+        "/admin/studies/new",
+        "/admin/studies/demo",
+        "/admin/studies/demo/progress.json",
+        "/admin/studies/demo/report.json",
+        "/admin/studies/demo/documents",
+        "/admin/studies/demo/settings",
+        "/admin/studies/demo/export.csv",
+    ):
         assert expected in urls
     token = csrf(client)  # a valid CSRF token, so the login check itself is what refuses
     for method, url in routes:
-        for fmt in (("csv", "jsonl", "snac") if "<fmt>" in url or "export." in url else ("",)):
+        for fmt in ("csv", "jsonl", "snac") if "<fmt>" in url or "export." in url else ("",):
             target = re.sub(r"export\.\w+$", f"export.{fmt}", url) if fmt else url
             answer = client.open(target, method=method, data={"csrf_token": token})
             assert answer.status_code == 302, (method, target, answer.status_code)
             assert answer.headers["Location"].startswith("/admin/login"), (method, target)
             assert b"Secret text" not in answer.data
-            json_answer = client.open(target, method=method, data={"csrf_token": token},
-                                      headers={"Accept": "application/json"})
+            json_answer = client.open(
+                target,
+                method=method,
+                data={"csrf_token": token},
+                headers={"Accept": "application/json"},
+            )
             assert json_answer.status_code == 401, (method, target)
     assert study_count(app) == 1
 
 
 def test_admin_pages_are_never_framable(app, admin):
     make_study(app)
-    for url in ("/admin/login", "/admin/", "/admin/studies/demo",
-                "/admin/studies/demo/progress.json", "/admin/studies/demo/export.csv"):
+    for url in (
+        "/admin/login",
+        "/admin/",
+        "/admin/studies/demo",
+        "/admin/studies/demo/progress.json",
+        "/admin/studies/demo/export.csv",
+    ):
         answer = admin.get(url)
         assert answer.status_code == 200, url
         assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"], url
         assert answer.headers["X-Frame-Options"] == "DENY"
     # even for an MTurk study, whose worker pages may be framed by MTurk
-    admin.post("/admin/studies/demo/settings", data={"csrf_token": csrf(admin),
-                                                     "platform": "mturk"})
+    admin.post(
+        "/admin/studies/demo/settings", data={"csrf_token": csrf(admin), "platform": "mturk"}
+    )
     answer = admin.get("/admin/studies/demo")
     assert "mturk.com" not in answer.headers["Content-Security-Policy"]
 
@@ -136,18 +161,29 @@ def test_researcher_forms_need_a_csrf_token(app, admin):
 
 
 def test_create_study_with_a_shipped_taxonomy(app, admin):
-    answer = admin.post("/admin/studies/new", data={
-        "csrf_token": csrf(admin), "slug": "coherence-1", "title": "Coherence pilot",
-        "taxonomy": "snac.yaml", "annotators_per_doc": "2", "suggestions": "shown",
-        "platform": "prolific",
-        "completion_url": "https://app.prolific.com/submissions/complete?cc=XYZ",
-    })
+    answer = admin.post(
+        "/admin/studies/new",
+        data={
+            "csrf_token": csrf(admin),
+            "slug": "coherence-1",
+            "title": "Coherence pilot",
+            "taxonomy": "snac.yaml",
+            "annotators_per_doc": "2",
+            "suggestions": "shown",
+            "platform": "prolific",
+            "completion_url": "https://app.prolific.com/submissions/complete?cc=XYZ",
+        },
+    )
     assert answer.status_code == 302
     assert answer.headers["Location"] == "/admin/studies/coherence-1"
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         assert (study.slug, study.title, study.annotators_per_doc, study.suggestions) == (
-            "coherence-1", "Coherence pilot", 2, "shown")
+            "coherence-1",
+            "Coherence pilot",
+            2,
+            "shown",
+        )
         assert study.platform == "prolific"
         assert study.completion_url.endswith("cc=XYZ")
         assert [c["id"] for c in study.taxonomy["categories"]][:2] == ["CharE", "RefE"]
@@ -157,14 +193,22 @@ def test_create_study_with_a_shipped_taxonomy(app, admin):
 
 
 def test_create_study_with_an_uploaded_taxonomy(app, admin, tmp_path, monkeypatch):
-    good = (b"name: Tiny\ncategories:\n  - id: Typo\n    label: Typo\n"
-            b"    definition: A misspelt word.\n")
+    good = (
+        b"name: Tiny\ncategories:\n  - id: Typo\n    label: Typo\n"
+        b"    definition: A misspelt word.\n"
+    )
     import io
 
-    answer = admin.post("/admin/studies/new", data={
-        "csrf_token": csrf(admin), "slug": "tiny", "taxonomy": "snac.yaml",
-        "taxonomy_file": (io.BytesIO(good), "tiny.yaml"),
-    }, content_type="multipart/form-data")
+    answer = admin.post(
+        "/admin/studies/new",
+        data={
+            "csrf_token": csrf(admin),
+            "slug": "tiny",
+            "taxonomy": "snac.yaml",
+            "taxonomy_file": (io.BytesIO(good), "tiny.yaml"),
+        },
+        content_type="multipart/form-data",
+    )
     assert answer.status_code == 302
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Study.taxonomy_name)) == "Tiny"
@@ -178,10 +222,16 @@ def test_create_study_with_an_uploaded_taxonomy(app, admin, tmp_path, monkeypatc
     assert cli.exit_code == 1
     message = cli.output.strip().splitlines()[-1]
     assert message.startswith("broken.yaml:5: categories[0].kind:")
-    answer = admin.post("/admin/studies/new", data={
-        "csrf_token": csrf(admin), "slug": "broken", "taxonomy": "snac.yaml",
-        "taxonomy_file": (io.BytesIO(bad), "broken.yaml"),
-    }, content_type="multipart/form-data")
+    answer = admin.post(
+        "/admin/studies/new",
+        data={
+            "csrf_token": csrf(admin),
+            "slug": "broken",
+            "taxonomy": "snac.yaml",
+            "taxonomy_file": (io.BytesIO(bad), "broken.yaml"),
+        },
+        content_type="multipart/form-data",
+    )
     assert answer.status_code == 400
     assert str(escape(message)) in answer.get_data(as_text=True)
     assert study_count(app) == 1
@@ -194,8 +244,15 @@ def test_create_study_refuses_bad_input_and_keeps_the_form(app, admin):
         ({"slug": "Bad Slug", "taxonomy": "snac.yaml"}, "must be lower-case"),
         ({"slug": "x1", "taxonomy": "../secret.yaml"}, "choose one of the shipped"),
         ({"slug": "x2", "taxonomy": "snac.yaml", "annotators_per_doc": "many"}, "whole number"),
-        ({"slug": "x3", "taxonomy": "snac.yaml", "platform": "mturk",
-          "completion_url": "https://x.org"}, "leave the completion URL empty"),
+        (
+            {
+                "slug": "x3",
+                "taxonomy": "snac.yaml",
+                "platform": "mturk",
+                "completion_url": "https://x.org",
+            },
+            "leave the completion URL empty",
+        ),
     ]:
         answer = admin.post("/admin/studies/new", data={"csrf_token": csrf(admin), **data})
         assert answer.status_code == 400, data
@@ -209,10 +266,16 @@ def test_create_study_refuses_bad_input_and_keeps_the_form(app, admin):
 def upload(admin, content: bytes, name: str = "docs.json", **fields):
     import io
 
-    return admin.post("/admin/studies/demo/documents", data={
-        "csrf_token": csrf(admin), "file": (io.BytesIO(content), name), "format": "auto",
-        **fields,
-    }, content_type="multipart/form-data")
+    return admin.post(
+        "/admin/studies/demo/documents",
+        data={
+            "csrf_token": csrf(admin),
+            "file": (io.BytesIO(content), name),
+            "format": "auto",
+            **fields,
+        },
+        content_type="multipart/form-data",
+    )
 
 
 def test_upload_documents_like_marginalia_import(app, admin):
@@ -228,8 +291,9 @@ def test_upload_documents_like_marginalia_import(app, admin):
     assert document_ids(app)[-1] == "j-1"
 
 
-def test_upload_errors_match_the_cli_and_import_nothing(app, admin, database_url, tmp_path,
-                                                        monkeypatch):
+def test_upload_errors_match_the_cli_and_import_nothing(
+    app, admin, database_url, tmp_path, monkeypatch
+):
     from app.cli import main
 
     make_study(app, documents=[("doc-0", ["Existing."])])
@@ -255,8 +319,14 @@ def test_upload_errors_match_the_cli_and_import_nothing(app, admin, database_url
 
 def test_upload_gold_documents(app, admin):
     make_study(app, documents=[("doc-0", ["Existing."])])
-    snac = {"gold-1": {"0": {"text": "Anna met Bob there.", "errors": [
-        {"span": "Bob", "error_type": "CharE", "votes": 2}]}}}
+    snac = {
+        "gold-1": {
+            "0": {
+                "text": "Anna met Bob there.",
+                "errors": [{"span": "Bob", "error_type": "CharE", "votes": 2}],
+            }
+        }
+    }
     answer = upload(admin, json.dumps(snac).encode(), "gold.json", gold="1", format="snac")
     assert answer.status_code == 302
     assert "1 gold errors" in admin.get("/admin/studies/demo").get_data(as_text=True)
@@ -269,27 +339,47 @@ def test_upload_gold_documents(app, admin):
 
 def test_settings_form(app, admin):
     make_study(app)
-    answer = admin.post("/admin/studies/demo/settings", data={
-        "csrf_token": csrf(admin), "platform": "prolific", "abandon_after_minutes": "20",
-        "completion_url": "https://app.prolific.com/submissions/complete?cc=AB12",
-        "randomise_conditions": "1", "qualification_f1": "0.7", "qualification_attempts": "3",
-    })
+    answer = admin.post(
+        "/admin/studies/demo/settings",
+        data={
+            "csrf_token": csrf(admin),
+            "platform": "prolific",
+            "abandon_after_minutes": "20",
+            "completion_url": "https://app.prolific.com/submissions/complete?cc=AB12",
+            "randomise_conditions": "1",
+            "qualification_f1": "0.7",
+            "qualification_attempts": "3",
+        },
+    )
     assert answer.status_code == 302
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         assert study.platform == "prolific"
-        assert study.settings == {"abandon_after_minutes": 20, "randomise_conditions": True,
-                                  "qualification": {"min_f1": 0.7, "attempts": 3}}
-    bad = admin.post("/admin/studies/demo/settings", data={
-        "csrf_token": csrf(admin), "platform": "prolific", "qualification_f1": "2",
-    })
+        assert study.settings == {
+            "abandon_after_minutes": 20,
+            "randomise_conditions": True,
+            "qualification": {"min_f1": 0.7, "attempts": 3},
+        }
+    bad = admin.post(
+        "/admin/studies/demo/settings",
+        data={
+            "csrf_token": csrf(admin),
+            "platform": "prolific",
+            "qualification_f1": "2",
+        },
+    )
     assert bad.status_code == 400 and "at most 1" in bad.get_data(as_text=True)
 
 
 def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
-    make_study(app, documents=[("alpha-1", ["Anna is here.", "Bob is there."]),
-                               ("beta-1", ["Carl sings.", "Dora dances."])],
-               annotators_per_doc=2)
+    make_study(
+        app,
+        documents=[
+            ("alpha-1", ["Anna is here.", "Bob is there."]),
+            ("beta-1", ["Carl sings.", "Dora dances."]),
+        ],
+        annotators_per_doc=2,
+    )
     progress = admin.get("/admin/studies/demo/progress.json").get_json()
     assert progress["assignments"]["total"] == 0 and progress["slots"] == 4
     before = progress["fingerprint"]
@@ -301,7 +391,9 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     body = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "CharE"}
     assert worker.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
     assert admin.get("/admin/studies/demo/progress.json").get_json()["annotations"] == {
-        "in_progress": 1, "submitted": 0}
+        "in_progress": 1,
+        "submitted": 0,
+    }
     worker.post(f"/api/assignments/{token}/submit")
     progress = admin.get("/admin/studies/demo/progress.json").get_json()
     assert progress["assignments"]["submitted"] == 1 and progress["slots_submitted"] == 1
@@ -310,10 +402,13 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     assert "wk-1" in page
     assert page.count('<svg class="chart"') == 2  # no suggestions or gold: no recall chart
     assert "nothing to recall yet" in page
-    assert "Annotations per error category" in page and "Error distribution by document source" in page
+    assert (
+        "Annotations per error category" in page and "Error distribution by document source" in page
+    )
     assert "alpha" in page and "beta" in page  # document sources in the Figure 4 chart
     assert "<script" not in page.replace(
-        '<script type="module" src="/static/js/admin/dashboard.js"></script>', "")
+        '<script type="module" src="/static/js/admin/dashboard.js"></script>', ""
+    )
     for fmt in ("csv", "jsonl", "snac"):
         assert f"/admin/studies/demo/export.{fmt}" in page
     report = admin.get("/admin/studies/demo/report.json").get_json()
@@ -322,10 +417,16 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
 
 
 def test_dashboard_compares_conditions(app, admin):
-    make_study(app, documents=[(f"doc-{i}", ["Anna is here.", "Bob is there."]) for i in range(4)],
-               annotators_per_doc=4, suggestions="shown")
-    admin.post("/admin/studies/demo/settings", data={
-        "csrf_token": csrf(admin), "platform": "generic", "randomise_conditions": "1"})
+    make_study(
+        app,
+        documents=[(f"doc-{i}", ["Anna is here.", "Bob is there."]) for i in range(4)],
+        annotators_per_doc=4,
+        suggestions="shown",
+    )
+    admin.post(
+        "/admin/studies/demo/settings",
+        data={"csrf_token": csrf(admin), "platform": "generic", "randomise_conditions": "1"},
+    )
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert "No worker has been assigned a condition yet." in page
     worker = app.test_client()
@@ -335,7 +436,7 @@ def test_dashboard_compares_conditions(app, admin):
         assert worker.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
         worker.post(f"/api/assignments/{token}/submit")
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
-    table = page[page.index('id="condition-table"'):]
+    table = page[page.index('id="condition-table"') :]
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\">(\d+)</td>", table)
     assert rows == [("assisted", "2"), ("unassisted", "2")]

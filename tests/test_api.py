@@ -30,8 +30,6 @@ def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
 
 
-
-
 @pytest.fixture
 def study(app):
     make_study(app, documents=DOCUMENTS)
@@ -87,8 +85,18 @@ def test_get_payload_shape(client, study):
     assert response.mimetype == "application/json"
     payload = response.get_json()
     assert set(payload) >= {
-        "token", "status", "read_only", "study", "document", "taxonomy", "current_segment",
-        "completion_code", "entities", "mentions", "suggestions", "annotations",
+        "token",
+        "status",
+        "read_only",
+        "study",
+        "document",
+        "taxonomy",
+        "current_segment",
+        "completion_code",
+        "entities",
+        "mentions",
+        "suggestions",
+        "annotations",
     }
     assert payload["token"] == token
     assert payload["status"] == "active"
@@ -102,12 +110,28 @@ def test_get_payload_shape(client, study):
     }
     taxonomy = payload["taxonomy"]
     assert [c["id"] for c in taxonomy["categories"]] == [
-        "CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE"
+        "CharE",
+        "RefE",
+        "SceneE",
+        "InconE",
+        "RepE",
+        "GramE",
+        "CorefE",
     ]
     for category in taxonomy["categories"]:
-        assert set(category) >= {"id", "label", "group", "kind", "scope", "definition",
-                                 "examples", "color", "shortcut", "detector_label",
-                                 "paired_prompt"}
+        assert set(category) >= {
+            "id",
+            "label",
+            "group",
+            "kind",
+            "scope",
+            "definition",
+            "examples",
+            "color",
+            "shortcut",
+            "detector_label",
+            "paired_prompt",
+        }
         assert re.fullmatch(r"#[0-9a-fA-F]{6}", category["color"])
     assert {g["id"] for g in taxonomy["groups"]} == {"coherence", "language"}
     assert payload["current_segment"] == 0
@@ -135,10 +159,17 @@ def test_add_annotation_is_stored_and_returned(app, client, study):
     assert response.status_code == 201
     created = response.get_json()
     assert isinstance(created["id"], int)
-    assert {k: created[k] for k in ("segment", "start", "end", "text", "category", "paired",
-                                    "client_id")} == {
-        "segment": 1, "start": 51, "end": 59, "text": "and talk", "category": "GramE",
-        "paired": None, "client_id": "c-1",
+    assert {
+        k: created[k]
+        for k in ("segment", "start", "end", "text", "category", "paired", "client_id")
+    } == {
+        "segment": 1,
+        "start": 51,
+        "end": 59,
+        "text": "and talk",
+        "category": "GramE",
+        "paired": None,
+        "client_id": "c-1",
     }
     assert created["comment"] == "odd phrase"
     assert created["created_at"]
@@ -153,16 +184,27 @@ def test_add_annotation_is_stored_and_returned(app, client, study):
 def test_add_paired_annotation_in_earlier_and_same_segment(client, study):
     token = open_token(client)
     earlier = span(0, "Anna is an only child")
-    response = api_add(client, token, annotation_body(1, "Anna's brother", "InconE",
-                                                      paired=earlier))
+    response = api_add(
+        client, token, annotation_body(1, "Anna's brother", "InconE", paired=earlier)
+    )
     assert response.status_code == 201, response.get_json()
     assert response.get_json()["paired"] == earlier
 
-    repeated = api_add(client, token, annotation_body(2, "Anna is an only child", "RepE",
-                                                      paired=span(0, "Anna is an only child")))
+    repeated = api_add(
+        client,
+        token,
+        annotation_body(
+            2, "Anna is an only child", "RepE", paired=span(0, "Anna is an only child")
+        ),
+    )
     assert repeated.status_code == 201
-    inside = api_add(client, token, annotation_body(2, "Anna is an only child", "InconE",
-                                                    paired=span(2, "Pedro takes Hero aside")))
+    inside = api_add(
+        client,
+        token,
+        annotation_body(
+            2, "Anna is an only child", "InconE", paired=span(2, "Pedro takes Hero aside")
+        ),
+    )
     assert inside.status_code == 201, inside.get_json()
     annotations = client.get(f"/api/assignments/{token}").get_json()["annotations"]
     assert [a["category"] for a in annotations] == ["InconE", "RepE", "InconE"]
@@ -201,8 +243,9 @@ def test_annotations_are_listed_in_creation_order(client, study):
 def test_remove_annotation(app, client, study):
     token = open_token(client)
     keep = api_add(client, token, annotation_body(0, "Zoë", "CharE")).get_json()
-    gone = api_add(client, token, annotation_body(2, "At the party, Pedro takes Hero aside.",
-                                                  "SceneE")).get_json()
+    gone = api_add(
+        client, token, annotation_body(2, "At the party, Pedro takes Hero aside.", "SceneE")
+    ).get_json()
     url = f"/api/assignments/{token}/annotations/{gone['id']}"
     response = client.delete(url)
     assert response.status_code == 204
@@ -211,8 +254,9 @@ def test_remove_annotation(app, client, study):
     assert [a["id"] for a in annotations] == [keep["id"]]
 
     assert client.delete(url).status_code == 204  # again: still gone, still fine
-    assert [a["id"] for a in client.get(f"/api/assignments/{token}").get_json()[
-        "annotations"]] == [keep["id"]]
+    assert [a["id"] for a in client.get(f"/api/assignments/{token}").get_json()["annotations"]] == [
+        keep["id"]
+    ]
 
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
     rows = export_rows(app)
@@ -302,12 +346,16 @@ def test_submit_unknown_token_is_404(client, study):
 def test_whole_assignment_round_trip_to_csv(app, client, study):
     token = open_token(client, "alice")
     api_add(client, token, annotation_body(0, "Zoë", "CharE", comment="who?"))
-    api_add(client, token, annotation_body(1, "Anna's brother", "InconE",
-                                           paired=span(0, "Anna is an only child")))
+    api_add(
+        client,
+        token,
+        annotation_body(1, "Anna's brother", "InconE", paired=span(0, "Anna is an only child")),
+    )
     code = client.post(f"/api/assignments/{token}/submit").get_json()["completion_code"]
     rows = export_rows(app)
-    assert [(r["segment"], r["span_text"], r["category"], r["paired_text"], r["comment"])
-            for r in rows] == [
+    assert [
+        (r["segment"], r["span_text"], r["category"], r["paired_text"], r["comment"]) for r in rows
+    ] == [
         ("0", "Zoë", "CharE", "", "who?"),
         ("1", "Anna's brother", "InconE", "Anna is an only child", ""),
     ]
@@ -315,8 +363,10 @@ def test_whole_assignment_round_trip_to_csv(app, client, study):
         assert row["worker_id"] == "alice"
         assert row["assignment"] == token
         assert row["completion_code"] == code
-        assert SEGMENTS[int(row["segment"])][int(row["span_start"]):int(row["span_end"])] == \
-            row["span_text"]
+        assert (
+            SEGMENTS[int(row["segment"])][int(row["span_start"]) : int(row["span_end"])]
+            == row["span_text"]
+        )
     assert json.loads(export_text(app, fmt="jsonl").splitlines()[0])["worker_id"] == "alice"
     assert count_rows(app, Assignment) == 1
 
@@ -366,5 +416,7 @@ def test_racing_submits_give_one_code(app, client, study):
     responses = _race(app, 6, lambda c: c.post(f"/api/assignments/{token}/submit"))
     assert all(r.status_code == 200 for r in responses), [r.get_json() for r in responses]
     assert len({r.get_json()["completion_code"] for r in responses}) == 1
-    assert client.get(f"/api/assignments/{token}").get_json()["completion_code"] == \
-        responses[0].get_json()["completion_code"]
+    assert (
+        client.get(f"/api/assignments/{token}").get_json()["completion_code"]
+        == responses[0].get_json()["completion_code"]
+    )

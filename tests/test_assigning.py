@@ -162,9 +162,19 @@ def test_randomised_conditions_are_balanced_sticky_and_hide_suggestions(app, cli
         from app.models import Document, Suggestion
 
         doc = session.scalar(select(Document).where(Document.external_id == "doc-0"))
-        session.add(Suggestion(document_id=doc.id, segment=0, start=0, end=7, text="Segment",
-                               category="CharE", score=0.9, detector="test",
-                               detector_version="1"))
+        session.add(
+            Suggestion(
+                document_id=doc.id,
+                segment=0,
+                start=0,
+                end=7,
+                text="Segment",
+                category="CharE",
+                score=0.9,
+                detector="test",
+                detector_version="1",
+            )
+        )
     seen = {}
     for worker, condition in conditions.items():
         row = None
@@ -191,11 +201,13 @@ GOLD_TEXT = "Anna met Bob. Bob said hello to the wrong person."
 def _qualification_study(app, **rule):
     make_study(app, documents=DOCS, annotators_per_doc=1)
     gold = DocumentInput(
-        "gold-1", [GOLD_TEXT],
+        "gold-1",
+        [GOLD_TEXT],
         gold=[GoldSpan(segment=0, text="the wrong person", category="CharE", votes=3)],
     )
     gold2 = DocumentInput(
-        "gold-2", [GOLD_TEXT],
+        "gold-2",
+        [GOLD_TEXT],
         gold=[GoldSpan(segment=0, text="the wrong person", category="CharE", votes=3)],
     )
     with app.app_context(), session_scope() as session:
@@ -203,12 +215,20 @@ def _qualification_study(app, **rule):
 
         study = session.scalar(select(Study))
         import_documents(session, study, [gold, gold2], gold=True)
-    configure(app, qualification_f1=rule.get("min_f1", 0.5),
-              qualification_attempts=rule.get("attempts", 2))
+    configure(
+        app,
+        qualification_f1=rule.get("min_f1", 0.5),
+        qualification_attempts=rule.get("attempts", 2),
+    )
 
 
-GOOD = {"segment": 0, "start": GOLD_TEXT.index("the wrong"), "end": len(GOLD_TEXT) - 1,
-        "text": "the wrong person", "category": "CharE"}
+GOOD = {
+    "segment": 0,
+    "start": GOLD_TEXT.index("the wrong"),
+    "end": len(GOLD_TEXT) - 1,
+    "text": "the wrong person",
+    "category": "CharE",
+}
 BAD = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "GramE"}
 
 
@@ -243,7 +263,9 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     assert status == 409
     # the final done page is a normal completion page with the code
     final = client.get(f"/a/{second}/done")
-    assert final.status_code == 200 and assignment(app, second).completion_code.encode() in final.data
+    assert (
+        final.status_code == 200 and assignment(app, second).completion_code.encode() in final.data
+    )
 
 
 def test_qualification_off_gold_documents_are_ordinary(app, client):

@@ -19,23 +19,38 @@ from tests.helpers import annotation_body, export_text
 
 MARGINALIA = str(Path(sys.executable).parent / "marginalia")
 SNAC_YAML = str(REPO / "taxonomies" / "snac.yaml")
-CSV_HEADER = ("study,document,segment,span_text,span_start,span_end,category,paired_segment,"
-              "paired_text,paired_start,paired_end,comment,worker_id,assignment,"
-              "completion_code,created_at")
-DOCS = {"d1": ["Anna is an only child.", "Anna's brother, Zoë, visits."],
-        "d2": ["Nothing happens here."]}
+CSV_HEADER = (
+    "study,document,segment,span_text,span_start,span_end,category,paired_segment,"
+    "paired_text,paired_start,paired_end,comment,worker_id,assignment,"
+    "completion_code,created_at"
+)
+DOCS = {
+    "d1": ["Anna is an only child.", "Anna's brother, Zoë, visits."],
+    "d2": ["Nothing happens here."],
+}
 
 
-def run_many(url: str, *commands: list[str], urls: list[str] | None = None
-             ) -> list[subprocess.CompletedProcess]:
+def run_many(
+    url: str, *commands: list[str], urls: list[str] | None = None
+) -> list[subprocess.CompletedProcess]:
     """Run several ``marginalia`` commands at once (each is a fresh interpreter), against
     ``url`` or each against its own of ``urls``."""
     procs = []
     for args, database in zip(commands, urls or [url] * len(commands), strict=True):
         env = {**os.environ, "DATABASE_URL": database}
-        procs.append((args, subprocess.Popen([MARGINALIA, *args], stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, text=True, env=env,
-                                             cwd=REPO)))
+        procs.append(
+            (
+                args,
+                subprocess.Popen(
+                    [MARGINALIA, *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                    cwd=REPO,
+                ),
+            )
+        )
     results = []
     for args, proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -66,8 +81,9 @@ def create_study_in_process(url: str, documents: dict[str, list[str]] | None = N
     """Set up a study without paying for another interpreter start."""
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     try:
-        make_study(app, documents=list((documents or {"seed": ["Seed."]}).items()),
-                   suggestions="off")
+        make_study(
+            app, documents=list((documents or {"seed": ["Seed."]}).items()), suggestions="off"
+        )
     finally:
         app.extensions["db_engine"].dispose()
 
@@ -83,8 +99,9 @@ def table_count(url: str, table: str) -> int:
 
 def test_db_upgrade_twice(tmp_path):
     url = f"sqlite:///{tmp_path / 'sub' / 'fresh.db'}"
-    unmigrated, bad_url = run_many(url, ["export", "demo"], ["export", "demo"],
-                                   urls=[url, "nosuchdb://x"])
+    unmigrated, bad_url = run_many(
+        url, ["export", "demo"], ["export", "demo"], urls=[url, "nosuchdb://x"]
+    )
     assert_one_line_error(unmigrated, "database error", "db upgrade")
     assert_one_line_error(bad_url, "DATABASE_URL")
     first = run(url, "db", "upgrade")
@@ -104,16 +121,44 @@ def test_db_upgrade_twice(tmp_path):
 
 
 def test_study_create_is_idempotent(url, tmp_path):
-    first = run(url, "study", "create", "demo", "--taxonomy", SNAC_YAML,
-                "--annotators-per-doc", "2", "--suggestions", "off")
+    first = run(
+        url,
+        "study",
+        "create",
+        "demo",
+        "--taxonomy",
+        SNAC_YAML,
+        "--annotators-per-doc",
+        "2",
+        "--suggestions",
+        "off",
+    )
     assert first.returncode == 0, first.stderr
     assert "created" in first.stdout
     again, changed, bad_yaml = run_many(
         url,
-        ["study", "create", "demo", "--taxonomy", SNAC_YAML, "--annotators-per-doc", "2",
-         "--suggestions", "off"],
-        ["study", "create", "demo", "--taxonomy", SNAC_YAML, "--annotators-per-doc", "5",
-         "--suggestions", "off"],
+        [
+            "study",
+            "create",
+            "demo",
+            "--taxonomy",
+            SNAC_YAML,
+            "--annotators-per-doc",
+            "2",
+            "--suggestions",
+            "off",
+        ],
+        [
+            "study",
+            "create",
+            "demo",
+            "--taxonomy",
+            SNAC_YAML,
+            "--annotators-per-doc",
+            "5",
+            "--suggestions",
+            "off",
+        ],
         ["study", "create", "other", "--taxonomy", str(_bad_taxonomy(tmp_path))],
     )
     assert again.returncode == 0, again.stderr
@@ -137,8 +182,9 @@ def _annotate(url: str) -> dict[str, str]:
     tokens = {}
     try:
         for worker, doc in (("alice", "d1"), ("bob", "d2"), ("carol", "d1")):
-            response = client.post("/api/assignments", json={
-                "study": "demo", "document": doc, "worker_id": worker})
+            response = client.post(
+                "/api/assignments", json={"study": "demo", "document": doc, "worker_id": worker}
+            )
             tokens[worker] = response.get_json()["token"]
         texts = DOCS["d1"]
         alice = tokens["alice"]
@@ -146,19 +192,27 @@ def _annotate(url: str) -> dict[str, str]:
             client.post(f"/api/assignments/{alice}/annotations", json=body).get_json()
             for body in (
                 annotation_body(1, "Zoë", "CharE", comment="who?", texts=texts),
-                annotation_body(1, "Anna's brother", "InconE", texts=texts,
-                                paired={"segment": 0, "start": 0, "end": 21,
-                                        "text": "Anna is an only child"}),
+                annotation_body(
+                    1,
+                    "Anna's brother",
+                    "InconE",
+                    texts=texts,
+                    paired={"segment": 0, "start": 0, "end": 21, "text": "Anna is an only child"},
+                ),
                 annotation_body(0, "only", "GramE", texts=texts),
             )
         ]
         assert all("id" in a for a in added), added
-        assert client.delete(
-            f"/api/assignments/{alice}/annotations/{added[2]['id']}").status_code == 204
+        assert (
+            client.delete(f"/api/assignments/{alice}/annotations/{added[2]['id']}").status_code
+            == 204
+        )
         for worker in ("alice", "bob"):
             assert client.post(f"/api/assignments/{tokens[worker]}/submit").status_code == 200
-        return {"exports": {fmt: export_text(app, "demo", fmt) for fmt in
-                            ("csv", "jsonl", "snac")}, **tokens}
+        return {
+            "exports": {fmt: export_text(app, "demo", fmt) for fmt in ("csv", "jsonl", "snac")},
+            **tokens,
+        }
     finally:
         app.extensions["db_engine"].dispose()
 
@@ -193,8 +247,10 @@ def test_import_and_export(url, tmp_path):
 
     assert csv_out.stdout.splitlines()[0] == CSV_HEADER
     rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))
-    assert [(r["worker_id"], r["document"], r["span_text"], r["category"], r["paired_text"])
-            for r in rows] == [
+    assert [
+        (r["worker_id"], r["document"], r["span_text"], r["category"], r["paired_text"])
+        for r in rows
+    ] == [
         ("alice", "d1", "Anna's brother", "InconE", "Anna is an only child"),
         ("alice", "d1", "Zoë", "CharE", ""),
         ("bob", "d2", "", "", ""),
@@ -202,12 +258,18 @@ def test_import_and_export(url, tmp_path):
     assert rows[0]["assignment"] == work["alice"]
     jsonl = [json.loads(line) for line in jsonl_out.stdout.splitlines()]
     assert [(r["worker_id"], r["span_text"], r["category"]) for r in jsonl] == [
-        ("alice", "Anna's brother", "InconE"), ("alice", "Zoë", "CharE"), ("bob", None, None)
+        ("alice", "Anna's brother", "InconE"),
+        ("alice", "Zoë", "CharE"),
+        ("bob", None, None),
     ]
     snac = json.loads(snac_out.stdout)
     assert snac["d1"]["1"]["errors"] == [
-        {"span": "Anna's brother", "error_type": "InconE", "votes": 1,
-         "antecedants": ["Anna is an only child"]},
+        {
+            "span": "Anna's brother",
+            "error_type": "InconE",
+            "votes": 1,
+            "antecedants": ["Anna is an only child"],
+        },
         {"span": "Zoë", "error_type": "CharE", "votes": 1},
     ]
     assert snac["d2"] == {"0": {"text": "Nothing happens here.", "errors": []}}

@@ -41,8 +41,12 @@ def free_port() -> int:
 
 
 def process_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "SECRET_KEY": "deploy-test", **extra}
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SECRET_KEY": "deploy-test",
+        **extra,
+    }
     env.pop("FLASK_APP", None)
     return env
 
@@ -90,17 +94,30 @@ def test_procfile_processes_start_on_a_postgres_url(heroku_url, tmp_path):
     env = process_env(DATABASE_URL=heroku_url)
     # release: migrates, and is safe to run again on every deploy
     for _ in range(2):
-        done = subprocess.run(processes["release"], shell=True, cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            processes["release"],
+            shell=True,
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert "up to date" in done.stdout
 
     # web: gunicorn on $PORT answers /healthz from the database
     port = free_port()
     with (tmp_path / "web.log").open("w") as log:
-        web = subprocess.Popen("exec " + processes["web"], shell=True, cwd=REPO,
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=log,
-                               env={**env, "PORT": str(port), "WEB_CONCURRENCY": "1"})
+        web = subprocess.Popen(
+            "exec " + processes["web"],
+            shell=True,
+            cwd=REPO,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env={**env, "PORT": str(port), "WEB_CONCURRENCY": "1"},
+        )
     try:
         deadline = time.time() + 60
         while True:
@@ -118,9 +135,16 @@ def test_procfile_processes_start_on_a_postgres_url(heroku_url, tmp_path):
         web.wait(timeout=30)
 
     # worker: starts, waits on the queue, stops cleanly on SIGTERM (what a dyno restart sends)
-    worker = subprocess.Popen("exec " + processes["worker"], shell=True, cwd=REPO, start_new_session=True,
-                              env={**env, "DETECTOR_MODEL": "rules"}, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    worker = subprocess.Popen(
+        "exec " + processes["worker"],
+        shell=True,
+        cwd=REPO,
+        start_new_session=True,
+        env={**env, "DETECTOR_MODEL": "rules"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         started = worker.stderr.readline()
         assert "worker started" in started, started
@@ -178,7 +202,10 @@ def test_compose_file_structure():
 
 def compose_command() -> list[str] | None:
     docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0:
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    ):
         return [docker, "compose"]
     legacy = shutil.which("docker-compose")
     return [legacy] if legacy else None
@@ -189,7 +216,12 @@ def test_docker_compose_config_validates():
     if command is None:
         pytest.skip("neither `docker compose` nor docker-compose is installed")
     env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
-    done = subprocess.run([*command, "-f", str(REPO / "docker-compose.yml"), "config"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [*command, "-f", str(REPO / "docker-compose.yml"), "config"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     check_compose(yaml.safe_load(done.stdout))

@@ -26,11 +26,21 @@ def tiny_t5(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("tiny-t5")
     config = TrainConfig(
-        epochs=60, max_minutes=1.5, batch_size=8, lr=3e-3, warmup_steps=10, d_model=64,
-        num_layers=1, num_heads=2, d_ff=128, vocab_size=400, max_context_words=16,
+        epochs=60,
+        max_minutes=1.5,
+        batch_size=8,
+        lr=3e-3,
+        warmup_steps=10,
+        d_model=64,
+        num_layers=1,
+        num_heads=2,
+        d_ff=128,
+        vocab_size=400,
+        max_context_words=16,
     )
-    summary = train(shared_file("snac", "train.json"), out, cfg=config, limit_docs=1,
-                    progress=False)
+    summary = train(
+        shared_file("snac", "train.json"), out, cfg=config, limit_docs=1, progress=False
+    )
     assert summary["steps"] > 0
     assert (out / "config.json").exists() and (out / "README.md").exists()
     return out
@@ -52,12 +62,17 @@ def run_worker(database_url: str, detector: Path | str) -> subprocess.CompletedP
     env = {**os.environ, "DATABASE_URL": database_url, "HF_HUB_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "worker", "--once", "--detector", str(detector)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
-def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(app, client, tiny_t5,
-                                                                    database_url):
+def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
+    app, client, tiny_t5, database_url
+):
     document = first_train_document()
     make_study(app, documents=[document], suggestions="shown")
     with app.app_context(), session_scope() as session:
@@ -75,20 +90,30 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(app, client,
     assert {s.detector for s in stored} == {"t5"}
     assert {s.category for s in stored} <= {"CharE", "RefE", "SceneE", "InconE"}
     for s in stored:
-        assert document.segments[s.segment][s.start:s.end] == s.text
+        assert document.segments[s.segment][s.start : s.end] == s.text
 
-    opened = client.post("/api/assignments", json={
-        "study": "demo", "document": document.external_id, "worker_id": "w1"})
+    opened = client.post(
+        "/api/assignments",
+        json={"study": "demo", "document": document.external_id, "worker_id": "w1"},
+    )
     token = opened.get_json()["token"]
     payload = client.get(f"/api/assignments/{token}").get_json()
     shown = payload["suggestions"]
     assert len(shown) == len(stored)
 
     caught = shown[0]
-    added = client.post(f"/api/assignments/{token}/annotations", json={
-        "segment": caught["segment"], "start": caught["start"], "end": caught["end"],
-        "text": caught["text"], "category": caught["category"], "client_id": "c1",
-        "suggestion_id": caught["id"]})
+    added = client.post(
+        f"/api/assignments/{token}/annotations",
+        json={
+            "segment": caught["segment"],
+            "start": caught["start"],
+            "end": caught["end"],
+            "text": caught["text"],
+            "category": caught["category"],
+            "client_id": "c1",
+            "suggestion_id": caught["id"],
+        },
+    )
     assert added.status_code == 201
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
 
@@ -96,8 +121,11 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(app, client,
 
     with app.app_context(), session_scope() as session:
         scores = session.scalar(select(Assignment)).scores["suggestions"]
-    same = [s for s in shown if s["category"] == caught["category"]
-            and s["segment"] == caught["segment"]]
+    same = [
+        s
+        for s in shown
+        if s["category"] == caught["category"] and s["segment"] == caught["segment"]
+    ]
     assert scores["total"] == len(shown)
     assert 1 <= scores["caught"] <= len(same)
     assert scores["recall"] == pytest.approx(scores["caught"] / len(shown))
@@ -119,11 +147,15 @@ def test_one_bad_document_never_stops_the_worker(app, database_url):
     from app.detection import jobs
     from app.detection.worker import work
 
-    make_study(app, suggestions="hidden", documents=[
-        ("good-1", ["A quiet morning.", "Nothing happens."]),
-        ("bad", ["EXPLODE here.", "More text."]),
-        ("good-2", ["Another text.", "The end."]),
-    ])
+    make_study(
+        app,
+        suggestions="hidden",
+        documents=[
+            ("good-1", ["A quiet morning.", "Nothing happens."]),
+            ("bad", ["EXPLODE here.", "More text."]),
+            ("good-2", ["Another text.", "The end."]),
+        ],
+    )
     factory = app.extensions["db_sessionmaker"]
     stats = work(factory, ExplodingOnMarker(), once=True)
     assert stats == {"done": 2, "failed": 1, "suggestions": 0}

@@ -8,10 +8,14 @@ from model_server.cli import detector
 
 DOC = {
     "story": {
-        "0": {"text": "Anna lives in a small village with her aunt. She bakes bread.",
-              "errors": []},
-        "1": {"text": "Anna sells bread at the market. Zebulon Quark buys a loaf.",
-              "errors": [{"span": "Zebulon Quark", "error_type": "CharE", "votes": 3}]},
+        "0": {
+            "text": "Anna lives in a small village with her aunt. She bakes bread.",
+            "errors": [],
+        },
+        "1": {
+            "text": "Anna sells bread at the market. Zebulon Quark buys a loaf.",
+            "errors": [{"span": "Zebulon Quark", "error_type": "CharE", "votes": 3}],
+        },
     }
 }
 
@@ -19,8 +23,9 @@ DOC = {
 def test_evaluate_prints_per_category_scores(tmp_path):
     data = tmp_path / "mini.json"
     data.write_text(json.dumps(DOC))
-    result = CliRunner().invoke(detector, ["evaluate", "--model", "rules", "--data", str(data),
-                                           "--json"])
+    result = CliRunner().invoke(
+        detector, ["evaluate", "--model", "rules", "--data", str(data), "--json"]
+    )
     assert result.exit_code == 0, result.output
     scores = json.loads(result.output)["scores"]
     assert scores["CharE"]["tp"] == 1 and scores["CharE"]["fn"] == 0
@@ -33,8 +38,9 @@ def test_predict_writes_snac_lines(tmp_path):
     tsv = tmp_path / "in.tsv"
     tsv.write_text("id\tcontext\tsentence\n0\tAnna bakes bread.\tZebulon Quark buys a loaf.\n")
     out = tmp_path / "out.txt"
-    result = CliRunner().invoke(detector, ["predict", str(tsv), "--model", "rules",
-                                           "--out", str(out)])
+    result = CliRunner().invoke(
+        detector, ["predict", str(tsv), "--model", "rules", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
     assert lines[0] == "Anna bakes bread. <extra_id_0> Zebulon Quark buys a loaf."
@@ -44,6 +50,7 @@ def test_predict_writes_snac_lines(tmp_path):
 def test_bad_model_is_a_clean_error(tmp_path):
     data = tmp_path / "mini.json"
     data.write_text(json.dumps(DOC))
-    result = CliRunner().invoke(detector, ["evaluate", "--model", str(tmp_path / "nope"),
-                                           "--data", str(data)])
+    result = CliRunner().invoke(
+        detector, ["evaluate", "--model", str(tmp_path / "nope"), "--data", str(data)]
+    )
     assert result.exit_code != 0 and "unknown detector" in result.output

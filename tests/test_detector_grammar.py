@@ -15,16 +15,24 @@ from model_server.grammar import (
 
 def test_build_input_keeps_last_words_and_sentinel():
     context = "one two three four five"
-    assert build_input(context, "The end.", max_context_words=2) == "four five <extra_id_0> The end."
+    assert (
+        build_input(context, "The end.", max_context_words=2) == "four five <extra_id_0> The end."
+    )
     assert build_input("", "Hi  there.") == f" {SENTINEL} Hi there."
 
 
 def test_format_target_true_and_false():
     assert format_target([]) == "true"
     assert format_target([("GramE", "x")]) == "true"  # only detector labels count
-    target = format_target([("scene", "Whole sentence."), ("character", "Claudio"),
-                            ("character", "Benedick"), ("event", "the  party"),
-                            ("character", "Claudio")])
+    target = format_target(
+        [
+            ("scene", "Whole sentence."),
+            ("character", "Claudio"),
+            ("character", "Benedick"),
+            ("event", "the  party"),
+            ("character", "Claudio"),
+        ]
+    )
     assert target == "false character Claudio character Benedick event the party scene"
 
 
@@ -42,11 +50,16 @@ def test_parse_true_ignores_trailing_junk():
 
 
 def test_parse_grouped_spans_brackets_and_odd_spacing():
-    parsed = parse_output("<pad> false   <character> Claudio |  Benedick [event] the duel ; the ring")
+    parsed = parse_output(
+        "<pad> false   <character> Claudio |  Benedick [event] the duel ; the ring"
+    )
     assert parsed.coherent is False
     assert [(e.label, e.span) for e in parsed.errors] == [
-        ("character", "Claudio"), ("character", "Benedick"), ("event", "the duel"),
-        ("event", "the ring")]
+        ("character", "Claudio"),
+        ("character", "Benedick"),
+        ("event", "the duel"),
+        ("event", "the ring"),
+    ]
     assert all(e.known for e in parsed.errors)
 
 
@@ -62,9 +75,25 @@ def test_parse_unknown_bracket_label_is_marked_unknown():
     assert parsed.known_errors == [ParsedError("character", "Ann")]
 
 
-@pytest.mark.parametrize("text", [None, "", "   ", "</s>", "<pad><pad>", "banana split",
-                                  "fals", "false", "false character", "false event the",
-                                  "true false", "<extra_id_0> false <", "false <> []", 42])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "   ",
+        "</s>",
+        "<pad><pad>",
+        "banana split",
+        "fals",
+        "false",
+        "false character",
+        "false event the",
+        "true false",
+        "<extra_id_0> false <",
+        "false <> []",
+        42,
+    ],
+)
 def test_parse_malformed_never_raises(text):
     parsed = parse_output(text)
     assert parsed.coherent in (True, False, None)

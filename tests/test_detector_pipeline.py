@@ -27,16 +27,22 @@ def rules():
 
 def test_label_map_follows_detector_label(snac_taxonomy):
     mapping = {label: cat["id"] for label, cat in label_map(snac_taxonomy).items()}
-    assert mapping == {"character": "CharE", "event": "RefE", "scene": "SceneE",
-                       "inconsistent": "InconE"}
+    assert mapping == {
+        "character": "CharE",
+        "event": "RefE",
+        "scene": "SceneE",
+        "inconsistent": "InconE",
+    }
 
 
 def test_to_categories_scene_covers_sentence_and_drops_unknown(snac_taxonomy):
     sentence = "At the party, Pedro takes Hero aside."
-    raw = [RawSuggestion("scene", 3, 8, 0.7, "x", "1"),
-           RawSuggestion("character", 14, 19, 0.9, "x", "1"),
-           RawSuggestion("grammar", 0, 2, 0.9, "x", "1"),
-           RawSuggestion("event", 5, 5, 0.9, "x", "1")]
+    raw = [
+        RawSuggestion("scene", 3, 8, 0.7, "x", "1"),
+        RawSuggestion("character", 14, 19, 0.9, "x", "1"),
+        RawSuggestion("grammar", 0, 2, 0.9, "x", "1"),
+        RawSuggestion("event", 5, 5, 0.9, "x", "1"),
+    ]
     got = {(s.category, s.start, s.end) for s in to_categories(raw, sentence, snac_taxonomy)}
     assert got == {("SceneE", 0, len(sentence)), ("CharE", 14, 19)}
     no_labels = {"categories": [{"id": "GramE", "scope": "span", "detector_label": None}]}
@@ -53,7 +59,7 @@ def test_rules_find_planted_character(rules, snac_taxonomy):
     assert any(r.segment == 1 and r.text == "Zebulon Quark" for r in chars)
     assert not any(r.segment == 1 and r.text == "Anna" for r in chars)
     for row in rows:
-        assert segments[row.segment][row.start:row.end] == row.text
+        assert segments[row.segment][row.start : row.end] == row.text
         assert row.detector == "rules" and row.detector_version
         assert 0.0 <= row.score <= 1.0
 
@@ -63,7 +69,7 @@ def test_pipeline_code_point_offsets_with_non_ascii(rules, snac_taxonomy):
     rows = detect_document(segments, rules, snac_taxonomy)
     assert rows, "expected suggestions"
     for row in rows:
-        assert segments[row.segment][row.start:row.end] == row.text
+        assert segments[row.segment][row.start : row.end] == row.text
     assert detect_document([], rules, snac_taxonomy) == []
     assert detect_document(["", "   "], rules, snac_taxonomy) == []
 
@@ -84,12 +90,16 @@ def test_load_detector_rejects_unknown():
 
 
 def test_score_sentence_level_counts():
-    ex = [SentenceExample("d", 0, 0, 0, 10, "Bob waves.", "", [GoldError("CharE", "Bob", 0, 3)]),
-          SentenceExample("d", 0, 1, 11, 20, "He runs.", "Bob waves.", []),
-          SentenceExample("d", 1, 0, 0, 9, "Al sings.", "", [GoldError("CharE", "Al", 0, 2)])]
-    preds = [[RawSuggestion("character", 4, 9, 0.9, "t", "1")],
-             [RawSuggestion("character", 0, 2, 0.9, "t", "1")],
-             []]
+    ex = [
+        SentenceExample("d", 0, 0, 0, 10, "Bob waves.", "", [GoldError("CharE", "Bob", 0, 3)]),
+        SentenceExample("d", 0, 1, 11, 20, "He runs.", "Bob waves.", []),
+        SentenceExample("d", 1, 0, 0, 9, "Al sings.", "", [GoldError("CharE", "Al", 0, 2)]),
+    ]
+    preds = [
+        [RawSuggestion("character", 4, 9, 0.9, "t", "1")],
+        [RawSuggestion("character", 0, 2, 0.9, "t", "1")],
+        [],
+    ]
     table = score(ex, preds)["CharE"]
     assert (table["tp"], table["fp"], table["fn"]) == (1, 1, 1)
     assert table["p"] == table["r"] == table["f1"] == 0.5
@@ -109,4 +119,4 @@ def test_default_detector_finds_planted_character(snac_taxonomy, monkeypatch):
     chars = {(r.segment, r.text) for r in rows if r.category == "CharE"}
     assert (1, "Zebulon Quark") in chars and (1, "Anna") not in chars
     for row in rows:
-        assert segments[row.segment][row.start:row.end] == row.text
+        assert segments[row.segment][row.start : row.end] == row.text

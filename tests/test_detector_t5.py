@@ -32,8 +32,13 @@ def tiny_checkpoint(tmp_path_factory):
 def test_training_writes_hf_checkpoint_and_model_card(tiny_checkpoint):
     out, summary = tiny_checkpoint
     assert summary["steps"] > 0 and summary["train_sentences"] > 5
-    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "README.md",
-                 "marginalia_detector.json"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+        "README.md",
+        "marginalia_detector.json",
+    ):
         assert (out / name).exists(), name
     card = (out / "README.md").read_text()
     assert "## Data" in card and "tiny-test" in card
@@ -52,17 +57,18 @@ def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
     segments = ["Don Pedro arrives in Messina.", "Claudio loves Hero. At the ball, they dance."]
     rows = detect_document(segments, detector, taxonomy)
     for row in rows:
-        assert segments[row.segment][row.start:row.end] == row.text
+        assert segments[row.segment][row.start : row.end] == row.text
         assert row.detector == "t5"
 
 
 def test_output_parsing_places_spans(tiny_checkpoint):
     detector = T5Detector.load(tiny_checkpoint[0])
     sentence = "At the ball, Hero dances with Claudio."
-    found = detector.to_suggestions("false character claudio event the ring scene", 0.8,
-                                    sentence)
-    assert [(s.label, sentence[s.start:s.end]) for s in found] == [
-        ("character", "Claudio"), ("scene", sentence)]
+    found = detector.to_suggestions("false character claudio event the ring scene", 0.8, sentence)
+    assert [(s.label, sentence[s.start : s.end]) for s in found] == [
+        ("character", "Claudio"),
+        ("scene", sentence),
+    ]
 
 
 @pytest.mark.skipif(not SAMPLE.exists(), reason="SNaC sample.tsv absent")

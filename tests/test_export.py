@@ -16,9 +16,22 @@ from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, export_text, span
 
 CONTRACT_COLUMNS = [
-    "study", "document", "segment", "span_text", "span_start", "span_end", "category",
-    "paired_segment", "paired_text", "paired_start", "paired_end", "comment", "worker_id",
-    "assignment", "completion_code", "created_at",
+    "study",
+    "document",
+    "segment",
+    "span_text",
+    "span_start",
+    "span_end",
+    "category",
+    "paired_segment",
+    "paired_text",
+    "paired_start",
+    "paired_end",
+    "comment",
+    "worker_id",
+    "assignment",
+    "completion_code",
+    "created_at",
 ]
 TEXTS = [
     "Zoë met the cat 🐈 at the café. He left.",
@@ -39,25 +52,30 @@ def work(app, client):
     make_study(app, documents=[("doc-1", TEXTS), ("doc-2", ["Untouched."])])
     tokens = {}
     for worker in ("alice", "bob", "carol", "dave"):
-        tokens[worker] = client.post("/api/assignments", json={
-            "study": "demo", "document": "doc-1", "worker_id": worker}).get_json()["token"]
+        tokens[worker] = client.post(
+            "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": worker}
+        ).get_json()["token"]
     alice = tokens["alice"]
     bodies = [
         annotation_body(1, "李雷", "CharE", texts=TEXTS, comment='says "hi", then\nleaves'),
         annotation_body(0, "the café", "RefE", texts=TEXTS),
-        annotation_body(1, "Zoë met the cat", "RepE", texts=TEXTS,
-                        paired=span(0, "Zoë met the cat", TEXTS)),
+        annotation_body(
+            1, "Zoë met the cat", "RepE", texts=TEXTS, paired=span(0, "Zoë met the cat", TEXTS)
+        ),
         annotation_body(0, "He", "CorefE", texts=TEXTS),
         annotation_body(1, "\u0301odd", "GramE", texts=TEXTS),
     ]
     ids = [api_add(client, alice, body).get_json()["id"] for body in bodies]
     assert client.delete(f"/api/assignments/{alice}/annotations/{ids[3]}").status_code == 204
-    carol = api_add(client, tokens["carol"], annotation_body(2, "Nothing", "GramE",
-                                                            texts=TEXTS)).get_json()
+    carol = api_add(
+        client, tokens["carol"], annotation_body(2, "Nothing", "GramE", texts=TEXTS)
+    ).get_json()
     client.delete(f"/api/assignments/{tokens['carol']}/annotations/{carol['id']}")
     api_add(client, tokens["dave"], annotation_body(2, "more", "GramE", texts=TEXTS))
-    codes = {w: client.post(f"/api/assignments/{tokens[w]}/submit").get_json()[
-        "completion_code"] for w in ("alice", "bob", "carol")}
+    codes = {
+        w: client.post(f"/api/assignments/{tokens[w]}/submit").get_json()["completion_code"]
+        for w in ("alice", "bob", "carol")
+    }
     return {"tokens": tokens, "codes": codes}
 
 
@@ -86,7 +104,7 @@ def test_csv_rows(app, work):
     ]
     for row in alice:
         segment = TEXTS[int(row["segment"])]
-        assert segment[int(row["span_start"]):int(row["span_end"])] == row["span_text"]
+        assert segment[int(row["span_start"]) : int(row["span_end"])] == row["span_text"]
         assert row["assignment"] == work["tokens"]["alice"]
         assert row["completion_code"] == work["codes"]["alice"]
         assert row["study"] == "demo" and row["document"] == "doc-1"
@@ -112,8 +130,14 @@ def test_submitted_without_annotations_is_one_empty_row(app, work):
     for worker in ("bob", "carol"):  # carol removed her only annotation
         (row,) = by_worker[worker]
         assert row["category"] == ""
-        for column in ("segment", "span_text", "span_start", "span_end", "paired_segment",
-                       "comment"):
+        for column in (
+            "segment",
+            "span_text",
+            "span_start",
+            "span_end",
+            "paired_segment",
+            "comment",
+        ):
             assert row[column] == ""
         assert row["completion_code"] == work["codes"][worker]
         assert row["assignment"] == work["tokens"][worker]
@@ -145,7 +169,9 @@ def test_snac_export(app, work):
     errors = {(i, e["span"], e["error_type"]): e for i in range(3) for e in doc[str(i)]["errors"]}
     # dave has not submitted: his "more" is not there. Removed ones are not there.
     assert set(errors) == {
-        (0, "the café", "RefE"), (1, "李雷", "CharE"), (1, "\u0301odd", "GramE"),
+        (0, "the café", "RefE"),
+        (1, "李雷", "CharE"),
+        (1, "\u0301odd", "GramE"),
         (1, "Zoë met the cat", "RepE"),
     }
     assert all(e["votes"] == 1 for e in errors.values())
@@ -157,32 +183,44 @@ def test_snac_votes_count_distinct_workers(app, client):
     make_study(app, documents=[("doc-1", TEXTS)])
     body = annotation_body(0, "the café", "RefE", texts=TEXTS)
     for worker in ("w1", "w2", "w3"):
-        token = client.post("/api/assignments", json={
-            "study": "demo", "document": "doc-1", "worker_id": worker}).get_json()["token"]
+        token = client.post(
+            "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": worker}
+        ).get_json()["token"]
         api_add(client, token, body)
         if worker == "w1":  # the same text twice by one worker counts once
-            api_add(client, token, {**span(0, "the café", TEXTS), "category": "RefE",
-                                    "client_id": "again"})
+            api_add(
+                client,
+                token,
+                {**span(0, "the café", TEXTS), "category": "RefE", "client_id": "again"},
+            )
         if worker != "w3":
             client.post(f"/api/assignments/{token}/submit")
     snac = json.loads(export_text(app, fmt="snac"))
-    assert snac["doc-1"]["0"]["errors"] == [{"span": "the café", "error_type": "RefE",
-                                             "votes": 2}]
+    assert snac["doc-1"]["0"]["errors"] == [{"span": "the café", "error_type": "RefE", "votes": 2}]
 
 
 def test_large_export_streams_in_chunks(app, client):
     """Over two chunks' worth of annotations come out as several pieces, all of them."""
     make_study(app, documents=[("doc-1", TEXTS)])
-    token = client.post("/api/assignments", json={
-        "study": "demo", "document": "doc-1", "worker_id": "w"}).get_json()["token"]
+    token = client.post(
+        "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": "w"}
+    ).get_json()["token"]
     total = CHUNK_ROWS * 2 + 17
     from app.db import session_scope
 
     with app.app_context(), session_scope() as session:
         assignment = session.query(Assignment).filter_by(token=token).one()
         session.add_all(
-            Annotation(assignment_id=assignment.id, segment=0, start=0, end=3, text="Zoë",
-                       category="CharE", comment=f"n{i}", client_id=f"c{i}")
+            Annotation(
+                assignment_id=assignment.id,
+                segment=0,
+                start=0,
+                end=3,
+                text="Zoë",
+                category="CharE",
+                comment=f"n{i}",
+                client_id=f"c{i}",
+            )
             for i in range(total)
         )
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
@@ -210,13 +248,18 @@ def test_large_export_streams_in_chunks(app, client):
 def test_gold_spans_never_reach_the_exports(app, client):
     from app.formats import DocumentInput, GoldSpan
 
-    gold = DocumentInput("gold-1", TEXTS, gold=[
-        GoldSpan(0, "the café", "RefE", 3), GoldSpan(1, "Zoë met the cat", "RepE", 2,
-                                                    ["Zoë met the cat"]),
-    ])
+    gold = DocumentInput(
+        "gold-1",
+        TEXTS,
+        gold=[
+            GoldSpan(0, "the café", "RefE", 3),
+            GoldSpan(1, "Zoë met the cat", "RepE", 2, ["Zoë met the cat"]),
+        ],
+    )
     make_study(app, documents=[gold], gold=True)
-    token = client.post("/api/assignments", json={
-        "study": "demo", "document": "gold-1", "worker_id": "w"}).get_json()["token"]
+    token = client.post(
+        "/api/assignments", json={"study": "demo", "document": "gold-1", "worker_id": "w"}
+    ).get_json()["token"]
     api_add(client, token, annotation_body(2, "Nothing", "GramE", texts=TEXTS))
     client.post(f"/api/assignments/{token}/submit")
     rows = csv.DictReader(io.StringIO(export_text(app, fmt="csv")))
@@ -242,10 +285,14 @@ def test_carriage_returns_do_not_break_csv_readers(app, client):
 
     with app.app_context(), session_scope() as session:
         import_documents(session, get_study(session, "demo"), documents)
-    token = client.post("/api/assignments", json={
-        "study": "demo", "document": "crlf", "worker_id": "w1"}).get_json()["token"]
-    body = {**span(0, "Second line.", ["First line.\nSecond line.\nThird."]),
-            "category": "GramE", "comment": "odd\rbreak\r\nhere"}
+    token = client.post(
+        "/api/assignments", json={"study": "demo", "document": "crlf", "worker_id": "w1"}
+    ).get_json()["token"]
+    body = {
+        **span(0, "Second line.", ["First line.\nSecond line.\nThird."]),
+        "category": "GramE",
+        "comment": "odd\rbreak\r\nhere",
+    }
     assert api_add(client, token, body).status_code == 201
     client.post(f"/api/assignments/{token}/submit")
     rows = list(csv.DictReader(io.StringIO(export_text(app), newline="")))

@@ -36,29 +36,47 @@ def python_csv(session, study) -> str:
 
 def test_server_formatted_csv_is_byte_identical(app, client):
     make_study(app, documents=[("doc, 1", SEGMENTS), ("doc-2", ["Plain."])])
-    spans = [(0, 'said, "hello"'), (0, "Zoë 🙂"), (1, "Line one\nline two"), (1, "tab\there"),
-             (1, "carriage\rreturn"), (1, "' quotes'")]
+    spans = [
+        (0, 'said, "hello"'),
+        (0, "Zoë 🙂"),
+        (1, "Line one\nline two"),
+        (1, "tab\there"),
+        (1, "carriage\rreturn"),
+        (1, "' quotes'"),
+    ]
     comments = ["", 'a "quoted", comment', "multi\nline", " padded ", "%(x)s %s", "\\."]
     tokens = []
-    for worker in ('w,1', 'w"2', "w3"):
-        token = client.post("/api/assignments", json={
-            "study": "demo", "document": "doc, 1", "worker_id": worker}).get_json()["token"]
+    for worker in ("w,1", 'w"2', "w3"):
+        token = client.post(
+            "/api/assignments", json={"study": "demo", "document": "doc, 1", "worker_id": worker}
+        ).get_json()["token"]
         tokens.append(token)
         for n, ((segment, text), comment) in enumerate(zip(spans, comments, strict=True)):
             start = SEGMENTS[segment].index(text)
-            answer = client.post(f"/api/assignments/{token}/annotations", json={
-                "segment": segment, "start": start, "end": start + len(text), "text": text,
-                "category": "CharE", "comment": comment, "client_id": f"{worker}-{n}"})
+            answer = client.post(
+                f"/api/assignments/{token}/annotations",
+                json={
+                    "segment": segment,
+                    "start": start,
+                    "end": start + len(text),
+                    "text": text,
+                    "category": "CharE",
+                    "comment": comment,
+                    "client_id": f"{worker}-{n}",
+                },
+            )
             assert answer.status_code == 201, answer.get_json()
     removed = client.get(f"/api/assignments/{tokens[0]}").get_json()["annotations"][0]["id"]
     assert client.delete(f"/api/assignments/{tokens[0]}/annotations/{removed}").status_code == 204
     for token in tokens[:2]:
         assert client.post(f"/api/assignments/{token}/submit").status_code == 200
-    empty = client.post("/api/assignments", json={
-        "study": "demo", "document": "doc-2", "worker_id": "w4"}).get_json()["token"]
+    empty = client.post(
+        "/api/assignments", json={"study": "demo", "document": "doc-2", "worker_id": "w4"}
+    ).get_json()["token"]
     assert client.post(f"/api/assignments/{empty}/submit").status_code == 200
-    client.post("/api/assignments", json={"study": "demo", "document": "doc-2",
-                                          "worker_id": "w5"})  # active, nothing: not exported
+    client.post(
+        "/api/assignments", json={"study": "demo", "document": "doc-2", "worker_id": "w5"}
+    )  # active, nothing: not exported
 
     from app.documents.studies import get_study
 

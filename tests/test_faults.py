@@ -38,8 +38,14 @@ SEGMENTS = [
     "Anna's brother visits her. They walk to the café 🙂 and talk.",
     "At the party, Pedro takes Hero aside. Anna is an only child.",
 ]
-SPANS = [(0, "Anna"), (0, "only child"), (1, "brother"), (1, "café 🙂"), (2, "Pedro"),
-         (2, "Hero aside")]
+SPANS = [
+    (0, "Anna"),
+    (0, "only child"),
+    (1, "brother"),
+    (1, "café 🙂"),
+    (2, "Pedro"),
+    (2, "Hero aside"),
+]
 CLIENTS = 12
 LOAD_SECONDS = 12.0
 RETRY_SECONDS = 30.0
@@ -63,15 +69,31 @@ class Server:
     def __init__(self, database_url: str, log: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "DATABASE_URL": database_url, "PORT": str(self.port),
-               "WEB_CONCURRENCY": "2", "GUNICORN_THREADS": "4", "SECRET_KEY": "faults",
-               "GUNICORN_LOG_LEVEL": "warning"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "PORT": str(self.port),
+            "WEB_CONCURRENCY": "2",
+            "GUNICORN_THREADS": "4",
+            "SECRET_KEY": "faults",
+            "GUNICORN_LOG_LEVEL": "warning",
+        }
         with log.open("w") as handle:
             self.process = subprocess.Popen(
-                [str(BIN / "gunicorn"), "--config", "gunicorn.conf.py", "--bind",
-                 f"127.0.0.1:{self.port}", "app:create_app()"],
-                cwd=REPO, env=env, start_new_session=True, stdout=handle,
-                stderr=subprocess.STDOUT)
+                [
+                    str(BIN / "gunicorn"),
+                    "--config",
+                    "gunicorn.conf.py",
+                    "--bind",
+                    f"127.0.0.1:{self.port}",
+                    "app:create_app()",
+                ],
+                cwd=REPO,
+                env=env,
+                start_new_session=True,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+            )
         self.log = log
         deadline = time.time() + 60
         while True:
@@ -148,8 +170,11 @@ class Client:
             time.sleep(self.rng.uniform(0.05, 0.3))
 
     def run(self, stop_at: float) -> None:
-        opened = self.send("POST", "/api/assignments", {
-            "study": "demo", "document": "doc-1", "worker_id": f"fault-worker-{self.number}"})
+        opened = self.send(
+            "POST",
+            "/api/assignments",
+            {"study": "demo", "document": "doc-1", "worker_id": f"fault-worker-{self.number}"},
+        )
         token = opened.json()["token"]
         mine: list[int] = []
         n = 0
@@ -157,8 +182,15 @@ class Client:
             segment, text = self.rng.choice(SPANS)
             start = SEGMENTS[segment].index(text)
             client_id = f"{self.number}-{n}"
-            body = {"segment": segment, "start": start, "end": start + len(text), "text": text,
-                    "category": "CharE", "comment": f"note {n}", "client_id": client_id}
+            body = {
+                "segment": segment,
+                "start": start,
+                "end": start + len(text),
+                "text": text,
+                "category": "CharE",
+                "comment": f"note {n}",
+                "client_id": client_id,
+            }
             answer = self.send("POST", f"/api/assignments/{token}/annotations", body)
             if answer.status_code in (200, 201):
                 annotation_id = answer.json()["id"]
@@ -217,6 +249,7 @@ def test_acknowledged_annotations_survive_killed_workers_and_a_database_restart(
                 thread_target(*args)
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 errors.append(exc)
+
         return run
 
     threads = [threading.Thread(target=guarded(c.run), args=(stop_at,)) for c in clients]
@@ -238,8 +271,10 @@ def test_acknowledged_annotations_survive_killed_workers_and_a_database_restart(
     assert not errors, errors
 
     # The faults hit requests in flight (otherwise this test proves nothing).
-    print(f"faults: {[f[0] for f in faults]}; {len(ledger.answers)} adds acknowledged, "
-          f"{len(ledger.removed)} removals, {ledger.retries} retried requests")
+    print(
+        f"faults: {[f[0] for f in faults]}; {len(ledger.answers)} adds acknowledged, "
+        f"{len(ledger.removed)} removals, {ledger.retries} retried requests"
+    )
     assert ledger.retries > 0, faults
     assert ledger.refused == []
     acknowledged = {cid: ids for cid, ids in ledger.answers.items()}
@@ -252,9 +287,9 @@ def test_acknowledged_annotations_survive_killed_workers_and_a_database_restart(
     try:
         with engine.connect() as connection:
             rows = connection.execute(
-                select(Annotation.id, Annotation.client_id, Annotation.removed_at,
-                       Assignment.token)
-                .join(Assignment, Assignment.id == Annotation.assignment_id)
+                select(
+                    Annotation.id, Annotation.client_id, Annotation.removed_at, Assignment.token
+                ).join(Assignment, Assignment.id == Annotation.assignment_id)
             ).all()
     finally:
         engine.dispose()

@@ -35,10 +35,16 @@ from tests.conftest import make_study
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("MARGINALIA_FUZZ_EXAMPLES", "30"))
-SEGMENTS = ["Anna is an only child. She lives in Zoë's old flat.",
-            "Anna's brother visits her. They walk to the café 🙂 and talk."]
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
+SEGMENTS = [
+    "Anna is an only child. She lives in Zoë's old flat.",
+    "Anna's brother visits her. They walk to the café 🙂 and talk.",
+]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 SCHEMA = schemathesis.openapi.from_path(REPO / "docs" / "openapi.yaml")
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
@@ -63,7 +69,9 @@ class World:
         return hasher.hexdigest()
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def world(request, tmp_path_factory):
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'fuzz.db'}"
@@ -76,12 +84,21 @@ def world(request, tmp_path_factory):
     client = app.test_client()
     tokens, ids = [], []
     for worker in ("w-active", "w-submitted"):
-        answer = client.post("/api/assignments",
-                             json={"study": "demo", "document": "doc-1", "worker_id": worker})
+        answer = client.post(
+            "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": worker}
+        )
         token = answer.get_json()["token"]
-        added = client.post(f"/api/assignments/{token}/annotations", json={
-            "segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "CharE",
-            "client_id": f"seed-{worker}"})
+        added = client.post(
+            f"/api/assignments/{token}/annotations",
+            json={
+                "segment": 0,
+                "start": 0,
+                "end": 4,
+                "text": "Anna",
+                "category": "CharE",
+                "client_id": f"seed-{worker}",
+            },
+        )
         assert added.status_code == 201, added.get_json()
         tokens.append(token)
         ids.append(added.get_json()["id"])
@@ -104,8 +121,13 @@ def test_api_fuzz(operation, mode, world):
     statuses: list[int] = []
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     def check(case):
         params = case.path_parameters or {}
         if "token" in params:

@@ -153,8 +153,9 @@ def test_no_import_circles_lazy_imports_included() -> None:
     assert not cycles, "import circles:\n" + "\n".join(" ⇄ ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("folder,suffix", [("app", ".py"), ("model_server", ".py"),
-                                           ("static/js", ".js")])
+@pytest.mark.parametrize(
+    "folder,suffix", [("app", ".py"), ("model_server", ".py"), ("static/js", ".js")]
+)
 def test_no_module_over_the_size_limit(folder: str, suffix: str) -> None:
     long = []
     for path in sorted((ROOT / folder).rglob(f"*{suffix}")):

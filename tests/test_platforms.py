@@ -20,8 +20,10 @@ from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Study
 from tests.conftest import make_study
 
-DOCS = [("doc-1", ["The first segment of the text.", "A second segment follows."]),
-        ("doc-2", ["Another document.", "With two segments."])]
+DOCS = [
+    ("doc-1", ["The first segment of the text.", "A second segment follows."]),
+    ("doc-2", ["Another document.", "With two segments."]),
+]
 MTURK_CSP = "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
 
 
@@ -55,8 +57,11 @@ PROLIFIC = {"PROLIFIC_PID": "5f1a2b3c4d", "STUDY_ID": "st-77", "SESSION_ID": "se
 
 def test_prolific_worker_resume_and_completion_redirect(app, client):
     make_study(app, documents=DOCS, annotators_per_doc=1)
-    configure(app, platform="prolific",
-              completion_url="https://app.prolific.com/submissions/complete?cc=C1ABCDEF")
+    configure(
+        app,
+        platform="prolific",
+        completion_url="https://app.prolific.com/submissions/complete?cc=C1ABCDEF",
+    )
     token = token_of(client.get("/s/demo", query_string=PROLIFIC))
     row = stored(app, token)
     assert row.worker_id == "5f1a2b3c4d" and row.platform == "prolific"
@@ -95,9 +100,13 @@ def test_prolific_link_without_pid_value_is_refused(app, client):
 def test_mturk_preview_is_read_only_and_creates_nothing(app, client):
     make_study(app, documents=DOCS)
     configure(app, platform="mturk")
-    answer = client.get("/s/demo", query_string={
-        "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "HIT1",
-    })
+    answer = client.get(
+        "/s/demo",
+        query_string={
+            "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE",
+            "hitId": "HIT1",
+        },
+    )
     assert answer.status_code == 200
     page = answer.get_data(as_text=True)
     assert "The first segment of the text." in page and "Preview" in page
@@ -108,8 +117,13 @@ def test_mturk_preview_is_read_only_and_creates_nothing(app, client):
 
 
 def mturk_params(submit_to: str = "https://workersandbox.mturk.com", **extra) -> dict:
-    return {"assignmentId": "ASG-1", "hitId": "HIT-1", "workerId": "AWORKER1",
-            "turkSubmitTo": submit_to, **extra}
+    return {
+        "assignmentId": "ASG-1",
+        "hitId": "HIT-1",
+        "workerId": "AWORKER1",
+        "turkSubmitTo": submit_to,
+        **extra,
+    }
 
 
 class FormReader(HTMLParser):
@@ -268,11 +282,20 @@ def test_token_a_cannot_read_or_change_assignment_b(app, client):
 
 def test_configure_study_validates_and_describes(app):
     make_study(app, documents=DOCS)
-    settings = configure(app, platform="prolific", abandon_after_minutes=30,
-                         randomise_conditions=True, qualification_f1=0.6)
+    settings = configure(
+        app,
+        platform="prolific",
+        abandon_after_minutes=30,
+        randomise_conditions=True,
+        qualification_f1=0.6,
+    )
     assert settings == {
-        "platform": "prolific", "completion_url": None, "annotators_per_doc": 3,
-        "suggestions": "hidden", "abandon_after_minutes": 30, "randomise_conditions": True,
+        "platform": "prolific",
+        "completion_url": None,
+        "annotators_per_doc": 3,
+        "suggestions": "hidden",
+        "abandon_after_minutes": 30,
+        "randomise_conditions": True,
         "qualification": {"min_f1": 0.6, "attempts": 2},
     }
     for bad, message in [
@@ -294,11 +317,21 @@ def test_cli_study_settings(app, database_url, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("SECRET_KEY", "test")
     runner = CliRunner()
-    result = runner.invoke(main, [
-        "study", "settings", "demo", "--platform", "prolific", "--completion-url",
-        "https://app.prolific.com/submissions/complete?cc=ABC", "--qualification-f1", "0.5",
-        "--randomise-conditions",
-    ])
+    result = runner.invoke(
+        main,
+        [
+            "study",
+            "settings",
+            "demo",
+            "--platform",
+            "prolific",
+            "--completion-url",
+            "https://app.prolific.com/submissions/complete?cc=ABC",
+            "--qualification-f1",
+            "0.5",
+            "--randomise-conditions",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "platform: prolific" in result.output and "randomise_conditions: True" in result.output
     bad = runner.invoke(main, ["study", "settings", "demo", "--qualification-f1", "lots"])
@@ -326,8 +359,7 @@ def test_create_hits_sends_external_question_with_unique_tokens(app):
 
     make_study(app, documents=DOCS, annotators_per_doc=3)
     study = _study(app)
-    client = make_client(sandbox=True, aws_access_key_id="AKIDTEST",
-                         aws_secret_access_key="secret")
+    client = make_client(sandbox=True, aws_access_key_id="AKIDTEST", aws_secret_access_key="secret")
     assert client.meta.endpoint_url == "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
     question = external_question("https://annotate.example.org/s/demo")
     assert "<ExternalURL>https://annotate.example.org/s/demo</ExternalURL>" in question
@@ -339,7 +371,7 @@ def test_create_hits_sends_external_question_with_unique_tokens(app):
                 {
                     "Title": study.title,
                     "Description": "Read a text one part at a time and mark the errors you "
-                                   "find in it.",
+                    "find in it.",
                     "Keywords": "annotation, text, errors, summaries",
                     "Reward": "1.50",
                     "MaxAssignments": 3,
@@ -352,11 +384,13 @@ def test_create_hits_sends_external_question_with_unique_tokens(app):
                 },
             )
         stub.add_client_error(
-            "create_hit", service_error_code="RequestError",
+            "create_hit",
+            service_error_code="RequestError",
             service_message="The UniqueRequestToken marginalia:demo:1:2 was already used.",
         )
-        result = create_hits(client, study, count=3, reward=1.5,
-                             base_url="https://annotate.example.org/")
+        result = create_hits(
+            client, study, count=3, reward=1.5, base_url="https://annotate.example.org/"
+        )
         stub.assert_no_pending_responses()
     assert result.created == ["HIT0", "HIT1"] and result.group_id == "GROUP"
     assert result.skipped == ["marginalia:demo:1:2"]
@@ -384,8 +418,20 @@ def test_cli_create_hits_refuses_a_plain_http_base_url(app, database_url, monkey
     monkeypatch.setenv("SECRET_KEY", "test")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "A")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "B")
-    result = CliRunner().invoke(main, ["mturk", "create-hits", "demo", "--count", "2",
-                                       "--reward", "1.50", "--base-url", "http://x.org"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "mturk",
+            "create-hits",
+            "demo",
+            "--count",
+            "2",
+            "--reward",
+            "1.50",
+            "--base-url",
+            "http://x.org",
+        ],
+    )
     assert result.exit_code == 1 and "https://" in result.output
 
 
@@ -394,14 +440,23 @@ def test_after_submit_redirect_sends_qualification_and_mturk_work_to_the_done_pa
     from app.formats import DocumentInput, GoldSpan
 
     make_study(app, documents=DOCS)
-    configure(app, platform="prolific", completion_url="https://example.org/done?cc=X",
-              qualification_f1=0.5)
+    configure(
+        app,
+        platform="prolific",
+        completion_url="https://example.org/done?cc=X",
+        qualification_f1=0.5,
+    )
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
-        import_documents(session, study, [DocumentInput(
-            "gold-1", ["Anna met Bob."], gold=[GoldSpan(0, "Bob", "CharE", 2)])], gold=True)
+        import_documents(
+            session,
+            study,
+            [DocumentInput("gold-1", ["Anna met Bob."], gold=[GoldSpan(0, "Bob", "CharE", 2)])],
+            gold=True,
+        )
     token = token_of(client.get("/s/demo", query_string=PROLIFIC))
     client.post(f"/api/assignments/{token}/submit")
+
     def redirect_of(platform: str | None = None):
         with app.app_context(), session_scope() as session:
             row = session.scalar(select(Assignment).where(Assignment.token == token))

@@ -66,8 +66,9 @@ def test_forwarded_proto_ignored_without_behind_proxy(client, study):
 
 
 def test_forwarded_headers_trusted_behind_proxy(database_url, study):
-    proxied = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "t",
-                          "BEHIND_PROXY": 1})
+    proxied = create_app(
+        {"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "t", "BEHIND_PROXY": 1}
+    )
     seen = {}
 
     @proxied.get("/_probe")
@@ -96,8 +97,15 @@ def test_oversized_body_is_a_json_413_and_stores_nothing(app, client, study):
 
     token = _token(client)
     limit = app.config["MAX_CONTENT_LENGTH"]
-    body = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "x",
-            "comment": "a" * (limit + 10), "client_id": "big"}
+    body = {
+        "segment": 0,
+        "start": 0,
+        "end": 4,
+        "text": "Anna",
+        "category": "x",
+        "comment": "a" * (limit + 10),
+        "client_id": "big",
+    }
     response = client.post(f"/api/assignments/{token}/annotations", json=body)
     assert response.status_code == 413
     assert "larger than the limit" in response.get_json()["error"]

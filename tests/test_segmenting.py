@@ -10,25 +10,32 @@ from app.documents.segmenting import regroup, sentence_spans, split_sentences
 from tests.conftest import shared_file
 
 
-@pytest.mark.parametrize("text, sentences", [
-    ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
-    ("Mr. Smith meets Dr. Jones. They talk.", ["Mr. Smith meets Dr. Jones.", "They talk."]),
-    ("J. R. R. Tolkien writes. He stops.", ["J. R. R. Tolkien writes.", "He stops."]),
-    ("They visit the U.S. Army base. It rains.", ["They visit the U.S. Army base.",
-                                                  "It rains."]),
-    ('He says "Stop." Then he leaves.', ['He says "Stop."', "Then he leaves."]),
-    ("Is it over?' She nods. (Yes.) The end.", ["Is it over?'", "She nods.", "(Yes.)",
-                                                "The end."]),
-    ("He left. 5 men followed.", ["He left.", "5 men followed."]),
-    ("It cost 3.5 dollars. Cheap.", ["It cost 3.5 dollars.", "Cheap."]),
-    ("no capital. so no split.", ["no capital. so no split."]),
-    ("Wait... Then what?", ["Wait...", "Then what?"]),
-    ("  Leading and trailing.   Spaces.  ", ["Leading and trailing.", "Spaces."]),
-    ("Line one.\nLine two.", ["Line one.", "Line two."]),
-    ("Zoë rit. Élodie pleure.", ["Zoë rit.", "Élodie pleure."]),
-    ("", []),
-    ("   ", []),
-])
+@pytest.mark.parametrize(
+    "text, sentences",
+    [
+        ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
+        ("Mr. Smith meets Dr. Jones. They talk.", ["Mr. Smith meets Dr. Jones.", "They talk."]),
+        ("J. R. R. Tolkien writes. He stops.", ["J. R. R. Tolkien writes.", "He stops."]),
+        (
+            "They visit the U.S. Army base. It rains.",
+            ["They visit the U.S. Army base.", "It rains."],
+        ),
+        ('He says "Stop." Then he leaves.', ['He says "Stop."', "Then he leaves."]),
+        (
+            "Is it over?' She nods. (Yes.) The end.",
+            ["Is it over?'", "She nods.", "(Yes.)", "The end."],
+        ),
+        ("He left. 5 men followed.", ["He left.", "5 men followed."]),
+        ("It cost 3.5 dollars. Cheap.", ["It cost 3.5 dollars.", "Cheap."]),
+        ("no capital. so no split.", ["no capital. so no split."]),
+        ("Wait... Then what?", ["Wait...", "Then what?"]),
+        ("  Leading and trailing.   Spaces.  ", ["Leading and trailing.", "Spaces."]),
+        ("Line one.\nLine two.", ["Line one.", "Line two."]),
+        ("Zoë rit. Élodie pleure.", ["Zoë rit.", "Élodie pleure."]),
+        ("", []),
+        ("   ", []),
+    ],
+)
 def test_split_sentences(text, sentences):
     assert split_sentences(text) == sentences
 

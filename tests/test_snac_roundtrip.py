@@ -70,8 +70,13 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
                         paired = locate(texts, index, pairs[k])
                         assert paired is not None, (key, pairs[k])
                     workers[first + k].append(
-                        {**where, "category": error["error_type"], "paired": paired,
-                         "comment": "", "client_id": f"{index}-{len(workers[first + k])}"}
+                        {
+                            **where,
+                            "category": error["error_type"],
+                            "paired": paired,
+                            "comment": "",
+                            "client_id": f"{index}-{len(workers[first + k])}",
+                        }
                     )
                 next_worker[(error["span"], error["error_type"])] += error["votes"]
                 expected[key] += error["votes"]
@@ -88,8 +93,13 @@ def test_snac_dev_round_trip(app, client):
     path = shared_file("snac", "dev.json")
     raw = json.loads(path.read_text(encoding="utf-8"))
     with app.app_context(), session_scope() as session:
-        study, _ = create_study(session, "snac-dev", REPO / "taxonomies" / "snac.yaml",
-                                annotators_per_doc=20, suggestions="off")
+        study, _ = create_study(
+            session,
+            "snac-dev",
+            REPO / "taxonomies" / "snac.yaml",
+            annotators_per_doc=20,
+            suggestions="off",
+        )
         result = import_documents(session, study, parse_documents(path, "snac"))
     assert result.documents == len(raw)
 
@@ -101,8 +111,10 @@ def test_snac_dev_round_trip(app, client):
     posted = 0
     for doc, workers in marks.items():
         for worker, bodies in sorted(workers.items()):
-            opened = client.post("/api/assignments", json={
-                "study": "snac-dev", "document": doc, "worker_id": f"worker-{worker}"})
+            opened = client.post(
+                "/api/assignments",
+                json={"study": "snac-dev", "document": doc, "worker_id": f"worker-{worker}"},
+            )
             assert opened.status_code == 201, opened.get_json()
             token = opened.get_json()["token"]
             for body in bodies:
@@ -116,7 +128,8 @@ def test_snac_dev_round_trip(app, client):
         session = app.extensions["db_sessionmaker"]()
         try:
             exported = json.loads(
-                "".join(iter_export(session, get_study(session, "snac-dev"), "snac")))
+                "".join(iter_export(session, get_study(session, "snac-dev"), "snac"))
+            )
         finally:
             session.close()
 

@@ -54,27 +54,59 @@ def edit(line: int, new: str | None = None, *, insert: str | None = None) -> str
 
 # name: (yaml text, line, field, words in the problem)
 MALFORMED = {
-    "unknown kind": (edit(16, "    kind: triangle"), 16, "categories[1].kind",
-                     ["unknown kind", "triangle"]),
+    "unknown kind": (
+        edit(16, "    kind: triangle"),
+        16,
+        "categories[1].kind",
+        ["unknown kind", "triangle"],
+    ),
     "duplicate id": (edit(13, "  - id: A"), 13, "categories[1].id", ["duplicate", "'A'"]),
     "missing label": (edit(14), 13, "categories[1].label", ["required"]),
     "empty label": (edit(14, '    label: ""'), 14, "categories[1].label", ["empty"]),
-    "bad colour": (edit(17, '    color: "#00gg00"'), 17, "categories[1].color",
-                   ["bad colour", "#00gg00"]),
-    "duplicate shortcut": (edit(18, '    shortcut: "1"'), 18, "categories[1].shortcut",
-                           ["shortcut", "twice"]),
-    "unknown group": (edit(15, "    group: g9"), 15, "categories[1].group",
-                      ["unknown group", "g9"]),
-    "unknown field": (edit(14, insert="    colour: red"), 15, "categories[1].colour",
-                      ["unknown field"]),
-    "unknown scope": (edit(9, insert="    scope: paragraph"), 10, "categories[0].scope",
-                      ["unknown scope", "paragraph"]),
+    "bad colour": (
+        edit(17, '    color: "#00gg00"'),
+        17,
+        "categories[1].color",
+        ["bad colour", "#00gg00"],
+    ),
+    "duplicate shortcut": (
+        edit(18, '    shortcut: "1"'),
+        18,
+        "categories[1].shortcut",
+        ["shortcut", "twice"],
+    ),
+    "unknown group": (
+        edit(15, "    group: g9"),
+        15,
+        "categories[1].group",
+        ["unknown group", "g9"],
+    ),
+    "unknown field": (
+        edit(14, insert="    colour: red"),
+        15,
+        "categories[1].colour",
+        ["unknown field"],
+    ),
+    "unknown scope": (
+        edit(9, insert="    scope: paragraph"),
+        10,
+        "categories[0].scope",
+        ["unknown scope", "paragraph"],
+    ),
     "missing definition": (edit(19), 13, "categories[1].definition", ["required"]),
     "YAML syntax error": (edit(9, "\tkind: singleton"), 9, "(yaml)", ["'\\t'"]),
-    "duplicate key": (edit(7, insert="    label: Again"), 8, "categories[0].label",
-                      ["duplicate key"]),
-    "unquoted colour (a YAML comment)": (edit(17, "    color: #00ff00"), 17,
-                                         "categories[1].color", ["quote"]),
+    "duplicate key": (
+        edit(7, insert="    label: Again"),
+        8,
+        "categories[0].label",
+        ["duplicate key"],
+    ),
+    "unquoted colour (a YAML comment)": (
+        edit(17, "    color: #00ff00"),
+        17,
+        "categories[1].color",
+        ["quote"],
+    ),
     "empty file": ("", 1, "(file)", ["mapping"]),
     "a list, not a mapping": ("- a\n- b\n", 1, "(file)", ["mapping"]),
     "no categories": ("name: Empty\ncategories: []\n", 2, "categories", ["non-empty"]),
@@ -87,7 +119,8 @@ def test_base_is_valid(tmp_path):
     path.write_text(BASE)
     snapshot = load_taxonomy(path)
     assert [(c["id"], c["kind"], c["group"]) for c in snapshot["categories"]] == [
-        ("A", "singleton", "g1"), ("B", "paired", "g1")
+        ("A", "singleton", "g1"),
+        ("B", "paired", "g1"),
     ]
 
 
@@ -129,25 +162,32 @@ def test_snac_taxonomy():
 def test_falte_demo_and_exteval_taxonomies():
     falte = load_taxonomy(REPO / "taxonomies" / "falte-demo.yaml")
     assert {c["id"]: c["kind"] for c in falte["categories"]} == {
-        "Grammar": "singleton", "Fluency": "singleton", "Repetition": "paired",
+        "Grammar": "singleton",
+        "Fluency": "singleton",
+        "Repetition": "paired",
         "Contradiction": "paired",
     }
     exteval = load_taxonomy(REPO / "taxonomies" / "exteval.yaml")
     assert len(exteval["categories"]) == 5
     labels = " ".join(c["label"].lower() for c in exteval["categories"])
-    for words in ("incorrect coreference", "incomplete coreference", "incorrect discourse",
-                  "incomplete discourse", "misleading"):
+    for words in (
+        "incorrect coreference",
+        "incomplete coreference",
+        "incorrect discourse",
+        "incomplete discourse",
+        "misleading",
+    ):
         assert words in labels
     for snapshot in (falte, exteval):
         group_ids = {g["id"] for g in snapshot["groups"]}
         assert all(c["group"] in group_ids for c in snapshot["categories"])
-        assert len({c["shortcut"] for c in snapshot["categories"]}) == len(
-            snapshot["categories"])
+        assert len({c["shortcut"] for c in snapshot["categories"]}) == len(snapshot["categories"])
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(MARGINALIA), *args], capture_output=True, text=True, timeout=60,
-                          cwd=REPO)
+    return subprocess.run(
+        [str(MARGINALIA), *args], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
 
 
 def test_cli_taxonomy_check_lists_categories():
@@ -176,18 +216,24 @@ def test_study_keeps_its_taxonomy_snapshot_after_the_file_changes(app, client, t
     copy = tmp_path / "snac.yaml"
     shutil.copy(REPO / "taxonomies" / "snac.yaml", copy)
     make_study(app, taxonomy=str(copy))
-    token = client.post("/api/assignments", json={
-        "study": "demo", "document": "doc-1", "worker_id": "w1"}).get_json()["token"]
+    token = client.post(
+        "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": "w1"}
+    ).get_json()["token"]
     before = client.get(f"/api/assignments/{token}").get_json()["taxonomy"]
     old = {c["id"]: c for c in before["categories"]}["InconE"]
 
     text = copy.read_text()
     assert "label: Inconsistency\n" in text
-    copy.write_text(text.replace("label: Inconsistency\n", "label: Contradiction\n")
-                    .replace("kind: paired", "kind: singleton", 1))
+    copy.write_text(
+        text.replace("label: Inconsistency\n", "label: Contradiction\n").replace(
+            "kind: paired", "kind: singleton", 1
+        )
+    )
 
-    with app.app_context(), session_scope() as session, pytest.raises(
-        InvalidInput, match="already exists with a different taxonomy"
+    with (
+        app.app_context(),
+        session_scope() as session,
+        pytest.raises(InvalidInput, match="already exists with a different taxonomy"),
     ):
         create_study(session, "demo", copy)
 
@@ -202,6 +248,12 @@ def test_study_keeps_its_taxonomy_snapshot_after_the_file_changes(app, client, t
         labels = {c["id"]: (c["label"], c["kind"]) for c in fresh.taxonomy["categories"]}
     assert labels["InconE"] == ("Contradiction", "singleton")
     # A paired InconE made under the old snapshot is still accepted as paired.
-    body = {"segment": 1, "start": 0, "end": 6, "text": "Second", "category": "InconE",
-            "paired": {"segment": 0, "start": 0, "end": 5, "text": "First"}}
+    body = {
+        "segment": 1,
+        "start": 0,
+        "end": 6,
+        "text": "Second",
+        "category": "InconE",
+        "paired": {"segment": 0, "start": 0, "end": 5, "text": "First"},
+    }
     assert client.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201

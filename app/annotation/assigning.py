@@ -204,11 +204,14 @@ def _lock_study(session: Session, study: Study) -> None:
 
 
 def _taken_slots(session: Session, document_id: int) -> int:
-    return session.scalar(
-        select(func.count()).where(
-            Assignment.document_id == document_id, Assignment.status.in_(TAKEN)
+    return (
+        session.scalar(
+            select(func.count()).where(
+                Assignment.document_id == document_id, Assignment.status.in_(TAKEN)
+            )
         )
-    ) or 0
+        or 0
+    )
 
 
 def _resume_abandoned(session: Session, study: Study, worker_id: str) -> Document | None:

@@ -194,9 +194,7 @@ def _same_content(annotation: Annotation, values: dict[str, Any]) -> bool:
     return all(getattr(annotation, key) == value for key, value in values.items())
 
 
-def add_annotation(
-    session: Session, assignment: Assignment, body: Any
-) -> tuple[Annotation, bool]:
+def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple[Annotation, bool]:
     """Validate and store one annotation; returns ``(annotation, created)``.
 
     A repeated ``client_id`` returns the annotation first stored under it (idempotent
@@ -206,7 +204,14 @@ def add_annotation(
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     unknown = set(body) - {
-        "segment", "start", "end", "text", "category", "paired", "comment", "client_id",
+        "segment",
+        "start",
+        "end",
+        "text",
+        "category",
+        "paired",
+        "comment",
+        "client_id",
         "suggestion_id",
     }
     if unknown:
@@ -222,8 +227,15 @@ def add_annotation(
     category = categories[category_id]
     paired = body.get("paired")
     values: dict[str, Any] = {
-        "segment": segment, "start": start, "end": end, "text": text, "category": category_id,
-        "paired_segment": None, "paired_start": None, "paired_end": None, "paired_text": None,
+        "segment": segment,
+        "start": start,
+        "end": end,
+        "text": text,
+        "category": category_id,
+        "paired_segment": None,
+        "paired_start": None,
+        "paired_end": None,
+        "paired_text": None,
     }
     if category["kind"] == "paired":
         if paired is None:
@@ -231,8 +243,9 @@ def add_annotation(
         p_segment, p_start, p_end, p_text = _span(paired, texts, "paired.")
         if p_segment > segment or (p_segment == segment and p_start > start):
             raise InvalidInput("the paired span must come before the annotated span, not after")
-        values.update(paired_segment=p_segment, paired_start=p_start, paired_end=p_end,
-                      paired_text=p_text)
+        values.update(
+            paired_segment=p_segment, paired_start=p_start, paired_end=p_end, paired_text=p_text
+        )
     elif paired is not None:
         raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
     comment = body.get("comment") or ""

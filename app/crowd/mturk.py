@@ -117,8 +117,7 @@ def create_hits(
     params = {
         "Title": (title or study.title or study.slug)[:128],
         "Description": (
-            description
-            or "Read a text one part at a time and mark the errors you find in it."
+            description or "Read a text one part at a time and mark the errors you find in it."
         )[:2000],
         "Keywords": keywords,
         "Reward": reward_text(reward),

@@ -88,9 +88,11 @@ def check_submit_to(url: str, allowed: Iterable[str]) -> str:
     """``turkSubmitTo`` if it is one of the allowed MTurk origins (else InvalidInput)."""
     url = url.rstrip("/")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or origin(url) not in {
-        o.lower().rstrip("/") for o in allowed
-    }:
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or origin(url) not in {o.lower().rstrip("/") for o in allowed}
+    ):
         raise InvalidInput(f"turkSubmitTo {url!r} is not a Mechanical Turk address")
     return url
 
@@ -120,9 +122,7 @@ def read_arrival(
             platform_data={
                 "assignment_id": assignment_id,
                 "hit_id": hit_id,
-                "turk_submit_to": check_submit_to(
-                    _param(args, "turkSubmitTo"), mturk_origins
-                ),
+                "turk_submit_to": check_submit_to(_param(args, "turkSubmitTo"), mturk_origins),
             },
             resume_key="assignment_id",
         )

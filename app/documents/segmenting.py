@@ -11,10 +11,35 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-ABBREVIATIONS = frozenset({
-    "mr", "mrs", "ms", "dr", "st", "sr", "jr", "prof", "gen", "col", "capt", "lt", "sgt",
-    "rev", "vs", "etc", "mt", "no", "fig", "inc", "ltd", "co", "u.s", "e.g", "i.e",
-})
+ABBREVIATIONS = frozenset(
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "st",
+        "sr",
+        "jr",
+        "prof",
+        "gen",
+        "col",
+        "capt",
+        "lt",
+        "sgt",
+        "rev",
+        "vs",
+        "etc",
+        "mt",
+        "no",
+        "fig",
+        "inc",
+        "ltd",
+        "co",
+        "u.s",
+        "e.g",
+        "i.e",
+    }
+)
 _BOUNDARY = re.compile(
     r"(?<=[.!?\u2026])([\"'\u201d\u2019)\]]*)\s+(?=[\"'\u201c\u2018(\[]?([^\W_]))|\n"
 )

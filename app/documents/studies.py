@@ -167,9 +167,7 @@ def import_documents(
                         f"is not a category of study {study.slug!r}"
                     )
     position = session.scalar(
-        select(func.coalesce(func.max(Document.position), -1)).where(
-            Document.study_id == study.id
-        )
+        select(func.coalesce(func.max(Document.position), -1)).where(Document.study_id == study.id)
     )
     stored: list[Document] = []
     gold_count = unlocated = segment_count = 0

@@ -20,16 +20,33 @@ from app.errors import InvalidInput
 KINDS = ("singleton", "paired")
 SCOPES = ("span", "sentence")
 CATEGORY_FIELDS = {
-    "id", "label", "group", "kind", "scope", "definition", "examples", "color", "shortcut",
-    "detector_label", "paired_prompt",
+    "id",
+    "label",
+    "group",
+    "kind",
+    "scope",
+    "definition",
+    "examples",
+    "color",
+    "shortcut",
+    "detector_label",
+    "paired_prompt",
 }
 GROUP_FIELDS = {"id", "label", "description"}
 TOP_FIELDS = {"name", "version", "description", "instructions", "groups", "categories"}
 ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,99}$")
 COLOR_PATTERN = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 PALETTE = (
-    "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-    "#17becf", "#bcbd22", "#7f7f7f",
+    "#d62728",
+    "#1f77b4",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
 )
 SHORTCUTS = "123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -135,8 +152,9 @@ def _groups(raw: Any, loc: _Located) -> list[dict[str, str]]:
             {
                 "id": gid,
                 "label": _text(item.get("label"), loc, f"{path}.label", required=True),
-                "description": _text(item.get("description"), loc, f"{path}.description",
-                                     required=False),
+                "description": _text(
+                    item.get("description"), loc, f"{path}.description", required=False
+                ),
             }
         )
     return groups
@@ -188,11 +206,17 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
         "examples": _examples(item.get("examples"), loc, f"{path}.examples"),
         "color": color,
         "shortcut": shortcut,
-        "detector_label": _text(item.get("detector_label"), loc, f"{path}.detector_label",
-                                required=False) or None,
-        "paired_prompt": _text(item.get("paired_prompt"), loc, f"{path}.paired_prompt",
-                               required=False,
-                               default="Now select the earlier span it relates to."),
+        "detector_label": _text(
+            item.get("detector_label"), loc, f"{path}.detector_label", required=False
+        )
+        or None,
+        "paired_prompt": _text(
+            item.get("paired_prompt"),
+            loc,
+            f"{path}.paired_prompt",
+            required=False,
+            default="Now select the earlier span it relates to.",
+        ),
     }
 
 
@@ -205,8 +229,9 @@ def _fill_defaults(categories: list[dict[str, Any]], loc: _Located) -> None:
         ids.add(cat["id"])
         if cat["shortcut"]:
             if cat["shortcut"] in shortcuts:
-                raise loc.fail(f"categories[{i}].shortcut",
-                               f"shortcut {cat['shortcut']!r} is used twice")
+                raise loc.fail(
+                    f"categories[{i}].shortcut", f"shortcut {cat['shortcut']!r} is used twice"
+                )
             shortcuts.add(cat["shortcut"])
     free = (key for key in SHORTCUTS if key not in shortcuts)
     for i, cat in enumerate(categories):

@@ -48,8 +48,7 @@ def score_against_suggestions(session: Session, assignment: Assignment) -> dict[
     """
     document: Document = assignment.document
     suggested = [
-        Span(document.external_id, s.segment, s.start, s.end, s.category, s.detector, s.text,
-             s.id)
+        Span(document.external_id, s.segment, s.start, s.end, s.category, s.detector, s.text, s.id)
         for s in session.scalars(
             select(Suggestion)
             .where(Suggestion.document_id == document.id)

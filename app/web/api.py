@@ -71,9 +71,9 @@ def open_assignment():
 
 def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:
     entities = session.scalars(
-        select(Entity).where(Entity.document_id == document_id).order_by(
-            Entity.first_segment, Entity.id
-        )
+        select(Entity)
+        .where(Entity.document_id == document_id)
+        .order_by(Entity.first_segment, Entity.id)
     )
     mentions = session.scalars(
         select(EntityMention)
@@ -102,8 +102,13 @@ def _suggestions(session, assignment) -> list[dict]:
     )
     return [
         {
-            "id": s.id, "segment": s.segment, "start": s.start, "end": s.end, "text": s.text,
-            "category": s.category, "score": s.score,
+            "id": s.id,
+            "segment": s.segment,
+            "start": s.start,
+            "end": s.end,
+            "text": s.text,
+            "category": s.category,
+            "score": s.score,
         }
         for s in rows
     ]

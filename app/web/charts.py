@@ -32,9 +32,7 @@ def _svg(height: int, title: str, desc: str, body: list[str], width: int = WIDTH
 
 def _text(x: float, y: float, text: Any, cls: str = "", anchor: str = "start") -> str:
     klass = f' class="{cls}"' if cls else ""
-    return (
-        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}>{escape(str(text))}</text>'
-    )
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{klass}>{escape(str(text))}</text>'
 
 
 def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str = "", cls: str = "") -> str:
@@ -50,9 +48,7 @@ def _clip(label: str, chars: int = 28) -> str:
     return label if len(label) <= chars else label[: chars - 1] + "…"
 
 
-def category_bars(
-    counts: Mapping[str, int], categories: Sequence[Mapping[str, Any]]
-) -> Markup:
+def category_bars(counts: Mapping[str, int], categories: Sequence[Mapping[str, Any]]) -> Markup:
     """Horizontal bars: annotations per category, in taxonomy order, with counts and shares."""
     known = {c["id"]: c for c in categories}
     rows = list(counts.items())
@@ -106,8 +102,9 @@ def source_distribution(
             tip = f"{name} · {label}: {n} of {total} ({100 * n / total:.0f}%)"
             body.append(_rect(x, y + 2, w, BAR_H, color, tip, "stack"))
             if w > 34:
-                body.append(_text(x + w / 2, y + BAR_H - 1, f"{100 * n / total:.0f}%",
-                                  "in-bar", "middle"))
+                body.append(
+                    _text(x + w / 2, y + BAR_H - 1, f"{100 * n / total:.0f}%", "in-bar", "middle")
+                )
             x += w
         segs = segments_per_source.get(src, 0)
         rate = f"{total / segs:.2f} / segment" if segs else f"{total} errors"
@@ -139,15 +136,27 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
         rec = (row.get("suggestion_recall") or {}).get("recall")
         gold = ((row.get("gold") or {}).get("overall") or {}).get("f1")
         body.append(_text(label_w - 8, y + 13, _clip(row["worker_id"]), "axis-label", "end"))
-        bars = [("suggestions", rec, "#2457a6", "recall of suggestions"),
-                ("gold", gold, "#1f7a3f", "F1 on gold")]
+        bars = [
+            ("suggestions", rec, "#2457a6", "recall of suggestions"),
+            ("gold", gold, "#1f7a3f", "F1 on gold"),
+        ]
         for j, (_key, value, color, what) in enumerate(bars):
             by = y + j * 11
             body.append(_rect(label_w, by, plot, 9, "#eef1f5"))
             if value is not None:
-                body.append(_rect(label_w, by, plot * value, 9, color,
-                                  f"{row['worker_id']}: {what} {100 * value:.0f}%"))
-                body.append(_text(label_w + plot + 6, by + 8.5, f"{100 * value:.0f}%", "value small"))
+                body.append(
+                    _rect(
+                        label_w,
+                        by,
+                        plot * value,
+                        9,
+                        color,
+                        f"{row['worker_id']}: {what} {100 * value:.0f}%",
+                    )
+                )
+                body.append(
+                    _text(label_w + plot + 6, by + 8.5, f"{100 * value:.0f}%", "value small")
+                )
             else:
                 body.append(_text(label_w + plot + 6, by + 8.5, "–", "value small muted"))
         y += 30

@@ -89,8 +89,12 @@ def start(slug: str):
         if requested:
             document = service.find_document(session, study, requested)
             assignment, _ = service.open_assignment(
-                session, study, document, arrival.worker_id,
-                platform=arrival.platform, platform_data=arrival.platform_data,
+                session,
+                study,
+                document,
+                arrival.worker_id,
+                platform=arrival.platform,
+                platform_data=arrival.platform_data,
             )
         elif visit is not None and (
             visit.status == "active" or (visit.status == "submitted" and not _continues(visit))
@@ -100,8 +104,11 @@ def start(slug: str):
                 visit.last_seen_at = service.now()
         else:
             assignment, _ = assign(
-                session, study, arrival.worker_id,
-                platform=arrival.platform, platform_data=arrival.platform_data,
+                session,
+                study,
+                arrival.worker_id,
+                platform=arrival.platform,
+                platform_data=arrival.platform_data,
             )
     except MarginaliaError as exc:
         session.rollback()
@@ -158,7 +165,10 @@ def done(token: str):
     if form is not None:
         action, fields = form
         body = render_template(
-            "mturk_submit.html", title=study.title, action=action, fields=fields,
+            "mturk_submit.html",
+            title=study.title,
+            action=action,
+            fields=fields,
             code=assignment.completion_code,
         )
         return _worker_page(body, 200, study, assignment)

@@ -64,9 +64,7 @@ def drag_select(page, segment: int, needle: str, occurrence: int = 0, *, inset: 
 
 def next_frame(page) -> None:
     """Wait until the page has rendered two more frames."""
-    page.evaluate(
-        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
-    )
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def category_button(page, category_id: str):

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.browser
 
 
 def demo_segments(name: str = "demo-lighthouse") -> list[str]:
-    data = json.loads((REPO / "app" / "documents" / "demo_data" / "documents.json").read_text("utf-8"))
+    data = json.loads(
+        (REPO / "app" / "documents" / "demo_data" / "documents.json").read_text("utf-8")
+    )
     doc = data[name]
     return [doc[k]["text"] for k in sorted(doc, key=int)]
 

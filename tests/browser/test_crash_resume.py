@@ -79,7 +79,10 @@ def wait_on_disk(profile, text: str, timeout: float = 30) -> None:
 def launch(pw_browser, profile, marker: str):
     """A separate Chromium process (not the session's), with a profile kept on disk."""
     return pw_browser.browser_type.launch_persistent_context(
-        str(profile), executable_path=chromium_path(), headless=True, viewport=VIEWPORT,
+        str(profile),
+        executable_path=chromium_path(),
+        headless=True,
+        viewport=VIEWPORT,
         args=[*CHROMIUM_ARGS, f"--marginalia-test-instance={marker}"],
     )
 
@@ -91,9 +94,7 @@ def server_annotations(base_url: str, token: str) -> list[str]:
 
 def add(page, segment: int, text: str, category: str) -> None:
     drag_select(page, segment, text)
-    page.wait_for_function(
-        "(t) => document.getElementById('span-field').value === t", arg=text
-    )
+    page.wait_for_function("(t) => document.getElementById('span-field').value === t", arg=text)
     category_button(page, category).click()
     page.click("#add-button")
 
@@ -132,8 +133,7 @@ def test_killed_browser_resumes_with_everything_added(app, live_server, pw_brows
         assert progress_text(page) == "Segment 2 of 3"
         wait_saved(page)
         assert annotation_texts(page) == ["Anna Berg", "rye bread", "herring"]
-        assert server_annotations(live_server.url, token) == ["Anna Berg", "rye bread",
-                                                              "herring"]
+        assert server_annotations(live_server.url, token) == ["Anna Berg", "rye bread", "herring"]
     finally:
         relaunched.close()
 

@@ -42,8 +42,10 @@ def test_mturk_preview_and_post_back_to_a_stand_in(app, live_server, pw_page, st
     page.screenshot(path=str(artifacts / "mturk-preview.png"), full_page=True)
 
     # accepted: annotate, submit, and the done page posts back to turkSubmitTo
-    page.goto(f"{base}/s/hits?assignmentId=3XYZASSIGN&hitId=HIT9&workerId=A2WORKER"
-              f"&turkSubmitTo={stand_in.url}")
+    page.goto(
+        f"{base}/s/hits?assignmentId=3XYZASSIGN&hitId=HIT9&workerId=A2WORKER"
+        f"&turkSubmitTo={stand_in.url}"
+    )
     wait_loaded(page)
     page.click("#next-button")
     page.click("#next-button")

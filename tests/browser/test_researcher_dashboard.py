@@ -35,12 +35,15 @@ SOURCES = ("bart", "pegasus", "human")
 
 def seed(app) -> None:
     documents = [(f"{src}-{i}", SEGMENTS) for src in SOURCES for i in range(1, 3)]
-    make_study(app, slug="voyage", documents=documents, suggestions="shown",
-               annotators_per_doc=3)
-    gold = DocumentInput("gold-1", SEGMENTS, gold=[
-        GoldSpan(segment=1, text="the sailors sails", category="GramE", votes=3),
-        GoldSpan(segment=2, text="his brother, who he never had", category="CharE", votes=2),
-    ])
+    make_study(app, slug="voyage", documents=documents, suggestions="shown", annotators_per_doc=3)
+    gold = DocumentInput(
+        "gold-1",
+        SEGMENTS,
+        gold=[
+            GoldSpan(segment=1, text="the sailors sails", category="GramE", votes=3),
+            GoldSpan(segment=2, text="his brother, who he never had", category="CharE", votes=2),
+        ],
+    )
     with app.app_context(), session_scope() as session:
         from app.documents.studies import import_documents
 
@@ -51,17 +54,32 @@ def seed(app) -> None:
         for doc in session.scalars(select(Document).where(Document.study_id == study.id)):
             for segment, text, category in CANDIDATES[:4]:
                 start = SEGMENTS[segment].index(text)
-                session.add(Suggestion(document_id=doc.id, segment=segment, start=start,
-                                       end=start + len(text), text=text, category=category,
-                                       score=0.8, detector="rules", detector_version="1"))
+                session.add(
+                    Suggestion(
+                        document_id=doc.id,
+                        segment=segment,
+                        start=start,
+                        end=start + len(text),
+                        text=text,
+                        category=category,
+                        score=0.8,
+                        detector="rules",
+                        detector_version="1",
+                    )
+                )
 
 
 def work(client, worker: str, rng: random.Random, *, submit: bool = True) -> None:
     token = client.get(f"/s/voyage?worker_id={worker}").headers["Location"].split("/a/")[1]
     for segment, text, category in rng.sample(CANDIDATES, rng.randint(2, 5)):
         start = SEGMENTS[segment].index(text)
-        body = {"segment": segment, "start": start, "end": start + len(text), "text": text,
-                "category": category}
+        body = {
+            "segment": segment,
+            "start": start,
+            "end": start + len(text),
+            "text": text,
+            "category": category,
+        }
         assert client.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
     if submit:
         assert client.post(f"/api/assignments/{token}/submit").status_code == 200

@@ -57,7 +57,7 @@ def field(page, name: str) -> str:
 
 def wait_field(page, name: str, value: str, timeout: float = 15_000) -> None:
     page.wait_for_function(
-        "([name, value]) => { const el = document.querySelector(`[data-field=\"${name}\"]`);"
+        '([name, value]) => { const el = document.querySelector(`[data-field="${name}"]`);'
         " return el && el.textContent.trim() === value; }",
         arg=[name, value],
         timeout=timeout,
@@ -80,8 +80,10 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
     # --- a broken taxonomy upload is refused with file:line:field, and nothing is created
     page.click("a.button:has-text('New study')")
     broken = tmp_path / "mine.yaml"
-    broken.write_text("name: Mine\ncategories:\n  - id: Typo\n    label: Typo\n"
-                      "    scope: paragraph\n", encoding="utf-8")
+    broken.write_text(
+        "name: Mine\ncategories:\n  - id: Typo\n    label: Typo\n    scope: paragraph\n",
+        encoding="utf-8",
+    )
     page.fill('input[name="slug"]', "mine")
     page.set_input_files('input[name="taxonomy_file"]', str(broken))
     page.click("button:has-text('Create study')")
@@ -119,8 +121,9 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
         worker = worker_context.new_page()
         errors: list[str] = []
         worker.on("pageerror", lambda exc: errors.append(str(exc)))
-        worker.goto(f"{base}/s/lighthouse?PROLIFIC_PID=60a1b2c3d4e5f6&STUDY_ID=st-9"
-                    f"&SESSION_ID=sess-77")
+        worker.goto(
+            f"{base}/s/lighthouse?PROLIFIC_PID=60a1b2c3d4e5f6&STUDY_ID=st-9&SESSION_ID=sess-77"
+        )
         wait_loaded(worker)
         assert worker_context.cookies() == []  # identified by the token in the URL only
         wait_field(page, "assignments.active", "1")  # the dashboard notices the arrival
@@ -144,8 +147,11 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
 
     with app.app_context(), session_scope() as session:
         row = session.scalar(select(Assignment))
-        assert (row.worker_id, row.platform, row.status) == ("60a1b2c3d4e5f6", "prolific",
-                                                             "submitted")
+        assert (row.worker_id, row.platform, row.status) == (
+            "60a1b2c3d4e5f6",
+            "prolific",
+            "submitted",
+        )
         assert row.platform_data == {"study_id": "st-9", "session_id": "sess-77"}
     wait_field(page, "slots_submitted", "1")
     wait_field(page, "assignments.active", "0")
