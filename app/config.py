@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,9 @@ class Settings:
     )
     detector_model: str = field(default_factory=lambda: os.environ.get("DETECTOR_MODEL", ""))
     behind_proxy: int = field(default_factory=lambda: int(os.environ.get("BEHIND_PROXY", "0")))
+    session_lifetime_hours: float = field(
+        default_factory=lambda: float(os.environ.get("SESSION_LIFETIME_HOURS", "8"))
+    )
 
     def as_flask_config(self) -> dict:
         return {
@@ -75,4 +79,6 @@ class Settings:
             "SPACY_MODEL": self.spacy_model,
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,
+            # A researcher's login ends after this long without a request.
+            "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }

@@ -1,0 +1,243 @@
+"""Issue 10 rows 6 and 13: the session cookie's attributes, its end (logout, password change,
+a disabled or deleted account, idle hours), and the login throttle shared by every process
+that uses the database (failures only, per account and per client), on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+import pytest
+from click.testing import CliRunner
+
+from app import create_app
+from app.db import session_scope
+from tests.conftest import BACKENDS, REPO, make_database_url
+
+EMAIL, PASSWORD = "researcher@example.org", "a long enough password"
+TOKEN_PATTERN = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def researcher(app):
+    from app.researchers.accounts import create_researcher
+
+    with app.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD)
+
+
+def csrf(client, **kwargs) -> str:
+    page = client.get("/admin/login", **kwargs).get_data(as_text=True)
+    return TOKEN_PATTERN.search(page).group(1)
+
+
+def login(client, password: str = PASSWORD, email: str = EMAIL, **kwargs):
+    return client.post(
+        "/admin/login",
+        data={"email": email, "password": password, "csrf_token": csrf(client, **kwargs)},
+        **kwargs,
+    )
+
+
+def session_cookie_header(answer) -> str:
+    cookies = [h for h in answer.headers.getlist("Set-Cookie") if h.startswith("session=")]
+    assert cookies, answer.headers
+    return cookies[-1]
+
+
+def cookie_attributes(header: str) -> dict[str, str]:
+    attributes = {}
+    for part in header.split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        attributes[name.lower()] = value
+    return attributes
+
+
+def is_logged_in(client) -> bool:
+    answer = client.get("/admin/")
+    return answer.status_code == 200
+
+
+def run_cli(database_url: str, monkeypatch, *args: str):
+    from app.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+    return CliRunner().invoke(main, list(args))
+
+
+# --- row 6: the cookie ---------------------------------------------------------------------------
+
+
+def test_session_cookie_is_samesite_lax_httponly_and_lives_hours(app, client, researcher):
+    answer = login(client)
+    assert answer.status_code == 302
+    attributes = cookie_attributes(session_cookie_header(answer))
+    assert attributes["samesite"] == "Lax"
+    assert "httponly" in attributes
+    assert "secure" not in attributes  # plain HTTP on a laptop: a Secure cookie would be lost
+    expires = parsedate_to_datetime(attributes["expires"])
+    assert expires - datetime.now(UTC) <= timedelta(hours=12, minutes=1)
+    assert expires - datetime.now(UTC) >= timedelta(hours=1)
+
+
+def test_session_cookie_is_secure_over_https_behind_the_configured_proxy(database_url, researcher):
+    proxied = create_app(
+        {"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "test", "BEHIND_PROXY": 1}
+    )
+    try:
+        client = proxied.test_client()
+        # HTTPS as the proxy reports it (flask-wtf then also checks the Referer)
+        https = {
+            "headers": {"X-Forwarded-Proto": "https", "Referer": "https://localhost/admin/login"}
+        }
+        answer = login(client, **https)
+        assert answer.status_code == 302
+        attributes = cookie_attributes(session_cookie_header(answer))
+        assert "secure" in attributes and attributes["samesite"] == "Lax"
+        direct = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "test"})
+        try:
+            answer = login(
+                direct.test_client(),
+                base_url="https://localhost",
+                headers={"Referer": "https://localhost/admin/login"},
+            )
+            assert "secure" in cookie_attributes(session_cookie_header(answer))
+        finally:
+            direct.extensions["db_engine"].dispose()
+    finally:
+        proxied.extensions["db_engine"].dispose()
+
+
+def test_session_idle_lifetime_is_configurable_in_hours(database_url, researcher, monkeypatch):
+    monkeypatch.setenv("SESSION_LIFETIME_HOURS", "2")
+    configured = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "t"})
+    try:
+        assert configured.permanent_session_lifetime == timedelta(hours=2)
+        answer = login(configured.test_client())
+        expires = parsedate_to_datetime(cookie_attributes(session_cookie_header(answer))["expires"])
+        assert timedelta(hours=1) < expires - datetime.now(UTC) <= timedelta(hours=2, minutes=1)
+    finally:
+        configured.extensions["db_engine"].dispose()
+
+
+def stolen_copy(app, client):
+    """A second browser holding a copy of ``client``'s session cookie."""
+    thief = app.test_client()
+    thief.set_cookie("session", client.get_cookie("session").value)
+    return thief
+
+
+def test_a_copied_cookie_stops_working_after_logout(app, client, researcher):
+    assert login(client).status_code == 302
+    thief = stolen_copy(app, client)
+    assert is_logged_in(thief)
+    page = client.get("/admin/").get_data(as_text=True)
+    token = TOKEN_PATTERN.search(page).group(1)
+    assert client.post("/admin/logout", data={"csrf_token": token}).status_code == 302
+    assert not is_logged_in(client)
+    assert not is_logged_in(thief)
+
+
+def test_a_cookie_stops_working_after_a_password_change(app, client, researcher, database_url):
+    from app.researchers.accounts import set_password
+
+    assert login(client).status_code == 302
+    with app.app_context(), session_scope() as session:
+        set_password(session, EMAIL, "another long password")
+    assert not is_logged_in(client)
+    assert login(client, "another long password").status_code == 302
+    assert is_logged_in(client)
+
+
+def test_disabled_or_deleted_researchers_are_out_at_once(
+    app, client, researcher, database_url, monkeypatch
+):
+    assert login(client).status_code == 302
+    result = run_cli(database_url, monkeypatch, "researcher", "disable", EMAIL)
+    assert result.exit_code == 0, result.output
+    assert not is_logged_in(client)
+    assert login(client).status_code == 401  # nor can they log in again
+    result = run_cli(database_url, monkeypatch, "researcher", "enable", EMAIL)
+    assert result.exit_code == 0, result.output
+    assert login(client).status_code == 302
+    result = run_cli(database_url, monkeypatch, "researcher", "delete", EMAIL)
+    assert result.exit_code == 0, result.output
+    assert not is_logged_in(client)
+
+
+# --- row 13: the login throttle ------------------------------------------------------------------
+
+
+def test_successful_logins_are_not_counted(app, client, researcher):
+    for _ in range(15):
+        assert login(client).status_code == 302
+
+
+FAIL_LOGINS = """
+import re, sys
+from app import create_app
+app = create_app({"TESTING": True, "SECRET_KEY": "test"})
+client = app.test_client()
+statuses = []
+for i in range(int(sys.argv[1])):
+    page = client.get("/admin/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    data = {"email": sys.argv[2], "password": sys.argv[3], "csrf_token": token}
+    statuses.append(client.post("/admin/login", data=data).status_code)
+print(" ".join(map(str, statuses)))
+"""
+
+
+def logins_in_another_process(database_url: str, count: int, password: str) -> list[int]:
+    """``count`` logins from a separate Python process (a second gunicorn worker)."""
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", FAIL_LOGINS, str(count), EMAIL, password],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return [int(s) for s in result.stdout.split()]
+
+
+def test_throttle_holds_across_two_processes_sharing_the_database(database_url, researcher):
+    """Two processes stand for two gunicorn workers: failures are counted in the database."""
+    first = logins_in_another_process(database_url, 6, "wrong password one")
+    second = logins_in_another_process(database_url, 6, "wrong password two")
+    assert first == [401] * 6
+    assert second == [401] * 4 + [429, 429]
+    # the right password is refused too while the account is throttled
+    assert logins_in_another_process(database_url, 1, PASSWORD) == [429]
+
+
+def test_throttle_counts_per_account_from_many_clients(app, researcher):
+    """An attacker rotating addresses still hits the per-account limit."""
+    answers = []
+    for i in range(11):
+        client = app.test_client()
+        env = {"environ_base": {"REMOTE_ADDR": f"10.0.0.{i + 1}"}}
+        answers.append(login(client, f"wrong {i} password", **env).status_code)
+    assert answers[:10] == [401] * 10 and answers[10] == 429
+
+
+def test_throttle_counts_per_client_across_accounts(app, client, researcher):
+    """One client trying many e-mail addresses hits the per-client limit."""
+    answers = [
+        login(client, "wrong password!", email=f"guess{i}@example.org").status_code
+        for i in range(11)
+    ]
+    assert answers[:10] == [401] * 10 and answers[10] == 429
+    # another client may still log in to the real account
+    assert login(app.test_client(), environ_base={"REMOTE_ADDR": "10.9.9.9"}).status_code == 302
