@@ -195,3 +195,24 @@ def test_admin_sees_every_study_and_unowned_studies_only_admins(app, alice_study
     assert alice_study.get("/admin/studies/cli-made").status_code == 404
     bob = logged_in(app, BOB)
     assert all(status == 404 for _, status in attack(app, bob, "cli-made"))
+
+
+def test_every_study_route_answers_404_to_a_researcher_without_access(app, alice_study):
+    """Every /admin rule with a study slug, present and future, methods included."""
+    bob = logged_in(app, BOB)
+    token = csrf(bob)
+    before = study_row(app, "alpha")
+    checked = 0
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/admin") or "slug" not in rule.arguments:
+            continue
+        url = rule.rule.replace("<slug>", "alpha")
+        for name in rule.arguments - {"slug"}:
+            url = re.sub(rf"<(\w+:)?{name}>", "csv", url)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            answer = bob.open(url, method=method, data={"csrf_token": token})
+            assert answer.status_code == 404, (method, url, answer.status_code)
+            assert b"Alice's unpublished" not in answer.data
+            checked += 1
+    assert checked >= 8
+    assert study_row(app, "alpha") == before
