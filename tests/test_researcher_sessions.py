@@ -130,6 +130,31 @@ def test_session_idle_lifetime_is_configurable_in_hours(database_url, researcher
         configured.extensions["db_engine"].dispose()
 
 
+def test_an_idle_session_ends_even_if_the_browser_kept_the_cookie(database_url, researcher):
+    """The server checks the cookie's signed age, not only the browser's expiry date."""
+    import time
+
+    short = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "TESTING": True,
+            "SECRET_KEY": "test",
+            "PERMANENT_SESSION_LIFETIME": timedelta(seconds=2),
+        }
+    )
+    try:
+        client = short.test_client()
+        assert login(client).status_code == 302
+        kept = client.get_cookie("session").value
+        assert is_logged_in(client)
+        time.sleep(3.5)
+        replay = short.test_client()
+        replay.set_cookie("session", kept)  # a browser that ignored the expiry date
+        assert not is_logged_in(replay)
+    finally:
+        short.extensions["db_engine"].dispose()
+
+
 def stolen_copy(app, client):
     """A second browser holding a copy of ``client``'s session cookie."""
     thief = app.test_client()
