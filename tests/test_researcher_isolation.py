@@ -173,6 +173,12 @@ def test_sharing_gives_and_takes_back_access(app, alice_study):
     )
     assert answer.status_code == 400
     assert "no researcher" in answer.get_data(as_text=True)
+    for hostile in ("bob\x00@example.org", "x" * 5000):
+        answer = alice_study.post(
+            "/admin/studies/alpha/collaborators",
+            data={"csrf_token": csrf(alice_study), "email": hostile},
+        )
+        assert answer.status_code == 400, hostile[:20]
     answer = alice_study.post(
         "/admin/studies/alpha/collaborators/remove",
         data={"csrf_token": csrf(alice_study), "email": BOB},

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.db import session_scope
+from app.documents.text import storable
 from app.errors import InvalidInput
 from app.models import Researcher, Study, utcnow
 
@@ -34,6 +35,9 @@ def _dummy_hash() -> str:
 
 
 def normalise_email(email: str) -> str:
+    """The stored form of an e-mail address; InvalidInput for text no database can store."""
+    if not storable(email):
+        raise InvalidInput("an e-mail address must not contain NUL characters or surrogates")
     return email.strip().lower()
 
 
