@@ -266,3 +266,14 @@ def test_throttle_counts_per_client_across_accounts(app, client, researcher):
     assert answers[:10] == [401] * 10 and answers[10] == 429
     # another client may still log in to the real account
     assert login(app.test_client(), environ_base={"REMOTE_ADDR": "10.9.9.9"}).status_code == 302
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "100000"])
+def test_a_bad_session_lifetime_is_a_one_line_error(value, database_url, monkeypatch):
+    monkeypatch.setenv("SESSION_LIFETIME_HOURS", value)
+    result = run_cli(database_url, monkeypatch, "researcher", "list")
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "error: SESSION_LIFETIME_HOURS must be a number of hours above 0 (at most 744), "
+        f"not {value!r}"
+    )
