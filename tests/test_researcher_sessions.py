@@ -10,6 +10,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -245,6 +246,73 @@ def test_throttle_holds_across_two_processes_sharing_the_database(database_url, 
     assert second == [401] * 4 + [429, 429]
     # the right password is refused too while the account is throttled
     assert logins_in_another_process(database_url, 1, PASSWORD) == [429]
+
+
+def test_throttle_holds_against_gunicorn_with_two_workers(database_url, researcher, tmp_path):
+    """The issue's setting: gunicorn, 2 processes, failures over real HTTP connections."""
+    import http.cookiejar
+    import signal
+    import socket
+    import time
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "gunicorn-test",
+        "PYTHONPATH": str(REPO),
+        "PORT": str(port),
+        "WEB_CONCURRENCY": "2",
+        "GUNICORN_THREADS": "1",
+    }
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    log = (tmp_path / "web.log").open("w")
+    web = subprocess.Popen(
+        [gunicorn, "--config", "gunicorn.conf.py", "app:create_app()"],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+
+    def attempt(password: str) -> int:
+        page = opener.open(f"{base}/admin/login", timeout=10).read().decode()
+        token = TOKEN_PATTERN.search(page).group(1)
+        form = {"email": EMAIL, "password": password, "csrf_token": token}
+        try:
+            with opener.open(
+                f"{base}/admin/login", urllib.parse.urlencode(form).encode(), timeout=10
+            ) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                opener.open(f"{base}/admin/login", timeout=5).read()
+                break
+            except OSError:
+                assert web.poll() is None, (tmp_path / "web.log").read_text()
+                assert time.time() < deadline, (tmp_path / "web.log").read_text()
+                time.sleep(0.3)
+        answers = [attempt(f"wrong password {i}") for i in range(14)]
+        assert answers == [401] * 10 + [429] * 4
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=30)
+        log.close()
 
 
 def test_throttle_counts_per_account_from_many_clients(app, researcher):
