@@ -126,6 +126,7 @@ def test_keys_that_must_not_work_change_nothing(app, client, cli, study):
         )
         assert answer.status_code == 401, header
         assert "error" in answer.get_json()
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")
     # revoked
     prefix = owner_key[:12]  # "mgk_" and 8 hex digits
     cli("researcher", "revoke-key", prefix)

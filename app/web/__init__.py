@@ -45,7 +45,10 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        return jsonify(error=str(exc)), exc.status
+        response = jsonify(error=str(exc))
+        if exc.status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
+        return response, exc.status
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_exc):
