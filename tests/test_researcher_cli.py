@@ -160,3 +160,12 @@ def test_migration_keeps_old_studies_for_admins_and_makes_the_first_researcher_o
             assert versions == [(0,), (0,)]
     finally:
         engine.dispose()
+
+
+def test_demo_study_has_no_owner_unless_given_one(app, cli):
+    cli("demo", "--owner", "nobody@example.org", ok=False)
+    assert owners(app) == {}  # refused before anything was made
+    cli("researcher", "create", "own@example.org", "--password", PASSWORD)
+    cli("demo", "--slug", "demo-owned", "--owner", "own@example.org")
+    cli("study", "create", "plain", "--taxonomy", TAXONOMY)
+    assert owners(app) == {"demo-owned": "own@example.org", "plain": None}
