@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,22 @@ def local_secret_key() -> str:
         return key
 
 
+def session_lifetime_hours() -> float:
+    """``SESSION_LIFETIME_HOURS``: how long a researcher's login lasts without a request."""
+    raw = os.environ.get("SESSION_LIFETIME_HOURS", "8")
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = 0.0
+    if not 0 < hours <= 24 * 31:
+        from app.errors import InvalidInput
+
+        raise InvalidInput(
+            f"SESSION_LIFETIME_HOURS must be a number of hours above 0 (at most 744), not {raw!r}"
+        )
+    return hours
+
+
 @dataclass
 class Settings:
     """Everything the app reads from its environment, in one place."""
@@ -65,6 +82,7 @@ class Settings:
     )
     detector_model: str = field(default_factory=lambda: os.environ.get("DETECTOR_MODEL", ""))
     behind_proxy: int = field(default_factory=lambda: int(os.environ.get("BEHIND_PROXY", "0")))
+    session_lifetime_hours: float = field(default_factory=lambda: session_lifetime_hours())
 
     def as_flask_config(self) -> dict:
         return {
@@ -75,4 +93,6 @@ class Settings:
             "SPACY_MODEL": self.spacy_model,
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,
+            # A researcher's login ends after this long without a request.
+            "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }

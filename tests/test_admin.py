@@ -22,10 +22,12 @@ TOKEN_PATTERN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 @pytest.fixture
 def researcher(app):
+    """An admin: these tests use studies made by fixtures (no owner), which only admins see.
+    Owners, collaborators and plain researchers: tests/test_researcher_isolation.py."""
     from app.researchers.accounts import create_researcher
 
     with app.app_context(), session_scope() as session:
-        create_researcher(session, EMAIL, PASSWORD)
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
 
 
 def csrf(client) -> str:

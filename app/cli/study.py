@@ -54,15 +54,28 @@ def study() -> None:
     type=click.Choice(["off", "shown", "hidden"]),
 )
 @click.option("--title", default=None, help="Shown to workers; defaults to the taxonomy name.")
+@click.option(
+    "--owner",
+    metavar="EMAIL",
+    default=None,
+    help="The researcher who owns it; without one only admins see the study.",
+)
 @with_app
 def study_create(
-    slug: str, taxonomy_path: Path, annotators_per_doc: int, suggestions: str, title: str | None
+    slug: str,
+    taxonomy_path: Path,
+    annotators_per_doc: int,
+    suggestions: str,
+    title: str | None,
+    owner: str | None,
 ) -> None:
     """Create a study (the same arguments again change nothing)."""
     from app.db import session_scope
     from app.documents.studies import create_study
+    from app.researchers.accounts import find_researcher
 
     with session_scope() as session:
+        owner_row = find_researcher(session, owner) if owner is not None else None
         created_study, created = create_study(
             session,
             slug,
@@ -71,6 +84,8 @@ def study_create(
             suggestions=suggestions,
             title=title,
         )
+        if created and owner_row is not None:
+            created_study.owner_id = owner_row.id
         verb = "created" if created else "already exists, unchanged:"
         click.echo(
             f"study {created_study.slug} {verb} ({created_study.taxonomy_name}, "
@@ -98,8 +113,11 @@ def report_command(slug: str, as_json: bool) -> None:
 
 @click.command("demo", cls=OneLineCommand)
 @click.option("--slug", default="demo", show_default=True)
+@click.option(
+    "--owner", metavar="EMAIL", default=None, help="Its owner; without one only admins see it."
+)
 @with_app
-def demo_command(slug: str) -> None:
+def demo_command(slug: str, owner: str | None) -> None:
     """Create the demo study with the shipped demo documents (once)."""
     from sqlalchemy import func, select
 
@@ -108,9 +126,11 @@ def demo_command(slug: str) -> None:
     from app.documents.studies import create_study, import_documents
     from app.formats import parse_documents
     from app.models import Document
+    from app.researchers.accounts import find_researcher
 
     with session_scope() as session:
-        demo, _ = create_study(
+        owner_row = find_researcher(session, owner) if owner is not None else None
+        demo, created = create_study(
             session,
             slug,
             PROJECT_ROOT / "taxonomies" / "snac.yaml",
@@ -118,6 +138,8 @@ def demo_command(slug: str) -> None:
             suggestions="shown",
             title="Demo: coherence errors in story summaries",
         )
+        if created and owner_row is not None:
+            demo.owner_id = owner_row.id
         count = session.scalar(select(func.count()).where(Document.study_id == demo.id))
         if count:
             click.echo(f"demo study {slug!r} already has {count} documents")
@@ -133,3 +155,48 @@ def demo_command(slug: str) -> None:
             session, demo, documents, nlp=load_pipeline(current_app.config["SPACY_MODEL"])
         )
         click.echo(f"demo study {slug!r}: {result.documents} documents loaded")
+
+
+@study.command("share")
+@click.argument("slug")
+@click.argument("email")
+@with_app
+def study_share(slug: str, email: str) -> None:
+    """Let another researcher see, export and change a study (a collaborator)."""
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.researchers.access import share
+
+    with session_scope() as session:
+        researcher = share(session, get_study(session, slug), email)
+        click.echo(f"study {slug} shared with {researcher.email}")
+
+
+@study.command("unshare")
+@click.argument("slug")
+@click.argument("email")
+@with_app
+def study_unshare(slug: str, email: str) -> None:
+    """Take a study back from a collaborator."""
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.researchers.access import unshare
+
+    with session_scope() as session:
+        researcher = unshare(session, get_study(session, slug), email)
+        click.echo(f"study {slug} no longer shared with {researcher.email}")
+
+
+@study.command("set-owner")
+@click.argument("slug")
+@click.argument("email")
+@with_app
+def study_set_owner(slug: str, email: str) -> None:
+    """Give a study (for example one made before owners existed) to a researcher."""
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.researchers.access import set_owner
+
+    with session_scope() as session:
+        researcher = set_owner(session, get_study(session, slug), email)
+        click.echo(f"study {slug} is now owned by {researcher.email}")

@@ -1,1 +1,2 @@
-"""Researchers: accounts (hashed passwords) and login sessions."""
+"""Researchers: accounts and roles (``accounts``), who may reach a study (``access``), API keys
+(``keys``), the session cookie (``sessions``) and the login throttle (``throttle``)."""

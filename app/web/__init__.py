@@ -28,6 +28,7 @@ def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
     from flask_wtf.csrf import CSRFProtect
 
+    from app.researchers.sessions import configure_sessions
     from app.web import admin, api, health, pages
     from app.web.limits import limiter
 
@@ -36,8 +37,7 @@ def register(app: Flask) -> None:
     limiter.init_app(app)
     csrf = CSRFProtect(app)
     csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
-    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
-    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    configure_sessions(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(admin.bp)
@@ -45,7 +45,10 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        return jsonify(error=str(exc)), exc.status
+        response = jsonify(error=str(exc))
+        if exc.status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
+        return response, exc.status
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_exc):

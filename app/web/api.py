@@ -14,6 +14,7 @@ from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
+from app.researchers import access, keys
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -54,10 +55,16 @@ def open_assignment():
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     session = begin_write(get_session())
+    # A researcher's script (Authorization: Bearer <key>): 401 for a bad key, 404 for a
+    # study the key's researcher may not see.
+    key_holder = keys.bearer_researcher(session, request.headers.get("Authorization"))
     study_slug = body.get("study")
     if not isinstance(study_slug, str):
         raise InvalidInput("study must be the study's slug")
-    study = get_study(session, study_slug)
+    if key_holder is not None:
+        study = access.study_for(session, key_holder, study_slug)
+    else:
+        study = get_study(session, study_slug)
     document = service.find_document(session, study, body.get("document"))
     assignment, created = service.open_assignment(session, study, document, body.get("worker_id"))
     session.commit()

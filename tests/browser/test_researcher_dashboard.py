@@ -91,7 +91,7 @@ def busy_study(app):
 
     seed(app)
     with app.app_context(), session_scope() as session:
-        create_researcher(session, EMAIL, PASSWORD)
+        create_researcher(session, EMAIL, PASSWORD, role="admin")  # the seeded study has no owner
     client = app.test_client()
     rng = random.Random(7)
     for worker in ("anna-k", "ben-o", "chen-l", "dee-w"):

@@ -6,7 +6,24 @@ Forms carry flask-wtf CSRF tokens; logins are throttled. One module per page gro
 them attaches their routes to ``bp``.
 """
 
-from app.web.admin import dashboard, downloads, progress, session_pages, studies, uploads
+from app.web.admin import (
+    dashboard,
+    downloads,
+    progress,
+    session_pages,
+    sharing,
+    studies,
+    uploads,
+)
 from app.web.admin.blueprint import bp
 
-__all__ = ["bp", "dashboard", "downloads", "progress", "session_pages", "studies", "uploads"]
+__all__ = [
+    "bp",
+    "dashboard",
+    "downloads",
+    "progress",
+    "session_pages",
+    "sharing",
+    "studies",
+    "uploads",
+]

@@ -15,11 +15,10 @@ from flask import (
 
 from app.config import PROJECT_ROOT
 from app.csp import ADMIN_CSP
-from app.documents.studies import (
-    get_study,
-)
 from app.errors import MarginaliaError
 from app.models import Study
+from app.researchers import access
+from app.researchers.accounts import current_researcher
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
@@ -63,7 +62,11 @@ def safe_next(target: str | None) -> str:
 
 
 def study_or_404(db, slug: str) -> Study:
+    """The study if the logged-in researcher may see it; 404 otherwise, as if it were missing."""
+    researcher = current_researcher()
+    if researcher is None:
+        abort(404)
     try:
-        return get_study(db, slug)
+        return access.study_for(db, researcher, slug)
     except MarginaliaError:
         abort(404)

@@ -18,7 +18,8 @@ from app.crowd import platforms
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import IMPORT_FORMATS
-from app.models import Study
+from app.models import Researcher, Study
+from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
 from app.web.admin.blueprint import EXPORT_TYPES, MAX_GRID_DOCUMENTS, bp, study_or_404
@@ -76,11 +77,23 @@ def worker_links(study: Study) -> list[tuple[str, str]]:
     return [("Worker link", base + "?worker_id=WORKER-ID"), ("Ask for an ID", base)]
 
 
+def sharing_summary(db, study: Study) -> dict[str, Any]:
+    """The study's owner and collaborators, and whether the viewer may change them."""
+    owner = db.get(Researcher, study.owner_id) if study.owner_id is not None else None
+    researcher = auth.current_researcher()
+    return {
+        "owner": owner.email if owner is not None else None,
+        "collaborators": [r.email for r in access.collaborators(db, study)],
+        "can_share": researcher is not None and access.can_share(researcher, study),
+    }
+
+
 def render_dashboard(
     study: Study,
     *,
     upload_error: str | None = None,
     settings_error: str | None = None,
+    sharing_error: str | None = None,
     status: int = 200,
 ):
     from app.quality.reporting import study_report
@@ -113,6 +126,8 @@ def render_dashboard(
         formats=IMPORT_FORMATS,
         upload_error=upload_error,
         settings_error=settings_error,
+        sharing_error=sharing_error,
+        sharing=sharing_summary(db, study),
         researcher=auth.current_researcher(),
         export_types=EXPORT_TYPES,
     )

@@ -1,4 +1,6 @@
-"""Login and logout (throttled; the session cookie is the researcher's only credential)."""
+"""Login and logout. Failed logins are throttled per account and per client, counted in the
+database so every process sees them (``app/researchers/throttle.py``); logout ends every copy
+of the session cookie."""
 
 from __future__ import annotations
 
@@ -9,30 +11,51 @@ from flask import (
     url_for,
 )
 
-from app.db import get_session
+from app.db import begin_write, get_session
+from app.documents.text import storable
+from app.models import Researcher, utcnow
 from app.researchers import accounts as auth
+from app.researchers import throttle
 from app.web.admin.blueprint import bp, safe_next
-from app.web.limits import limiter
+
+THROTTLED = "Too many failed logins for this account or from this address; wait a minute."
 
 
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit("10 per minute; 50 per hour", methods=["POST"])
 def login():
     error = None
     if request.method == "POST":
+        email = request.form.get("email", "")
+        password = request.form.get("password", "")
+        if not (storable(email) and storable(password)):
+            email, password = "", ""  # no database can store it: a plain failure
+        client = request.remote_addr or "unknown"
         db = get_session()
-        researcher = auth.authenticate(
-            db, request.form.get("email", ""), request.form.get("password", "")
-        )
-        if researcher is not None:
+        if throttle.throttled(db, email, client):
+            return render_template("admin/login.html", error=THROTTLED), 429
+        researcher = auth.authenticate(db, email, password)
+        researcher_id = researcher.id if researcher is not None else None
+        db.rollback()
+        db = begin_write(db)
+        if researcher_id is not None:
+            researcher = db.get(Researcher, researcher_id)
+            researcher.last_login_at = utcnow()
             db.commit()
             auth.log_in(researcher)
             return redirect(safe_next(request.args.get("next")))
+        throttle.record_failure(db, email, client)
+        db.commit()
         error = "Wrong e-mail or password."
     return render_template("admin/login.html", error=error), 401 if error else 200
 
 
 @bp.post("/logout")
 def logout():
-    auth.log_out()
+    researcher = auth.current_researcher()
+    if researcher is not None:
+        db = begin_write(get_session())
+        auth.log_out(db.get(Researcher, researcher.id))
+        db.commit()
+    else:
+        auth.log_out(None)
     return redirect(url_for("admin.login"))

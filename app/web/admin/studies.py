@@ -23,6 +23,7 @@ from app.documents.studies import (
 )
 from app.errors import InvalidInput, MarginaliaError
 from app.models import Study
+from app.researchers import access
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import TAXONOMY_DIR, bp
 from app.web.admin.progress import study_progress
@@ -32,7 +33,7 @@ from app.web.admin.progress import study_progress
 @auth.login_required
 def studies():
     db = get_session()
-    rows = db.scalars(select(Study).order_by(Study.created_at.desc())).all()
+    rows = db.scalars(access.visible_studies(auth.current_researcher())).all()
     progress = study_progress(db, [s.id for s in rows])
     return render_template(
         "admin/studies.html",
@@ -99,6 +100,7 @@ def new_study():
                 platform=request.form.get("platform") or "generic",
                 completion_url=request.form.get("completion_url") or None,
             )
+            study.owner_id = auth.current_researcher().id
             db.commit()
         except MarginaliaError as exc:
             db.rollback()
