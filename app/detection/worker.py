@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from app.annotation.assignments import segment_texts
 from app.db import begin_write
-from app.detection import jobs
+from app.detection import importing, jobs
+from app.detection.importing import NlpLoader
 from app.models import DetectionJob, Document, Study, Suggestion
 
 log = logging.getLogger(__name__)
@@ -73,16 +74,25 @@ def work(
     once: bool = False,
     poll_seconds: float = 2.0,
     should_stop: Callable[[], bool] = lambda: False,
+    load_nlp: NlpLoader | None = None,
 ) -> dict[str, int]:
-    """Claim and run jobs until stopped (or, with ``once``, until the queue is empty).
+    """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
-    One bad document never stops the loop: its error is recorded and retried later.
+    Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
+    ``detector`` is not None). One bad document or file never stops the loop: its error is
+    recorded (and, for detection or a transient import error, retried later).
     """
     name = f"{socket.gethostname()}:{os.getpid()}"
-    stats = {"done": 0, "failed": 0, "suggestions": 0}
+    stats = {"done": 0, "failed": 0, "suggestions": 0, "imports": 0, "imports_failed": 0}
     while not should_stop():
         with session_factory() as session:
-            job = jobs.claim(session, name)
+            if load_nlp is not None:
+                outcome = importing.run_next(session, name, load_nlp)
+                if outcome is not None:
+                    if outcome in ("done", "failed"):
+                        stats["imports" if outcome == "done" else "imports_failed"] += 1
+                    continue
+            job = jobs.claim(session, name) if detector is not None else None
             if job is None:
                 if once:
                     break
