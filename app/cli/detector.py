@@ -92,9 +92,9 @@ def worker_command(
     except KeyboardInterrupt:
         return
     click.echo(
-        f"worker stopped: {stats['imports']} imports ({stats['imports_failed']} failed), "
-        f"{stats['done']} documents detected, {stats['failed']} failures, "
-        f"{stats['suggestions']} suggestions",
+        f"worker stopped: {stats['done']} documents, {stats['failed']} failures, "
+        f"{stats['suggestions']} suggestions; {stats.get('imports', 0)} imports, "
+        f"{stats.get('imports_failed', 0)} failed",
         err=True,
     )
 

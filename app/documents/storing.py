@@ -192,7 +192,7 @@ def _insert_entities(session: Session, ids: list[int], prepared: PreparedImport)
         for m in mention_rows
     ]
     for chunk in _chunks(mentions):
-        session.connection().execute(insert(EntityMention.__table__), chunk)
+        session.execute(insert(EntityMention), chunk)  # ORM: start/end → *_offset
     return len(rows)
 
 
@@ -205,7 +205,7 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
     started = time.perf_counter()
     _refuse_clashes(session, study, prepared.documents)
     ids = _insert_documents(session, study, prepared)
-    # Plain Core executemany (no ORM bookkeeping per row): the bulk of the rows.
+    # Segments, the bulk of the rows, go through plain Core executemany (no ORM work per row).
     connection = session.connection()
     segments = [
         {"document_id": doc_id, "index": i, "text": text}
@@ -219,8 +219,8 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         for doc_id, rows in zip(ids, prepared.gold_rows, strict=True)
         for row in rows
     ]
-    for chunk in _chunks(gold):
-        connection.execute(insert(GoldError.__table__), chunk)
+    for chunk in _chunks(gold):  # ORM insert: maps start/end to start_offset/end_offset
+        session.execute(insert(GoldError), chunk)
     entity_count = _insert_entities(session, ids, prepared)
     jobs = 0
     if study.suggestions != "off" and ids:
