@@ -107,10 +107,16 @@ def _still_mine(job: ImportJob) -> Any:
 def report_progress(
     session: Session, job: ImportJob, processed: int, total: int | None = None
 ) -> None:
-    """Record how far the job is (a short write of its own; also the job's heartbeat)."""
+    """Record how far the job is (a short write of its own, committed; also the heartbeat).
+
+    Commits whatever ``session`` had open first: on SQLite a read transaction cannot turn
+    into a write once another writer committed ("database is locked" at once).
+    """
     values: dict[str, Any] = {"processed_documents": processed, "heartbeat_at": utcnow()}
     if total is not None:
         values["total_documents"] = total
+    if session.in_transaction():
+        session.commit()
     begin_write(session)
     session.execute(update(ImportJob).where(_still_mine(job)).values(**values))
     session.commit()

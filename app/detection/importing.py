@@ -81,7 +81,9 @@ def _entities(
 def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[str, Any]:
     """Parse, analyse and store one claimed job; returns its counts (raises on failure)."""
     study = session.get(Study, job.study_id)
-    session.rollback()  # no read transaction held open while parsing and spaCy run
+    # End the read without expiring the loaded job and study (a rollback would, and the
+    # next attribute read would start a read that SQLite cannot later turn into a write).
+    session.commit()
     if study is None:
         raise InvalidInput("the study was deleted")
     documents = _parse(job)
@@ -90,6 +92,8 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     nlp = load_nlp() if ner else None
     entities = _entities(session, job, study, documents, nlp)
     prepared = prepare_import(study, documents, gold=gold, entities=entities)
+    if session.in_transaction():
+        session.commit()  # nothing pending: ends any read, so the write starts with the lock
     begin_write(session)
     study = session.get(Study, job.study_id)
     if study is None:
