@@ -107,6 +107,7 @@ def prepare_import(
         prepared.entity_rows.append(
             [
                 {
+                    "full_key": ent.key,
                     "key": ent.key[:100],
                     "name": ent.name[:300],
                     "label": ent.label[:30],
@@ -170,7 +171,7 @@ def _insert_entities(session: Session, ids: list[int], prepared: PreparedImport)
     if not prepared.entity_rows:
         return 0
     rows = [
-        {"document_id": doc_id, **row}
+        {"document_id": doc_id, **{k: v for k, v in row.items() if k != "full_key"}}
         for doc_id, entity_rows in zip(ids, prepared.entity_rows, strict=True)
         for row in entity_rows
     ]
@@ -178,11 +179,17 @@ def _insert_entities(session: Session, ids: list[int], prepared: PreparedImport)
     statement = insert(Entity).returning(Entity.id, sort_by_parameter_order=True)
     for chunk in _chunks(rows):
         entity_ids.extend(session.scalars(statement, chunk))
-    by_key = {(r["document_id"], r["key"]): eid for r, eid in zip(rows, entity_ids, strict=True)}
+    # Keyed by the full key (the stored one is cut at 100 characters and need not be unique).
+    keys = [
+        (doc_id, ent["full_key"])
+        for doc_id, entity_rows in zip(ids, prepared.entity_rows, strict=True)
+        for ent in entity_rows
+    ]
+    by_key = dict(zip(keys, entity_ids, strict=True))
     mentions = [
         {
             "document_id": doc_id,
-            "entity_id": by_key[(doc_id, m["entity"][:100])],
+            "entity_id": by_key[(doc_id, m["entity"])],
             "segment": m["segment"],
             "start": m["start"],
             "end": m["end"],
