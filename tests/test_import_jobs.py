@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -299,9 +300,9 @@ def test_transient_errors_are_retried_with_backoff_then_fail(app, admin, tmp_pat
             if attempt < import_jobs.MAX_ATTEMPTS:
                 assert status == "queued"
                 waiting = session.get(ImportJob, job_id)
-                assert waiting.run_after > utcnow() + import_jobs.backoff(attempt) - timedelta(
-                    seconds=5
-                )
+                run_after = waiting.run_after.replace(tzinfo=None)  # SQLite gives it naive
+                soonest = utcnow().replace(tzinfo=None) + import_jobs.backoff(attempt)
+                assert run_after > soonest - timedelta(seconds=5)
                 assert import_jobs.claim(session, "w") is None  # not before its backoff
                 session.execute(update(ImportJob).values(run_after=utcnow()))
                 session.commit()
@@ -322,3 +323,30 @@ def test_migration_matches_the_model(database_url):
     finally:
         engine.dispose()
     assert diff == []
+
+
+def test_keep_alive_beats_for_its_own_claim_only(app, admin):
+    """A long spaCy pass or store keeps the job claimed; a taken-over job is left alone."""
+    make_study(app, documents=[("doc-0", ["Existing."])])
+    assert post_upload(admin, b'{"d": ["A."]}').status_code == 302
+    old = utcnow() - import_jobs.STALE_AFTER * 2
+    with app.extensions["db_sessionmaker"]() as session:
+        job = import_jobs.claim(session, "slow-worker")
+        session.execute(update(ImportJob).values(heartbeat_at=old))
+        session.commit()
+        with import_jobs.KeepAlive(session.get_bind(), job, every=0.05):
+            time.sleep(0.5)
+        beat = session.scalar(select(ImportJob.heartbeat_at))
+        assert beat.replace(tzinfo=None) > old.replace(tzinfo=None) + import_jobs.STALE_AFTER
+        assert import_jobs.claim(session, "other-worker") is None  # still alive
+        session.execute(update(ImportJob).values(heartbeat_at=old))
+        session.commit()
+        with app.extensions["db_sessionmaker"]() as other:  # another worker's own session
+            taken = import_jobs.claim(other, "other-worker")
+            assert taken is not None and taken.claimed_by == "other-worker"
+        session.execute(update(ImportJob).values(heartbeat_at=old))
+        session.commit()
+        with import_jobs.KeepAlive(session.get_bind(), job, every=0.05):
+            time.sleep(0.3)
+        beat = session.scalar(select(ImportJob.heartbeat_at))
+        assert beat.replace(tzinfo=None) == old.replace(tzinfo=None)

@@ -2,17 +2,20 @@
 
 A web request only validates cheap things and calls :func:`enqueue`; the worker claims the
 job (``FOR UPDATE SKIP LOCKED`` on Postgres, SQLite serialises writers), reports progress
-with :func:`report_progress` (which is also its heartbeat) and ends it with
+with :func:`report_progress`, keeps it claimed with :class:`KeepAlive` (a heartbeat every
+30 s, even while spaCy or the store runs) and ends it with
 :func:`mark_done` inside the transaction that stores the documents, or with :func:`fail`
 (for good: a bad file) or :func:`retry` (a transient database error, with backoff).
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, defer
 
 from app.db import begin_write
@@ -23,6 +26,7 @@ MAX_ATTEMPTS = 5
 BACKOFF_BASE = timedelta(seconds=5)
 # A running job whose heartbeat is older than this lost its worker and is claimed again.
 STALE_AFTER = timedelta(minutes=5)
+HEARTBEAT_EVERY = 30.0  # seconds
 RECENT_JOBS = 5
 # Unfinished imports a study may have at once (each holds its file in the database).
 MAX_PENDING = 5
@@ -71,7 +75,9 @@ def pending(session: Session, study_id: int) -> int:
 
 
 def claim(session: Session, worker: str) -> ImportJob | None:
-    """Take the oldest runnable import (or one whose worker died) and mark it running; commits."""
+    """Take the oldest runnable import (or one whose worker died) and mark it running; commits.
+
+    Returns the job detached from ``session``, as it was when claimed."""
     begin_write(session)
     now = utcnow()
     runnable = or_(
@@ -92,6 +98,9 @@ def claim(session: Session, worker: str) -> ImportJob | None:
     job.processed_documents = 0
     job.error = None
     session.commit()
+    # Detached: the claim it describes (worker, attempt) never changes under the caller, even
+    # when a rollback would expire it and a reload would show another worker's later claim.
+    session.expunge(job)
     return job
 
 
@@ -120,6 +129,36 @@ def report_progress(
     begin_write(session)
     session.execute(update(ImportJob).where(_still_mine(job)).values(**values))
     session.commit()
+
+
+class KeepAlive:
+    """Refresh a running job's heartbeat from a thread of its own, so that a long parse, spaCy
+    pass or store is not taken for a dead worker (``with KeepAlive(engine, job): ...``)."""
+
+    def __init__(self, engine: Engine, job: ImportJob, every: float = HEARTBEAT_EVERY):
+        self.engine, self.every, self.stop = engine, every, threading.Event()
+        self.mine = _still_mine(job)
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"import-{job.id}")
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                with Session(self.engine) as session:
+                    begin_write(session)
+                    session.execute(
+                        update(ImportJob).where(self.mine).values(heartbeat_at=utcnow())
+                    )
+                    session.commit()
+            except Exception:  # noqa: BLE001, S112 - a missed beat is retried at the next
+                continue
+
+    def __enter__(self) -> KeepAlive:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def mark_done(session: Session, job: ImportJob, counts: dict[str, Any]) -> None:

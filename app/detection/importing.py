@@ -122,7 +122,8 @@ def run_next(session: Session, worker: str, load_nlp: NlpLoader) -> str | None:
         return None
     job_id = job.id
     try:
-        counts = run_import(session, job, load_nlp)
+        with import_jobs.KeepAlive(session.get_bind(), job):
+            counts = run_import(session, job, load_nlp)
     except Conflict as exc:  # another worker took the job over: it stores it, not us
         session.rollback()
         log.warning("import job %s: %s", job_id, exc)
