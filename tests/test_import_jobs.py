@@ -350,3 +350,21 @@ def test_keep_alive_beats_for_its_own_claim_only(app, admin):
             time.sleep(0.3)
         beat = session.scalar(select(ImportJob.heartbeat_at))
         assert beat.replace(tzinfo=None) == old.replace(tzinfo=None)
+
+
+def test_a_file_that_keeps_killing_its_worker_fails_after_max_attempts(app, admin):
+    make_study(app, documents=[("doc-0", ["Existing."])])
+    assert post_upload(admin, b'{"d": ["A."]}').status_code == 302
+    factory = app.extensions["db_sessionmaker"]
+    for attempt in range(1, import_jobs.MAX_ATTEMPTS + 1):
+        with factory() as session:
+            job = import_jobs.claim(session, f"doomed-{attempt}")
+            assert job is not None and job.attempts == attempt
+            stale = utcnow() - import_jobs.STALE_AFTER * 2
+            session.execute(update(ImportJob).values(heartbeat_at=stale))
+            session.commit()
+    assert run_import_worker(app) == {}
+    [job] = imports(admin)
+    assert job["status"] == "failed"
+    assert job["error"] == "the worker stopped while importing this file 5 times"
+    assert document_ids(app) == ["doc-0"]

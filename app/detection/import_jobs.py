@@ -91,6 +91,12 @@ def claim(session: Session, worker: str) -> ImportJob | None:
     if job is None:
         session.rollback()
         return None
+    if job.status == "running" and job.attempts >= MAX_ATTEMPTS:
+        # Its workers kept dying on it (out of memory, killed): give up instead of looping.
+        job.status, job.payload, job.finished_at = "failed", b"", now
+        job.error = f"the worker stopped while importing this file {job.attempts} times"
+        session.commit()
+        return claim(session, worker)
     job.status = "running"
     job.attempts += 1
     job.claimed_at = job.heartbeat_at = now
