@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -256,6 +257,36 @@ class DetectionJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ImportJob(Base):
+    """An uploaded document file waiting to be parsed and stored by the worker.
+
+    ``status``: queued, running, done or failed. The upload's bytes stay in ``payload``
+    (the database, not the disk: Heroku's disk is ephemeral) until the job ends.
+    """
+
+    __tablename__ = "import_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    filename: Mapped[str] = mapped_column(String(300))
+    format: Mapped[str] = mapped_column(String(20), default="auto")
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    total_documents: Mapped[int | None] = mapped_column(Integer)
+    processed_documents: Mapped[int] = mapped_column(Integer, default=0)
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Assignment(Base):

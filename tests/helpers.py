@@ -96,3 +96,13 @@ def export_text(app, slug: str = "demo", fmt: str = "csv") -> str:
 
 def export_rows(app, slug: str = "demo") -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(export_text(app, slug, "csv"))))
+
+
+def run_import_worker(app) -> dict[str, int]:
+    """Run the worker's import queue until no job is runnable (what ``marginalia worker``
+    does between polls); returns its outcome counts."""
+    from app.detection.importing import nlp_loader, work_imports
+
+    factory = app.extensions["db_sessionmaker"]
+    with app.app_context():
+        return work_imports(factory, nlp_loader(app.config.get("SPACY_MODEL")))

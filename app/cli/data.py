@@ -33,7 +33,7 @@ def import_command(
     from flask import current_app
 
     from app.db import session_scope
-    from app.documents.studies import get_study, import_documents
+    from app.documents.studies import analyse_entities, get_study, import_documents
     from app.formats import parse_documents
 
     documents = parse_documents(file, fmt, sentences_per_segment=sentences_per_segment, gold=gold)
@@ -43,9 +43,12 @@ def import_command(
 
         nlp = load_pipeline(current_app.config["SPACY_MODEL"])
     with session_scope() as session:
-        result = import_documents(
-            session, get_study(session, slug), documents, gold=gold, nlp=nlp, progress=True
-        )
+        study = get_study(session, slug)
+        entities = analyse_entities(study, documents, nlp, progress=True)
+    # A fresh session: its first statement takes SQLite's write lock (begin_write), so the
+    # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
+    with session_scope() as session:
+        result = import_documents(session, study, documents, gold=gold, nlp=nlp, entities=entities)
     parts = [f"imported {result.documents} documents ({result.segments} segments)"]
     if gold:
         parts.append(f"{result.gold_errors} gold errors")

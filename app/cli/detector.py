@@ -41,38 +41,60 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     help="rules, minilm or a checkpoint folder (default: DETECTOR_MODEL or the best).",
 )
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
+@click.option(
+    "--queue",
+    type=click.Choice(["all", "imports", "detection"]),
+    default="all",
+    show_default=True,
+    help="Which jobs to run: uploaded imports, detection, or both.",
+)
 @with_app
-def worker_command(once: bool, health: bool, detector_name: str | None, poll: float) -> None:
-    """The long-running detector worker (Procfile ``worker:``)."""
+def worker_command(
+    once: bool, health: bool, detector_name: str | None, poll: float, queue: str
+) -> None:
+    """The long-running worker: uploaded imports and detection (Procfile ``worker:``)."""
     import logging
     import signal
 
     from flask import current_app
 
-    from app.detection import jobs
+    from app.detection import import_jobs, jobs
+    from app.detection.importing import nlp_loader
     from app.detection.worker import work
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:
         with factory() as session:
-            click.echo(json.dumps(jobs.health(session), indent=2))
+            state = jobs.health(session)
+            state["imports"] = import_jobs.health(session)
+            click.echo(json.dumps(state, indent=2))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(message)s")
-    from model_server.detector import load_detector
+    detector = None
+    if queue != "imports":
+        from model_server.detector import load_detector
 
-    detector = load_detector(detector_name)
+        detector = load_detector(detector_name)
+    load_nlp = nlp_loader(current_app.config.get("SPACY_MODEL")) if queue != "detection" else None
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    click.echo(f"worker started with detector {detector.name} {detector.version}", err=True)
+    running = "imports" if detector is None else f"detector {detector.name} {detector.version}"
+    click.echo(f"worker started ({queue}): {running}", err=True)
     try:
         stats = work(
-            factory, detector, once=once, poll_seconds=poll, should_stop=lambda: bool(stopping)
+            factory,
+            detector,
+            once=once,
+            poll_seconds=poll,
+            should_stop=lambda: bool(stopping),
+            load_nlp=load_nlp,
         )
     except KeyboardInterrupt:
         return
     click.echo(
         f"worker stopped: {stats['done']} documents, {stats['failed']} failures, "
-        f"{stats['suggestions']} suggestions",
+        f"{stats['suggestions']} suggestions; {stats.get('imports', 0)} imports, "
+        f"{stats.get('imports_failed', 0)} failed",
         err=True,
     )
 

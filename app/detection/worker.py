@@ -15,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.annotation.assignments import segment_texts
 from app.db import begin_write
-from app.detection import jobs
+from app.detection import importing, jobs
+from app.detection.importing import NlpLoader
 from app.models import DetectionJob, Document, Study, Suggestion
 
 log = logging.getLogger(__name__)
@@ -73,30 +75,58 @@ def work(
     once: bool = False,
     poll_seconds: float = 2.0,
     should_stop: Callable[[], bool] = lambda: False,
+    load_nlp: NlpLoader | None = None,
 ) -> dict[str, int]:
-    """Claim and run jobs until stopped (or, with ``once``, until the queue is empty).
+    """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
-    One bad document never stops the loop: its error is recorded and retried later.
+    Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
+    ``detector`` is not None). One bad document or file never stops the loop: its error is
+    recorded (and, for detection or a transient import error, retried later).
     """
     name = f"{socket.gethostname()}:{os.getpid()}"
     stats = {"done": 0, "failed": 0, "suggestions": 0}
+    if load_nlp is not None:
+        stats |= {"imports": 0, "imports_failed": 0}
     while not should_stop():
-        with session_factory() as session:
-            job = jobs.claim(session, name)
-            if job is None:
-                if once:
-                    break
-                time.sleep(poll_seconds)
-                continue
-            job_id = job.id
-            try:
-                stats["suggestions"] += run_job(session, job, detector)
-                stats["done"] += 1
-            except Exception as exc:  # noqa: BLE001 - the loop must survive any document
-                log.warning("detection job %s failed: %s", job_id, exc)
-                jobs.fail(session, job_id, "".join(traceback.format_exception(exc)))
-                stats["failed"] += 1
+        try:
+            claimed = _work_once(session_factory, name, detector, load_nlp, stats)
+        except OperationalError as exc:  # the database is away or locked: wait, try again
+            log.warning("worker: database error, retrying: %s", str(exc).splitlines()[0])
+            claimed = False
+        if not claimed:
+            if once:
+                break
+            time.sleep(poll_seconds)
     return stats
+
+
+def _work_once(
+    session_factory: Callable[[], Session],
+    name: str,
+    detector: Any,
+    load_nlp: NlpLoader | None,
+    stats: dict[str, int],
+) -> bool:
+    """Run one import or detection job; False when none was runnable."""
+    with session_factory() as session:
+        if load_nlp is not None:
+            outcome = importing.run_next(session, name, load_nlp)
+            if outcome is not None:
+                if outcome in ("done", "failed"):
+                    stats["imports" if outcome == "done" else "imports_failed"] += 1
+                return True
+        job = jobs.claim(session, name) if detector is not None else None
+        if job is None:
+            return False
+        job_id = job.id
+        try:
+            stats["suggestions"] += run_job(session, job, detector)
+            stats["done"] += 1
+        except Exception as exc:  # noqa: BLE001 - the loop must survive any document
+            log.warning("detection job %s failed: %s", job_id, exc)
+            jobs.fail(session, job_id, "".join(traceback.format_exception(exc)))
+            stats["failed"] += 1
+        return True
 
 
 def detect_study(session: Session, study: Study, detector: Any, progress: bool = True) -> int:

@@ -1,36 +1,26 @@
-"""Creating studies and storing imported documents (one transaction per file)."""
+"""Creating studies and importing documents into them (one transaction per file)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.documents.records import DocumentInput, GoldSpan
+from app.db import begin_write
+from app.documents.records import DocumentInput
+from app.documents.storing import ImportResult, prepare_import, store_prepared
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
-from app.models import DetectionJob, Document, GoldError, Segment, Study
+from app.models import Study
 
 log = logging.getLogger(__name__)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 SUGGESTION_MODES = ("off", "shown", "hidden")
-
-
-@dataclass
-class ImportResult:
-    documents: int
-    segments: int
-    gold_errors: int
-    entities: int
-    unlocated_gold: int
-    detection_jobs: int
-    ner_available: bool
 
 
 def get_study(session: Session, slug: str) -> Study:
@@ -99,36 +89,6 @@ def create_study(
     return study, True
 
 
-def _locate(text: str, span: str) -> tuple[int, int] | None:
-    """First occurrence of ``span`` in ``text`` (exact, then case-insensitive); None for an
-    empty span (SNaC's release has one), which has no place."""
-    if not span.strip():
-        return None
-    at = text.find(span)
-    if at < 0:
-        at = text.lower().find(span.lower())
-    return (at, at + len(span)) if at >= 0 else None
-
-
-def _gold_rows(document_id: int, segments: list[str], gold: list[GoldSpan]) -> list[GoldError]:
-    rows = []
-    for span in gold:
-        where = _locate(segments[span.segment], span.text)
-        rows.append(
-            GoldError(
-                document_id=document_id,
-                segment=span.segment,
-                start=where[0] if where else None,
-                end=where[1] if where else None,
-                text=span.text,
-                category=span.category,
-                votes=span.votes,
-                antecedents=span.antecedents,
-            )
-        )
-    return rows
-
-
 def import_documents(
     session: Session,
     study: Study,
@@ -142,70 +102,20 @@ def import_documents(
     """Store parsed documents (plus gold errors, entities and detection jobs) in ``session``.
 
     The caller commits; on any error nothing must be committed (one transaction per file).
+    ``study`` may come loaded from another, closed session: on SQLite the write transaction
+    must start here with the write lock (``begin_write``); a ``session`` that has read
+    already would fail with "database is locked" once a concurrent write got in between.
     ``nlp`` is a loaded spaCy pipeline or None (no entity cues). ``entities`` are results
-    of :func:`analyse_entities` computed beforehand, so that a web request need not hold
-    the database's write lock while spaCy runs.
+    of :func:`analyse_entities` computed beforehand. Rows are built first and inserted in
+    bulk (:mod:`app.documents.storing`), so the write lock is held only for the inserts.
     """
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
-    existing = set(
-        session.scalars(select(Document.external_id).where(Document.study_id == study.id))
-    )
-    clashes = [d.external_id for d in documents if d.external_id in existing]
-    if clashes:
-        raise InvalidInput(
-            f"study {study.slug!r} already has document {clashes[0]!r}"
-            + (f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else "")
-        )
-    if gold:
-        known = {c["id"] for c in study.taxonomy["categories"]}
-        for document in documents:
-            for span in document.gold:
-                if span.category not in known:
-                    raise InvalidInput(
-                        f"document {document.external_id!r}: gold error type {span.category!r} "
-                        f"is not a category of study {study.slug!r}"
-                    )
-    position = session.scalar(
-        select(func.coalesce(func.max(Document.position), -1)).where(Document.study_id == study.id)
-    )
-    stored: list[Document] = []
-    gold_count = unlocated = segment_count = 0
-    for offset, document in enumerate(documents, start=1):
-        row = Document(
-            study_id=study.id,
-            external_id=document.external_id,
-            source=document.source[:100],
-            meta=document.meta,
-            is_gold=gold,
-            position=position + offset,
-            segments=[Segment(index=i, text=t) for i, t in enumerate(document.segments)],
-        )
-        session.add(row)
-        stored.append(row)
-        segment_count += len(document.segments)
-    session.flush()
-    for row, document in zip(stored, documents, strict=True):
-        if gold:
-            gold_rows = _gold_rows(row.id, document.segments, document.gold)
-            unlocated += sum(1 for g in gold_rows if g.start is None)
-            gold_count += len(gold_rows)
-            session.add_all(gold_rows)
-    entity_count = _store_entities(session, stored, entities)
-    jobs = 0
-    if study.suggestions != "off":
-        session.add_all(DetectionJob(document_id=row.id) for row in stored)
-        jobs = len(stored)
-    session.flush()
-    return ImportResult(
-        documents=len(stored),
-        segments=segment_count,
-        gold_errors=gold_count,
-        entities=entity_count,
-        unlocated_gold=unlocated,
-        detection_jobs=jobs,
-        ner_available=nlp is not None or bool(entities),
-    )
+    prepared = prepare_import(study, documents, gold=gold, entities=entities)
+    begin_write(session)
+    result = store_prepared(session, study, prepared)
+    result.ner_available = nlp is not None or bool(entities)
+    return result
 
 
 def analyse_entities(
@@ -224,16 +134,3 @@ def analyse_entities(
         progress=progress,
         given_clusters=given,
     )
-
-
-def _store_entities(session: Session, rows: list[Document], results: list[Any]) -> int:
-    """Store each document's entities and mentions."""
-    if not results:
-        return 0
-    from app.entities import store_entities
-
-    count = 0
-    for row, result in zip(rows, results, strict=True):
-        store_entities(session, row.id, result)
-        count += len(result.entities)
-    return count

@@ -13,6 +13,7 @@ from app.db import session_scope
 from app.models import Assignment
 from tests.browser.conftest import VIEWPORT
 from tests.browser.helpers import category_button, drag_select, wait_loaded, wait_saved
+from tests.helpers import run_import_worker
 
 pytestmark = pytest.mark.browser
 
@@ -109,7 +110,12 @@ def test_researcher_creates_uploads_and_watches_a_prolific_worker(
     page.set_input_files('#upload-form input[name="file"]', str(upload))
     page.uncheck('#upload-form input[name="ner"]')
     page.click("#upload-form button[type=submit]")
-    page.wait_for_selector(".flash:has-text('Imported 2 documents (6 segments)')")
+    page.wait_for_selector(".flash:has-text('stories.json is queued for import')")
+    page.wait_for_selector(".import-job[data-status='queued']")
+    run_import_worker(app)  # what `marginalia worker` does: the dashboard's polling shows it
+    page.wait_for_selector(".import-job:has-text('Imported 2 documents (6 segments)')")
+    wait_field(page, "documents", "2")
+    page.wait_for_function("() => document.querySelectorAll('.doc-grid .doc').length === 2")
     assert field(page, "documents") == "2"
     assert field(page, "assignments.active") == "0"
     assert field(page, "slots") == "4"

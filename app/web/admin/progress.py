@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from app.detection import import_jobs
 from app.models import Annotation, Assignment, Document, Study
 
 
@@ -32,7 +33,8 @@ def study_progress(db, study_ids: list[int]) -> dict[int, dict[str, int]]:
 def live_progress(db, study: Study) -> dict[str, Any]:
     """Cheap counts for the dashboard's polling: assignments, documents, live annotations.
 
-    ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes.
+    ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes;
+    ``imports`` are the study's latest import jobs (queued, running N of M, done, failed).
     """
     docs = db.execute(
         select(Document.id, Document.external_id, Document.source, Document.is_gold)
@@ -96,6 +98,7 @@ def live_progress(db, study: Study) -> dict[str, Any]:
             "submitted": annotations["submitted"],
         },
         "per_document": documents,
+        "imports": import_jobs.recent(db, study.id),
         "fingerprint": fingerprint,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

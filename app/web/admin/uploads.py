@@ -1,23 +1,17 @@
-"""Document uploads into a study (parsed, checked and stored; entity cues optional)."""
+"""Document uploads into a study: checked cheaply, stored as an import job, imported by the worker.
+
+Parsing, spaCy and storing can take minutes for a large file; they run in ``marginalia
+worker`` (:mod:`app.detection.importing`), never inside this request. The dashboard shows
+the job's progress and its outcome.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import (
-    current_app,
-    flash,
-    redirect,
-    request,
-    url_for,
-)
+from flask import flash, redirect, request, url_for
 from werkzeug.utils import secure_filename
 
 from app.db import begin_write, get_session
-from app.documents.studies import (
-    analyse_entities,
-    import_documents,
-)
+from app.detection import import_jobs
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import IMPORT_FORMATS
 from app.researchers import accounts as auth
@@ -25,26 +19,27 @@ from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.dashboard import render_dashboard
 
 
-def _load_nlp(enabled: bool) -> Any:
-    if not enabled:
+def _sentences_per_segment(raw: str) -> int | None:
+    raw = raw.strip()
+    if not raw:
         return None
-    cache = current_app.extensions.setdefault("marginalia_nlp", {})
-    if "pipeline" not in cache:
-        from app.entities import load_pipeline
-
-        cache["pipeline"] = load_pipeline(current_app.config.get("SPACY_MODEL"))
-    return cache["pipeline"]
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"sentences per segment must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise InvalidInput("sentences per segment must be at least 1")
+    return value
 
 
 @bp.post("/studies/<slug>/documents")
 @auth.login_required
 def upload_documents(slug: str):
-    """Import an uploaded document file: the formats and messages of ``marginalia import``."""
-    from app.formats import parse_documents
-
+    """Queue an uploaded document file for import (the formats and messages of ``marginalia
+    import``, shown on the dashboard when the worker has read the file)."""
     db = get_session()
     study = study_or_404(db, slug)
-    upload = request.files.get("file")
+    upload = request.files.get("file")  # read before the write lock is taken
     try:
         if upload is None or not upload.filename:
             raise InvalidInput("choose a document file to upload")
@@ -52,37 +47,34 @@ def upload_documents(slug: str):
         fmt = request.form.get("format") or "auto"
         if fmt not in IMPORT_FORMATS:
             raise InvalidInput(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
-        raw = (request.form.get("sentences_per_segment") or "").strip()
-        try:
-            per_segment = int(raw) if raw else None
-        except ValueError:
-            raise InvalidInput(
-                f"sentences per segment must be a whole number, not {raw!r}"
-            ) from None
-        if per_segment is not None and per_segment < 1:
-            raise InvalidInput("sentences per segment must be at least 1")
-        gold = request.form.get("gold") == "1"
-        try:
-            text = upload.read().decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{name}: is not UTF-8 text") from None
-        documents = parse_documents(
-            name, fmt, sentences_per_segment=per_segment, gold=gold, text=text
-        )
-        # spaCy runs before the write transaction starts: workers' saves are never held up.
-        entities = analyse_entities(study, documents, _load_nlp(request.form.get("ner") == "1"))
+        per_segment = _sentences_per_segment(request.form.get("sentences_per_segment") or "")
+        payload = upload.read()
+        if not payload.strip():
+            raise InvalidInput(f"{name}: the file is empty")
         db.rollback()
-        db = begin_write(db)
-        study = study_or_404(db, slug)
-        result = import_documents(db, study, documents, gold=gold, entities=entities)
+        begin_write(db)
+        if import_jobs.pending(db, study.id) >= import_jobs.MAX_PENDING:
+            raise InvalidInput(
+                f"{import_jobs.MAX_PENDING} imports are already waiting for this study: "
+                "upload again when one has finished"
+            )
+        researcher = auth.current_researcher()
+        job = import_jobs.enqueue(
+            db,
+            study.id,
+            filename=name,
+            fmt=fmt,
+            payload=payload,
+            options={
+                "sentences_per_segment": per_segment,
+                "gold": request.form.get("gold") == "1",
+                "ner": request.form.get("ner") == "1",
+            },
+            created_by=researcher.email if researcher else None,
+        )
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
         return render_dashboard(study, upload_error=str(exc), status=exc.status)
-    parts = [f"Imported {result.documents} documents ({result.segments} segments)"]
-    if gold:
-        parts.append(f"{result.gold_errors} gold errors")
-    if result.entities:
-        parts.append(f"{result.entities} entities")
-    flash(", ".join(parts) + ".", "ok")
-    return redirect(url_for("admin.dashboard", slug=slug))
+    flash(f"{name} is queued for import (job {job.id}): its progress shows below.", "ok")
+    return redirect(url_for("admin.dashboard", slug=slug) + "#imports")

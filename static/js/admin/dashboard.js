@@ -1,5 +1,8 @@
 // Study dashboard: poll the progress JSON, update the counters at once, and when anything
 // changed re-read the dashboard itself and swap in its live sections (tables, charts).
+// The import jobs list is drawn from the JSON (text nodes only: file names are untrusted).
+
+import { h } from "../dom.js";
 
 const root = document.getElementById("dashboard");
 const POLL_MS = Number(root && root.dataset.pollMs) || 5000;
@@ -17,6 +20,23 @@ function applyCounts(data) {
   }
   const bar = document.getElementById("overall-progress");
   if (bar) bar.value = data.percent;
+}
+
+function renderImports(jobs) {
+  const list = document.getElementById("import-jobs");
+  if (!list || !Array.isArray(jobs)) return;
+  const items = jobs.map((job) =>
+    h(
+      "li",
+      { class: "import-job", dataset: { status: job.status } },
+      h("span", { class: "import-file", text: job.filename }),
+      ": ",
+      h("span", { class: "import-message", text: job.message }),
+    ),
+  );
+  list.replaceChildren(...items);
+  const empty = document.getElementById("no-imports");
+  if (empty) empty.hidden = items.length > 0;
 }
 
 async function swapSections() {
@@ -52,6 +72,7 @@ async function poll() {
     const changed = data.fingerprint !== root.dataset.fingerprint;
     if (changed && (await swapSections())) root.dataset.fingerprint = data.fingerprint;
     applyCounts(data);
+    renderImports(data.imports);
   } catch {
     // offline for a moment: the next poll tries again
   } finally {

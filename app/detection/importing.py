@@ -1,0 +1,168 @@
+"""Running an import job in the worker: parse the uploaded file, find entities, store in bulk.
+
+A bad file (it does not parse, a document id clashes, a gold category is unknown) fails the
+job with its one-line message and stores nothing; a transient database error (locked,
+connection lost) puts it back in the queue with a backoff. The documents are stored in one
+transaction that also marks the job done, so they appear all at once or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import Session
+
+from app.db import begin_write
+from app.detection import import_jobs
+from app.documents.storing import prepare_import, store_prepared
+from app.documents.studies import analyse_entities
+from app.entities.results import DocumentEntities
+from app.errors import Conflict, InvalidInput, MarginaliaError
+from app.models import ImportJob, Study
+
+log = logging.getLogger(__name__)
+
+# Documents analysed between two progress reports (each report is a short write).
+PROGRESS_EVERY = 50
+
+NlpLoader = Callable[[], Any]
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Database trouble that a later attempt may not meet (a lock, a lost connection)."""
+    if isinstance(exc, OperationalError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
+    options = job.options or {}
+    per_segment = options.get("sentences_per_segment")
+    return (
+        int(per_segment) if per_segment else None,
+        bool(options.get("gold")),
+        bool(options.get("ner")),
+    )
+
+
+def _parse(job: ImportJob) -> list[Any]:
+    from app.formats import parse_documents
+
+    per_segment, gold, _ = _options(job)
+    try:
+        text = job.payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{job.filename}: is not UTF-8 text") from None
+    return parse_documents(
+        job.filename, job.format, sentences_per_segment=per_segment, gold=gold, text=text
+    )
+
+
+def _entities(
+    session: Session, job: ImportJob, study: Study, documents: list[Any], nlp: Any
+) -> list[Any]:
+    """Entity cues document chunk by chunk, reporting progress after each chunk."""
+    results: list[Any] = []
+    for start in range(0, len(documents), PROGRESS_EVERY):
+        chunk = documents[start : start + PROGRESS_EVERY]
+        found = analyse_entities(study, chunk, nlp)
+        results.extend(found or [None] * len(chunk))
+        import_jobs.report_progress(session, job, start + len(chunk))
+    if all(r is None for r in results):
+        return []
+    return [r if r is not None else DocumentEntities() for r in results]
+
+
+def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[str, Any]:
+    """Parse, analyse and store one claimed job; returns its counts (raises on failure)."""
+    study = session.get(Study, job.study_id)
+    # End the read without expiring the loaded job and study (a rollback would, and the
+    # next attribute read would start a read that SQLite cannot later turn into a write).
+    session.commit()
+    if study is None:
+        raise InvalidInput("the study was deleted")
+    documents = _parse(job)
+    import_jobs.report_progress(session, job, 0, total=len(documents))
+    _, gold, ner = _options(job)
+    nlp = load_nlp() if ner else None
+    entities = _entities(session, job, study, documents, nlp)
+    prepared = prepare_import(study, documents, gold=gold, entities=entities)
+    if session.in_transaction():
+        session.commit()  # nothing pending: ends any read, so the write starts with the lock
+    begin_write(session)
+    study = session.get(Study, job.study_id)
+    if study is None:
+        raise InvalidInput("the study was deleted")
+    result = store_prepared(session, study, prepared)
+    counts = {
+        "documents": result.documents,
+        "segments": result.segments,
+        "gold": gold,
+        "gold_errors": result.gold_errors,
+        "unlocated_gold": result.unlocated_gold,
+        "entities": result.entities,
+        "ner_available": nlp is not None or bool(entities),
+        "detection_jobs": result.detection_jobs,
+        "lock_seconds": round(result.lock_seconds, 2),
+    }
+    import_jobs.mark_done(session, job, counts)
+    session.commit()
+    return counts
+
+
+def run_next(session: Session, worker: str, load_nlp: NlpLoader) -> str | None:
+    """Claim and run the oldest import job; returns its outcome, or None when none waits."""
+    job = import_jobs.claim(session, worker)
+    if job is None:
+        return None
+    job_id = job.id
+    try:
+        with import_jobs.KeepAlive(session.get_bind(), job):
+            counts = run_import(session, job, load_nlp)
+    except Conflict as exc:  # another worker took the job over: it stores it, not us
+        session.rollback()
+        log.warning("import job %s: %s", job_id, exc)
+        return "lost"
+    except MarginaliaError as exc:
+        import_jobs.fail(session, job_id, str(exc))
+        return "failed"
+    except Exception as exc:  # noqa: BLE001 - the worker must survive any file
+        if is_transient(exc):
+            log.warning("import job %s: transient error, retried later: %s", job_id, exc)
+            return import_jobs.retry(session, job_id, str(getattr(exc, "orig", None) or exc))
+        log.exception("import job %s failed", job_id)
+        import_jobs.fail(session, job_id, f"{type(exc).__name__}: {exc}")
+        return "failed"
+    log.info("import job %s: %s documents stored", job_id, counts["documents"])
+    return "done"
+
+
+def nlp_loader(model: str | None) -> NlpLoader:
+    """Load the spaCy pipeline on first use and keep it (it takes seconds to load)."""
+    cache: dict[str, Any] = {}
+
+    def load() -> Any:
+        if "nlp" not in cache:
+            from app.entities import load_pipeline
+
+            cache["nlp"] = load_pipeline(model)
+        return cache["nlp"]
+
+    return load
+
+
+def work_imports(session_factory: Callable[[], Session], load_nlp: NlpLoader) -> dict[str, int]:
+    """Run import jobs until none is runnable; outcome counts (tests, ``worker --once``)."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    stats: dict[str, int] = {}
+    while True:
+        with session_factory() as session:
+            outcome = run_next(session, name, load_nlp)
+        if outcome is None:
+            return stats
+        stats[outcome] = stats.get(outcome, 0) + 1
