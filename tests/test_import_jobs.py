@@ -41,7 +41,7 @@ def admin(app, client):
     from app.researchers.accounts import create_researcher
 
     with app.app_context(), session_scope() as session:
-        create_researcher(session, EMAIL, PASSWORD)
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
     answer = client.post(
         "/admin/login",
         data={"email": EMAIL, "password": PASSWORD, "csrf_token": csrf(client)},

@@ -59,7 +59,7 @@ def queue_big_upload(app, segments: int) -> None:
     from app.researchers.accounts import create_researcher
 
     with app.app_context(), session_scope() as session:
-        create_researcher(session, EMAIL, PASSWORD)
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
     client = app.test_client()
     token = TOKEN_PATTERN.search(client.get("/admin/login").get_data(as_text=True)).group(1)
     form = {"email": EMAIL, "password": PASSWORD, "csrf_token": token}
