@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.documents.locating import locate
 from app.documents.records import DocumentInput, GoldSpan
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
@@ -31,6 +33,8 @@ class ImportResult:
     unlocated_gold: int
     detection_jobs: int
     ner_available: bool
+    ambiguous_gold: int = 0
+    mid_word_gold: int = 0
 
 
 def get_study(session: Session, slug: str) -> Study:
@@ -99,34 +103,32 @@ def create_study(
     return study, True
 
 
-def _locate(text: str, span: str) -> tuple[int, int] | None:
-    """First occurrence of ``span`` in ``text`` (exact, then case-insensitive); None for an
-    empty span (SNaC's release has one), which has no place."""
-    if not span.strip():
-        return None
-    at = text.find(span)
-    if at < 0:
-        at = text.lower().find(span.lower())
-    return (at, at + len(span)) if at >= 0 else None
-
-
-def _gold_rows(document_id: int, segments: list[str], gold: list[GoldSpan]) -> list[GoldError]:
-    rows = []
+def _gold_rows(
+    document_id: int, segments: list[str], gold: list[GoldSpan]
+) -> tuple[list[GoldError], Counter[str]]:
+    """Gold rows placed by :func:`app.documents.locating.locate` (entries repeating a span
+    text and category in a segment at successive occurrences), and how many of each outcome."""
+    rows, outcomes = [], Counter[str]()
+    taken: dict[tuple[int, str, str], set[tuple[int, int]]] = defaultdict(set)
     for span in gold:
-        where = _locate(segments[span.segment], span.text)
+        used = taken[(span.segment, span.text.strip(), span.category)]
+        where = locate(segments[span.segment], span.text, taken=used)
+        outcomes[where.outcome] += 1
+        if where.found:
+            used.add((where.start, where.end))  # type: ignore[arg-type]
         rows.append(
             GoldError(
                 document_id=document_id,
                 segment=span.segment,
-                start=where[0] if where else None,
-                end=where[1] if where else None,
+                start=where.start,
+                end=where.end,
                 text=span.text,
                 category=span.category,
                 votes=span.votes,
                 antecedents=span.antecedents,
             )
         )
-    return rows
+    return rows, outcomes
 
 
 def import_documents(
@@ -170,7 +172,8 @@ def import_documents(
         select(func.coalesce(func.max(Document.position), -1)).where(Document.study_id == study.id)
     )
     stored: list[Document] = []
-    gold_count = unlocated = segment_count = 0
+    gold_count = segment_count = 0
+    placed: Counter[str] = Counter()
     for offset, document in enumerate(documents, start=1):
         row = Document(
             study_id=study.id,
@@ -187,8 +190,8 @@ def import_documents(
     session.flush()
     for row, document in zip(stored, documents, strict=True):
         if gold:
-            gold_rows = _gold_rows(row.id, document.segments, document.gold)
-            unlocated += sum(1 for g in gold_rows if g.start is None)
+            gold_rows, outcomes = _gold_rows(row.id, document.segments, document.gold)
+            placed += outcomes
             gold_count += len(gold_rows)
             session.add_all(gold_rows)
     entity_count = _store_entities(session, stored, entities)
@@ -202,9 +205,11 @@ def import_documents(
         segments=segment_count,
         gold_errors=gold_count,
         entities=entity_count,
-        unlocated_gold=unlocated,
+        unlocated_gold=placed["not_found"],
         detection_jobs=jobs,
         ner_available=nlp is not None or bool(entities),
+        ambiguous_gold=placed["ambiguous"],
+        mid_word_gold=placed["mid_word"],
     )
 
 
