@@ -405,7 +405,11 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     assert (
         "Annotations per error category" in page and "Error distribution by document source" in page
     )
-    assert "alpha" in page and "beta" in page  # document sources in the Figure 4 chart
+    # The sources are drawn inside the Figure 4 chart (the page's document grid also names
+    # "alpha-1", so look in the chart's own SVG for the source labels and their bars).
+    figure = chart(page, "Error distribution by document source")
+    assert ">alpha</text>" in figure and ">beta</text>" in figure
+    assert "alpha · New character without introduction: 1 of 1 (100%)" in figure
     assert "<script" not in page.replace(
         '<script type="module" src="/static/js/admin/dashboard.js"></script>', ""
     )
@@ -440,3 +444,11 @@ def test_dashboard_compares_conditions(app, admin):
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\">(\d+)</td>", table)
     assert rows == [("assisted", "2"), ("unassisted", "2")]
+
+
+def chart(page: str, title: str) -> str:
+    """The SVG of the chart titled ``title`` in ``page`` (fails when it is not drawn)."""
+    for svg in re.findall(r'<svg class="chart".*?</svg>', page, re.DOTALL):
+        if f">{title}</title>" in svg:
+            return svg
+    raise AssertionError(f"no chart titled {title!r} on the page")

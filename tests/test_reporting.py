@@ -33,6 +33,7 @@ from app.models import (
 from app.quality.assignment_scores import score_against_gold
 from app.quality.reporting import format_report, study_report
 from app.quality.scoring import sentence_bounds
+from tests.conftest import shared_file
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -422,10 +423,7 @@ def _naive_agreement(rows, texts, workers, scopes):
 
 @pytest.mark.slow
 def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
-    dev_path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    dev_path = dev_path / "snac" / "dev.json"
-    if not dev_path.exists():
-        pytest.skip(f"shared data {dev_path} is not available")
+    dev_path = shared_file("snac", "dev.json")
     dev = json.loads(dev_path.read_text(encoding="utf-8"))
     url = f"sqlite:///{tmp_path / 'snac.db'}"
     env = {**os.environ, "DATABASE_URL": url}

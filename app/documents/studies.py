@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.documents.locating import locate
+from app.documents.locating import Placement, locate
 from app.documents.records import DocumentInput, GoldSpan
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
@@ -103,6 +103,16 @@ def create_study(
     return study, True
 
 
+def _given(text: str, span: GoldSpan) -> Placement | None:
+    """The file's own offsets, when it gives some that hold the span's text."""
+    if span.offsets is None:
+        return None
+    start, end = span.offsets
+    if 0 <= start < end <= len(text) and text[start:end] == span.text:
+        return Placement(start, end, "unique")
+    return None
+
+
 def _gold_rows(
     document_id: int, segments: list[str], gold: list[GoldSpan]
 ) -> tuple[list[GoldError], Counter[str]]:
@@ -112,7 +122,9 @@ def _gold_rows(
     taken: dict[tuple[int, str, str], set[tuple[int, int]]] = defaultdict(set)
     for span in gold:
         used = taken[(span.segment, span.text.strip(), span.category)]
-        where = locate(segments[span.segment], span.text, taken=used)
+        where = _given(segments[span.segment], span) or locate(
+            segments[span.segment], span.text, taken=used
+        )
         outcomes[where.outcome] += 1
         if where.found:
             used.add((where.start, where.end))  # type: ignore[arg-type]
