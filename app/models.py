@@ -188,6 +188,21 @@ class Suggestion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class DetectorVersion(Base):
+    """One version of a detector that stored suggestions, with what is known of its quality:
+    ``calibration`` is its ``calibration.json`` (per category the confident threshold at dev
+    precision >= 0.9, or none and why), ``{}`` when the version has none."""
+
+    __tablename__ = "detector_versions"
+    __table_args__ = (UniqueConstraint("detector", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    detector: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(100))
+    calibration: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class DetectionJob(Base):
     """One document waiting for (or done with) the detector; claimed by workers."""
 

@@ -303,7 +303,7 @@ def test_category_distribution(session, study):
 
 def test_report_is_json_and_formats_for_a_terminal(session, study):
     report = study_report(session, study)
-    assert list(report) == ["study", "progress", "workers", "agreement", "categories"]
+    assert list(report) == ["study", "progress", "workers", "agreement", "categories", "detector"]
     assert report["study"]["slug"] == "demo" and report["study"]["annotators_per_doc"] == 2
     assert json.loads(json.dumps(report)) == report
     text = format_report(report)
@@ -557,3 +557,55 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     for name, levels in expected.items():
         for level, stat in levels.items():
             assert got[name][level] == pytest.approx(stat), (name, level)
+
+
+def test_recall_on_confident_suggestions_hand_computed(session, study):
+    """Confident = score at or above the category's stored threshold (dev precision >= 0.9);
+    categories without one say n/a and why, never a made-up threshold."""
+    from app.models import DetectorVersion
+
+    hero = session.query(Suggestion).filter_by(text="Hero").one()
+    hero.score = 0.5  # below the CharE threshold: not confident
+    calibration = {
+        "version": "1",
+        "categories": {
+            "CharE": {"label": "character", "threshold": 0.8, "dev_precision": 0.93},
+            "SceneE": {"label": "scene", "threshold": None, "reason": "dev precision never 0.9"},
+        },
+    }
+    session.add(DetectorVersion(detector="rules", version="1", calibration=calibration))
+    session.commit()
+    report = study_report(session, study)
+    confident = report["detector"]["confident"]
+    assert report["detector"]["version"] == "1"
+    assert confident["CharE"] == {
+        "threshold": 0.8,
+        "detector_precision": 0.93,
+        "detector_version": "1",
+    }
+    assert confident["SceneE"]["threshold"] is None
+    assert confident["SceneE"]["reason"] == "dev precision never 0.9"
+    assert "no threshold for label 'event'" in confident["RefE"]["reason"]
+    assert confident["GramE"]["reason"] == "the detector does not suggest this category"
+    workers = {w["worker_id"]: w for w in report["workers"]}
+    # A and B each mark "Claudio" (B as "Claudio meets"): 1 of the 1 confident CharE
+    # suggestion (Claudio, counted once over two runs; Hero at 0.5 is not confident).
+    for worker in ("A", "B"):
+        sure = workers[worker]["confident_recall"]
+        assert (sure["recall"], sure["caught"], sure["total"]) == (1.0, 1, 1)
+        assert sure["per_category"]["CharE"]["detector_precision"] == 0.93
+        assert sure["per_category"]["SceneE"]["recall"] is None
+    # the old figure over all suggestions: A caught Claudio and Bob's sentence, 2 of 3
+    assert workers["A"]["suggestion_recall"]["recall"] == pytest.approx(2 / 3)
+    c = workers["C"]["confident_recall"]  # did only m1, which has no suggestions
+    assert c["recall"] is None and c["total"] == 0
+    text = format_report(report)
+    assert "recall on confident suggestions" in text and "n/a" in text
+    assert "1.00 (1/1)" in text
+
+
+def test_no_detector_version_row_means_no_threshold(session, study):
+    report = study_report(session, study)
+    reason = report["detector"]["confident"]["CharE"]["reason"]
+    assert reason == "detector version 1 has no stored thresholds"
+    assert all(w["confident_recall"]["recall"] is None for w in report["workers"])

@@ -1,0 +1,35 @@
+"""detector versions with their confident thresholds (issue 11: scores that mean what they say)
+
+Revision ID: 0002_scores
+Revises: 0001
+Create Date: 2026-11-23 02:15:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002_scores"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "detector_versions",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("detector", sa.String(length=100), nullable=False),
+        sa.Column("version", sa.String(length=100), nullable=False),
+        sa.Column("calibration", sa.JSON(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_detector_versions")),
+        sa.UniqueConstraint(
+            "detector", "version", name=op.f("uq_detector_versions_detector_version")
+        ),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("detector_versions")
