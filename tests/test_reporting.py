@@ -609,3 +609,18 @@ def test_no_detector_version_row_means_no_threshold(session, study):
     reason = report["detector"]["confident"]["CharE"]["reason"]
     assert reason == "detector version 1 has no stored thresholds"
     assert all(w["confident_recall"]["recall"] is None for w in report["workers"])
+
+
+def test_every_reported_figure_is_defined_in_metrics_md(session, study):
+    """Each key of the report's figures appears, in backticks, in docs/METRICS.md."""
+    metrics = (ROOT / "docs" / "METRICS.md").read_text(encoding="utf-8")
+    report = study_report(session, study)
+    worker = next(w for w in report["workers"] if w["gold"])
+    keys = set(report["progress"]) | set(report["progress"]["per_document"][0])
+    keys |= set(worker) | set(worker["suggestion_recall"]) | set(worker["confident_recall"])
+    keys |= set(worker["gold"]) | set(worker["gold"]["overall"])
+    keys |= set(report["agreement"]["all"]) | set(report["agreement"]["all"]["token"])
+    keys |= set(report["detector"]) | set(report["detector"]["confident"]["CharE"])
+    keys -= {"document", "source", "gold", "documents", "worker_id", "version"}  # labels
+    missing = sorted(k for k in keys if f"`{k}`" not in metrics)
+    assert missing == [], missing
