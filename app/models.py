@@ -273,6 +273,9 @@ class Annotation(Base):
     paired_start: Mapped[int | None] = mapped_column(Integer)
     paired_end: Mapped[int | None] = mapped_column(Integer)
     paired_text: Mapped[str | None] = mapped_column(Text)
+    # Set only when the earlier span runs on into later segments (app/annotation/pairing.py):
+    # it ends at paired_end in this segment. None: it ends in paired_segment.
+    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
     client_id: Mapped[str] = mapped_column(String(100))
     suggestion_id: Mapped[int | None] = mapped_column(

@@ -82,8 +82,11 @@ def parse(data: Any, problem: Problem) -> list[DocumentInput]:
     return documents
 
 
-Mark = tuple[str, int, int, int, str, str, int | None, int | None, int | None, str | None]
-"""(worker, segment, start, end, span text, category, paired segment, start, end, text)."""
+Mark = tuple[
+    str, int, int, int, str, str, int | None, int | None, int | None, str | None, int | None
+]
+"""(worker, segment, start, end, span text, category, paired segment, start, end, text,
+paired end segment)."""
 
 
 def document_errors(texts: list[str], marks: list[Mark]) -> dict[str, Any]:
@@ -93,18 +96,22 @@ def document_errors(texts: list[str], marks: list[Mark]) -> dict[str, Any]:
     the distinct workers who marked it; each error also carries ``start``/``end``; paired
     categories list each of those workers' earlier span in ``antecedants`` (SNaC's
     spelling) and, in the same order, its place in ``antecedant_offsets``
-    (``{"segment", "start", "end"}``). Two workers marking different occurrences of the
+    (``{"segment", "start", "end"}``, plus ``"end_segment"`` when it runs on into later
+    segments, see ``app/annotation/pairing.py``). Two workers marking different occurrences of the
     same text stay two errors.
     """
     merged: dict[tuple[int, int, int, str], dict[str, Any]] = {}
-    for worker, segment, start, end, span, category, p_seg, p_start, p_end, p_text in marks:
+    for worker, segment, start, end, span, category, p_seg, p_start, p_end, p_text, p_to in marks:
         entry = merged.setdefault(
             (segment, start, end, category), {"span": span, "workers": {}, "paired": False}
         )
         if worker not in entry["workers"]:
             paired = None
             if p_text is not None:
-                paired = (p_text, {"segment": p_seg, "start": p_start, "end": p_end})
+                where: dict[str, Any] = {"segment": p_seg, "start": p_start, "end": p_end}
+                if p_to is not None:
+                    where["end_segment"] = p_to
+                paired = (p_text, where)
             entry["workers"][worker] = paired
         entry["paired"] = entry["paired"] or p_text is not None
     document: dict[str, Any] = {str(i): {"text": t, "errors": []} for i, t in enumerate(texts)}
@@ -159,6 +166,7 @@ def build(session: Session, study: Study) -> dict[str, Any]:
                 Annotation.paired_start,
                 Annotation.paired_end,
                 Annotation.paired_text,
+                Annotation.paired_end_segment,
             )
             .join(Assignment, Assignment.id == Annotation.assignment_id)
             .where(

@@ -1,4 +1,4 @@
-"""detector versions with their confident thresholds (issue 11: scores that mean what they say)
+"""detector versions with their confident thresholds; paired spans across segments (issue 11)
 
 Revision ID: 0002_scores
 Revises: 0001
@@ -30,6 +30,10 @@ def upgrade() -> None:
         ),
     )
 
+    op.add_column("annotations", sa.Column("paired_end_segment", sa.Integer(), nullable=True))
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("annotations") as batch:
+        batch.drop_column("paired_end_segment")
     op.drop_table("detector_versions")
