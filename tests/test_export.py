@@ -300,7 +300,7 @@ def test_gold_spans_never_reach_the_exports(app, client):
     assert [(r["span_text"], r["category"]) for r in rows] == [("Nothing", "GramE")]
     snac = json.loads(export_text(app, fmt="snac"))
     assert [e for i in range(3) for e in snac["gold-1"][str(i)]["errors"]] == [
-        {"span": "Nothing", "error_type": "GramE", "votes": 1}
+        {"span": "Nothing", "error_type": "GramE", "votes": 1, "start": 0, "end": 7}
     ]
     jsonl = export_text(app, fmt="jsonl")
     assert "RefE" not in jsonl and "RepE" not in jsonl

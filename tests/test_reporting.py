@@ -336,11 +336,22 @@ SNAC_GROUPS = {
 }
 
 
-def _first(text: str, needle: str) -> tuple[int, int] | None:
-    at = text.find(needle)
-    if at < 0:
-        at = text.lower().find(needle.lower())
-    return (at, at + len(needle)) if needle and at >= 0 else None
+def _placed(dev: dict) -> dict[tuple[str, str, int], tuple[int, int] | None]:
+    """Where the import places each gold error (document, segment, entry number): the
+    shared locate rule, repeated (span, type) entries at successive occurrences."""
+    from app.documents.locating import locate
+
+    out = {}
+    for doc, segments in dev.items():
+        for index, segment in segments.items():
+            taken: dict[tuple[str, str], set] = {}
+            for n, error in enumerate(segment["errors"]):
+                used = taken.setdefault((error["span"].strip(), error["error_type"]), set())
+                placed = locate(segment["text"], error["span"], taken=used)
+                out[(doc, index, n)] = (placed.start, placed.end) if placed.found else None
+                if placed.found:
+                    used.add((placed.start, placed.end))
+    return out
 
 
 def _merge_overlapping(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -458,6 +469,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     workers = ["w1", "w2", "w3"]
+    placed = _placed(dev)
     with app.app_context(), session_scope() as session:
         study = get_study(session, "snac-dev")
         kinds = {c["id"]: c["kind"] for c in study.taxonomy["categories"]}
@@ -467,7 +479,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
                 assignment, _ = open_assignment(session, study, document, worker)
                 for index, segment in segments.items():
                     for n, error in enumerate(segment["errors"]):
-                        found = _first(segment["text"], error["span"])
+                        found = placed[(doc_id, index, n)]
                         if error["votes"] < k or not found:
                             continue
                         span = {
@@ -510,43 +522,25 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     }
     assert report["progress"]["complete_documents"] == len(dev)
 
-    # gold P/R/F1: the gold is SNaC's own errors, so every worker span matches one (P = 1);
-    # recall counts the gold errors that some span of the worker matches (same category,
-    # overlapping; SceneE: a shared sentence)
-    def same_place(text, cat, a, b):
-        if scopes[cat] == "sentence":
-            return any(
-                a[0] < e and s < a[1] and b[0] < e and s < b[1] for s, e in sentence_bounds(text)
-            )
-        return a[0] < b[1] and b[0] < a[1]
-
-    gold = [
-        (doc, int(i), e["error_type"], _first(seg["text"], e["span"]))
-        for doc, segs in dev.items()
-        for i, seg in segs.items()
-        for e in seg["errors"]
-    ]
-    for worker in workers:
+    # gold P/R/F1: worker k marks exactly the gold errors with >= k votes, where the import
+    # placed them, so each of its spans is one gold error's twin (strict P = 1) and recall
+    # = those errors / all gold errors (the unplaced empty one counts, never matched)
+    total = sum(len(seg["errors"]) for segs in dev.values() for seg in segs.values())
+    for k, worker in enumerate(workers, start=1):
         mine = [r for r in rows if r["worker_id"] == worker]
-        matched = sum(
+        twins = sum(
             1
-            for doc, seg, cat, where in gold
-            if where
-            and any(
-                r["document"] == doc
-                and int(r["segment"]) == seg
-                and r["category"] == cat
-                and same_place(
-                    texts[doc, seg], cat, where, (int(r["span_start"]), int(r["span_end"]))
-                )
-                for r in mine
-            )
+            for doc, segs in dev.items()
+            for i, seg in segs.items()
+            for n, e in enumerate(seg["errors"])
+            if e["votes"] >= k and placed[(doc, i, n)]
         )
         overall = by_worker[worker]["gold"]["overall"]
-        assert overall["predicted"] == len(mine) and overall["gold"] == len(gold)
+        assert overall["predicted"] == len(mine) == twins and overall["gold"] == total
         assert overall["precision"] == 1.0
-        assert overall["recall"] == pytest.approx(matched / len(gold))
-        assert 0 < overall["recall"] <= 1
+        assert overall["recall"] == pytest.approx(twins / total)
+        lenient = by_worker[worker]["gold"]["lenient"]["overall"]
+        assert lenient["precision"] == 1.0 and lenient["recall"] == overall["recall"]
 
     # agreement: every category, group and level, recomputed naively from the CSV rows
     expected = _naive_agreement(rows, texts, workers, scopes)
