@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from app.documents.locating import at_word_boundaries, locate, locate_antecedent, occurrences
+from app.documents.locating import (
+    at_word_boundaries,
+    locate,
+    locate_across,
+    locate_antecedent,
+    occurrences,
+)
 
 #        0         1         2
 #        0123456789012345678901234567
@@ -51,3 +57,12 @@ def test_antecedent_is_the_nearest_earlier_occurrence():
     seg, placed = locate_antecedent(texts, 1, 2, "Ann")
     assert (seg, placed.start) == (0, 13)
     assert locate_antecedent(texts, 1, 30, "Zed") is None
+
+
+def test_antecedent_across_a_segment_break():
+    texts = ["A cat sat. She grows", "taller and shorter. Then", "She grows taller and shorter."]
+    # read as one text (segments joined by a space), before the span at segment 2, 0
+    assert locate_across(texts, 2, 0, "She grows taller and shorter.") == (0, 11, 1, 19)
+    assert locate_across(texts, 2, 0, "Then") is None  # inside one segment: not a crossing
+    assert locate_across(texts, 1, 5, "She grows taller") is None  # would end after the span
+    assert locate_across(texts, 1, 6, "She grows taller") == (0, 11, 1, 6)

@@ -112,3 +112,60 @@ def test_taxonomy_flag_is_checked(tmp_path):
     raw["categories"][0]["pair_across_segments"] = True  # a singleton has no earlier span
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     assert "pair_across_segments" not in load_taxonomy(path)["categories"][0]
+
+
+@pytest.mark.slow
+def test_snac_train_antecedents_across_segment_breaks_round_trip(app, client):
+    """The release's antecedent votes that straddle a segment break (4 in SNaC train) can
+    now be marked through the API and come back in the snac export with their place."""
+    from app.documents.locating import locate, locate_across, locate_antecedent
+    from app.formats import DocumentInput
+    from tests.conftest import shared_file
+
+    raw = json.loads(shared_file("snac", "train.json").read_text(encoding="utf-8"))
+    crossing = []  # (document, segment, span placement, category, antecedent place, text)
+    for doc, body in raw.items():
+        texts = [body[str(i)]["text"] for i in range(len(body))]
+        for index, text in enumerate(texts):
+            for error in body[str(index)]["errors"]:
+                placed = locate(text, error["span"])
+                for antecedent in error.get("antecedants") or []:
+                    if locate_antecedent(texts, index, placed.start, antecedent) is None:
+                        where = locate_across(texts, index, placed.start, antecedent)
+                        if where is not None:
+                            crossing.append((doc, index, placed, error["error_type"], where))
+    assert len(crossing) == 4
+    documents = sorted({c[0] for c in crossing})
+    inputs = [
+        DocumentInput(d, [raw[d][str(i)]["text"] for i in range(len(raw[d]))]) for d in documents
+    ]
+    make_study(app, documents=inputs, annotators_per_doc=4)
+    for n, (doc, index, placed, category, (seg, start, end_seg, end)) in enumerate(crossing):
+        texts = [raw[doc][str(i)]["text"] for i in range(len(raw[doc]))]
+        token = open_token(client, worker=f"w{n}", document=doc)
+        paired = {"segment": seg, "start": start, "end_segment": end_seg, "end": end}
+        paired["text"] = " ".join(
+            [texts[seg][start:], *texts[seg + 1 : end_seg], texts[end_seg][:end]]
+        )
+        body = {
+            "segment": index,
+            "start": placed.start,
+            "end": placed.end,
+            "text": texts[index][placed.start : placed.end],
+            "category": category,
+            "paired": paired,
+        }
+        answer = api_add(client, token, body)
+        assert answer.status_code == 201, answer.get_json()
+        assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    snac = json.loads(export_text(app, fmt="snac"))
+    offsets = [
+        where
+        for body in snac.values()
+        for segment in body.values()
+        for error in segment["errors"]
+        for where in error.get("antecedant_offsets", [])
+    ]
+    assert sorted((o["segment"], o["end_segment"]) for o in offsets) == sorted(
+        (c[4][0], c[4][2]) for c in crossing
+    )

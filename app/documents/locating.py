@@ -107,3 +107,38 @@ def locate_antecedent(
         if there.found:
             return index, there
     return None
+
+
+SEGMENT_JOIN = " "
+"""How consecutive segments read one after the other (``app/annotation/pairing.py``)."""
+
+
+def locate_across(
+    texts: list[str], segment: int, span_start: int | None, needle: str
+) -> tuple[int, int, int, int] | None:
+    """An earlier span that straddles segment breaks: ``(segment, start, end_segment, end)``
+    of the last exact occurrence of ``needle`` in segments 0..``segment`` read as one text
+    (joined by :data:`SEGMENT_JOIN`) that crosses a break and ends before ``span_start``."""
+    needle = needle.strip()
+    if not needle:
+        return None
+    starts, joined, at = [], [], 0
+    for text in texts[: segment + 1]:
+        starts.append(at)
+        joined.append(text)
+        at += len(text) + len(SEGMENT_JOIN)
+    whole = SEGMENT_JOIN.join(joined)
+    limit = starts[segment] + (span_start if span_start is not None else len(texts[segment]))
+
+    def place(offset: int, inclusive_end: bool) -> tuple[int, int]:
+        index = max(i for i, s in enumerate(starts) if s <= offset - (1 if inclusive_end else 0))
+        return index, offset - starts[index]
+
+    best = None
+    for match in re.finditer(f"(?={re.escape(needle)})", whole):
+        begin, end = match.start(), match.start() + len(needle)
+        first, local_start = place(begin, False)
+        last, local_end = place(end, True)
+        if end <= limit and last > first:
+            best = (first, local_start, last, local_end)
+    return best
