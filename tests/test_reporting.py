@@ -568,6 +568,17 @@ def test_recall_on_confident_suggestions_hand_computed(session, study):
         },
     }
     session.add(DetectorVersion(detector="rules", version="1", calibration=calibration))
+    other = Suggestion(
+        document_id=hero.document_id,
+        segment=0,
+        start=22,
+        end=31,
+        text="the party",
+        category="CharE",
+        detector="rules",
+        detector_version="2",  # another version: the thresholds of version 1 say nothing
+    )
+    session.add(other)
     session.commit()
     report = study_report(session, study)
     confident = report["detector"]["confident"]
@@ -589,8 +600,8 @@ def test_recall_on_confident_suggestions_hand_computed(session, study):
         assert (sure["recall"], sure["caught"], sure["total"]) == (1.0, 1, 1)
         assert sure["per_category"]["CharE"]["detector_precision"] == 0.93
         assert sure["per_category"]["SceneE"]["recall"] is None
-    # the old figure over all suggestions: A caught Claudio and Bob's sentence, 2 of 3
-    assert workers["A"]["suggestion_recall"]["recall"] == pytest.approx(2 / 3)
+    # the old figure over all suggestions: A caught Claudio and Bob's sentence, 2 of 4
+    assert workers["A"]["suggestion_recall"]["recall"] == pytest.approx(2 / 4)
     c = workers["C"]["confident_recall"]  # did only m1, which has no suggestions
     assert c["recall"] is None and c["total"] == 0
     text = format_report(report)

@@ -178,6 +178,11 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         )
     }
     thresholds = confident_thresholds(taxonomy, version, calibrations)
+    # thresholds belong to one detector version: only its suggestions can be confident
+    calibrated = {
+        doc: [s for s in spans if versions.get(s.ref or -1) == version]
+        for doc, spans in suggestions.items()
+    }
 
     gold: dict[str, list[Span]] = defaultdict(list)
     for err in session.scalars(
@@ -214,7 +219,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             texts,
             scopes,
             category_ids,
-            thresholds,
+            (thresholds, calibrated),
         ),
         "agreement": agreement_report(
             [span for spans in worker_spans.values() for span in spans],
@@ -281,8 +286,9 @@ def _workers(
     texts: Mapping[TextKey, str],
     scopes: Mapping[str, str],
     category_ids: list[str],
-    thresholds: Mapping[str, Mapping[str, Any]],
+    confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
 ) -> list[dict[str, Any]]:
+    thresholds, calibrated = confident
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
@@ -325,7 +331,11 @@ def _workers(
                     categories=category_ids,
                 ),
                 "confident_recall": confident_recall(
-                    spans, their_suggestions, thresholds, texts=texts, scopes=scopes
+                    spans,
+                    [s for doc in docs for s in calibrated.get(doc, [])],
+                    thresholds,
+                    texts=texts,
+                    scopes=scopes,
                 ),
                 "gold": gold_score,
             }
