@@ -240,6 +240,21 @@ class Suggestion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class DetectorVersion(Base):
+    """One version of a detector that stored suggestions, with what is known of its quality:
+    ``calibration`` is its ``calibration.json`` (per category the confident threshold at dev
+    precision >= 0.9, or none and why), ``{}`` when the version has none."""
+
+    __tablename__ = "detector_versions"
+    __table_args__ = (UniqueConstraint("detector", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    detector: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(100))
+    calibration: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class DetectionJob(Base):
     """One document waiting for (or done with) the detector; claimed by workers."""
 
@@ -340,6 +355,9 @@ class Annotation(Base):
     paired_start: Mapped[int | None] = mapped_column(Integer)
     paired_end: Mapped[int | None] = mapped_column(Integer)
     paired_text: Mapped[str | None] = mapped_column(Text)
+    # Set only when the earlier span runs on into later segments (app/annotation/pairing.py):
+    # it ends at paired_end in this segment. None: it ends in paired_segment.
+    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
     client_id: Mapped[str] = mapped_column(String(100))
     suggestion_id: Mapped[int | None] = mapped_column(

@@ -21,6 +21,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from model_server.calibrate import (
+    MIN_FLAGGED,
+    TARGET_PRECISION,
+    choose_threshold,
+    load_calibration,
+    write_calibration,
+)
 from model_server.features import SentenceCandidates, analyse, parse_inputs
 from model_server.interface import DetectionInput, RawSuggestion, as_inputs
 
@@ -100,7 +107,7 @@ class MiniLMDetector:
 
     name = NAME
 
-    def __init__(self, heads: dict[str, dict], version: str):
+    def __init__(self, heads: dict[str, dict], version: str, calibration: dict | None = None):
         self.heads = {
             label: {
                 "w": np.asarray(h["w"], dtype=np.float32),
@@ -112,13 +119,15 @@ class MiniLMDetector:
             for label, h in heads.items()
         }
         self.version = version
+        self.calibration = calibration  # confident thresholds (model_server.calibrate)
 
     @classmethod
     def load(cls, path: str | Path) -> MiniLMDetector:
         raw = (Path(path) / HEAD_FILE).read_bytes()
         data = json.loads(raw)
         digest = hashlib.sha256(raw).hexdigest()[:8]
-        return cls(data["heads"], f"{data.get('version', '1')}+{digest}")
+        version = f"{data.get('version', '1')}+{digest}"
+        return cls(data["heads"], version, load_calibration(path, version))
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
         analysed = analyse(zip(parse_inputs(list(inputs)), inputs, strict=True))
@@ -259,3 +268,40 @@ def train_head(
     }
     (out / HEAD_FILE).write_text(json.dumps(payload), encoding="utf-8")
     return summary
+
+
+def calibrate_head(model_dir: str | Path, dev_path: str | Path, *, min_votes: int = 1) -> dict:
+    """Confident thresholds of the heads in ``model_dir`` on SNaC dev (sentence level,
+    :func:`model_server.calibrate.choose_threshold`); writes ``calibration.json``."""
+    from model_server.evaluate import example_inputs
+    from model_server.snac_data import load_documents, sentence_examples
+
+    detector = MiniLMDetector.load(model_dir)
+    examples = sentence_examples(load_documents(dev_path))
+    best: dict[str, dict[int, float]] = {label: {} for label in detector.heads}
+    for k, _, label, prob in detector.probabilities(example_inputs(examples)):
+        if label in best:
+            best[label][k] = max(best[label].get(k, 0.0), float(prob))
+    categories = {}
+    for label, head in detector.heads.items():
+        category = CATEGORY_OF[label]
+        scores = [
+            (score, any(g.category == category and g.votes >= min_votes for g in examples[k].gold))
+            for k, score in best[label].items()
+        ]
+        categories[category] = {"label": label, **choose_threshold(scores, head["threshold"])}
+    raw = (Path(model_dir) / HEAD_FILE).read_bytes()
+    payload = {
+        "detector": detector.name,
+        "version": detector.version,
+        "head_sha256": hashlib.sha256(raw).hexdigest(),
+        "data": Path(dev_path).name,
+        "sentences": len(examples),
+        "level": "sentence",
+        "target_precision": TARGET_PRECISION,
+        "min_flagged": MIN_FLAGGED,
+        "min_votes": min_votes,
+        "categories": categories,
+    }
+    write_calibration(model_dir, payload)
+    return payload

@@ -20,9 +20,12 @@ _counter = itertools.count()
 
 
 def shared_file(*parts: str) -> Path:
-    """A file of ../shared/data, or skip the test cleanly when it is absent."""
+    """A file of ../shared/data; when it is absent, skip the test cleanly, or fail it when
+    ``MARGINALIA_REQUIRE_DATA`` is set (CI has the data, so there the test must run)."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
+        if os.environ.get("MARGINALIA_REQUIRE_DATA"):
+            pytest.fail(f"shared data {path} is missing (MARGINALIA_REQUIRE_DATA is set)")
         pytest.skip(f"shared data {path} is not available")
     return path
 

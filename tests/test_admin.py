@@ -413,7 +413,11 @@ def test_dashboard_shows_progress_workers_and_charts(app, admin, client):
     assert (
         "Annotations per error category" in page and "Error distribution by document source" in page
     )
-    assert "alpha" in page and "beta" in page  # document sources in the Figure 4 chart
+    # The sources are drawn inside the Figure 4 chart (the page's document grid also names
+    # "alpha-1", so look in the chart's own SVG for the source labels and their bars).
+    figure = chart(page, "Error distribution by document source")
+    assert ">alpha</text>" in figure and ">beta</text>" in figure
+    assert "alpha · New character without introduction: 1 of 1 (100%)" in figure
     assert "<script" not in page.replace(
         '<script type="module" src="/static/js/admin/dashboard.js"></script>', ""
     )
@@ -448,3 +452,59 @@ def test_dashboard_compares_conditions(app, admin):
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr><td>(\w+)</td><td class=\"num\">(\d+)</td>", table)
     assert rows == [("assisted", "2"), ("unassisted", "2")]
+
+
+def chart(page: str, title: str) -> str:
+    """The SVG of the chart titled ``title`` in ``page`` (fails when it is not drawn)."""
+    for svg in re.findall(r'<svg class="chart".*?</svg>', page, re.DOTALL):
+        if f">{title}</title>" in svg:
+            return svg
+    raise AssertionError(f"no chart titled {title!r} on the page")
+
+
+def test_dashboard_names_each_recall_and_shows_the_detector_precision(app, admin):
+    """ "Suggestions marked" (capped by the detector's precision) and "recall on confident
+    suggestions" (n/a with the reason where no threshold reaches dev precision 0.9)."""
+    from app.db import session_scope
+    from app.models import Assignment, DetectorVersion, Document, Suggestion
+
+    make_study(app, documents=[("doc-1", ["Anna met Bob at the ball."])])
+    worker = app.test_client()
+    token = worker.get("/s/demo?worker_id=wk-1").headers["Location"].split("/a/")[1]
+    with app.app_context(), session_scope() as session:
+        doc = session.query(Document).filter_by(external_id="doc-1").one()
+        for start, end, category, score in ((0, 4, "CharE", 0.99), (9, 12, "CharE", 0.5)):
+            session.add(
+                Suggestion(
+                    document_id=doc.id,
+                    segment=0,
+                    start=start,
+                    end=end,
+                    text="Anna met Bob at the ball."[start:end],
+                    category=category,
+                    score=score,
+                    detector="minilm",
+                    detector_version="1+abc",
+                )
+            )
+        calibration = {
+            "categories": {
+                "CharE": {"label": "character", "threshold": 0.9666, "dev_precision": 0.9091},
+                "RefE": {"label": "event", "threshold": None, "reason": "never reaches 0.90"},
+            }
+        }
+        session.add(DetectorVersion(detector="minilm", version="1+abc", calibration=calibration))
+    body = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "CharE"}
+    assert worker.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
+    assert worker.post(f"/api/assignments/{token}/submit").status_code == 200
+    with app.app_context(), session_scope() as session:
+        assert session.query(Assignment).filter_by(status="submitted").count() == 1
+    page = admin.get("/admin/studies/demo").get_data(as_text=True)
+    row = re.search(r"<td class=\"mono\">wk-1</td>.*?</tr>", page, re.DOTALL).group(0)
+    assert "50%" in row and "(1/2)" in row  # suggestions marked: Anna of Anna, Bob
+    sure = re.search(r'<td class="num confident-recall">(.*?)</td>', row, re.DOTALL).group(1)
+    assert "100%" in sure and "(1/1)" in sure  # Bob at 0.5 is below CharE's 0.9666
+    listed = re.search(r'<ul class="confident" id="confident-thresholds">(.*?)</ul>', page, re.S)
+    assert "CharE: score ≥ 0.97, detector precision 0.91 on SNaC dev" in listed.group(1)
+    assert "RefE: n/a (never reaches 0.90)" in listed.group(1)
+    assert "Suggestions marked" in page and "Recall on confident suggestions" in page

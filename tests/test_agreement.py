@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -245,21 +244,20 @@ def test_groups_from_the_snac_taxonomy():
 
 def _snac_synthetic(split: str):
     """SNaC data as three synthetic workers: worker k marks every error with votes >= k."""
-    from app.quality.scoring import locate
+    from app.documents.locating import locate
+    from tests.conftest import shared_file
 
-    path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    path = path / "snac" / f"{split}.json"
-    if not path.exists():
-        pytest.skip(f"shared data {path} is not available")
+    path = shared_file("snac", f"{split}.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     texts, spans = {}, []
     for doc, segments in data.items():
         for index, segment in segments.items():
             texts[(doc, int(index))] = segment["text"]
             for error in segment["errors"]:
-                found = locate(segment["text"], error["span"])
+                placed = locate(segment["text"], error["span"])
+                found = (placed.start, placed.end)
                 for k in range(1, 4):
-                    if found and error["votes"] >= k:
+                    if placed.found and error["votes"] >= k:
                         spans.append(
                             mark(f"w{k}", doc, *found, error["error_type"], segment=int(index))
                         )

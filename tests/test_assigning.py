@@ -268,6 +268,34 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     )
 
 
+def test_whole_segment_marks_do_not_qualify(app, client):
+    """The old many-to-many any-overlap rule gave a worker who marks the whole segment
+    P = R = F1 = 1; one-to-one with token IoU >= 0.5 gives 0 (3 of 13 tokens shared)."""
+    _qualification_study(app, attempts=2)
+    _, token = arrive(client, "gamer")
+    whole = {"segment": 0, "start": 0, "end": len(GOLD_TEXT), "text": GOLD_TEXT}
+    submit(client, token, [{**whole, "category": "CharE"}])
+    assert b"Not quite yet" in client.get(f"/a/{token}/done").data
+    gold = assignment(app, token).scores["gold"]
+    assert gold["rule"] == "strict" and gold["overall"]["f1"] == 0.0
+    assert gold["lenient"]["overall"]["f1"] == 1.0  # any overlap, one-to-one: 1 of 1
+
+
+def test_gold_scores_stored_under_the_old_rule_are_redone(app, client):
+    _qualification_study(app, attempts=1)
+    _, token = arrive(client, "gamer")
+    whole = {"segment": 0, "start": 0, "end": len(GOLD_TEXT), "text": GOLD_TEXT}
+    submit(client, token, [{**whole, "category": "CharE"}])
+    with app.app_context(), session_scope() as session:
+        stored = session.scalar(select(Assignment).where(Assignment.token == token))
+        old = {"documents": 1, "per_category": {}, "overall": {"f1": 1.0}}  # no "rule"
+        stored.scores = {**stored.scores, "gold": old}
+    status, _ = arrive(client, "gamer")
+    assert (
+        status == 409
+    )  # re-scored strictly: not qualified (the old 1.0 let them in), no attempt left
+
+
 def test_qualification_off_gold_documents_are_ordinary(app, client):
     _qualification_study(app)
     configure(app, qualification_f1=None)

@@ -263,14 +263,18 @@ def test_import_and_export(url, tmp_path):
         ("bob", None, None),
     ]
     snac = json.loads(snac_out.stdout)
+    zoe = snac["d1"]["1"]["text"].index("Zoë")
     assert snac["d1"]["1"]["errors"] == [
         {
             "span": "Anna's brother",
             "error_type": "InconE",
             "votes": 1,
+            "start": 0,
+            "end": 14,
             "antecedants": ["Anna is an only child"],
+            "antecedant_offsets": [{"segment": 0, "start": 0, "end": 21}],
         },
-        {"span": "Zoë", "error_type": "CharE", "votes": 1},
+        {"span": "Zoë", "error_type": "CharE", "votes": 1, "start": zoe, "end": zoe + 3},
     ]
     assert snac["d2"] == {"0": {"text": "Nothing happens here.", "errors": []}}
 

@@ -16,7 +16,7 @@ from app.formats import DocumentInput
 from app.models import DetectionJob, Suggestion
 from tests.conftest import make_database_url, make_study, shared_file
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # both tests run on Postgres
 
 
 @pytest.fixture(scope="module")

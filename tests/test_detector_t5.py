@@ -14,18 +14,27 @@ from model_server.predict import predict_tsv
 from model_server.snac_data import shared_data_dir, snac_path
 from model_server.t5 import T5Detector
 from model_server.train import tiny_config, train
+from tests.conftest import shared_file
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = snac_path("train")
 SAMPLE = shared_data_dir() / "snac" / "sample.tsv"
 
-pytestmark = pytest.mark.skipif(not TRAIN.exists(), reason="shared SNaC data absent")
+
+@pytest.fixture(autouse=True, scope="module")
+def _shared_data():
+    """Skip without ../shared, or fail under MARGINALIA_REQUIRE_DATA (CI)."""
+    shared_file("snac", "train.json")
+    shared_file("snac", "sample.tsv")
 
 
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     out = tmp_path_factory.mktemp("t5") / "tiny"
-    summary = train(TRAIN, out, cfg=tiny_config(), limit_docs=1, progress=False)
+    # Enough epochs on one summary that the model says something on that summary's text
+    # (with 3 epochs it answers "" to everything, and the pipeline test proved nothing).
+    config = tiny_config(epochs=60, max_minutes=1.5, d_model=64, d_ff=128)
+    summary = train(TRAIN, out, cfg=config, limit_docs=1, progress=False)
     return out, summary
 
 
@@ -54,8 +63,10 @@ def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
     outputs = detector.generate(texts)
     assert len(outputs) == 2 and all(isinstance(t, str) and 0 <= c <= 1 for t, c in outputs)
     taxonomy = load_taxonomy(ROOT / "taxonomies" / "snac.yaml")
-    segments = ["Don Pedro arrives in Messina.", "Claudio loves Hero. At the ball, they dance."]
+    first = next(iter(json.loads(TRAIN.read_text(encoding="utf-8")).values()))
+    segments = [first[str(i)]["text"] for i in range(len(first))]  # the summary it learnt
     rows = detect_document(segments, detector, taxonomy)
+    assert rows, "the pipeline produced no suggestion at all"
     for row in rows:
         assert segments[row.segment][row.start : row.end] == row.text
         assert row.detector == "t5"
@@ -71,7 +82,6 @@ def test_output_parsing_places_spans(tiny_checkpoint):
     ]
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="SNaC sample.tsv absent")
 def test_predict_tsv_writes_snac_lines(tiny_checkpoint):
     detector = T5Detector.load(tiny_checkpoint[0])
     buf = io.StringIO()

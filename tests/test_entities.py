@@ -23,6 +23,7 @@ from app.entities import (
 )
 from app.entities import nlp as nlp_module
 from app.models import Base, Document, Entity, EntityMention, Study
+from tests.conftest import shared_file
 
 SHARED = Path(
     os.environ.get(
@@ -103,9 +104,7 @@ def test_strip_markup_without_spans_is_plain_text():
 
 
 def test_strip_markup_on_the_falte_sample():
-    path = SHARED / "falte" / "stories.json"
-    if not path.exists():
-        pytest.skip("FALTE sample not present")
+    path = shared_file("falte", "stories.json")
     stories = json.loads(path.read_text())
     text, marks = strip_entity_markup(stories["test1"]["sentences"][1])
     assert text.startswith("Mr. Collins, a clergyman, arrives")

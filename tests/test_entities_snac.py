@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.entities import find_entities, load_pipeline
+from tests.conftest import shared_file
 
 SHARED = Path(
     os.environ.get(
@@ -23,8 +24,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def dev():
-    if not DEV.exists():
-        pytest.skip("SNaC dev data not present")
+    shared_file("snac", "dev.json")  # skips, or fails under MARGINALIA_REQUIRE_DATA
     nlp = load_pipeline(None)
     if nlp is None:
         pytest.skip("no spaCy English model installed")

@@ -12,7 +12,7 @@ import pytest
 from app.formats import iter_export
 from app.formats.rows import CHUNK_ROWS, CSV_COLUMNS
 from app.models import Annotation, Assignment
-from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.conftest import BACKENDS, REPO, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, export_text, span
 
 CONTRACT_COLUMNS = [
@@ -196,7 +196,41 @@ def test_snac_votes_count_distinct_workers(app, client):
         if worker != "w3":
             client.post(f"/api/assignments/{token}/submit")
     snac = json.loads(export_text(app, fmt="snac"))
-    assert snac["doc-1"]["0"]["errors"] == [{"span": "the café", "error_type": "RefE", "votes": 2}]
+    start = TEXTS[0].index("the café")
+    assert snac["doc-1"]["0"]["errors"] == [
+        {"span": "the café", "error_type": "RefE", "votes": 2, "start": start, "end": start + 8}
+    ]
+
+
+def test_snac_export_keeps_different_occurrences_apart(app, client):
+    """Two workers marking different occurrences of "the" are two errors of one vote each
+    (merging on the text made them one error with 2 votes); paired spans carry offsets."""
+    make_study(app, documents=[("doc-1", TEXTS)])
+    antecedent = {**span(0, "Zoë met the cat", TEXTS)}
+    for worker, occurrence in (("w1", 0), ("w2", 1)):
+        token = client.post(
+            "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": worker}
+        ).get_json()["token"]
+        body = {**span(0, "the", TEXTS, occurrence), "category": "RefE", "client_id": "a"}
+        assert api_add(client, token, body).status_code == 201
+        repeat = {
+            **span(1, "Zoë met the cat", TEXTS),
+            "category": "RepE",
+            "paired": antecedent,
+            "client_id": "b",
+        }
+        assert api_add(client, token, repeat).status_code == 201
+        assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    snac = json.loads(export_text(app, fmt="snac"))
+    first, second = TEXTS[0].index("the"), TEXTS[0].index("the", TEXTS[0].index("the") + 1)
+    assert snac["doc-1"]["0"]["errors"] == [
+        {"span": "the", "error_type": "RefE", "votes": 1, "start": first, "end": first + 3},
+        {"span": "the", "error_type": "RefE", "votes": 1, "start": second, "end": second + 3},
+    ]
+    (repeat_error,) = snac["doc-1"]["1"]["errors"]
+    assert repeat_error["votes"] == 2
+    assert repeat_error["antecedants"] == ["Zoë met the cat"] * 2
+    assert repeat_error["antecedant_offsets"] == [{"segment": 0, "start": 0, "end": 15}] * 2
 
 
 def test_large_export_streams_in_chunks(app, client):
@@ -266,7 +300,7 @@ def test_gold_spans_never_reach_the_exports(app, client):
     assert [(r["span_text"], r["category"]) for r in rows] == [("Nothing", "GramE")]
     snac = json.loads(export_text(app, fmt="snac"))
     assert [e for i in range(3) for e in snac["gold-1"][str(i)]["errors"]] == [
-        {"span": "Nothing", "error_type": "GramE", "votes": 1}
+        {"span": "Nothing", "error_type": "GramE", "votes": 1, "start": 0, "end": 7}
     ]
     jsonl = export_text(app, fmt="jsonl")
     assert "RefE" not in jsonl and "RepE" not in jsonl
@@ -297,3 +331,29 @@ def test_carriage_returns_do_not_break_csv_readers(app, client):
     client.post(f"/api/assignments/{token}/submit")
     rows = list(csv.DictReader(io.StringIO(export_text(app), newline="")))
     assert [(r["span_text"], r["comment"]) for r in rows] == [("Second line.", "odd\nbreak\nhere")]
+
+
+def test_snac_export_reimported_as_gold_keeps_its_occurrences(app, client, tmp_path):
+    """Our snac export loads where SNaC's does; with --gold its start/end are used."""
+    make_study(app, documents=[("doc-1", TEXTS)])
+    token = client.post(
+        "/api/assignments", json={"study": "demo", "document": "doc-1", "worker_id": "w"}
+    ).get_json()["token"]
+    body = {**span(0, "the", TEXTS, 1), "category": "RefE", "client_id": "a"}
+    assert api_add(client, token, body).status_code == 201
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    path = tmp_path / "export.json"
+    path.write_text(export_text(app, fmt="snac"), encoding="utf-8")
+
+    from sqlalchemy import select
+
+    from app.db import session_scope
+    from app.documents.studies import create_study, import_documents
+    from app.formats import parse_documents
+    from app.models import GoldError
+
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(session, "again", REPO / "taxonomies" / "snac.yaml")
+        import_documents(session, study, parse_documents(path, "snac", gold=True), gold=True)
+        (gold,) = session.scalars(select(GoldError)).all()
+        assert (gold.start, gold.end) == (body["start"], body["end"])  # not the first "the"

@@ -33,6 +33,7 @@ from app.models import (
 from app.quality.assignment_scores import score_against_gold
 from app.quality.reporting import format_report, study_report
 from app.quality.scoring import sentence_bounds
+from tests.conftest import shared_file
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -302,7 +303,7 @@ def test_category_distribution(session, study):
 
 def test_report_is_json_and_formats_for_a_terminal(session, study):
     report = study_report(session, study)
-    assert list(report) == ["study", "progress", "workers", "agreement", "categories"]
+    assert list(report) == ["study", "progress", "workers", "agreement", "categories", "detector"]
     assert report["study"]["slug"] == "demo" and report["study"]["annotators_per_doc"] == 2
     assert json.loads(json.dumps(report)) == report
     text = format_report(report)
@@ -335,11 +336,22 @@ SNAC_GROUPS = {
 }
 
 
-def _first(text: str, needle: str) -> tuple[int, int] | None:
-    at = text.find(needle)
-    if at < 0:
-        at = text.lower().find(needle.lower())
-    return (at, at + len(needle)) if needle and at >= 0 else None
+def _placed(dev: dict) -> dict[tuple[str, str, int], tuple[int, int] | None]:
+    """Where the import places each gold error (document, segment, entry number): the
+    shared locate rule, repeated (span, type) entries at successive occurrences."""
+    from app.documents.locating import locate
+
+    out = {}
+    for doc, segments in dev.items():
+        for index, segment in segments.items():
+            taken: dict[tuple[str, str], set] = {}
+            for n, error in enumerate(segment["errors"]):
+                used = taken.setdefault((error["span"].strip(), error["error_type"]), set())
+                placed = locate(segment["text"], error["span"], taken=used)
+                out[(doc, index, n)] = (placed.start, placed.end) if placed.found else None
+                if placed.found:
+                    used.add((placed.start, placed.end))
+    return out
 
 
 def _merge_overlapping(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -422,10 +434,7 @@ def _naive_agreement(rows, texts, workers, scopes):
 
 @pytest.mark.slow
 def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
-    dev_path = Path(os.environ.get("MARGINALIA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    dev_path = dev_path / "snac" / "dev.json"
-    if not dev_path.exists():
-        pytest.skip(f"shared data {dev_path} is not available")
+    dev_path = shared_file("snac", "dev.json")
     dev = json.loads(dev_path.read_text(encoding="utf-8"))
     url = f"sqlite:///{tmp_path / 'snac.db'}"
     env = {**os.environ, "DATABASE_URL": url}
@@ -460,6 +469,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     workers = ["w1", "w2", "w3"]
+    placed = _placed(dev)
     with app.app_context(), session_scope() as session:
         study = get_study(session, "snac-dev")
         kinds = {c["id"]: c["kind"] for c in study.taxonomy["categories"]}
@@ -469,7 +479,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
                 assignment, _ = open_assignment(session, study, document, worker)
                 for index, segment in segments.items():
                     for n, error in enumerate(segment["errors"]):
-                        found = _first(segment["text"], error["span"])
+                        found = placed[(doc_id, index, n)]
                         if error["votes"] < k or not found:
                             continue
                         span = {
@@ -512,43 +522,25 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     }
     assert report["progress"]["complete_documents"] == len(dev)
 
-    # gold P/R/F1: the gold is SNaC's own errors, so every worker span matches one (P = 1);
-    # recall counts the gold errors that some span of the worker matches (same category,
-    # overlapping; SceneE: a shared sentence)
-    def same_place(text, cat, a, b):
-        if scopes[cat] == "sentence":
-            return any(
-                a[0] < e and s < a[1] and b[0] < e and s < b[1] for s, e in sentence_bounds(text)
-            )
-        return a[0] < b[1] and b[0] < a[1]
-
-    gold = [
-        (doc, int(i), e["error_type"], _first(seg["text"], e["span"]))
-        for doc, segs in dev.items()
-        for i, seg in segs.items()
-        for e in seg["errors"]
-    ]
-    for worker in workers:
+    # gold P/R/F1: worker k marks exactly the gold errors with >= k votes, where the import
+    # placed them, so each of its spans is one gold error's twin (strict P = 1) and recall
+    # = those errors / all gold errors (the unplaced empty one counts, never matched)
+    total = sum(len(seg["errors"]) for segs in dev.values() for seg in segs.values())
+    for k, worker in enumerate(workers, start=1):
         mine = [r for r in rows if r["worker_id"] == worker]
-        matched = sum(
+        twins = sum(
             1
-            for doc, seg, cat, where in gold
-            if where
-            and any(
-                r["document"] == doc
-                and int(r["segment"]) == seg
-                and r["category"] == cat
-                and same_place(
-                    texts[doc, seg], cat, where, (int(r["span_start"]), int(r["span_end"]))
-                )
-                for r in mine
-            )
+            for doc, segs in dev.items()
+            for i, seg in segs.items()
+            for n, e in enumerate(seg["errors"])
+            if e["votes"] >= k and placed[(doc, i, n)]
         )
         overall = by_worker[worker]["gold"]["overall"]
-        assert overall["predicted"] == len(mine) and overall["gold"] == len(gold)
+        assert overall["predicted"] == len(mine) == twins and overall["gold"] == total
         assert overall["precision"] == 1.0
-        assert overall["recall"] == pytest.approx(matched / len(gold))
-        assert 0 < overall["recall"] <= 1
+        assert overall["recall"] == pytest.approx(twins / total)
+        lenient = by_worker[worker]["gold"]["lenient"]["overall"]
+        assert lenient["precision"] == 1.0 and lenient["recall"] == overall["recall"]
 
     # agreement: every category, group and level, recomputed naively from the CSV rows
     expected = _naive_agreement(rows, texts, workers, scopes)
@@ -559,3 +551,81 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     for name, levels in expected.items():
         for level, stat in levels.items():
             assert got[name][level] == pytest.approx(stat), (name, level)
+
+
+def test_recall_on_confident_suggestions_hand_computed(session, study):
+    """Confident = score at or above the category's stored threshold (dev precision >= 0.9);
+    categories without one say n/a and why, never a made-up threshold."""
+    from app.models import DetectorVersion
+
+    hero = session.query(Suggestion).filter_by(text="Hero").one()
+    hero.score = 0.5  # below the CharE threshold: not confident
+    calibration = {
+        "version": "1",
+        "categories": {
+            "CharE": {"label": "character", "threshold": 0.8, "dev_precision": 0.93},
+            "SceneE": {"label": "scene", "threshold": None, "reason": "dev precision never 0.9"},
+        },
+    }
+    session.add(DetectorVersion(detector="rules", version="1", calibration=calibration))
+    other = Suggestion(
+        document_id=hero.document_id,
+        segment=0,
+        start=22,
+        end=31,
+        text="the party",
+        category="CharE",
+        detector="rules",
+        detector_version="2",  # another version: the thresholds of version 1 say nothing
+    )
+    session.add(other)
+    session.commit()
+    report = study_report(session, study)
+    confident = report["detector"]["confident"]
+    assert report["detector"]["version"] == "1"
+    assert confident["CharE"] == {
+        "threshold": 0.8,
+        "detector_precision": 0.93,
+        "detector_version": "1",
+    }
+    assert confident["SceneE"]["threshold"] is None
+    assert confident["SceneE"]["reason"] == "dev precision never 0.9"
+    assert "no threshold for label 'event'" in confident["RefE"]["reason"]
+    assert confident["GramE"]["reason"] == "the detector does not suggest this category"
+    workers = {w["worker_id"]: w for w in report["workers"]}
+    # A and B each mark "Claudio" (B as "Claudio meets"): 1 of the 1 confident CharE
+    # suggestion (Claudio, counted once over two runs; Hero at 0.5 is not confident).
+    for worker in ("A", "B"):
+        sure = workers[worker]["confident_recall"]
+        assert (sure["recall"], sure["caught"], sure["total"]) == (1.0, 1, 1)
+        assert sure["per_category"]["CharE"]["detector_precision"] == 0.93
+        assert sure["per_category"]["SceneE"]["recall"] is None
+    # the old figure over all suggestions: A caught Claudio and Bob's sentence, 2 of 4
+    assert workers["A"]["suggestion_recall"]["recall"] == pytest.approx(2 / 4)
+    c = workers["C"]["confident_recall"]  # did only m1, which has no suggestions
+    assert c["recall"] is None and c["total"] == 0
+    text = format_report(report)
+    assert "recall on confident suggestions" in text and "n/a" in text
+    assert "1.00 (1/1)" in text
+
+
+def test_no_detector_version_row_means_no_threshold(session, study):
+    report = study_report(session, study)
+    reason = report["detector"]["confident"]["CharE"]["reason"]
+    assert reason == "detector version 1 has no stored thresholds"
+    assert all(w["confident_recall"]["recall"] is None for w in report["workers"])
+
+
+def test_every_reported_figure_is_defined_in_metrics_md(session, study):
+    """Each key of the report's figures appears, in backticks, in docs/METRICS.md."""
+    metrics = (ROOT / "docs" / "METRICS.md").read_text(encoding="utf-8")
+    report = study_report(session, study)
+    worker = next(w for w in report["workers"] if w["gold"])
+    keys = set(report["progress"]) | set(report["progress"]["per_document"][0])
+    keys |= set(worker) | set(worker["suggestion_recall"]) | set(worker["confident_recall"])
+    keys |= set(worker["gold"]) | set(worker["gold"]["overall"])
+    keys |= set(report["agreement"]["all"]) | set(report["agreement"]["all"]["token"])
+    keys |= set(report["detector"]) | set(report["detector"]["confident"]["CharE"])
+    keys -= {"document", "source", "gold", "documents", "worker_id", "version"}  # labels
+    missing = sorted(k for k in keys if f"`{k}`" not in metrics)
+    assert missing == [], missing

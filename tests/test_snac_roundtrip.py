@@ -1,18 +1,20 @@
 """Acceptance: the SNaC dev set round-trips through the HTTP API and the snac export.
 
 Import ``../shared/data/snac/dev.json`` as snac, replay every error with ``votes`` distinct
-workers (paired ones with their antecedent span), submit all, export snac: every (document,
-segment, span, error type) carries the same total votes as the input.
+workers (entries that repeat a span text in one segment at successive occurrences, paired
+ones with their antecedent span, in an earlier segment where that is where it is), submit
+all, export snac: the multiset of (document, segment, span, error type, votes) equals the
+input's, and each error's antecedents are the input's.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Any
 
 import pytest
 
+from app.documents.locating import locate, locate_antecedent
 from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 
 # The one error of SNaC dev that cannot be replayed: its span is empty, so there is nothing
@@ -25,20 +27,14 @@ def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
 
 
-def locate(texts: list[str], upto: int, needle: str, since: int = 0) -> dict[str, Any] | None:
-    """The first occurrence of ``needle`` in segments since..upto, as a span body."""
-    for index in range(since, upto + 1):
-        at = texts[index].find(needle)
-        if at >= 0:
-            return {"segment": index, "start": at, "end": at + len(needle), "text": needle}
-    return None
-
-
 def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
     """Which worker marks what: per document, worker number -> annotation bodies.
 
-    An error with ``votes`` v is marked by v workers; repeated (span, type) entries of a
-    segment go to further workers, so distinct-worker counts add up to the input's votes.
+    An error with ``votes`` v is marked by workers 0..v-1, at the place the shared locate
+    rule gives (entries repeating a span text and type in a segment at successive
+    occurrences); paired ones with their antecedent at the nearest earlier occurrence, in
+    this segment or an earlier one. ``expected`` is the multiset of (document, segment,
+    span, type, votes); ``antecedents`` per occurrence the antecedent texts.
     """
     marks: dict[str, dict[int, list[dict]]] = {}
     expected: Counter = Counter()
@@ -49,37 +45,44 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
         workers: dict[int, list[dict]] = defaultdict(list)
         workers[0]  # every document gets at least one (possibly empty) submission
         for index in range(len(texts)):
-            next_worker: Counter = Counter()
+            taken: dict[tuple, set] = defaultdict(set)
             for error in body[str(index)]["errors"]:
                 key = (doc, str(index), error["span"], error["error_type"])
                 if not error["span"].strip():
                     skipped.append(key)
                     continue
-                where = locate(texts, index, error["span"], since=index)
-                assert where is not None, key
+                used = taken[(error["span"], error["error_type"])]
+                placed = locate(texts[index], error["span"], taken=used)
+                assert placed.found, key
+                used.add((placed.start, placed.end))
+                where = {"segment": index, "start": placed.start, "end": placed.end}
+                where["text"] = texts[index][placed.start : placed.end]
                 listed = error.get("antecedants")
                 pairs = None
                 if listed is not None:
                     # A list shorter than votes reuses its last entry.
                     pairs = [listed[min(k, len(listed) - 1)] for k in range(error["votes"])]
-                    antecedents[key].extend(pairs)
-                first = next_worker[(error["span"], error["error_type"])]
                 for k in range(error["votes"]):
                     paired = None
                     if pairs is not None:
-                        paired = locate(texts, index, pairs[k])
-                        assert paired is not None, (key, pairs[k])
-                    workers[first + k].append(
+                        found = locate_antecedent(texts, index, placed.start, pairs[k])
+                        assert found is not None, (key, pairs[k])
+                        seg, at = found
+                        paired = {"segment": seg, "start": at.start, "end": at.end}
+                        paired["text"] = texts[seg][at.start : at.end]
+                        antecedents[(doc, str(index), placed.start, error["error_type"])].append(
+                            paired["text"]
+                        )
+                    workers[k].append(
                         {
                             **where,
                             "category": error["error_type"],
                             "paired": paired,
                             "comment": "",
-                            "client_id": f"{index}-{len(workers[first + k])}",
+                            "client_id": f"{index}-{len(workers[k])}",
                         }
                     )
-                next_worker[(error["span"], error["error_type"])] += error["votes"]
-                expected[key] += error["votes"]
+                expected[(*key, error["votes"])] += 1
         marks[doc] = dict(workers)
     return marks, expected, antecedents, skipped
 
@@ -106,7 +109,7 @@ def test_snac_dev_round_trip(app, client):
     marks, expected, antecedents, skipped = plan_marks(raw)
     assert skipped == UNREPLAYABLE
     total_input = sum(e["votes"] for d in raw.values() for s in d.values() for e in s["errors"])
-    assert sum(expected.values()) == total_input - 2  # the empty SceneE had 2 votes
+    assert sum(k[-1] * n for k, n in expected.items()) == total_input - 2  # empty SceneE: 2 votes
 
     posted = 0
     for doc, workers in marks.items():
@@ -122,7 +125,7 @@ def test_snac_dev_round_trip(app, client):
                 assert response.status_code == 201, (doc, body, response.get_json())
                 posted += 1
             assert client.post(f"/api/assignments/{token}/submit").status_code == 200
-    assert posted == sum(expected.values())
+    assert posted == sum(k[-1] * n for k, n in expected.items())
 
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
@@ -136,17 +139,26 @@ def test_snac_dev_round_trip(app, client):
     assert list(exported) == list(raw)
     got: Counter = Counter()
     got_antecedents: dict[tuple, list[str]] = {}
+    cross_segment = 0
     for doc, body in exported.items():
         assert list(body) == [str(i) for i in range(len(raw[doc]))]
         for index, segment in body.items():
             assert segment["text"] == raw[doc][index]["text"]
             for error in segment["errors"]:
-                key = (doc, index, error["span"], error["error_type"])
-                assert key not in got, f"{key} exported twice"
-                got[key] = error["votes"]
+                assert segment["text"][error["start"] : error["end"]] == error["span"]
+                got[(doc, index, error["span"], error["error_type"], error["votes"])] += 1
                 if "antecedants" in error:
-                    got_antecedents[key] = error["antecedants"]
+                    offsets = error["antecedant_offsets"]
+                    assert len(offsets) == len(error["antecedants"])
+                    for text, where in zip(error["antecedants"], offsets, strict=True):
+                        earlier = raw[doc][str(where["segment"])]["text"]
+                        assert earlier[where["start"] : where["end"]] == text
+                        cross_segment += where["segment"] < int(index)
+                    place = (doc, index, error["start"], error["error_type"])
+                    got_antecedents[place] = error["antecedants"]
+    # repeated spans of a segment stay apart: the multiset of (segment, span, type, votes)
     assert got == expected
     assert {k: sorted(v) for k, v in got_antecedents.items()} == {
         k: sorted(v) for k, v in antecedents.items()
     }
+    assert cross_segment == 31  # antecedent votes of dev that point to an earlier segment

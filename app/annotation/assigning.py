@@ -116,8 +116,8 @@ def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | Non
     if assignment.status != "submitted" or not assignment.document.is_gold:
         return None
     scores = dict(assignment.scores or {})
-    if "gold" in scores:
-        return scores["gold"]
+    if (scores.get("gold") or {}).get("rule") == "strict":
+        return scores["gold"]  # scores from before the one-to-one strict rule are redone
     from app.quality.assignment_scores import score_against_gold
 
     result = score_against_gold(session, assignment)

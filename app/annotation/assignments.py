@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
+from app.annotation.pairing import paired_values
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines, storable
 from app.errors import Conflict, InvalidInput, NotFound
@@ -236,16 +237,12 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
         "paired_start": None,
         "paired_end": None,
         "paired_text": None,
+        "paired_end_segment": None,
     }
     if category["kind"] == "paired":
         if paired is None:
             raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
-        p_segment, p_start, p_end, p_text = _span(paired, texts, "paired.")
-        if p_segment > segment or (p_segment == segment and p_start > start):
-            raise InvalidInput("the paired span must come before the annotated span, not after")
-        values.update(
-            paired_segment=p_segment, paired_start=p_start, paired_end=p_end, paired_text=p_text
-        )
+        values.update(paired_values(paired, category, texts, segment, start, _span))
     elif paired is not None:
         raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
     comment = body.get("comment") or ""
@@ -382,6 +379,8 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
             "end": annotation.paired_end,
             "text": annotation.paired_text,
         }
+        if annotation.paired_end_segment is not None:
+            paired["end_segment"] = annotation.paired_end_segment
     return {
         "id": annotation.id,
         "segment": annotation.segment,

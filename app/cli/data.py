@@ -54,6 +54,13 @@ def import_command(
         parts.append(f"{result.gold_errors} gold errors")
         if result.unlocated_gold:
             parts.append(f"{result.unlocated_gold} gold spans not found verbatim in their segment")
+        if result.ambiguous_gold:
+            parts.append(
+                f"{result.ambiguous_gold} gold spans occur more than once at word boundaries "
+                "(placed at the first free occurrence)"
+            )
+        if result.mid_word_gold:
+            parts.append(f"{result.mid_word_gold} gold spans found only inside a word")
     parts.append(f"{result.entities} entities" if result.ner_available else "no entity cues")
     if result.detection_jobs:
         parts.append(f"{result.detection_jobs} detection jobs queued")

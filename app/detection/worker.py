@@ -15,14 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.annotation.assignments import segment_texts
 from app.db import begin_write
 from app.detection import importing, jobs
 from app.detection.importing import NlpLoader
-from app.models import DetectionJob, Document, Study, Suggestion
+from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,27 @@ def store_suggestions(session: Session, document: Document, rows: list[Any]) -> 
     return len(rows)
 
 
+def record_detector_version(session: Session, detector: Any) -> DetectorVersion:
+    """The row of this detector version, made on first use with its ``calibration`` (the
+    confident thresholds it ships, ``{}`` when it has none). Never changed afterwards."""
+    name, version = str(detector.name), str(detector.version)
+    query = select(DetectorVersion).where(
+        DetectorVersion.detector == name, DetectorVersion.version == version
+    )
+    row = session.scalar(query)
+    if row is not None:
+        return row
+    row = DetectorVersion(
+        detector=name, version=version, calibration=getattr(detector, "calibration", None) or {}
+    )
+    try:
+        with session.begin_nested():  # another worker may insert the same version meanwhile
+            session.add(row)
+    except IntegrityError:
+        row = session.scalars(query).one()
+    return row
+
+
 def detect_one(session: Session, document: Document, detector: Any) -> int:
     """Run the detector over one document and store its suggestions (caller commits)."""
     from model_server.pipeline import detect_document
@@ -54,6 +75,7 @@ def detect_one(session: Session, document: Document, detector: Any) -> int:
     study = session.get(Study, document.study_id)
     assert study is not None
     rows = detect_document(segment_texts(session, document.id), detector, study.taxonomy)
+    record_detector_version(session, detector)
     return store_suggestions(session, document, rows)
 
 

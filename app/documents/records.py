@@ -9,13 +9,15 @@ from typing import Any
 
 @dataclass
 class GoldSpan:
-    """A reference error from a SNaC-format file: text, category, votes, antecedent texts."""
+    """A reference error from a SNaC-format file: text, category, votes, antecedent texts,
+    and (start, end) when the file gives offsets (our own export does)."""
 
     segment: int
     text: str
     category: str
     votes: int
     antecedents: list[str] = field(default_factory=list)
+    offsets: tuple[int, int] | None = None
 
 
 @dataclass

@@ -9,6 +9,7 @@ On SQLite that keeps the write lock for seconds even for 300,000 segments (see
 from __future__ import annotations
 
 import time
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -17,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from app.documents.locating import Placement, locate
 from app.documents.records import DocumentInput, GoldSpan
 from app.errors import InvalidInput
 from app.models import DetectionJob, Document, Entity, EntityMention, GoldError, Segment, Study
@@ -34,6 +36,8 @@ class ImportResult:
     detection_jobs: int
     ner_available: bool
     lock_seconds: float = 0.0
+    ambiguous_gold: int = 0
+    mid_word_gold: int = 0
 
 
 @dataclass
@@ -46,6 +50,7 @@ class PreparedImport:
     entity_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     mention_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     ner_available: bool = False
+    placed: Counter[str] = field(default_factory=Counter)
 
 
 def _chunks(rows: list[dict[str, Any]], size: int = CHUNK_ROWS) -> Iterator[list[dict[str, Any]]]:
@@ -54,26 +59,37 @@ def _chunks(rows: list[dict[str, Any]], size: int = CHUNK_ROWS) -> Iterator[list
         yield chunk
 
 
-def _locate(text: str, span: str) -> tuple[int, int] | None:
-    """First occurrence of ``span`` in ``text`` (exact, then case-insensitive); None for an
-    empty span (SNaC's release has one), which has no place."""
-    if not span.strip():
+def _given(text: str, span: GoldSpan) -> Placement | None:
+    """The file's own offsets, when it gives some that hold the span's text."""
+    if span.offsets is None:
         return None
-    at = text.find(span)
-    if at < 0:
-        at = text.lower().find(span.lower())
-    return (at, at + len(span)) if at >= 0 else None
+    start, end = span.offsets
+    if 0 <= start < end <= len(text) and text[start:end] == span.text:
+        return Placement(start, end, "unique")
+    return None
 
 
-def _gold_rows(segments: list[str], gold: list[GoldSpan]) -> list[dict[str, Any]]:
+def _gold_rows(
+    segments: list[str], gold: list[GoldSpan], outcomes: Counter[str]
+) -> list[dict[str, Any]]:
+    """Gold rows placed by :func:`app.documents.locating.locate` (entries repeating a span
+    text and category in a segment at successive occurrences); ``outcomes`` counts how
+    each was placed."""
     rows = []
+    taken: dict[tuple[int, str, str], set[tuple[int, int]]] = defaultdict(set)
     for span in gold:
-        where = _locate(segments[span.segment], span.text)
+        used = taken[(span.segment, span.text.strip(), span.category)]
+        where = _given(segments[span.segment], span) or locate(
+            segments[span.segment], span.text, taken=used
+        )
+        outcomes[where.outcome] += 1
+        if where.found:
+            used.add((where.start, where.end))  # type: ignore[arg-type]
         rows.append(
             {
                 "segment": span.segment,
-                "start": where[0] if where else None,
-                "end": where[1] if where else None,
+                "start": where.start,
+                "end": where.end,
                 "text": span.text,
                 "category": span.category,
                 "votes": span.votes,
@@ -102,7 +118,9 @@ def prepare_import(
         check_gold_categories(study, documents)
     prepared = PreparedImport(documents=documents, gold=gold, ner_available=bool(entities))
     for document in documents:
-        prepared.gold_rows.append(_gold_rows(document.segments, document.gold) if gold else [])
+        prepared.gold_rows.append(
+            _gold_rows(document.segments, document.gold, prepared.placed) if gold else []
+        )
     for result in entities:
         prepared.entity_rows.append(
             [
@@ -242,5 +260,7 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         unlocated_gold=sum(1 for g in gold if g["start"] is None),
         detection_jobs=jobs,
         ner_available=prepared.ner_available,
+        ambiguous_gold=prepared.placed["ambiguous"],
+        mid_word_gold=prepared.placed["mid_word"],
         lock_seconds=time.perf_counter() - started,
     )

@@ -31,6 +31,7 @@ CATEGORY_FIELDS = {
     "shortcut",
     "detector_label",
     "paired_prompt",
+    "pair_across_segments",
 }
 GROUP_FIELDS = {"id", "label", "description"}
 TOP_FIELDS = {"name", "version", "description", "instructions", "groups", "categories"}
@@ -193,10 +194,13 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
     color = _text(item.get("color"), loc, f"{path}.color", required=False)
     if color and not COLOR_PATTERN.match(color):
         raise loc.fail(f"{path}.color", f"bad colour {color!r} (use #rgb or #rrggbb)")
+    across = item.get("pair_across_segments", False)
+    if not isinstance(across, bool):
+        raise loc.fail(f"{path}.pair_across_segments", "must be true or false")
     shortcut = _text(item.get("shortcut"), loc, f"{path}.shortcut", required=False).lower()
     if shortcut and (len(shortcut) != 1 or shortcut not in SHORTCUTS):
         raise loc.fail(f"{path}.shortcut", f"bad shortcut {shortcut!r} (one letter or digit)")
-    return {
+    category = {
         "id": cid,
         "label": _text(item.get("label"), loc, f"{path}.label", required=True),
         "group": group,
@@ -218,6 +222,9 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
             default="Now select the earlier span it relates to.",
         ),
     }
+    if across and kind == "paired":  # only when set: other taxonomies' snapshots stay as they were
+        category["pair_across_segments"] = True
+    return category
 
 
 def _fill_defaults(categories: list[dict[str, Any]], loc: _Located) -> None:

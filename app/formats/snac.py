@@ -1,7 +1,9 @@
 """SNaC's release format, both ways: ``{"doc-id": {"0": {"text": ..., "errors": [...]}}}``.
 
-Read: documents, and with ``--gold`` their errors as gold spans. Written: every submitted
-assignment's live annotations aggregated the way the release is (votes, ``antecedants``).
+Read: documents, and with ``--gold`` their errors as gold spans (at ``start``/``end`` when
+a file gives them and they fit the text, as our own export does). Written: every submitted
+assignment's live annotations aggregated by occurrence (votes, ``start``/``end``,
+``antecedants`` with ``antecedant_offsets``), a superset of the release's shape.
 """
 
 from __future__ import annotations
@@ -46,7 +48,13 @@ def gold_errors(errors: Any, problem: Problem, doc: str, index: int) -> list[Gol
         antecedents = error.get("antecedants", error.get("antecedents", [])) or []
         if not isinstance(antecedents, list) or not all(isinstance(a, str) for a in antecedents):
             raise problem(f'error {span[:40]!r} has bad "antecedants"', doc, index)
-        spans.append(GoldSpan(index, span, category, votes, list(antecedents)))
+        start, end = error.get("start"), error.get("end")
+        offsets = None
+        if start is not None or end is not None:
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+                raise problem(f'error {span[:40]!r} has bad "start"/"end"', doc, index)
+            offsets = (start, end)
+        spans.append(GoldSpan(index, span, category, votes, list(antecedents), offsets))
     return spans
 
 
@@ -74,30 +82,51 @@ def parse(data: Any, problem: Problem) -> list[DocumentInput]:
     return documents
 
 
-def document_errors(
-    texts: list[str], marks: list[tuple[str, int, str, str, str | None]]
-) -> dict[str, Any]:
-    """Aggregate one document's (worker, segment, span, category, paired text) marks.
+Mark = tuple[
+    str, int, int, int, str, str, int | None, int | None, int | None, str | None, int | None
+]
+"""(worker, segment, start, end, span text, category, paired segment, start, end, text,
+paired end segment)."""
 
-    Identical (span text, category) pairs in a segment merge; ``votes`` counts the distinct
-    workers who marked them; paired categories list each of those workers' earlier span in
-    ``antecedants`` (SNaC's spelling).
+
+def document_errors(texts: list[str], marks: list[Mark]) -> dict[str, Any]:
+    """Aggregate one document's marks the way SNaC's release does, by occurrence.
+
+    Marks of the same occurrence (segment, start, end, category) merge; ``votes`` counts
+    the distinct workers who marked it; each error also carries ``start``/``end``; paired
+    categories list each of those workers' earlier span in ``antecedants`` (SNaC's
+    spelling) and, in the same order, its place in ``antecedant_offsets``
+    (``{"segment", "start", "end"}``, plus ``"end_segment"`` when it runs on into later
+    segments, see ``app/annotation/pairing.py``). Two workers marking different occurrences of the
+    same text stay two errors.
     """
-    merged: dict[tuple[int, str, str], dict[str, Any]] = {}
-    for worker, segment, span, category, paired_text in marks:
-        entry = merged.setdefault((segment, span, category), {"workers": {}, "paired": False})
+    merged: dict[tuple[int, int, int, str], dict[str, Any]] = {}
+    for worker, segment, start, end, span, category, p_seg, p_start, p_end, p_text, p_to in marks:
+        entry = merged.setdefault(
+            (segment, start, end, category), {"span": span, "workers": {}, "paired": False}
+        )
         if worker not in entry["workers"]:
-            entry["workers"][worker] = paired_text
-        entry["paired"] = entry["paired"] or paired_text is not None
+            paired = None
+            if p_text is not None:
+                where: dict[str, Any] = {"segment": p_seg, "start": p_start, "end": p_end}
+                if p_to is not None:
+                    where["end_segment"] = p_to
+                paired = (p_text, where)
+            entry["workers"][worker] = paired
+        entry["paired"] = entry["paired"] or p_text is not None
     document: dict[str, Any] = {str(i): {"text": t, "errors": []} for i, t in enumerate(texts)}
-    for (segment, span, category), entry in merged.items():
+    for (segment, start, end, category), entry in merged.items():
         error: dict[str, Any] = {
-            "span": span,
+            "span": entry["span"],
             "error_type": category,
             "votes": len(entry["workers"]),
+            "start": start,
+            "end": end,
         }
         if entry["paired"]:
-            error["antecedants"] = [p for p in entry["workers"].values() if p is not None]
+            pairs = [p for p in entry["workers"].values() if p is not None]
+            error["antecedants"] = [text for text, _ in pairs]
+            error["antecedant_offsets"] = [where for _, where in pairs]
         document[str(segment)]["errors"].append(error)
     return document
 
@@ -129,9 +158,15 @@ def build(session: Session, study: Study) -> dict[str, Any]:
             select(
                 Assignment.worker_id,
                 Annotation.segment,
+                Annotation.start,
+                Annotation.end,
                 Annotation.text,
                 Annotation.category,
+                Annotation.paired_segment,
+                Annotation.paired_start,
+                Annotation.paired_end,
                 Annotation.paired_text,
+                Annotation.paired_end_segment,
             )
             .join(Assignment, Assignment.id == Annotation.assignment_id)
             .where(
@@ -141,7 +176,7 @@ def build(session: Session, study: Study) -> dict[str, Any]:
             )
             .order_by(Annotation.segment, Annotation.start, Annotation.id)
         ).all()
-        result[document.external_id] = document_errors(texts, [tuple(m) for m in marks])
+        result[document.external_id] = document_errors(texts, [tuple(m) for m in marks])  # type: ignore[misc]
     return result
 
 

@@ -6,21 +6,30 @@ in the report; active assignments appear only in the progress counts.
 
 from __future__ import annotations
 
-import io
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document, GoldError, Segment, Study, Suggestion
-from app.quality.agreement import LEVELS, NORMALISED, agreement_report, groups_from_taxonomy
+from app.models import (
+    Annotation,
+    Assignment,
+    DetectorVersion,
+    Document,
+    GoldError,
+    Segment,
+    Study,
+    Suggestion,
+)
+from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.confident import confident_recall, confident_thresholds, main_version
+from app.quality.report_text import format_report
+
+__all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
     Span,
     TextKey,
@@ -55,10 +64,17 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
       the worker's submitted assignments of (submitted_at - created_at) / segments; None
       without any), ``conditions`` (sorted, e.g. assisted/unassisted), ``suggestion_recall``
-      (:func:`app.quality.scoring.suggestion_recall` over the suggestions of the documents done,
-      identical suggestions from repeated detector runs counted once) and ``gold`` (None
-      unless the worker did gold documents, else ``documents`` plus
-      :func:`app.quality.scoring.precision_recall_f1`'s ``per_category`` and ``overall``).
+      (the share of *all* suggestions marked, capped by the detector's precision:
+      :func:`app.quality.scoring.suggestion_recall` over the suggestions of the documents done,
+      identical suggestions from repeated detector runs counted once),
+      ``confident_recall`` (recall on the confident suggestions,
+      :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
+      did gold documents, else ``documents`` plus
+      :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
+      ``overall``, ``lenient`` and ``sentence``).
+    * ``detector``: ``version`` (the detector version most suggestions came from, None
+      without suggestions) and ``confident``: per category the ``threshold`` and the
+      detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments, per taxonomy category and group.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
@@ -132,6 +148,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             )
 
     suggestions: dict[str, list[Span]] = defaultdict(list)
+    versions: dict[int, str] = {}
     for sug in session.scalars(
         select(Suggestion)
         .join(Document, Suggestion.document_id == Document.id)
@@ -140,8 +157,32 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     ):
         doc = external[sug.document_id]
         suggestions[doc].append(
-            Span(doc, sug.segment, sug.start, sug.end, sug.category, sug.detector, sug.text, sug.id)
+            Span(
+                doc,
+                sug.segment,
+                sug.start,
+                sug.end,
+                sug.category,
+                sug.detector,
+                sug.text,
+                sug.id,
+                sug.score,
+            )
         )
+        versions[sug.id] = sug.detector_version
+    version = main_version((s for spans in suggestions.values() for s in spans), versions)
+    calibrations = {
+        row.version: row.calibration or {}
+        for row in session.scalars(
+            select(DetectorVersion).where(DetectorVersion.version == version)
+        )
+    }
+    thresholds = confident_thresholds(taxonomy, version, calibrations)
+    # thresholds belong to one detector version: only its suggestions can be confident
+    calibrated = {
+        doc: [s for s in spans if versions.get(s.ref or -1) == version]
+        for doc, spans in suggestions.items()
+    }
 
     gold: dict[str, list[Span]] = defaultdict(list)
     for err in session.scalars(
@@ -178,6 +219,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             texts,
             scopes,
             category_ids,
+            (thresholds, calibrated),
         ),
         "agreement": agreement_report(
             [span for spans in worker_spans.values() for span in spans],
@@ -188,6 +230,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             scopes=scopes,
         ),
         "categories": _distribution(documents, submitted, by_assignment, category_ids),
+        "detector": {"version": version, "confident": thresholds},
     }
 
 
@@ -243,7 +286,9 @@ def _workers(
     texts: Mapping[TextKey, str],
     scopes: Mapping[str, str],
     category_ids: list[str],
+    confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
 ) -> list[dict[str, Any]]:
+    thresholds, calibrated = confident
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
@@ -285,6 +330,13 @@ def _workers(
                     scopes=scopes,
                     categories=category_ids,
                 ),
+                "confident_recall": confident_recall(
+                    spans,
+                    [s for doc in docs for s in calibrated.get(doc, [])],
+                    thresholds,
+                    texts=texts,
+                    scopes=scopes,
+                ),
                 "gold": gold_score,
             }
         )
@@ -313,129 +365,3 @@ def _distribution(
             for src in sorted({source[doc.id] for doc in documents})
         },
     }
-
-
-# --- terminal --------------------------------------------------------------------------
-
-
-def _row(table: Table, *cells: Any) -> None:
-    """Add a row of plain text (no rich markup: ids like "[x]" stay as they are)."""
-    table.add_row(*(Text(str(cell)) for cell in cells))
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.0f}%"
-
-
-def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
-    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )
-    study, progress = report["study"], report["progress"]
-    counts = progress["assignments"]
-    console.print(
-        f"Study {study['slug']}: {study['title']} ({study['taxonomy']}, "
-        f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
-    )
-    console.print(
-        f"Documents {progress['documents']} ({progress['gold_documents']} gold), "
-        f"complete {progress['complete_documents']}; assignments {counts['total']}: "
-        f"submitted {counts['submitted']}, active {counts['active']}"
-    )
-
-    docs = Table(title="Progress per document")
-    for column in ("document", "source", "segments", "submitted", "active", "needed", "complete"):
-        docs.add_column(column)
-    for row in progress["per_document"][:max_documents]:
-        _row(
-            docs,
-            row["document"] + (" (gold)" if row["gold"] else ""),
-            row["source"],
-            str(row["segments"]),
-            str(row["submitted"]),
-            str(row["active"]),
-            str(row["needed"]),
-            "yes" if row["complete"] else "no",
-        )
-    console.print(docs)
-    if len(progress["per_document"]) > max_documents:
-        console.print(f"... and {len(progress['per_document']) - max_documents} more documents")
-
-    workers = Table(title="Workers")
-    for column in (
-        "worker",
-        "docs",
-        "active",
-        "annotations",
-        "s/segment",
-        "suggestion recall",
-        "gold P",
-        "gold R",
-        "gold F1",
-    ):
-        workers.add_column(column)
-    for row in report["workers"]:
-        rec, gold = row["suggestion_recall"], row["gold"]
-        overall = gold["overall"] if gold else {}
-        _row(
-            workers,
-            row["worker_id"],
-            str(row["documents_done"]),
-            str(row["documents_active"]),
-            str(row["annotations"]),
-            _num(row["seconds_per_segment"], 1),
-            f"{_num(rec['recall'])} ({rec['caught']}/{rec['total']})",
-            _num(overall.get("precision")),
-            _num(overall.get("recall")),
-            _num(overall.get("f1")),
-        )
-    console.print(workers)
-
-    agreement = report["agreement"]
-    table = Table(
-        title=f"Agreement: Krippendorff's alpha / two-agree % "
-        f"({agreement['workers']} workers, {agreement['documents']} shared documents)"
-    )
-    table.add_column("category")
-    variants = (*LEVELS, NORMALISED)
-    short = {"token": "tok", "sentence": "sent", "segment": "seg", NORMALISED: "tok-norm"}
-    for variant in variants:
-        table.add_column(f"α {short[variant]}", justify="right")
-    for variant in variants:
-        table.add_column(f"2-agree {short[variant]}", justify="right")
-    rows = [
-        *agreement["per_category"].items(),
-        *((f"[{g}]", v) for g, v in agreement["per_group"].items()),
-        ("[all]", agreement["all"]),
-    ]
-    for name, stats in rows:
-        _row(
-            table,
-            name,
-            *(_num(stats[v]["alpha"]) for v in variants),
-            *(_pct(stats[v]["two_agree"]) for v in variants),
-        )
-    console.print(table)
-
-    categories = report["categories"]
-    dist = Table(title=f"Annotations per category ({categories['total']} in all)")
-    dist.add_column("category")
-    dist.add_column("all")
-    for src in categories["per_source"]:
-        dist.add_column(src or "(no source)")
-    for cat, count in categories["overall"].items():
-        _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
-    console.print(dist)
-    return buffer.getvalue()

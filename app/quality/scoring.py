@@ -1,151 +1,79 @@
-"""Span matching and scores: overlap ("ov."), per-category P/R/F1, recall against suggestions.
+"""Scores of a worker's spans: P/R/F1 against gold (strict, lenient, sentence level) and
+recall against detector suggestions.
 
-Definitions (all offsets are code-point offsets into one segment's text, end exclusive):
+* Matching is one-to-one (:mod:`app.quality.matching`): **strict** (same category, token
+  IoU ≥ 0.5; sentence IoU ≥ 0.5 for sentence-scope categories) is the rule of the
+  top-level figures and of qualification; **lenient** (same category, any overlap; a
+  shared sentence for sentence-scope categories) is reported beside it.
+* Precision of category c = matched worker spans of c / worker spans of c; recall =
+  matched gold spans of c / gold spans of c (with a one-to-one matching both numerators
+  are the number of matched pairs); F1 = 2PR/(P+R). Overall figures pool the counts of
+  every category (micro average).
+* **Sentence level** (SNaC's Table 6/11 projection, :func:`app.quality.matching.sentence_labels`):
+  the same P/R/F1 over (sentence, category) labels instead of spans.
+* A **suggestion is caught** when the lenient matching pairs it with a worker span (one
+  worker span catches at most one suggestion). Recall over suggestions = caught / suggestions.
 
-* Two spans **overlap** when they are in the same document and segment, both have offsets,
-  and their half-open ranges intersect: ``a.start < b.end and b.start < a.end``. Touching
-  spans (``a.end == b.start``) do not overlap; a span nested inside another does; an empty
-  span (``start == end``) overlaps nothing. This is the lenient "any overlap" criterion
-  (our reading of SNaC's "ov." column: a predicted span counts when it overlaps a reference
-  span of the same error type).
-* For a category whose taxonomy ``scope`` is ``"sentence"`` (SNaC's SceneE), two spans
-  match when they touch at least one common sentence of the same segment (sentences from
-  :func:`sentence_bounds`), whatever their exact boundaries.
-* A span **matches** another when both have the same category and they overlap in that
-  sense. Matching is many-to-many: one long worker span can match several gold spans.
-* Precision of category c = worker spans of c that match at least one gold span of c,
-  divided by the worker's spans of c; recall = gold spans of c matched by at least one
-  worker span, divided by the gold spans of c; F1 = 2PR/(P+R). The overall figures pool
-  the counts of every category (micro average).
-* A **suggestion is caught** when the worker has a span that matches it (same category,
-  overlapping; same sentence for sentence-scope categories). Recall = caught / suggestions.
-
-Tokens and sentences are found by regular expressions only (deterministic, no model):
-
-* tokens: ``\\w+(?:['’]\\w+)*`` (a word, with inner apostrophes: "don't", "Leonato's") or
-  any single other non-space character (punctuation), see :data:`TOKEN_PATTERN`;
-* sentences: a sentence ends after ``.``, ``!``, ``?`` or ``…`` (plus closing quotes or
-  brackets) when whitespace and then a capital letter, digit or opening quote follow, or
-  at a line break; a ``.`` after a common abbreviation ("Mr.", "Dr.", "e.g.") or a single
-  letter (an initial: "J.") does not end one. Sentences are stripped of surrounding space.
+Offsets are code points into one segment's text, end exclusive; gold spans without
+offsets are placed by :func:`app.documents.locating.locate` first.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 from typing import Any
 
-from app.documents.segmenting import sentence_spans
+from app.documents.locating import locate
+from app.quality.matching import eligible, match, sentence_labels
+from app.quality.spans import (
+    TOKEN_PATTERN,
+    Span,
+    TextKey,
+    sentence_bounds,
+    sentence_ids,
+    span_to_dict,
+    token_bounds,
+    widen_to_sentences,
+)
 
-TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
-TextKey = tuple[str, int]
-"""A segment's key: (document id, segment index)."""
-
-
-@dataclass(frozen=True)
-class Span:
-    """One marked stretch of a segment.
-
-    ``source`` says whose span it is: a worker id for workers' annotations, ``"gold"`` for
-    reference errors, a detector name for suggestions. ``start``/``end`` may be ``None``
-    for gold spans known by their text only (see :func:`locate_spans`). ``ref`` optionally
-    carries a database id (annotation, gold error or suggestion) back to the caller.
-    """
-
-    document: str
-    segment: int
-    start: int | None
-    end: int | None
-    category: str
-    source: str = ""
-    text: str = ""
-    ref: int | None = None
-
-    @property
-    def key(self) -> TextKey:
-        return (self.document, self.segment)
-
-    @property
-    def located(self) -> bool:
-        """Has offsets and covers at least one character."""
-        return self.start is not None and self.end is not None and self.start < self.end
-
-
-def span_to_dict(span: Span) -> dict[str, Any]:
-    """A JSON-ready dict of a span (keys: the dataclass fields)."""
-    return asdict(span)
-
-
-# --- text units ------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=8192)
-def token_bounds(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each token of ``text`` (see :data:`TOKEN_PATTERN`)."""
-    return tuple(m.span() for m in TOKEN_PATTERN.finditer(text))
-
-
-def sentence_bounds(text: str) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each sentence of ``text`` (the splitter of :mod:`app.documents.segmenting`)."""
-    return sentence_spans(text)
-
-
-def sentence_ids(text: str, start: int, end: int) -> frozenset[int]:
-    """Indices of the sentences of ``text`` that the range [start, end) overlaps."""
-    return frozenset(i for i, (s, e) in enumerate(sentence_bounds(text)) if start < e and s < end)
-
-
-def widen_to_sentences(text: str, start: int, end: int) -> tuple[int, int]:
-    """The smallest range of whole sentences covering [start, end) (unchanged if none)."""
-    touched = [(s, e) for s, e in sentence_bounds(text) if start < e and s < end]
-    if not touched:
-        return start, end
-    return min(start, touched[0][0]), max(end, touched[-1][1])
-
-
-# --- locating text-only spans ----------------------------------------------------------
-
-
-def locate(text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
-    """Offsets of the first occurrence of ``needle`` in ``text`` at or after ``start``.
-
-    Tries an exact match first, then a case-insensitive one in which any run of whitespace
-    in ``needle`` matches any run of whitespace in ``text``. ``None`` if absent.
-    """
-    needle = needle.strip()
-    if not needle:
-        return None
-    found = text.find(needle, start)
-    if found >= 0:
-        return found, found + len(needle)
-    pattern = r"\s+".join(re.escape(part) for part in needle.split())
-    match = re.compile(pattern, re.IGNORECASE).search(text, start)
-    if match:
-        return match.span()
-    return None
+__all__ = [
+    "TOKEN_PATTERN",
+    "Span",
+    "TextKey",
+    "locate_spans",
+    "matches",
+    "overlaps",
+    "precision_recall_f1",
+    "scopes_from_taxonomy",
+    "sentence_bounds",
+    "sentence_ids",
+    "span_to_dict",
+    "suggestion_recall",
+    "token_bounds",
+    "widen_to_sentences",
+]
 
 
 def locate_spans(spans: Iterable[Span], texts: Mapping[TextKey, str]) -> list[Span]:
-    """Fill in missing offsets from each span's text (first occurrence in its segment).
+    """Fill in missing offsets from each span's text (:func:`app.documents.locating.locate`;
+    repeats of a text and category in a segment go to successive occurrences).
 
     Spans that already have offsets, or whose text cannot be found, are returned as they
     are (an unlocated span matches nothing, so it still counts against recall).
     """
     out = []
+    taken: dict[tuple[TextKey, str, str], set[tuple[int, int]]] = defaultdict(set)
     for span in spans:
         if (span.start is None or span.end is None) and span.key in texts:
-            found = locate(texts[span.key], span.text)
-            if found:
-                span = replace(span, start=found[0], end=found[1])
+            used = taken[(span.key, span.text.strip(), span.category)]
+            found = locate(texts[span.key], span.text, taken=used)
+            if found.start is not None and found.end is not None:
+                used.add((found.start, found.end))
+                span = replace(span, start=found.start, end=found.end)
         out.append(span)
     return out
-
-
-# --- matching --------------------------------------------------------------------------
 
 
 def scopes_from_taxonomy(snapshot: Mapping[str, Any]) -> dict[str, str]:
@@ -170,37 +98,10 @@ def matches(
     *,
     texts: Mapping[TextKey, str] | None = None,
     scopes: Mapping[str, str] | None = None,
+    rule: str = "lenient",
 ) -> bool:
-    """Same category and overlapping; for sentence-scope categories, a shared sentence.
-
-    The sentence rule needs the segment's text in ``texts``; without it, plain overlap.
-    """
-    if a.category != b.category or a.key != b.key or not (a.located and b.located):
-        return False
-    scope = (scopes or {}).get(a.category, "span")
-    if scope == "sentence" and texts is not None and a.key in texts:
-        text = texts[a.key]
-        return bool(sentence_ids(text, a.start, a.end) & sentence_ids(text, b.start, b.end))  # type: ignore[arg-type]
-    return overlaps(a, b)
-
-
-def _matched_flags(
-    left: Sequence[Span],
-    right: Sequence[Span],
-    texts: Mapping[TextKey, str] | None,
-    scopes: Mapping[str, str] | None,
-) -> list[bool]:
-    """For each span of ``left``, whether some span of ``right`` matches it."""
-    by_place: dict[tuple[str, int, str], list[Span]] = defaultdict(list)
-    for span in right:
-        by_place[(span.document, span.segment, span.category)].append(span)
-    return [
-        any(
-            matches(span, other, texts=texts, scopes=scopes)
-            for other in by_place.get((span.document, span.segment, span.category), ())
-        )
-        for span in left
-    ]
+    """Whether the pair is eligible under ``rule`` (:func:`app.quality.matching.eligible`)."""
+    return eligible(a, b, rule, texts=texts, scopes=scopes)
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
@@ -230,6 +131,65 @@ def _prf_entry(matched_pred: int, n_pred: int, matched_gold: int, n_gold: int) -
     }
 
 
+def _table(
+    predicted: Sequence[Any],
+    gold: Sequence[Any],
+    matched_pred: Sequence[bool],
+    matched_gold: Sequence[bool],
+    category_of: Any,
+    categories: Sequence[str],
+) -> dict[str, Any]:
+    per_category = {}
+    for cat in categories:
+        per_category[cat] = _prf_entry(
+            sum(f for p, f in zip(predicted, matched_pred, strict=True) if category_of(p) == cat),
+            sum(1 for p in predicted if category_of(p) == cat),
+            sum(f for g, f in zip(gold, matched_gold, strict=True) if category_of(g) == cat),
+            sum(1 for g in gold if category_of(g) == cat),
+        )
+    overall = _prf_entry(sum(matched_pred), len(predicted), sum(matched_gold), len(gold))
+    return {"per_category": per_category, "overall": overall}
+
+
+def _span_table(
+    predicted: Sequence[Span],
+    gold: Sequence[Span],
+    rule: str,
+    texts: Mapping[TextKey, str] | None,
+    scopes: Mapping[str, str] | None,
+    categories: Sequence[str],
+) -> dict[str, Any]:
+    pairs = match(predicted, gold, rule, texts=texts, scopes=scopes)
+    left, right = {i for i, _ in pairs}, {j for _, j in pairs}
+    return _table(
+        predicted,
+        gold,
+        [i in left for i in range(len(predicted))],
+        [j in right for j in range(len(gold))],
+        lambda span: span.category,
+        categories,
+    )
+
+
+def _sentence_table(
+    predicted: Sequence[Span],
+    gold: Sequence[Span],
+    texts: Mapping[TextKey, str],
+    categories: Sequence[str],
+) -> dict[str, Any]:
+    flagged = sorted(sentence_labels(predicted, texts))
+    positive = sorted(sentence_labels(gold, texts))
+    flagged_set, positive_set = set(flagged), set(positive)
+    return _table(
+        flagged,
+        positive,
+        [label in positive_set for label in flagged],
+        [label in flagged_set for label in positive],
+        lambda label: label[3],
+        categories,
+    )
+
+
 def precision_recall_f1(
     predicted: Iterable[Span],
     gold: Iterable[Span],
@@ -242,27 +202,31 @@ def precision_recall_f1(
 
     Pass only the spans of the documents being scored (a worker's spans on the gold
     documents they did, and those documents' gold spans). Gold spans without offsets are
-    located in ``texts`` first. Returns ``{"per_category": {cat: entry}, "overall": entry}``
-    where an entry has ``predicted``, ``gold``, ``matched_predicted``, ``matched_gold``
-    (counts), ``precision`` (None without predictions), ``recall`` (None without gold) and
-    ``f1`` (undefined P or R count as 0; None when both counts are 0). ``categories`` lists
-    the categories to report (default: every category seen, sorted).
+    located in ``texts`` first. Returns::
+
+        {"rule": "strict", "per_category": {cat: entry}, "overall": entry,   # strict rule
+         "lenient": {"per_category", "overall"},                            # any overlap
+         "sentence": {"per_category", "overall"} or None}                   # SNaC sentences
+
+    An entry has ``predicted``, ``gold``, ``matched_predicted``, ``matched_gold``
+    (counts; spans, or (sentence, category) labels at sentence level), ``precision``
+    (None without predictions), ``recall`` (None without gold) and ``f1`` (undefined P
+    or R count as 0; None when both counts are 0). ``categories`` lists the categories to
+    report (default: every category seen, sorted). ``sentence`` is None without ``texts``.
     """
     predicted = list(predicted)
     gold = locate_spans(gold, texts) if texts is not None else list(gold)
-    pred_flags = _matched_flags(predicted, gold, texts, scopes)
-    gold_flags = _matched_flags(gold, predicted, texts, scopes)
     if categories is None:
         categories = sorted({s.category for s in predicted} | {s.category for s in gold})
-    per_category: dict[str, dict[str, Any]] = {}
-    for cat in categories:
-        mp = sum(f for s, f in zip(predicted, pred_flags, strict=True) if s.category == cat)
-        np_ = sum(1 for s in predicted if s.category == cat)
-        mg = sum(f for s, f in zip(gold, gold_flags, strict=True) if s.category == cat)
-        ng = sum(1 for s in gold if s.category == cat)
-        per_category[cat] = _prf_entry(mp, np_, mg, ng)
-    overall = _prf_entry(sum(pred_flags), len(predicted), sum(gold_flags), len(gold))
-    return {"per_category": per_category, "overall": overall}
+    strict = _span_table(predicted, gold, "strict", texts, scopes, categories)
+    return {
+        "rule": "strict",
+        **strict,
+        "lenient": _span_table(predicted, gold, "lenient", texts, scopes, categories),
+        "sentence": _sentence_table(predicted, gold, texts, categories)
+        if texts is not None
+        else None,
+    }
 
 
 def _distinct(spans: Iterable[Span]) -> list[Span]:
@@ -287,7 +251,8 @@ def suggestion_recall(
 ) -> dict[str, Any]:
     """How many detector suggestions the worker caught, overall and per category.
 
-    A suggestion is caught when a worker span matches it (:func:`matches`). Pass the
+    A suggestion is caught when the lenient one-to-one matching pairs it with a worker
+    span (:func:`app.quality.matching.match`). Pass the
     suggestions of the documents the worker did; suggestions at the same place (document,
     segment, start, end, category), e.g. from repeated detector runs, count once (the
     first one given is kept). Returns a JSON-ready dict::
@@ -299,7 +264,10 @@ def suggestion_recall(
     ``recall`` is None when there were no suggestions.
     """
     suggestions = _distinct(suggestions)
-    flags = _matched_flags(suggestions, list(worker_spans), texts, scopes)
+    caught_indices = {
+        j for _, j in match(list(worker_spans), suggestions, "lenient", texts=texts, scopes=scopes)
+    }
+    flags = [j in caught_indices for j in range(len(suggestions))]
     if categories is None:
         categories = sorted({s.category for s in suggestions})
     per_category = {}

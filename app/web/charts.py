@@ -127,7 +127,7 @@ def has_recall(workers: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Markup:
-    """Per worker: recall against the detector's suggestions and, with gold, F1 on gold."""
+    """Per worker: the share of the detector's suggestions marked and, with gold, strict F1."""
     label_w = min(LABEL_W, 24 + 7 * max((len(r["worker_id"]) for r in workers), default=8))
     plot = width - label_w - 50
     body = []
@@ -137,8 +137,8 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
         gold = ((row.get("gold") or {}).get("overall") or {}).get("f1")
         body.append(_text(label_w - 8, y + 13, _clip(row["worker_id"]), "axis-label", "end"))
         bars = [
-            ("suggestions", rec, "#2457a6", "recall of suggestions"),
-            ("gold", gold, "#1f7a3f", "F1 on gold"),
+            ("suggestions", rec, "#2457a6", "suggestions marked"),
+            ("gold", gold, "#1f7a3f", "strict F1 on gold"),
         ]
         for j, (_key, value, color, what) in enumerate(bars):
             by = y + j * 11
@@ -167,16 +167,24 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
         body.append(_text(x, y + 12, f"{k}%", "tick", "middle"))
     legend_y = y + 26
     body.append(_rect(label_w, legend_y, 12, 9, "#2457a6"))
-    body.append(_text(label_w + 16, legend_y + 9, "recall of the detector's suggestions", "legend"))
+    body.append(
+        _text(label_w + 16, legend_y + 9, "share of the detector's suggestions marked", "legend")
+    )
     body.append(_rect(label_w + 260, legend_y, 12, 9, "#1f7a3f"))
-    body.append(_text(label_w + 276, legend_y + 9, "F1 against gold", "legend"))
+    body.append(_text(label_w + 276, legend_y + 9, "F1 against gold (strict)", "legend"))
     desc = "; ".join(
-        f"{r['worker_id']}: suggestion recall "
+        f"{r['worker_id']}: suggestions marked "
         f"{(r.get('suggestion_recall') or {}).get('recall')}, gold F1 "
         f"{((r.get('gold') or {}).get('overall') or {}).get('f1')}"
         for r in workers
     )
-    return _svg(int(legend_y + 16), "Recall per worker", desc or "no workers yet", body, width)
+    return _svg(
+        int(legend_y + 16),
+        "Suggestions marked and gold F1 per worker",
+        desc or "no workers yet",
+        body,
+        width,
+    )
 
 
 def legend(categories: Sequence[Mapping[str, Any]]) -> Markup:

@@ -104,7 +104,7 @@ function offsetIn(root, node, offset) {
  * The current selection as {segment, start, end} (UTF-16 units) inside one .seg-text under
  * `scope`, or {error} when it covers several segments, or null when there is none.
  */
-export function readSelection(scope) {
+export function readSelection(scope, { across = false } = {}) {
   const sel = window.getSelection();
   if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
   const range = sel.getRangeAt(0);
@@ -125,6 +125,14 @@ export function readSelection(scope) {
     if (end > start) hits.push({ segment: Number(root.dataset.seg), start, end });
   }
   if (hits.length === 0) return null;
-  if (hits.length > 1) return { error: "Select text within a single segment." };
+  if (hits.length > 1) {
+    // An earlier span that runs on into the next segments (a paired category whose
+    // taxonomy sets pair_across_segments): from the first piece's start to the last's end.
+    const first = hits[0];
+    const last = hits[hits.length - 1];
+    const consecutive = hits.every((hit, i) => i === 0 || hit.segment === hits[i - 1].segment + 1);
+    if (!across || !consecutive) return { error: "Select text within a single segment." };
+    return { segment: first.segment, start: first.start, end: last.end, end_segment: last.segment };
+  }
   return hits[0];
 }

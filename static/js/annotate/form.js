@@ -79,13 +79,15 @@ function chooseCategory(id) {
 }
 
 function toWire(span) {
-  const conv = state.conv[span.segment];
-  return {
+  const crossing = span.end_segment !== undefined && span.end_segment !== null;
+  const wire = {
     segment: span.segment,
-    start: conv.toCp(span.start),
-    end: conv.toCp(span.end),
+    start: state.conv[span.segment].toCp(span.start),
+    end: state.conv[crossing ? span.end_segment : span.segment].toCp(span.end),
     text: spanText(span),
   };
+  if (crossing) wire.end_segment = span.end_segment;
+  return wire;
 }
 
 function formReady() {

@@ -5,7 +5,7 @@
 
 import { clear, h } from "../dom.js";
 import { renderSegmentText } from "../textview.js";
-import { currentCategory, el, page, root, segLabel, state } from "./state.js";
+import { currentCategory, el, page, pieceIn, root, segLabel, state } from "./state.js";
 
 let entityById = new Map();
 let contextPinned = true;
@@ -31,15 +31,23 @@ function rangesFor(segment, { current }) {
     if (a.segment === segment) {
       ranges.push({ type: "annotation", start: u(a.start), end: u(a.end), key: a.key, color, focus: current });
     }
-    if (a.paired && a.paired.segment === segment) {
-      ranges.push({ type: "paired", start: u(a.paired.start), end: u(a.paired.end), key: a.key, color });
+    if (a.paired) {
+      // stored offsets are code points: the end belongs to end_segment when it crosses
+      const last = a.paired.end_segment ?? a.paired.segment;
+      const inUtf16 = {
+        segment: a.paired.segment,
+        start: state.conv[a.paired.segment].toUtf16(a.paired.start),
+        end: state.conv[last].toUtf16(a.paired.end),
+        end_segment: a.paired.end_segment,
+      };
+      const piece = pieceIn(inUtf16, segment);
+      if (piece) ranges.push({ type: "paired", start: piece.start, end: piece.end, key: a.key, color });
     }
   }
   const f = state.form;
   if (f.span && f.span.segment === segment) ranges.push({ type: "pending", start: f.span.start, end: f.span.end });
-  if (f.paired && f.paired.segment === segment) {
-    ranges.push({ type: "pending-paired", start: f.paired.start, end: f.paired.end });
-  }
+  const pendingPiece = f.paired ? pieceIn(f.paired, segment) : null;
+  if (pendingPiece) ranges.push({ type: "pending-paired", start: pendingPiece.start, end: pendingPiece.end });
   if (current && !state.readOnly) {
     for (const s of page.visibleSuggestions()) {
       const cat = state.categories.get(s.category);

@@ -9,16 +9,31 @@ import { currentCategory, el, page, pairedPrompt, setHint, snapSpan, state } fro
 /** A selection was made in the text (mouse or keyboard). */
 function onSelection() {
   if (state.readOnly || !state.data) return;
-  const sel = readSelection(el.textArea);
+  const f = state.form;
+  const cat = currentCategory();
+  const pairing = Boolean(cat && cat.kind === "paired" && f.span && !f.paired);
+  const sel = readSelection(el.textArea, { across: pairing && Boolean(cat.pair_across_segments) });
   if (!sel) return;
   if (sel.error) {
     setHint(el.formHint, sel.error, "warn");
     return;
   }
-  const f = state.form;
-  const cat = currentCategory();
   const text = state.texts[sel.segment];
-  if (cat && cat.kind === "paired" && f.span && !f.paired) {
+  if (pairing && sel.end_segment !== undefined) {
+    const last = state.texts[sel.end_segment];
+    const head = snapToWords(text, sel.start, text.length);
+    const tail = snapToWords(last, 0, sel.end);
+    if (!head || !tail) return;
+    const before =
+      sel.end_segment < f.span.segment || (sel.end_segment === f.span.segment && tail.end <= f.span.start);
+    if (!before) {
+      setHint(el.formHint, "The earlier text must come before the marked span.", "warn");
+      window.getSelection().removeAllRanges();
+      return;
+    }
+    f.paired = { segment: sel.segment, start: head.start, end: tail.end, end_segment: sel.end_segment };
+    setHint(el.formHint, "");
+  } else if (pairing) {
     const snapped = snapToWords(text, sel.start, sel.end);
     if (!snapped) return;
     const before =

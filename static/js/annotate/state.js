@@ -134,7 +134,23 @@ export function pairedPrompt(cat) {
 }
 
 export function spanText(span) {
-  return state.texts[span.segment].slice(span.start, span.end);
+  if (span.end_segment === undefined || span.end_segment === null) {
+    return state.texts[span.segment].slice(span.start, span.end);
+  }
+  // across segments: the pieces joined by one space (app/annotation/pairing.py)
+  const pieces = [state.texts[span.segment].slice(span.start)];
+  for (let s = span.segment + 1; s < span.end_segment; s += 1) pieces.push(state.texts[s]);
+  pieces.push(state.texts[span.end_segment].slice(0, span.end));
+  return pieces.join(" ");
+}
+
+/** The part of ``span`` (UTF-16 offsets) inside ``segment``, or null. */
+export function pieceIn(span, segment) {
+  const last = span.end_segment === undefined || span.end_segment === null ? span.segment : span.end_segment;
+  if (segment < span.segment || segment > last) return null;
+  const start = segment === span.segment ? span.start : 0;
+  const end = segment === last ? span.end : state.texts[segment].length;
+  return end > start ? { start, end } : null;
 }
 
 /**

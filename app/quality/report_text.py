@@ -1,0 +1,186 @@
+"""The study report as plain-text tables for a terminal (``marginalia report SLUG``)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from app.quality.agreement import LEVELS, NORMALISED
+
+
+def _row(table: Table, *cells: Any) -> None:
+    """Add a row of plain text (no rich markup: ids like "[x]" stay as they are)."""
+    table.add_row(*(Text(str(cell)) for cell in cells))
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        markup=False,
+        highlight=False,
+        emoji=False,
+    )
+    study, progress = report["study"], report["progress"]
+    counts = progress["assignments"]
+    console.print(
+        f"Study {study['slug']}: {study['title']} ({study['taxonomy']}, "
+        f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
+    )
+    console.print(
+        f"Documents {progress['documents']} ({progress['gold_documents']} gold), "
+        f"complete {progress['complete_documents']}; assignments {counts['total']}: "
+        f"submitted {counts['submitted']}, active {counts['active']}"
+    )
+
+    docs = Table(title="Progress per document")
+    for column in ("document", "source", "segments", "submitted", "active", "needed", "complete"):
+        docs.add_column(column)
+    for row in progress["per_document"][:max_documents]:
+        _row(
+            docs,
+            row["document"] + (" (gold)" if row["gold"] else ""),
+            row["source"],
+            str(row["segments"]),
+            str(row["submitted"]),
+            str(row["active"]),
+            str(row["needed"]),
+            "yes" if row["complete"] else "no",
+        )
+    console.print(docs)
+    if len(progress["per_document"]) > max_documents:
+        console.print(f"... and {len(progress['per_document']) - max_documents} more documents")
+
+    detector = report.get("detector") or {}
+    confident = detector.get("confident") or {}
+    if confident:
+        table = Table(
+            title=f"Confident suggestions (detector {detector.get('version') or 'none'}): "
+            "threshold where its SNaC dev precision >= 0.9"
+        )
+        for column in ("category", "threshold", "detector precision (dev)", "why n/a"):
+            table.add_column(column)
+        for cat, entry in confident.items():
+            _row(
+                table,
+                cat,
+                "n/a" if entry.get("threshold") is None else _num(entry["threshold"]),
+                _num(entry.get("detector_precision")),
+                entry.get("reason") or "",
+            )
+        console.print(table)
+
+    workers = Table(title="Workers")
+    for column in (
+        "worker",
+        "docs",
+        "active",
+        "annotations",
+        "s/segment",
+        "suggestions marked",
+        "recall on confident suggestions",
+    ):
+        workers.add_column(column)
+    for row in report["workers"]:
+        rec, sure = row["suggestion_recall"], row.get("confident_recall") or {}
+        _row(
+            workers,
+            row["worker_id"],
+            str(row["documents_done"]),
+            str(row["documents_active"]),
+            str(row["annotations"]),
+            _num(row["seconds_per_segment"], 1),
+            f"{_num(rec['recall'])} ({rec['caught']}/{rec['total']})",
+            "n/a"
+            if sure.get("recall") is None
+            else f"{_num(sure['recall'])} ({sure['caught']}/{sure['total']})",
+        )
+    console.print(workers)
+    scored = [row for row in report["workers"] if row["gold"]]
+    if scored:
+        gold = Table(title="Against gold (strict: token IoU >= 0.5, one-to-one)")
+        for column in (
+            "worker",
+            "gold docs",
+            "P strict",
+            "R strict",
+            "F1 strict",
+            "F1 lenient",
+            "F1 sentences (SNaC)",
+        ):
+            gold.add_column(column)
+        for row in scored:
+            g = row["gold"]
+            overall = g["overall"]
+            lenient = (g.get("lenient") or {}).get("overall", {})
+            sentence = (g.get("sentence") or {}).get("overall", {})
+            _row(
+                gold,
+                row["worker_id"],
+                str(g["documents"]),
+                _num(overall.get("precision")),
+                _num(overall.get("recall")),
+                _num(overall.get("f1")),
+                _num(lenient.get("f1")),
+                _num(sentence.get("f1")),
+            )
+        console.print(gold)
+    console.print(
+        "suggestions marked: share of all the detector's suggestions the worker marked (capped "
+        "by the detector's precision, not a recall); recall on confident suggestions: share of "
+        "the suggestions above the category's threshold, see docs/METRICS.md"
+    )
+
+    agreement = report["agreement"]
+    table = Table(
+        title=f"Agreement: Krippendorff's alpha / two-agree % "
+        f"({agreement['workers']} workers, {agreement['documents']} shared documents)"
+    )
+    table.add_column("category")
+    variants = (*LEVELS, NORMALISED)
+    short = {"token": "tok", "sentence": "sent", "segment": "seg", NORMALISED: "tok-norm"}
+    for variant in variants:
+        table.add_column(f"α {short[variant]}", justify="right")
+    for variant in variants:
+        table.add_column(f"2-agree {short[variant]}", justify="right")
+    rows = [
+        *agreement["per_category"].items(),
+        *((f"[{g}]", v) for g, v in agreement["per_group"].items()),
+        ("[all]", agreement["all"]),
+    ]
+    for name, stats in rows:
+        _row(
+            table,
+            name,
+            *(_num(stats[v]["alpha"]) for v in variants),
+            *(_pct(stats[v]["two_agree"]) for v in variants),
+        )
+    console.print(table)
+
+    categories = report["categories"]
+    dist = Table(title=f"Annotations per category ({categories['total']} in all)")
+    dist.add_column("category")
+    dist.add_column("all")
+    for src in categories["per_source"]:
+        dist.add_column(src or "(no source)")
+    for cat, count in categories["overall"].items():
+        _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
+    console.print(dist)
+    return buffer.getvalue()

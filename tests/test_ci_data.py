@@ -1,0 +1,42 @@
+"""CI runs with MARGINALIA_REQUIRE_DATA=1 (.ci/run): a test that needs ../shared/data then
+fails when the data is missing instead of skipping silently; locally it still skips."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+DATA_TEST = "tests/test_segmenting.py::test_sentence_spans_cover_real_segments"
+
+
+def run_without_data(**env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "MARGINALIA_SHARED_DATA": "/nonexistent/shared/data"}
+    environment.pop("MARGINALIA_REQUIRE_DATA", None)
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", DATA_TEST],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_missing_data_fails_under_require_data_and_skips_otherwise():
+    required = run_without_data(MARGINALIA_REQUIRE_DATA="1")
+    assert required.returncode == 1, required.stdout
+    assert "MARGINALIA_REQUIRE_DATA is set" in required.stdout
+    relaxed = run_without_data()
+    assert relaxed.returncode == 0 and "1 skipped" in relaxed.stdout, relaxed.stdout
+
+
+def test_ci_entry_point_requires_the_data():
+    assert "export MARGINALIA_REQUIRE_DATA=1" in (REPO / ".ci" / "run").read_text()
