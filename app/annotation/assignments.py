@@ -241,8 +241,11 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
         if paired is None:
             raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
         p_segment, p_start, p_end, p_text = _span(paired, texts, "paired.")
-        if p_segment > segment or (p_segment == segment and p_start > start):
-            raise InvalidInput("the paired span must come before the annotated span, not after")
+        if p_segment > segment or (p_segment == segment and p_end > start):
+            raise InvalidInput(
+                "the paired span must come before the annotated span: in the same segment "
+                "it must end at or before the annotated span's start"
+            )
         values.update(
             paired_segment=p_segment, paired_start=p_start, paired_end=p_end, paired_text=p_text
         )

@@ -20,6 +20,13 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 SUGGESTION_EVENTS = ("shown", "accepted", "dismissed")
 
 
+@bp.after_request
+def _no_store(response):
+    """Every API answer is about a token (or hands one out): never cache it."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def json_body() -> Any:
     """The request's JSON body, or a 400 naming what is wrong with it."""
     if not request.is_json:

@@ -30,6 +30,13 @@ from app.models import Assignment, Study
 bp = Blueprint("pages", __name__)
 
 
+@bp.after_request
+def _no_store(response):
+    """Worker pages carry tokens (in the URL, the Location, the page): never cache them."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @bp.get("/")
 def home():
     return render_template("home.html")
