@@ -18,6 +18,19 @@ from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 # The one error of SNaC dev that cannot be replayed: its span is empty, so there is nothing
 # to select (the importer keeps it as an unlocated gold span).
 UNREPLAYABLE = [("book_175b36", "27", "", "SceneE")]
+# Marks of the data set whose antecedent is the marked span itself: the API refuses a paired
+# span that is not strictly earlier (issue #10 row 14), so these votes cannot be replayed.
+SELF_PAIRED = [
+    (
+        "book_175b13",
+        "13",
+        "Pedro and John say they saw her talking to a man at her chamber window last night.",
+        "InconE",
+    ),
+    ("book_6b91", "3", "an honorable gentleman", "RepE"),
+    ("tripod20", "0", "nervous", "RepE"),
+    ("tripod20", "0", "nervous", "RepE"),
+]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -34,16 +47,18 @@ def locate(texts: list[str], upto: int, needle: str, since: int = 0) -> dict[str
     return None
 
 
-def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
+def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list, list]:
     """Which worker marks what: per document, worker number -> annotation bodies.
 
     An error with ``votes`` v is marked by v workers; repeated (span, type) entries of a
-    segment go to further workers, so distinct-worker counts add up to the input's votes.
+    segment go to further workers, so distinct-worker counts add up to the input's votes
+    (less the votes whose antecedent is not strictly earlier, listed in the fifth value).
     """
     marks: dict[str, dict[int, list[dict]]] = {}
     expected: Counter = Counter()
     antecedents: dict[tuple, list[str]] = defaultdict(list)
     skipped = []
+    self_paired = []
     for doc, body in raw.items():
         texts = [body[str(i)]["text"] for i in range(len(body))]
         workers: dict[int, list[dict]] = defaultdict(list)
@@ -62,13 +77,17 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
                 if listed is not None:
                     # A list shorter than votes reuses its last entry.
                     pairs = [listed[min(k, len(listed) - 1)] for k in range(error["votes"])]
-                    antecedents[key].extend(pairs)
                 first = next_worker[(error["span"], error["error_type"])]
                 for k in range(error["votes"]):
                     paired = None
                     if pairs is not None:
                         paired = locate(texts, index, pairs[k])
                         assert paired is not None, (key, pairs[k])
+                        if paired["segment"] == index and paired["end"] > where["start"]:
+                            self_paired.append(key)
+                            continue
+                        antecedents[key].append(pairs[k])
+                    expected[key] += 1
                     workers[first + k].append(
                         {
                             **where,
@@ -79,9 +98,8 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
                         }
                     )
                 next_worker[(error["span"], error["error_type"])] += error["votes"]
-                expected[key] += error["votes"]
         marks[doc] = dict(workers)
-    return marks, expected, antecedents, skipped
+    return marks, expected, antecedents, skipped, self_paired
 
 
 @pytest.mark.slow
@@ -103,11 +121,15 @@ def test_snac_dev_round_trip(app, client):
         result = import_documents(session, study, parse_documents(path, "snac"))
     assert result.documents == len(raw)
 
-    marks, expected, antecedents, skipped = plan_marks(raw)
+    marks, expected, antecedents, skipped, self_paired = plan_marks(raw)
     assert skipped == UNREPLAYABLE
+    assert self_paired == SELF_PAIRED
     total_input = sum(e["votes"] for d in raw.values() for s in d.values() for e in s["errors"])
-    assert sum(expected.values()) == total_input - 2  # the empty SceneE had 2 votes
+    # the empty SceneE had 2 votes; each self-paired entry is one vote
+    assert sum(expected.values()) == total_input - 2 - len(SELF_PAIRED)
 
+    # one client replaying hundreds of workers: not the arrivals the per-client limit is for
+    app.config["ARRIVAL_RATE_LIMIT"] = "100000 per minute"
     posted = 0
     for doc, workers in marks.items():
         for worker, bodies in sorted(workers.items()):

@@ -8,12 +8,14 @@ from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
 from app.annotation import assignments as service
+from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
+from app.web.limits import arrival_limit, limiter
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -56,7 +58,14 @@ def _check_strings(body: Any) -> None:
 
 
 @bp.post("/assignments")
+@limiter.shared_limit(arrival_limit, scope="arrivals")
 def open_assignment():
+    """Start new work under the study's policy; never an existing token (CONTRACT.md).
+
+    ``document`` is optional: when given, the policy must allow it for this worker. The
+    researcher-key path (any document, the same token again) goes through
+    :func:`app.annotation.admission.open_for_document`.
+    """
     body = json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
@@ -65,15 +74,17 @@ def open_assignment():
     if not isinstance(study_slug, str):
         raise InvalidInput("study must be the study's slug")
     study = get_study(session, study_slug)
-    document = service.find_document(session, study, body.get("document"))
-    assignment, created = service.open_assignment(session, study, document, body.get("worker_id"))
+    worker_id = service.worker_id_from(body.get("worker_id"))
+    named = body.get("document")
+    document = None if named is None else service.find_document(session, study, named)
+    assignment = assign(session, study, worker_id, platform="generic", document=document)
     session.commit()
     answer = {
         "token": assignment.token,
-        "segments": len(document.segments),
+        "segments": len(assignment.document.segments),
         "resume_segment": assignment.current_segment,
     }
-    return jsonify(answer), 201 if created else 200
+    return jsonify(answer), 201
 
 
 def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:
@@ -178,6 +189,18 @@ def set_position(token: str):
     session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True, related=False)
     service.set_position(session, assignment, body)
+    session.commit()
+    return "", 204
+
+
+@bp.post("/assignments/<token>/heartbeat")
+def heartbeat(token: str):
+    """The annotate page says its worker is there (a JSON body: no cross-site form can send
+    one), which keeps the assignment's slot."""
+    json_body()
+    session = begin_write(get_session())
+    assignment = service.get_assignment(session, token, for_update=True, related=False)
+    service.heartbeat(assignment)
     session.commit()
     return "", 204
 
