@@ -363,3 +363,15 @@ def test_a_heartbeat_needs_a_json_body(app, client):
     # still unengaged: the next arrival takes the slot over
     _, other = arrive(app.test_client(), "w2", ip="10.0.0.2")
     assert other and _assignments(app)[0][2] == "abandoned"
+
+
+def test_racing_arrivals_never_put_more_than_n_on_a_document(app):
+    """Takeovers of unengaged holds keep the limit under concurrency (SQLite and Postgres)."""
+    from tests.test_api import _race
+
+    make_study(app, documents=SMALL[:2], annotators_per_doc=2)
+    answers = _race(app, 10, lambda c: arrive(c, f"racer-{id(c)}", ip=f"10.3.0.{id(c) % 250}"))
+    assert all(answer.status_code in (302, 409) for answer, _ in answers)
+    active = [row for row in _assignments(app) if row[2] == "active"]
+    per_document = {doc: sum(1 for row in active if row[1] == doc) for doc in ("doc-0", "doc-1")}
+    assert per_document == {"doc-0": 2, "doc-1": 2}

@@ -311,6 +311,8 @@ def _displace_unengaged_hold(
         .where(*conditions)
         .order_by(Assignment.last_seen_at, Assignment.id)
         .limit(1)
+        # a hold whose heartbeat is being saved right now is not taken (Postgres)
+        .with_for_update(of=Assignment, skip_locked=True)
     )
     if hold is None:
         return None
