@@ -375,3 +375,16 @@ def test_racing_arrivals_never_put_more_than_n_on_a_document(app):
     active = [row for row in _assignments(app) if row[2] == "active"]
     per_document = {doc: sum(1 for row in active if row[1] == doc) for doc in ("doc-0", "doc-1")}
     assert per_document == {"doc-0": 2, "doc-1": 2}
+
+
+def test_a_worker_whose_browser_is_gone_gets_new_work_after_the_timeout(app):
+    """Without the kept token a worker ID waits out the abandon timeout, then starts afresh."""
+    make_study(app, documents=DOCUMENTS)
+    _, token = arrive(app.test_client(), "w1")
+    api_add(app.test_client(), token, annotation_body(0, "Zoë", "CharE"))
+    new_browser = app.test_client()
+    assert arrive(new_browser, "w1")[0].status_code == 409
+    _age(app, token, 46)
+    answer, fresh = arrive(new_browser, "w1")
+    assert answer.status_code == 302 and fresh not in (None, token)
+    assert [row[2] for row in _assignments(app)] == ["abandoned", "active"]

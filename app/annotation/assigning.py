@@ -351,6 +351,9 @@ def next_assignment_document(
     is nothing left for this worker.
     """
     _lock_study(session, study)
+    # Stale work is released first, the worker's own included: an ID whose earlier browser is
+    # gone for good gets new work once that assignment has timed out.
+    release_abandoned(session, study)
     unfinished = session.scalar(
         select(Assignment.id)
         .where(
@@ -362,7 +365,6 @@ def next_assignment_document(
     )
     if unfinished is not None:
         raise WorkInProgress()
-    release_abandoned(session, study, keep_worker=worker_id)
     if document is not None:
         _check_document_allowed(session, study, worker_id, document)
         return document
