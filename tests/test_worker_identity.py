@@ -5,6 +5,9 @@ Each test reproduces an attack that worked before the fix (SQLite and Postgres).
 
 from __future__ import annotations
 
+import re
+import threading
+
 import pytest
 
 from tests.conftest import BACKENDS, make_database_url, make_study
@@ -217,7 +220,6 @@ def test_mturk_worker_id_with_a_made_up_assignment_id_does_not_resume(app):
 def test_document_parameter_is_a_researchers_read_only_preview(app, client):
     from app.db import session_scope
     from app.researchers.accounts import create_researcher
-    from tests.test_admin import EMAIL, PASSWORD, login
 
     make_study(app, documents=DOCUMENTS, annotators_per_doc=1)
     arrive(client, "w1")  # doc-1 now has its one annotator
@@ -227,8 +229,11 @@ def test_document_parameter_is_a_researchers_read_only_preview(app, client):
     assert "log in" in answer.get_data(as_text=True)
     assert db_snapshot(app) == before
     with app.app_context(), session_scope() as session:
-        create_researcher(session, EMAIL, PASSWORD)
-    assert login(client).status_code == 302
+        create_researcher(session, "preview@example.org", "a long enough password")
+    form = client.get("/admin/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    credentials = {"email": "preview@example.org", "password": "a long enough password"}
+    assert client.post("/admin/login", data={**credentials, "csrf_token": csrf}).status_code == 302
     before = db_snapshot(app)
     preview, token = arrive(client, "w2", document="doc-1")
     assert preview.status_code == 200 and token is None
@@ -367,8 +372,6 @@ def test_a_heartbeat_needs_a_json_body(app, client):
 
 def test_racing_arrivals_never_put_more_than_n_on_a_document(app):
     """Takeovers of unengaged holds keep the limit under concurrency (SQLite and Postgres)."""
-    from tests.test_api import _race
-
     make_study(app, documents=SMALL[:2], annotators_per_doc=2)
     answers = _race(app, 10, lambda c: arrive(c, f"racer-{id(c)}", ip=f"10.3.0.{id(c) % 250}"))
     assert all(answer.status_code in (302, 409) for answer, _ in answers)
@@ -388,3 +391,21 @@ def test_a_worker_whose_browser_is_gone_gets_new_work_after_the_timeout(app):
     answer, fresh = arrive(new_browser, "w1")
     assert answer.status_code == 302 and fresh not in (None, token)
     assert [row[2] for row in _assignments(app)] == ["abandoned", "active"]
+
+
+def _race(app, count: int, send) -> list:
+    """Run ``send(client)`` from ``count`` threads at once, each with its own client."""
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def worker(i: int) -> None:
+        client = app.test_client()
+        barrier.wait()
+        results[i] = send(client)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
