@@ -294,6 +294,7 @@ def test_configure_study_validates_and_describes(app):
         app,
         platform="prolific",
         abandon_after_minutes=30,
+        hold_minutes=2,
         randomise_conditions=True,
         qualification_f1=0.6,
     )
@@ -303,6 +304,7 @@ def test_configure_study_validates_and_describes(app):
         "annotators_per_doc": 3,
         "suggestions": "hidden",
         "abandon_after_minutes": 30,
+        "hold_minutes": 2,
         "randomise_conditions": True,
         "qualification": {"min_f1": 0.6, "attempts": 2},
     }
@@ -311,6 +313,7 @@ def test_configure_study_validates_and_describes(app):
         ({"completion_url": "javascript:alert(1)"}, r"must be an http\(s\) address"),
         ({"qualification_f1": 1.5}, "more than 0 and at most 1"),
         ({"abandon_after_minutes": 0}, "between 1 minute and 7 days"),
+        ({"hold_minutes": 0.5}, "between 1 and 60 minutes"),
         ({"platform": "mturk", "completion_url": "https://x.org/done"}, "leave the completion"),
     ]:
         with pytest.raises(InvalidInput, match=message):
