@@ -326,6 +326,9 @@ class Assignment(Base):
     scores: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # When the worker first did something (annotation, position, heartbeat); until then the
+    # slot is only held briefly (app/annotation/assigning.py).
+    engaged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     study: Mapped[Study] = relationship()

@@ -39,7 +39,8 @@ def study(app):
 # --- opening assignments ----------------------------------------------------------------
 
 
-def test_open_assignment_same_token_for_same_worker(client, study):
+def test_open_assignment_never_returns_an_existing_token_without_a_key(app, client, study):
+    # Issue #10 row 1: this test used to expect the same token back for the same worker.
     first = api_open(client, "worker-a")
     assert first.status_code == 201
     body = first.get_json()
@@ -47,18 +48,29 @@ def test_open_assignment_same_token_for_same_worker(client, study):
     assert body["resume_segment"] == 0
     assert isinstance(body["token"], str) and len(body["token"]) >= 16
 
+    before = db_snapshot(app)
     again = api_open(client, "worker-a")
-    assert again.status_code == 200
-    assert again.get_json() == body
+    assert again.status_code == 409
+    assert "token" not in again.get_json()
+    assert "work in progress" in again.get_json()["error"]
+    # one active assignment per worker: another document waits until this one is done
+    assert api_open(client, "worker-a", document="doc-2").status_code == 409
+    assert db_snapshot(app) == before
 
     other = api_open(client, "worker-b")
     assert other.status_code == 201
     assert other.get_json()["token"] != body["token"]
 
+    assert client.post(f"/api/assignments/{body['token']}/submit").status_code == 200
     other_doc = api_open(client, "worker-a", document="doc-2")
     assert other_doc.status_code == 201
     assert other_doc.get_json()["segments"] == 2
     assert other_doc.get_json()["token"] not in {body["token"], other.get_json()["token"]}
+    # never the same document twice, submitted or not
+    assert (
+        client.post(f"/api/assignments/{other_doc.get_json()['token']}/submit").status_code == 200
+    )
+    assert api_open(client, "worker-a").status_code == 409
 
 
 def test_open_assignment_unknown_study_or_document_is_404(app, client, study):
@@ -282,13 +294,10 @@ def test_position_is_the_resume_point(client, study):
     response = client.post(f"/api/assignments/{token}/position", json={"segment": 2})
     assert response.status_code == 204
     assert client.get(f"/api/assignments/{token}").get_json()["current_segment"] == 2
-    reopened = api_open(client)
-    assert reopened.status_code == 200
-    assert reopened.get_json()["resume_segment"] == 2
 
     back = client.post(f"/api/assignments/{token}/position", json={"segment": 1})
     assert back.status_code == 204
-    assert api_open(client).get_json()["resume_segment"] == 1
+    assert client.get(f"/api/assignments/{token}").get_json()["current_segment"] == 1
 
     bad = client.post(f"/api/assignments/{token}/position", json={"segment": len(SEGMENTS)})
     assert bad.status_code == 400
@@ -331,10 +340,10 @@ def test_submit_gives_a_stable_code_and_makes_read_only(app, client, study):
     assert db_snapshot(app) == before
     assert client.get(f"/api/assignments/{token}").get_json()["current_segment"] == 3
 
-    # The same worker reopening gets the same (submitted) assignment, not a fresh one.
+    # The same worker opening again gets neither this token back nor this document again.
     reopened = api_open(client)
-    assert reopened.status_code == 200
-    assert reopened.get_json()["token"] == token
+    assert reopened.status_code == 409
+    assert "token" not in reopened.get_json()
 
 
 def test_submit_unknown_token_is_404(client, study):
@@ -405,9 +414,10 @@ def test_racing_retries_store_one_annotation(app, client, study):
 
 
 def test_racing_opens_give_one_assignment(app, study):
+    # Issue #10: the losers of the race get 409 "work in progress", never the winner's token.
     responses = _race(app, 6, lambda c: api_open(c, "racer"))
-    assert sorted(r.status_code for r in responses) == [200] * 5 + [201]
-    assert len({r.get_json()["token"] for r in responses}) == 1
+    assert sorted(r.status_code for r in responses) == [201] + [409] * 5
+    assert [r.get_json().get("token") for r in responses].count(None) == 5
     assert count_rows(app, Assignment) == 1
 
 

@@ -80,9 +80,11 @@ def test_n_annotators_per_document_and_never_twice(app, client):
 
 
 def test_returning_worker_resumes_the_unfinished_assignment(app, client):
+    # Issue #10: resuming needs the token the browser kept (?resume=), not the worker ID alone.
     make_study(app, documents=DOCS, annotators_per_doc=1)
     _, first = arrive(client, "w1")
-    _, again = arrive(client, "w1")
+    assert arrive(client, "w1") == (409, None)
+    _, again = arrive(client, "w1", resume=first)
     assert again == first
     _, other = arrive(client, "w2")
     assert document_of(app, other) != document_of(app, first)
@@ -141,7 +143,7 @@ def test_abandoned_worker_coming_back_gets_their_document_again_if_free(app, cli
         study = session.scalar(select(Study))
         assert release_abandoned(session, study) == 1
     assert assignment(app, token).status == "abandoned"
-    status, again = arrive(client, "w1")
+    status, again = arrive(client, "w1", resume=token)
     assert status == 302 and again == token
     assert assignment(app, token).status == "active"
 

@@ -168,8 +168,14 @@ def test_mturk_reaccept_updates_the_assignment_id(app, client):
     make_study(app, documents=DOCS)
     configure(app, platform="mturk")
     first = token_of(client.get("/s/demo", query_string=mturk_params()))
-    again = token_of(client.get("/s/demo", query_string=mturk_params(assignmentId="ASG-2")))
-    assert again == first
+    # Issue #10: a new assignmentId alone (anyone can make one up) no longer gets the token
+    # back: the page says the work is in progress elsewhere ...
+    elsewhere = client.get("/s/demo", query_string=mturk_params(assignmentId="ASG-2"))
+    assert elsewhere.status_code == 409 and first.encode() not in elsewhere.data
+    assert stored(app, first).platform_data["assignment_id"] == "ASG-1"
+    # ... and the browser that kept the token presents it and resumes, with the new id
+    resumed = client.get("/s/demo", query_string=mturk_params(assignmentId="ASG-2", resume=first))
+    assert token_of(resumed) == first
     assert stored(app, first).platform_data["assignment_id"] == "ASG-2"
 
 
@@ -259,7 +265,9 @@ def test_generic_done_page_shows_the_code_and_refuses_framing(app, client):
 def test_token_a_cannot_read_or_change_assignment_b(app, client):
     make_study(app, documents=DOCS)
     a = token_of(client.get("/s/demo?worker_id=alice"))
-    b = token_of(client.get("/s/demo?worker_id=bob&document=doc-1"))
+    # bob on the same document as alice (the study takes 3 annotators per document)
+    same_document = {"study": "demo", "document": DOCS[0][0], "worker_id": "bob"}
+    b = client.post("/api/assignments", json=same_document).get_json()["token"]
     body = {"segment": 0, "start": 4, "end": 9, "text": "first", "category": "GramE"}
     b_note = client.post(f"/api/assignments/{b}/annotations", json=body).get_json()["id"]
     # A sees only its own (empty) assignment, never B's annotation
@@ -286,6 +294,7 @@ def test_configure_study_validates_and_describes(app):
         app,
         platform="prolific",
         abandon_after_minutes=30,
+        hold_minutes=2,
         randomise_conditions=True,
         qualification_f1=0.6,
     )
@@ -295,6 +304,7 @@ def test_configure_study_validates_and_describes(app):
         "annotators_per_doc": 3,
         "suggestions": "hidden",
         "abandon_after_minutes": 30,
+        "hold_minutes": 2,
         "randomise_conditions": True,
         "qualification": {"min_f1": 0.6, "attempts": 2},
     }
@@ -303,6 +313,7 @@ def test_configure_study_validates_and_describes(app):
         ({"completion_url": "javascript:alert(1)"}, r"must be an http\(s\) address"),
         ({"qualification_f1": 1.5}, "more than 0 and at most 1"),
         ({"abandon_after_minutes": 0}, "between 1 minute and 7 days"),
+        ({"hold_minutes": 0.5}, "between 1 and 60 minutes"),
         ({"platform": "mturk", "completion_url": "https://x.org/done"}, "leave the completion"),
     ]:
         with pytest.raises(InvalidInput, match=message):

@@ -20,6 +20,20 @@ from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 # The one error of SNaC dev that cannot be replayed: its span is empty, so there is nothing
 # to select (the importer keeps it as an unlocated gold span).
 UNREPLAYABLE = [("book_175b36", "27", "", "SceneE")]
+# Votes of the data set whose antecedent is the marked span itself (no earlier occurrence
+# of the antecedent's text exists): the API refuses a paired span that does not end before
+# the annotated span starts (issue #10 row 14), so these votes cannot be replayed.
+SELF_PAIRED = [
+    (
+        "book_175b13",
+        "13",
+        "Pedro and John say they saw her talking to a man at her chamber window last night.",
+        "InconE",
+    ),
+    ("book_6b91", "3", "an honorable gentleman", "RepE"),
+    ("tripod20", "0", "nervous", "RepE"),
+    ("tripod20", "0", "nervous", "RepE"),
+]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -27,19 +41,20 @@ def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
 
 
-def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
+def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list, list]:
     """Which worker marks what: per document, worker number -> annotation bodies.
 
     An error with ``votes`` v is marked by workers 0..v-1, at the place the shared locate
     rule gives (entries repeating a span text and type in a segment at successive
     occurrences); paired ones with their antecedent at the nearest earlier occurrence, in
     this segment or an earlier one. ``expected`` is the multiset of (document, segment,
-    span, type, votes); ``antecedents`` per occurrence the antecedent texts.
+    span, type, votes replayed); ``antecedents`` per occurrence the antecedent texts; the
+    fifth value lists the votes whose antecedent is not earlier than the span (not replayed).
     """
     marks: dict[str, dict[int, list[dict]]] = {}
     expected: Counter = Counter()
     antecedents: dict[tuple, list[str]] = defaultdict(list)
-    skipped = []
+    skipped, self_paired = [], []
     for doc, body in raw.items():
         texts = [body[str(i)]["text"] for i in range(len(body))]
         workers: dict[int, list[dict]] = defaultdict(list)
@@ -62,12 +77,16 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
                 if listed is not None:
                     # A list shorter than votes reuses its last entry.
                     pairs = [listed[min(k, len(listed) - 1)] for k in range(error["votes"])]
+                replayed = 0
                 for k in range(error["votes"]):
                     paired = None
                     if pairs is not None:
                         found = locate_antecedent(texts, index, placed.start, pairs[k])
                         assert found is not None, (key, pairs[k])
                         seg, at = found
+                        if seg == index and at.end > placed.start:
+                            self_paired.append(key)
+                            continue
                         paired = {"segment": seg, "start": at.start, "end": at.end}
                         paired["text"] = texts[seg][at.start : at.end]
                         antecedents[(doc, str(index), placed.start, error["error_type"])].append(
@@ -82,9 +101,11 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list]:
                             "client_id": f"{index}-{len(workers[k])}",
                         }
                     )
-                expected[(*key, error["votes"])] += 1
+                    replayed += 1
+                if replayed:
+                    expected[(*key, replayed)] += 1
         marks[doc] = dict(workers)
-    return marks, expected, antecedents, skipped
+    return marks, expected, antecedents, skipped, self_paired
 
 
 @pytest.mark.slow
@@ -106,10 +127,14 @@ def test_snac_dev_round_trip(app, client):
         result = import_documents(session, study, parse_documents(path, "snac"))
     assert result.documents == len(raw)
 
-    marks, expected, antecedents, skipped = plan_marks(raw)
+    marks, expected, antecedents, skipped, self_paired = plan_marks(raw)
     assert skipped == UNREPLAYABLE
+    assert self_paired == SELF_PAIRED
     total_input = sum(e["votes"] for d in raw.values() for s in d.values() for e in s["errors"])
-    assert sum(k[-1] * n for k, n in expected.items()) == total_input - 2  # empty SceneE: 2 votes
+    # the empty SceneE had 2 votes; each self-paired entry is one vote
+    assert sum(k[-1] * n for k, n in expected.items()) == total_input - 2 - len(SELF_PAIRED)
+    # one client replaying hundreds of workers: not the arrivals the per-client limit is for
+    app.config["ARRIVAL_RATE_LIMIT"] = "100000 per minute"
 
     posted = 0
     for doc, workers in marks.items():

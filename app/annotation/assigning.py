@@ -6,7 +6,14 @@ Rules, all per study:
   own unfinished (active) assignment first, else the document with the fewest taken slots
   (active or submitted assignments), earliest position first; never a document they had
   before, whatever became of it;
-* an active assignment whose ``last_seen_at`` is older than the study's abandon timeout
+* an arrival never gets back an assignment it has not proven it owns (see
+  :mod:`app.annotation.admission`): a worker ID that has an active assignment gets
+  :class:`WorkInProgress`, not that assignment;
+* a new assignment's slot is *held* for ``settings["hold_minutes"]`` (default 5) until the
+  worker does something (an annotation, a position update, a heartbeat: ``engaged_at``);
+  when every slot is taken, an arrival takes over the oldest such unengaged hold, so
+  arrivals that never load the page cannot fill a study. An engaged assignment whose
+  ``last_seen_at`` is older than the study's abandon timeout
   (``settings["abandon_after_minutes"]``, default 45) is marked ``abandoned`` when another
   worker arrives: its annotations stay stored, its slot is free again;
 * with ``settings["randomise_conditions"]`` each worker is put in ``assisted`` or
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict
@@ -37,6 +44,7 @@ from app.models import (
 )
 
 DEFAULT_ABANDON_MINUTES = 45
+DEFAULT_HOLD_MINUTES = 5
 DEFAULT_QUALIFICATION_ATTEMPTS = 2
 CONDITIONS = ("assisted", "unassisted")
 TAKEN = ("active", "submitted")
@@ -46,11 +54,28 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+class WorkInProgress(Conflict):
+    """The arriving worker ID has an active assignment that this arrival did not prove it owns."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this worker ID already has work in progress in another browser. Continue in the "
+            "browser where you started; if you did not start this study, check the ID you "
+            "were given"
+        )
+
+
 # --- settings ------------------------------------------------------------------------------
 
 
 def abandon_after(study: Study) -> timedelta:
     minutes = (study.settings or {}).get("abandon_after_minutes", DEFAULT_ABANDON_MINUTES)
+    return timedelta(minutes=float(minutes))
+
+
+def hold_for(study: Study) -> timedelta:
+    """How long a new assignment keeps its slot before the worker does anything."""
+    minutes = (study.settings or {}).get("hold_minutes", DEFAULT_HOLD_MINUTES)
     return timedelta(minutes=float(minutes))
 
 
@@ -78,22 +103,32 @@ def qualification(study: Study) -> Qualification | None:
 # --- abandoned assignments -----------------------------------------------------------------
 
 
+def _naive_for(session: Session, moment: datetime) -> datetime:
+    if session.bind is not None and session.bind.dialect.name == "sqlite":
+        return moment.astimezone(UTC).replace(tzinfo=None)  # SQLite stores naive UTC
+    return moment
+
+
 def release_abandoned(
     session: Session, study: Study, *, keep_worker: str | None = None, at: datetime | None = None
 ) -> int:
     """Mark the study's stale active assignments ``abandoned``; returns how many.
 
-    ``keep_worker``'s own assignments are left alone: a worker coming back resumes.
+    Stale: not seen for the abandon timeout, or never engaged and not seen for the hold.
+    ``keep_worker``'s own assignments are left alone.
     """
-    cutoff = (at or now()) - abandon_after(study)
-    if session.bind is not None and session.bind.dialect.name == "sqlite":
-        cutoff = cutoff.astimezone(UTC).replace(tzinfo=None)  # SQLite stores naive UTC
+    moment = at or now()
+    cutoff = _naive_for(session, moment - abandon_after(study))
+    hold_cutoff = _naive_for(session, moment - hold_for(study))
     query = (
         update(Assignment)
         .where(
             Assignment.study_id == study.id,
             Assignment.status == "active",
-            Assignment.last_seen_at < cutoff,
+            or_(
+                Assignment.last_seen_at < cutoff,
+                and_(Assignment.engaged_at.is_(None), Assignment.last_seen_at < hold_cutoff),
+            ),
         )
         .values(status="abandoned")
         .execution_options(synchronize_session=False)
@@ -214,80 +249,128 @@ def _taken_slots(session: Session, document_id: int) -> int:
     )
 
 
-def _resume_abandoned(session: Session, study: Study, worker_id: str) -> Document | None:
-    """Give a returning worker back their own abandoned assignment if its slot is still free."""
-    rule = qualification(study)
-    for assignment in session.scalars(
-        select(Assignment)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.worker_id == worker_id,
-            Assignment.status == "abandoned",
+def slot_is_free(session: Session, study: Study, document: Document) -> bool:
+    """Whether ``document`` can take one more worker (gold test items always can)."""
+    if qualification(study) is not None and document.is_gold:
+        return True
+    return _taken_slots(session, document.id) < study.annotators_per_doc
+
+
+def _had_before(study: Study, worker_id: str):
+    return select(Assignment.document_id).where(
+        Assignment.study_id == study.id, Assignment.worker_id == worker_id
+    )
+
+
+def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Document | None:
+    """The next gold document while ``worker_id`` has not qualified; None once qualified."""
+    if qualification(study) is None:
+        return None
+    state = qualification_state(session, study, worker_id)
+    if state.qualified:
+        return None
+    if not state.can_try_again:
+        raise Conflict(
+            "thank you — your answers on the practice documents did not reach the "
+            "accuracy this study needs, so there are no more documents for you"
         )
-        .order_by(Assignment.id.desc())
+    gold = session.scalar(
+        select(Document)
+        .where(
+            Document.study_id == study.id,
+            Document.is_gold.is_(True),
+            Document.id.not_in(_had_before(study, worker_id)),
+        )
+        .order_by(Document.position, Document.id)
+        .limit(1)
+    )
+    if gold is None:
+        raise Conflict("this study has no qualification documents left for you")
+    return gold
+
+
+def _displace_unengaged_hold(
+    session: Session, study: Study, worker_id: str, document: Document | None = None
+) -> Document | None:
+    """Take over the oldest slot (of ``document``, if given) held by someone who never did
+    anything; the document, or None when there is no such hold."""
+    conditions = [
+        Assignment.study_id == study.id,
+        Assignment.status == "active",
+        Assignment.engaged_at.is_(None),
+        Assignment.worker_id != worker_id,
+        Assignment.document_id.not_in(_had_before(study, worker_id)),
+    ]
+    if document is not None:
+        conditions.append(Assignment.document_id == document.id)
+    if qualification(study) is not None:
+        conditions.append(Document.is_gold.is_(False))
+    hold = session.scalar(
+        select(Assignment)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(*conditions)
+        .order_by(Assignment.last_seen_at, Assignment.id)
+        .limit(1)
+        # a hold whose heartbeat is being saved right now is not taken (Postgres)
+        .with_for_update(of=Assignment, skip_locked=True)
+    )
+    if hold is None:
+        return None
+    hold.status = "abandoned"
+    session.flush()
+    return hold.document
+
+
+def _check_document_allowed(
+    session: Session, study: Study, worker_id: str, document: Document
+) -> None:
+    """Refuse a named document the study's policy would not give this worker."""
+    gold = _gold_for_unqualified(session, study, worker_id)
+    had = session.scalar(_had_before(study, worker_id).where(Assignment.document_id == document.id))
+    if had is not None:
+        raise Conflict("this worker ID has already had this document; each worker gets it once")
+    if gold is not None and not document.is_gold:
+        raise Conflict("this worker must pass the qualification documents first")
+    if gold is None and qualification(study) is not None and document.is_gold:
+        raise Conflict("this document is a qualification document, not work for this worker")
+    if not slot_is_free(session, study, document) and (
+        _displace_unengaged_hold(session, study, worker_id, document) is None
     ):
-        document = assignment.document
-        free = (rule is not None and document.is_gold) or _taken_slots(
-            session, document.id
-        ) < study.annotators_per_doc
-        if free:
-            assignment.status = "active"
-            assignment.last_seen_at = now()
-            return document
-    return None
+        raise Conflict("this document already has all the annotators it needs")
 
 
-def next_assignment_document(session: Session, study: Study, worker_id: str) -> Document:
-    """The worker's unfinished document if any, else the next one still needing annotators.
+def next_assignment_document(
+    session: Session, study: Study, worker_id: str, document: Document | None = None
+) -> Document:
+    """The next document still needing annotators for a worker with no active assignment here.
 
-    Releases abandoned assignments first and applies the qualification rule. Never the same
-    document twice to one worker. Raises :class:`Conflict` when there is nothing left for
-    this worker.
+    Releases stale assignments first and applies the qualification rule. Never the same
+    document twice to one worker. With ``document`` (a named document), checks that the
+    policy allows it instead of choosing. Raises :class:`WorkInProgress` when the worker ID
+    has an active assignment (only a proven return resumes it), :class:`Conflict` when there
+    is nothing left for this worker.
     """
     _lock_study(session, study)
+    # Stale work is released first, the worker's own included: an ID whose earlier browser is
+    # gone for good gets new work once that assignment has timed out.
+    release_abandoned(session, study)
     unfinished = session.scalar(
-        select(Assignment)
+        select(Assignment.id)
         .where(
             Assignment.study_id == study.id,
             Assignment.worker_id == worker_id,
             Assignment.status == "active",
         )
-        .order_by(Assignment.id)
         .limit(1)
     )
     if unfinished is not None:
-        unfinished.last_seen_at = now()
-        return unfinished.document
-    release_abandoned(session, study, keep_worker=worker_id)
-    resumed = _resume_abandoned(session, study, worker_id)
-    if resumed is not None:
-        return resumed
-
-    rule = qualification(study)
-    had_before = select(Assignment.document_id).where(
-        Assignment.study_id == study.id, Assignment.worker_id == worker_id
-    )
-    if rule is not None:
-        state = qualification_state(session, study, worker_id)
-        if not state.qualified:
-            if not state.can_try_again:
-                raise Conflict(
-                    "thank you — your answers on the practice documents did not reach the "
-                    "accuracy this study needs, so there are no more documents for you"
-                )
-            gold = session.scalar(
-                select(Document)
-                .where(
-                    Document.study_id == study.id,
-                    Document.is_gold.is_(True),
-                    Document.id.not_in(had_before),
-                )
-                .order_by(Document.position, Document.id)
-                .limit(1)
-            )
-            if gold is None:
-                raise Conflict("this study has no qualification documents left for you")
-            return gold
+        raise WorkInProgress()
+    if document is not None:
+        _check_document_allowed(session, study, worker_id, document)
+        return document
+    gold = _gold_for_unqualified(session, study, worker_id)
+    if gold is not None:
+        return gold
 
     taken = (
         select(Assignment.document_id, func.count().label("n"))
@@ -298,9 +381,9 @@ def next_assignment_document(session: Session, study: Study, worker_id: str) -> 
     conditions = [
         Document.study_id == study.id,
         func.coalesce(taken.c.n, 0) < study.annotators_per_doc,
-        Document.id.not_in(had_before),
+        Document.id.not_in(_had_before(study, worker_id)),
     ]
-    if rule is not None:
+    if qualification(study) is not None:
         conditions.append(Document.is_gold.is_(False))
     candidate = session.scalar(
         select(Document)
@@ -308,7 +391,7 @@ def next_assignment_document(session: Session, study: Study, worker_id: str) -> 
         .where(*conditions)
         .order_by(func.coalesce(taken.c.n, 0), Document.position, Document.id)
         .limit(1)
-    )
+    ) or _displace_unengaged_hold(session, study, worker_id)
     if candidate is None:
         raise Conflict("there are no more documents for you in this study — thank you!")
     return candidate
@@ -333,22 +416,17 @@ def assign(
     *,
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
-) -> tuple[Assignment, bool]:
-    """Choose the worker's next document and open (or reopen) their assignment to it.
-
-    Returns ``(assignment, created)``. New assignments get the worker's condition; an
-    existing one gets ``platform_data`` merged in (MTurk hands out a new assignmentId
-    when a worker accepts again).
-    """
+    document: Document | None = None,
+) -> Assignment:
+    """Start new work for ``worker_id`` under the study's policy: a new assignment, never an
+    existing one. ``document`` names the document (checked against the policy)."""
     from app.annotation.assignments import open_assignment
 
-    document = next_assignment_document(session, study, worker_id)
+    chosen = next_assignment_document(session, study, worker_id, document)
     assignment, created = open_assignment(
-        session, study, document, worker_id, platform=platform, platform_data=platform_data
+        session, study, chosen, worker_id, platform=platform, platform_data=platform_data
     )
-    if created:
-        assignment.condition = condition_for(session, study, worker_id)
-    elif platform_data:
-        assignment.platform_data = {**(assignment.platform_data or {}), **platform_data}
-        assignment.platform = platform
-    return assignment, created
+    if not created:  # a concurrent arrival with the same worker ID got there first
+        raise WorkInProgress()
+    assignment.condition = condition_for(session, study, worker_id)
+    return assignment

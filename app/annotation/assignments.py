@@ -44,6 +44,14 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def engage(assignment: Assignment) -> None:
+    """The worker did something: their slot is kept for the abandon timeout from now on."""
+    moment = now()
+    assignment.last_seen_at = moment
+    if assignment.engaged_at is None:
+        assignment.engaged_at = moment
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(18)
 
@@ -69,6 +77,11 @@ def get_assignment(
     if assignment is None:
         raise NotFound("no assignment with this token")
     return assignment
+
+
+def worker_id_from(value: Any) -> str:
+    """A worker ID as given by a link or a request body, checked and stripped."""
+    return _worker_id(value)
 
 
 def _worker_id(value: Any) -> str:
@@ -286,7 +299,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
         row = {"assignment_id": assignment.id, "client_id": client_id, **values}
         annotation = session.scalars(statement, [row]).first()
         if annotation is not None:
-            assignment.last_seen_at = now()
+            engage(assignment)
             return annotation, True
         previous = earlier()
         if previous is None:
@@ -298,7 +311,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
         try:
             with session.begin_nested():
                 session.add(annotation)
-            assignment.last_seen_at = now()
+            engage(assignment)
             return annotation, True
         except IntegrityError:
             previous = earlier()
@@ -323,7 +336,7 @@ def remove_annotation(session: Session, assignment: Assignment, annotation_id: i
         raise NotFound("this assignment has no such annotation")
     if annotation.removed_at is None:
         annotation.removed_at = now()
-    assignment.last_seen_at = now()
+    engage(assignment)
 
 
 def set_position(session: Session, assignment: Assignment, body: Any) -> None:
@@ -337,7 +350,13 @@ def set_position(session: Session, assignment: Assignment, body: Any) -> None:
     if not 0 <= segment < count:
         raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
     assignment.current_segment = segment
-    assignment.last_seen_at = now()
+    engage(assignment)
+
+
+def heartbeat(assignment: Assignment) -> None:
+    """The page says its worker is there: keeps an active assignment's slot."""
+    if assignment.status == "active":
+        engage(assignment)
 
 
 def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
@@ -358,7 +377,7 @@ def submit(session: Session, assignment: Assignment) -> str:
     assignment.status = "submitted"
     assignment.submitted_at = now()
     assignment.completion_code = assignment.completion_code or new_completion_code()
-    assignment.last_seen_at = now()
+    engage(assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions
 

@@ -51,8 +51,11 @@ def paired_values(
                 "(the taxonomy does not set pair_across_segments)"
             )
         p_segment, p_start, p_end, p_text, end_segment = _crossing(paired, texts)
-    if p_segment > segment or (p_segment == segment and p_start > start) or end_segment > segment:
-        raise InvalidInput("the paired span must come before the annotated span, not after")
+    if p_segment > segment or end_segment > segment or (end_segment == segment and p_end > start):
+        raise InvalidInput(
+            "the paired span must come before the annotated span: in the same segment "
+            "it must end at or before the annotated span's start"
+        )
     return {
         "paired_segment": p_segment,
         "paired_start": p_start,

@@ -25,6 +25,12 @@ from app.cli.base import with_app as _run
     help="Re-offer active assignments idle this long (default 45).",
 )
 @click.option(
+    "--hold-minutes",
+    type=float,
+    default=None,
+    help="How long a new assignment keeps its slot before its page is used (default 5).",
+)
+@click.option(
     "--randomise-conditions/--no-randomise-conditions",
     default=None,
     help="Split workers into assisted and unassisted conditions.",
@@ -46,6 +52,7 @@ def study_settings(
     platform: str | None,
     completion_url: str | None,
     abandon_after_minutes: float | None,
+    hold_minutes: float | None,
     randomise_conditions: bool | None,
     qualification_f1: str | None,
     qualification_attempts: int | None,
@@ -67,6 +74,8 @@ def study_settings(
             changes["completion_url"] = completion_url or None
         if abandon_after_minutes is not None:
             changes["abandon_after_minutes"] = abandon_after_minutes
+        if hold_minutes is not None:
+            changes["hold_minutes"] = hold_minutes
         if randomise_conditions is not None:
             changes["randomise_conditions"] = randomise_conditions
         if qualification_f1 is not None:

@@ -228,6 +228,7 @@ def configure_study(
     platform: str = UNSET,
     completion_url: str | None = UNSET,
     abandon_after_minutes: float = UNSET,
+    hold_minutes: float = UNSET,
     randomise_conditions: bool = UNSET,
     qualification_f1: float | None = UNSET,
     qualification_attempts: int = UNSET,
@@ -257,6 +258,11 @@ def configure_study(
         if not 1 <= minutes <= 7 * 24 * 60:
             raise InvalidInput("the abandon timeout must be between 1 minute and 7 days")
         settings["abandon_after_minutes"] = minutes if minutes % 1 else int(minutes)
+    if hold_minutes is not UNSET:
+        minutes = float(hold_minutes)
+        if not 1 <= minutes <= 60:
+            raise InvalidInput("the slot hold must be between 1 and 60 minutes")
+        settings["hold_minutes"] = minutes if minutes % 1 else int(minutes)
     if randomise_conditions is not UNSET:
         settings["randomise_conditions"] = bool(randomise_conditions)
     rule = dict(settings.get("qualification") or {})
@@ -287,7 +293,7 @@ def configure_study(
 
 def describe(study: Study) -> dict[str, Any]:
     """The study's platform and assignment settings with their defaults filled in."""
-    from app.annotation.assigning import DEFAULT_ABANDON_MINUTES
+    from app.annotation.assigning import DEFAULT_ABANDON_MINUTES, DEFAULT_HOLD_MINUTES
 
     settings = study.settings or {}
     return {
@@ -296,6 +302,7 @@ def describe(study: Study) -> dict[str, Any]:
         "annotators_per_doc": study.annotators_per_doc,
         "suggestions": study.suggestions,
         "abandon_after_minutes": settings.get("abandon_after_minutes", DEFAULT_ABANDON_MINUTES),
+        "hold_minutes": settings.get("hold_minutes", DEFAULT_HOLD_MINUTES),
         "randomise_conditions": bool(settings.get("randomise_conditions")),
         "qualification": settings.get("qualification") or None,
     }

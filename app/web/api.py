@@ -7,7 +7,9 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
+from app.annotation import admission
 from app.annotation import assignments as service
+from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
@@ -15,10 +17,18 @@ from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
 from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
 from app.researchers import access, keys
+from app.web.limits import arrival_limit, limiter
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 SUGGESTION_EVENTS = ("shown", "accepted", "dismissed")
+
+
+@bp.after_request
+def _no_store(response):
+    """Every API answer is about a token (or hands one out): never cache it."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def json_body() -> Any:
@@ -49,8 +59,20 @@ def _check_strings(body: Any) -> None:
             raise InvalidInput("text must not contain NUL characters or unpaired surrogates")
 
 
+def _researcher_script() -> bool:
+    """Calls with a researcher's key are not crowd arrivals (a bad key is 401 anyway)."""
+    return request.headers.get("Authorization", "").startswith("Bearer ")
+
+
 @bp.post("/assignments")
+@limiter.shared_limit(arrival_limit, scope="arrivals", exempt_when=_researcher_script)
 def open_assignment():
+    """Start new work under the study's policy; never an existing token (CONTRACT.md).
+
+    ``document`` is optional: when given, the policy must allow it for this worker. The
+    researcher-key path (any document, the same token again) goes through
+    :func:`app.annotation.admission.open_for_document`.
+    """
     body = json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
@@ -63,14 +85,21 @@ def open_assignment():
         raise InvalidInput("study must be the study's slug")
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
+        document = service.find_document(session, study, body.get("document"))
+        assignment, created = admission.open_for_document(
+            session, study, document, body.get("worker_id")
+        )
     else:
         study = get_study(session, study_slug)
-    document = service.find_document(session, study, body.get("document"))
-    assignment, created = service.open_assignment(session, study, document, body.get("worker_id"))
+        worker_id = service.worker_id_from(body.get("worker_id"))
+        named = body.get("document")
+        document = None if named is None else service.find_document(session, study, named)
+        assignment = assign(session, study, worker_id, platform="generic", document=document)
+        created = True
     session.commit()
     answer = {
         "token": assignment.token,
-        "segments": len(document.segments),
+        "segments": len(assignment.document.segments),
         "resume_segment": assignment.current_segment,
     }
     return jsonify(answer), 201 if created else 200
@@ -178,6 +207,18 @@ def set_position(token: str):
     session = begin_write(get_session())
     assignment = service.get_assignment(session, token, for_update=True, related=False)
     service.set_position(session, assignment, body)
+    session.commit()
+    return "", 204
+
+
+@bp.post("/assignments/<token>/heartbeat")
+def heartbeat(token: str):
+    """The annotate page says its worker is there (a JSON body: no cross-site form can send
+    one), which keeps the assignment's slot."""
+    json_body()
+    session = begin_write(get_session())
+    assignment = service.get_assignment(session, token, for_update=True, related=False)
+    service.heartbeat(assignment)
     session.commit()
     return "", 204
 

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
+from flask import current_app
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
 limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+
+# Arrivals (GET /s/<slug>, POST /api/assignments) per client address: a worker arrives once
+# or twice; a page of <img> tags or a script arriving with made-up IDs is slowed down.
+DEFAULT_ARRIVAL_LIMIT = "30 per minute; 300 per hour"
+
+
+def arrival_limit() -> str:
+    """``ARRIVAL_RATE_LIMIT`` from the app's config or the environment, else the default."""
+    return (
+        current_app.config.get("ARRIVAL_RATE_LIMIT")
+        or os.environ.get("ARRIVAL_RATE_LIMIT")
+        or DEFAULT_ARRIVAL_LIMIT
+    )

@@ -1,7 +1,10 @@
 """Worker-facing HTML pages: arrive at a study, annotate, see the completion code.
 
 Arrivals carry the platform's parameters (see :mod:`app.crowd.platforms`); workers are then
-identified by the assignment token in the URL only. Worker pages of MTurk studies may be
+identified by the assignment token in the URL only. A worker ID never brings an existing
+token back: only a proven return does (:mod:`app.annotation.admission`); a second arrival
+with an ID that has work in progress gets a page saying so, whose script looks for the
+token this browser kept and, if it has one, presents it (``?resume=<token>``). Worker pages of MTurk studies may be
 framed by the MTurk origins; every other page refuses framing.
 """
 
@@ -18,16 +21,32 @@ from flask import (
     url_for,
 )
 
+from app.annotation import admission
 from app.annotation import assignments as service
-from app.annotation.assigning import assign, preview_document, qualification, qualification_state
+from app.annotation.assigning import (
+    WorkInProgress,
+    assign,
+    preview_document,
+    qualification,
+    qualification_state,
+)
 from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
+from app.researchers.accounts import current_researcher
+from app.web.limits import arrival_limit, limiter
 
 bp = Blueprint("pages", __name__)
+
+
+@bp.after_request
+def _no_store(response):
+    """Worker pages carry tokens (in the URL, the Location, the page): never cache them."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.get("/")
@@ -55,14 +74,48 @@ def _continues(assignment: Assignment) -> bool:
     return qualification(assignment.study) is not None and assignment.document.is_gold
 
 
+def _preview(study: Study, segments: list[str], **researcher_preview):
+    body = render_template(
+        "preview.html", study=study, title=study.title, segments=segments, **researcher_preview
+    )
+    return _worker_page(body, 200, study)
+
+
+def _researcher_preview(session, study: Study, external_id: str):
+    """``?document=D``: a researcher's read-only look at one document; nothing is stored."""
+    if current_researcher() is None:
+        error = "?document= shows a document to the study's researchers: log in first"
+        body = render_template("start.html", study=study, error=error)
+        return _worker_page(body, 403, study)
+    try:
+        document = service.find_document(session, study, external_id)
+    except MarginaliaError as exc:
+        body = render_template("start.html", study=study, error=str(exc))
+        return _worker_page(body, exc.status, study)
+    segments = [s.text for s in document.segments]
+    return _preview(study, segments, researcher=True, document_id=document.external_id)
+
+
+def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
+    body = render_template(
+        "resume.html", study=study, worker_id=worker_id, error=str(exc), tried=tried
+    )
+    return _worker_page(body, exc.status, study)
+
+
 @bp.get("/s/<slug>")
+@limiter.shared_limit(arrival_limit, scope="arrivals")
 def start(slug: str):
-    """Give the arriving worker an assignment and send them to it."""
+    """Resume a proven return, else start new work under the study's policy."""
     session = begin_write(get_session())
     try:
         study = get_study(session, slug)
     except MarginaliaError:
         abort(404)
+    if request.args.get("document"):
+        answer = _researcher_preview(session, study, request.args["document"])
+        session.rollback()
+        return answer
     try:
         arrival = platforms.read_arrival(request.args, mturk_origins=_mturk_origins())
     except MarginaliaError as exc:
@@ -75,41 +128,28 @@ def start(slug: str):
         return _worker_page(render_template("start.html", study=study, error=None), 200, study)
     if arrival.preview:
         document = preview_document(session, study)
-        body = render_template(
-            "preview.html",
-            study=study,
-            title=study.title,
-            segments=[s.text for s in document.segments] if document else [],
-        )
         session.rollback()
-        return _worker_page(body, 200, study)
+        return _preview(study, [s.text for s in document.segments] if document else [])
+    resume_token = request.args.get("resume", "")
     try:
-        requested = request.args.get("document")
         visit = platforms.find_visit(session, study, arrival)
-        if requested:
-            document = service.find_document(session, study, requested)
-            assignment, _ = service.open_assignment(
-                session,
-                study,
-                document,
-                arrival.worker_id,
-                platform=arrival.platform,
-                platform_data=arrival.platform_data,
+        if visit is None and resume_token:
+            visit = admission.visit_by_token(session, study, arrival.worker_id, resume_token)
+        if visit is not None and (visit.status != "submitted" or not _continues(visit)):
+            assignment = admission.resume(
+                session, study, visit, platform_data=arrival.platform_data
             )
-        elif visit is not None and (
-            visit.status == "active" or (visit.status == "submitted" and not _continues(visit))
-        ):
-            assignment = visit
-            if visit.status == "active":
-                visit.last_seen_at = service.now()
         else:
-            assignment, _ = assign(
+            assignment = assign(
                 session,
                 study,
                 arrival.worker_id,
                 platform=arrival.platform,
                 platform_data=arrival.platform_data,
             )
+    except WorkInProgress as exc:
+        session.rollback()
+        return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
     except MarginaliaError as exc:
         session.rollback()
         return _worker_page(
@@ -128,7 +168,13 @@ def annotate(token: str):
         assignment = service.get_assignment(session, token)
     except MarginaliaError:
         abort(404)
-    body = render_template("annotate.html", token=token, title=assignment.study.title)
+    body = render_template(
+        "annotate.html",
+        token=token,
+        title=assignment.study.title,
+        study_slug=assignment.study.slug,
+        worker_id=assignment.worker_id,
+    )
     return _worker_page(body, 200, assignment.study, assignment)
 
 
