@@ -229,11 +229,25 @@ def test_document_parameter_is_a_researchers_read_only_preview(app, client):
     assert "log in" in answer.get_data(as_text=True)
     assert db_snapshot(app) == before
     with app.app_context(), session_scope() as session:
-        create_researcher(session, "preview@example.org", "a long enough password")
-    form = client.get("/admin/login").get_data(as_text=True)
-    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
-    credentials = {"email": "preview@example.org", "password": "a long enough password"}
-    assert client.post("/admin/login", data={**credentials, "csrf_token": csrf}).status_code == 302
+        create_researcher(session, "outsider@example.org", "a long enough password")
+        create_researcher(session, "preview@example.org", "a long enough password", role="admin")
+
+    def log_in(browser, email: str) -> None:
+        form = browser.get("/admin/login").get_data(as_text=True)
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+        credentials = {"email": email, "password": "a long enough password"}
+        answer = browser.post("/admin/login", data={**credentials, "csrf_token": csrf})
+        assert answer.status_code == 302
+
+    # a researcher without access to the study sees no more than a worker does
+    outsider = app.test_client()
+    log_in(outsider, "outsider@example.org")
+    before = db_snapshot(app)
+    refused, token = arrive(outsider, "w2", document="doc-1")
+    assert refused.status_code == 403 and token is None
+    assert "Zoë" not in refused.get_data(as_text=True)
+    assert db_snapshot(app) == before
+    log_in(client, "preview@example.org")  # an admin: the study has no owner
     before = db_snapshot(app)
     preview, token = arrive(client, "w2", document="doc-1")
     assert preview.status_code == 200 and token is None

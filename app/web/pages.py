@@ -36,6 +36,7 @@ from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
+from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web.limits import arrival_limit, limiter
 
@@ -83,8 +84,11 @@ def _preview(study: Study, segments: list[str], **researcher_preview):
 
 def _researcher_preview(session, study: Study, external_id: str):
     """``?document=D``: a researcher's read-only look at one document; nothing is stored."""
-    if current_researcher() is None:
+    researcher = current_researcher()
+    if researcher is None or not access.can_see(session, researcher, study):
         error = "?document= shows a document to the study's researchers: log in first"
+        if researcher is not None:
+            error = "?document= shows a document to the study's researchers only"
         body = render_template("start.html", study=study, error=error)
         return _worker_page(body, 403, study)
     try:
