@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from app.db import session_scope
 from app.models import Document, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import run_import_worker
 
 PASSWORD = "a long enough password"
 ALICE, BOB, ADA = "alice@example.org", "bob@example.org", "ada@example.org"
@@ -80,6 +81,7 @@ def alice_study(app):
         content_type="multipart/form-data",
     )
     assert answer.status_code == 302
+    run_import_worker(app)  # uploads are imported by the worker
     return alice
 
 
@@ -126,6 +128,7 @@ def test_another_researcher_cannot_list_read_export_or_change_a_study(app, alice
     before = study_row(app, "alpha")
     answers = attack(app, bob, "alpha")
     assert answers == [(url, 404) for url, _ in answers], answers
+    run_import_worker(app)  # a queued upload of Bob's would be stored now
     # nothing changed: no phishing completion URL, no planted document, no collaborator
     assert study_row(app, "alpha") == before == ("generic", None, 1)
     assert bob.get("/admin/studies/alpha").status_code == 404
