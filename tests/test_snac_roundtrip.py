@@ -82,11 +82,11 @@ def plan_marks(raw: dict) -> tuple[dict, Counter, dict, list, list]:
                     paired = None
                     if pairs is not None:
                         found = locate_antecedent(texts, index, placed.start, pairs[k])
-                        assert found is not None, (key, pairs[k])
-                        seg, at = found
-                        if seg == index and at.end > placed.start:
+                        if found is None:  # no earlier occurrence: the span paired with itself
+                            assert pairs[k].strip() in texts[index], (key, pairs[k])
                             self_paired.append(key)
                             continue
+                        seg, at = found
                         paired = {"segment": seg, "start": at.start, "end": at.end}
                         paired["text"] = texts[seg][at.start : at.end]
                         antecedents[(doc, str(index), placed.start, error["error_type"])].append(
@@ -186,4 +186,6 @@ def test_snac_dev_round_trip(app, client):
     assert {k: sorted(v) for k, v in got_antecedents.items()} == {
         k: sorted(v) for k, v in antecedents.items()
     }
-    assert cross_segment == 31  # antecedent votes of dev that point to an earlier segment
+    # antecedent votes of dev that point to an earlier segment (31 where an antecedent could
+    # overlap its span; 7 more once it must end before the span starts, issue #10 row 14)
+    assert cross_segment == 38

@@ -96,11 +96,12 @@ def locate(
 def locate_antecedent(
     texts: list[str], segment: int, span_start: int | None, needle: str
 ) -> tuple[int, Placement] | None:
-    """The earlier span a paired error points to: in ``segment`` before ``span_start``, else
-    the nearest earlier segment holding it (last occurrence there). ``(segment, placement)``."""
+    """The earlier span a paired error points to: in ``segment`` ending at or before
+    ``span_start`` (the API's rule for a paired span), else the nearest earlier segment
+    holding it (last occurrence there). ``(segment, placement)``."""
     if span_start is not None:
         here = locate(texts[segment], needle, before=span_start)
-        if here.found:
+        if here.found and here.end <= span_start:  # type: ignore[operator]
             return segment, here
     for index in range(segment - 1, -1, -1):
         there = locate(texts[index], needle, before=len(texts[index]))
