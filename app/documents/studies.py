@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.documents.records import DocumentInput, GoldSpan
+from app.documents.records import DocumentInput, GoldSpan, checked
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
+from app.documents.text import text_problem
 from app.errors import InvalidInput, NotFound
 from app.models import DetectionJob, Document, GoldError, Segment, Study
 
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 SUGGESTION_MODES = ("off", "shown", "hidden")
+MAX_TITLE_CHARS = 300  # studies.title
 
 
 @dataclass
@@ -64,6 +66,12 @@ def create_study(
         raise InvalidInput(f"suggestions must be one of {', '.join(SUGGESTION_MODES)}")
     if not 1 <= annotators_per_doc <= 1000:
         raise InvalidInput("annotators per document must be between 1 and 1000")
+    if title is not None:
+        if len(title) > MAX_TITLE_CHARS:
+            raise InvalidInput(f"the title is longer than {MAX_TITLE_CHARS} characters")
+        problem = text_problem(title, allow="")
+        if problem:
+            raise InvalidInput(f"the title {problem}")
     if taxonomy is None:
         if taxonomy_path is None:
             raise InvalidInput("a study needs a taxonomy")
@@ -146,6 +154,7 @@ def import_documents(
     of :func:`analyse_entities` computed beforehand, so that a web request need not hold
     the database's write lock while spaCy runs.
     """
+    documents = [checked(document) for document in documents]
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
     existing = set(

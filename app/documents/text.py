@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+MAX_JSON_DEPTH = 10
+MAX_JSON_INT = 2**63 - 1
 
 
 def storable(value: str) -> bool:
@@ -38,3 +42,39 @@ def _strip(chars: str) -> dict[int, None]:
 def normalise_newlines(text: str) -> str:
     """CR LF and lone CR become LF (a lone CR breaks CSV readers of the export)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def json_problem(value: Any) -> str | None:
+    """What makes a parsed JSON value (document metadata) unfit to store, or None: text with
+    NUL, surrogates or control characters (tab and newlines allowed), a number that is not
+    finite or beyond 64 bits, nesting deeper than MAX_JSON_DEPTH. Iterative: no recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return "has a key that is not text"
+                problem = text_problem(key, allow="\t\n\r")
+                if problem:
+                    return f"has a key that {problem}"
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, str):
+            problem = text_problem(item, allow="\t\n\r")
+            if problem:
+                return f"has text that {problem}"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_JSON_INT:
+                return "has a number beyond 64 bits"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "has a number that is not finite (NaN or Infinity)"
+        else:
+            return f"has a value that is not JSON ({type(item).__name__})"
+    return None

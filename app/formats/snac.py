@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.documents.records import gold_problem
 from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
 from app.models import Annotation, Assignment, Document, Segment, Study
 
@@ -46,7 +47,11 @@ def gold_errors(errors: Any, problem: Problem, doc: str, index: int) -> list[Gol
         antecedents = error.get("antecedants", error.get("antecedents", [])) or []
         if not isinstance(antecedents, list) or not all(isinstance(a, str) for a in antecedents):
             raise problem(f'error {span[:40]!r} has bad "antecedants"', doc, index)
-        spans.append(GoldSpan(index, span, category, votes, list(antecedents)))
+        gold = GoldSpan(index, span, category, votes, list(antecedents))
+        bad = gold_problem(gold)
+        if bad:
+            raise problem(bad, doc, index)
+        spans.append(gold)
     return spans
 
 
