@@ -77,6 +77,9 @@ def _param(args: Mapping[str, str], name: str, *, required: bool = True) -> str:
         raise InvalidInput(f"the link is missing the {name} parameter")
     if len(value) > MAX_PARAM_CHARS:
         raise InvalidInput(f"{name} is longer than {MAX_PARAM_CHARS} characters")
+    problem = text_problem(value, allow="")
+    if problem:
+        raise InvalidInput(f"{name} {problem}")
     return value
 
 
