@@ -24,7 +24,8 @@ from app.models import Study
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
 EXPORT_TYPES = {
-    "csv": ("text/csv; charset=utf-8", "csv"),
+    # Werkzeug adds "; charset=utf-8" to text/* mimetypes itself, not to application/*.
+    "csv": ("text/csv", "csv"),
     "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
     "snac": ("application/json; charset=utf-8", "json"),
 }
