@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 MAX_JSON_DEPTH = 10
 MAX_JSON_INT = 2**63 - 1
 
@@ -24,19 +24,24 @@ def storable(value: str) -> bool:
 
 def text_problem(value: str, *, allow: str = "\t\n") -> str | None:
     """What makes ``value`` unfit to store or export, or None: NUL, an unpaired surrogate,
-    a control character other than those in ``allow`` (a lone CR splits CSV rows)."""
-    if "\x00" in value:
+    a control character other than those in ``allow`` (a lone CR splits CSV rows).
+    One regular-expression scan (a character class, no backtracking)."""
+    bad = _unfit(allow).search(value)
+    if bad is None:
+        return None
+    char = bad.group()
+    if char == "\x00":
         return "contains a NUL character"
-    if not storable(value):
+    if "\ud800" <= char <= "\udfff":
         return "contains an unpaired surrogate (\\ud800-\\udfff escape)"
-    bad = _CONTROL.search(value.translate(_strip(allow)))
-    if bad:
-        return f"contains the control character U+{ord(bad.group()):04X}"
-    return None
+    return f"contains the control character U+{ord(char):04X}"
 
 
-def _strip(chars: str) -> dict[int, None]:
-    return dict.fromkeys(map(ord, chars))
+@functools.cache
+def _unfit(allow: str) -> re.Pattern[str]:
+    """A character class of NUL, surrogates and control characters, less ``allow``."""
+    controls = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in allow]
+    return re.compile("[" + "".join(re.escape(c) for c in controls) + "\ud800-\udfff]")
 
 
 def normalise_newlines(text: str) -> str:
