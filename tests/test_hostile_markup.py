@@ -5,6 +5,7 @@ a second, and the output is the old parser's on FALTE's real sample and on gener
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 import time
@@ -14,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.entities.markup import strip_entity_markup
-from tests.conftest import shared_file
+from tests.conftest import make_study, shared_file
+from tests.test_admin import admin, csrf, researcher  # noqa: F401 - fixtures
 
 # The parser this replaces, kept as the oracle for well-formed and odd-but-harmless markup.
 _OLD_SPAN = re.compile(
@@ -128,3 +130,20 @@ FRAGMENTS = st.sampled_from(
 @given(st.lists(FRAGMENTS, max_size=25).map("".join))
 def test_same_output_as_the_old_parser_on_generated_markup(segment):
     assert strip_entity_markup(segment) == old_strip(segment)
+
+
+def test_a_crafted_falte_upload_is_handled_quickly_over_http(app, admin):  # noqa: F811
+    """The attack as it came in: a ~100 KB FALTE upload of crafted markup, one request."""
+    make_study(app, documents=[("doc-0", ["Existing."])])
+    crafted = ["<span class='x ne-a" * 1_000, "<span class='x ne-" + "a" * 19_000]
+    crafted += ["<span class='ne ne-1'>Anna " * 700, "<" * 19_000, "Plain <b>end</b>."]
+    content = json.dumps({"crafted": {"sentences": crafted * 2}}).encode()
+    assert len(content) > 90_000
+    started = time.process_time()
+    answer = admin.post(
+        "/admin/studies/demo/documents",
+        data={"csrf_token": csrf(admin), "file": (io.BytesIO(content), "f.json"), "ner": ""},
+        content_type="multipart/form-data",
+    )
+    assert time.process_time() - started < 2.0
+    assert answer.status_code == 302, answer.get_data(as_text=True)[-300:]
