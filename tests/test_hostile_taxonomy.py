@@ -67,6 +67,13 @@ def test_file_over_the_size_limit_is_refused_before_parsing():
     assert error.line == 1 and "larger than" in error.problem
 
 
+def test_an_endless_file_is_refused_after_the_limit():
+    started = time.monotonic()
+    with pytest.raises(TaxonomyError, match="larger than 256 KB"):
+        load_taxonomy("/dev/zero")
+    assert time.monotonic() - started < 1.0
+
+
 def test_too_many_categories_are_refused_quickly():
     body = "".join(
         f"  - {{id: C{i}, label: L{i}, definition: D{i}}}\n" for i in range(MAX_CATEGORIES + 1)

@@ -353,11 +353,13 @@ def load_taxonomy(path: str | Path) -> dict[str, Any]:
     """Read and validate a taxonomy file; errors name the file, line and field."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_TAXONOMY_BYTES:
+        with path.open("rb") as file:  # at most one byte over the limit, also from a pipe
+            data = file.read(MAX_TAXONOMY_BYTES + 1)
+        if len(data) > MAX_TAXONOMY_BYTES:
             raise TaxonomyError(
                 str(path), 1, "(file)", f"is larger than {MAX_TAXONOMY_BYTES // 1024} KB"
             )
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except OSError as exc:
         raise TaxonomyError(str(path), 1, "(file)", f"cannot read: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
