@@ -215,3 +215,14 @@ def test_study_create_refuses_a_long_title_in_one_line(app):
         pytest.raises(InvalidInput, match="longer than 300"),
     ):
         create_study(session, "t", REPO / "taxonomies" / "snac.yaml", title="T" * 301)
+
+
+@pytest.mark.parametrize(
+    "slug", ["a\x00b", "x" * 5000, "\ud800".encode("utf-8", "replace").decode()]
+)
+def test_new_study_refuses_a_hostile_slug(app, admin, slug):  # noqa: F811
+    before = db_snapshot(app)
+    answer = taxonomy_upload(admin, slug, TINY.format(name="ok"))
+    assert answer.status_code == 400
+    assert "lower-case letters" in answer.get_data(as_text=True)
+    assert db_snapshot(app) == before

@@ -248,22 +248,28 @@ def test_document_upload_fuzz(world, file, fields):
 
 
 @FUZZ
-@example(taxonomy=DEEP_YAML, title="T", annotators="3", url="", platform="generic")
-@example(taxonomy=ALIAS_BOMB, title="T" * 301, annotators="3", url="", platform="generic")
+@example(taxonomy=DEEP_YAML, title="T", annotators="3", url="", platform="generic", slug=None)
+@example(
+    taxonomy=ALIAS_BOMB, title="T" * 301, annotators="3", url="", platform="generic", slug=None
+)
+@example(taxonomy="name: T\n", title="T", annotators="3", url="", platform="generic", slug="a\x00")
 @given(
     taxonomy=TAXONOMIES,
     title=HOSTILE_TEXT.map(lambda t: t.encode("utf-8", "replace").decode()),  # as a form sends
     annotators=st.sampled_from(["", "3", "0", "-1", "1001", "x", "9" * 5000]),
     url=st.sampled_from(["", "https://x.org/done", "http://[::1", "https://x.org/\x00", "ftp://x"]),
     platform=st.sampled_from(["generic", "prolific", "mturk", "other"]),
+    slug=st.sampled_from([None, None, None, "", "demo", "a\x00b", "Bad Slug", "x" * 200]),
 )
-def test_new_study_with_uploaded_taxonomy_fuzz(world, taxonomy, title, annotators, url, platform):
+def test_new_study_with_uploaded_taxonomy_fuzz(
+    world, taxonomy, title, annotators, url, platform, slug
+):
     world.slugs += 1
     before = world.digest()
     answer = world.client.post(
         "/admin/studies/new",
         data={
-            "slug": f"fuzz-{world.slugs}",
+            "slug": f"fuzz-{world.slugs}" if slug is None else slug,
             "taxonomy": "snac.yaml",
             "taxonomy_file": (io.BytesIO(taxonomy.encode("utf-8", "surrogatepass")), "t.yaml"),
             "title": title,
