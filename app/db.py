@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from flask import Flask, current_app, g
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 
 def make_engine(url: str) -> Engine:
     """Create an engine with the settings each backend needs for concurrent annotators."""
     if url.startswith("sqlite"):
+        create_private_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
@@ -22,7 +25,9 @@ def make_engine(url: str) -> Engine:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            # FULL: a commit that answered is on disk, also after a power cut (NORMAL in
+            # WAL mode may lose the last transactions).
+            cursor.execute("PRAGMA synchronous=FULL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
 
@@ -35,6 +40,19 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def create_private_sqlite_file(url: str) -> None:
+    """Create a SQLite URL's database file readable by its owner only (0600), before SQLite
+    creates it with the umask's 0644; SQLite gives its -wal and -shm files the same mode."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
 def init_app(app: Flask) -> None:

@@ -17,8 +17,8 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Bring the database at ``url`` to ``revision``; safe to run again."""
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
+    if url.startswith("sqlite"):
+        from app.db import create_private_sqlite_file
 
-        Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        create_private_sqlite_file(url)
     command.upgrade(alembic_config(url), revision)

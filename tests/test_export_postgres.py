@@ -1,5 +1,6 @@
 """On Postgres the CSV export is formatted by the server (app.formats.csv_postgres.postgres_csv_lines);
-it must give exactly the bytes the csv-module path gives, for awkward text too."""
+it must give exactly the bytes the csv-module path gives, for awkward text and for fields a
+spreadsheet would run as formulas (both paths prefix those with ')."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import pytest
 from app.formats import csv as csv_format
 from app.formats.csv_postgres import postgres_csv_lines
 from app.formats.rows import CSV_COLUMNS, row_values
+from app.formats.spreadsheet import safe_row, spreadsheet_safe
 from tests.conftest import make_database_url, make_study
 
 pytestmark = pytest.mark.postgres
 
 SEGMENTS = [
     'Anna said, "hello" to Zoë 🙂 at the café.',
-    "Line one\nline two; tab\there and a carriage\rreturn, then ' quotes'.",
+    "Line one\nline two; tab\there and a carriage\nreturn, then ' quotes'.",
+    "=SUM(A1) and -2+3 or @me; +cmd",
 ]
 
 
@@ -30,7 +33,7 @@ def python_csv(session, study) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    writer.writerows(row_values(session, study))
+    writer.writerows(safe_row(row) for row in row_values(session, study))
     return buffer.getvalue()
 
 
@@ -41,12 +44,16 @@ def test_server_formatted_csv_is_byte_identical(app, client):
         (0, "Zoë 🙂"),
         (1, "Line one\nline two"),
         (1, "tab\there"),
-        (1, "carriage\rreturn"),
+        (1, "carriage\nreturn"),
         (1, "' quotes'"),
+        (2, "=SUM(A1)"),
+        (2, "-2+3"),
+        (2, "@me;"),
     ]
     comments = ["", 'a "quoted", comment', "multi\nline", " padded ", "%(x)s %s", "\\."]
+    comments += ["\t=tab first", "-minus, first", "@at\nfirst"]
     tokens = []
-    for worker in ("w,1", 'w"2', "w3"):
+    for worker in ("w,1", 'w"2', "=w3"):
         token = client.post(
             "/api/assignments", json={"study": "demo", "document": "doc, 1", "worker_id": worker}
         ).get_json()["token"]
@@ -90,8 +97,11 @@ def test_server_formatted_csv_is_byte_identical(app, client):
         finally:
             session.close()
     assert fast == slow
-    # (the csv module leaves a lone "\r" unquoted, which its own reader then refuses)
-    rows = list(csv.DictReader(io.StringIO(fast.replace("\r", ""))))
+    rows = list(csv.DictReader(io.StringIO(fast)))
     assert len(rows) == 3 * len(spans) - 1 + 1
-    assert {r["span_text"] for r in rows} >= {text.replace("\r", "") for _, text in spans}
+    assert {r["span_text"] for r in rows} >= {spreadsheet_safe(text) for _, text in spans}
+    assert {r["worker_id"] for r in rows} == {"w,1", 'w"2', "'=w3", "w4"}
+    assert all(
+        not value.startswith(("=", "+", "-", "@", "\t")) for r in rows for value in r.values()
+    )
     assert rows[-1]["category"] == "" and rows[-1]["worker_id"] == "w4"

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.annotation.pairing import paired_values
 from app.documents.taxonomy import categories_by_id
-from app.documents.text import normalise_newlines, storable
+from app.documents.text import normalise_newlines, storable, text_problem
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -53,7 +53,11 @@ def engage(assignment: Assignment) -> None:
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(18)
+    """An unguessable token; never starting with ``-``, which a spreadsheet reads as a
+    formula (the CSV export would have to prefix it with ``'``)."""
+    while (token := secrets.token_urlsafe(18)).startswith("-"):
+        pass
+    return token
 
 
 def new_completion_code() -> str:
@@ -91,6 +95,9 @@ def _worker_id(value: Any) -> str:
         raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
     if not storable(value):
         raise InvalidInput("worker_id must not contain NUL characters or unpaired surrogates")
+    problem = text_problem(value, allow="")
+    if problem:  # a lone CR would split the worker's CSV rows
+        raise InvalidInput(f"worker_id {problem}")
     return value.strip()
 
 
@@ -263,7 +270,9 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
         raise InvalidInput("comment must be text")
     if len(comment) > MAX_COMMENT_CHARS:
         raise InvalidInput(f"comment is longer than {MAX_COMMENT_CHARS} characters")
-    values["comment"] = normalise_newlines(comment).strip()
+    # Spaces and line breaks around a comment go; a leading tab stays (the CSV export
+    # neutralises it, JSONL keeps it).
+    values["comment"] = normalise_newlines(comment).strip(" \n")
     client_id = body.get("client_id")
     if client_id is None:
         client_id = uuid.uuid4().hex

@@ -26,6 +26,7 @@ from urllib.parse import urlencode, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 from app.models import Assignment, Study
 
@@ -76,6 +77,9 @@ def _param(args: Mapping[str, str], name: str, *, required: bool = True) -> str:
         raise InvalidInput(f"the link is missing the {name} parameter")
     if len(value) > MAX_PARAM_CHARS:
         raise InvalidInput(f"{name} is longer than {MAX_PARAM_CHARS} characters")
+    problem = text_problem(value, allow="")
+    if problem:
+        raise InvalidInput(f"{name} {problem}")
     return value
 
 
@@ -214,7 +218,13 @@ UNSET: Any = object()
 
 
 def _check_url(url: str) -> str:
-    parts = urlsplit(url)
+    problem = text_problem(url, allow="")
+    if problem:
+        raise InvalidInput(f"completion URL {problem}")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise InvalidInput(f"completion URL {url!r} cannot be read: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InvalidInput(f"completion URL {url!r} must be an http(s) address")
     if len(url) > 2000:

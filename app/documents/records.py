@@ -6,6 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.documents.text import json_problem, normalise_newlines, text_problem
+from app.errors import InvalidInput
+
+MAX_ID_CHARS = 300
+MAX_VOTES = 2**31 - 1  # gold_errors.votes is a 32-bit INTEGER
+
 
 @dataclass
 class GoldSpan:
@@ -36,3 +42,46 @@ class DocumentInput:
         if self.meta.get("source"):
             return str(self.meta["source"])
         return self.external_id.rstrip("0123456789_-") or self.external_id
+
+
+def checked(document: DocumentInput) -> DocumentInput:
+    """``document`` checked like the readers check a file's documents, its segments' line
+    breaks normalised (for callers that build documents themselves); InvalidInput if not."""
+    doc = document.external_id
+    problem = (
+        "must be non-empty text"
+        if not isinstance(doc, str) or not doc.strip()
+        else f"is longer than {MAX_ID_CHARS} characters"
+        if len(doc) > MAX_ID_CHARS
+        else text_problem(doc, allow="")
+    )
+    if problem:
+        raise InvalidInput(f"document id {str(doc)[:40]!r} {problem}")
+    for index, text in enumerate(document.segments):
+        problem = text_problem(text, allow="\t\n\r") if isinstance(text, str) else "not text"
+        if problem:
+            raise InvalidInput(f"document {doc!r}: segment {index}: {problem}")
+    document.segments = [normalise_newlines(t) for t in document.segments]
+    problem = json_problem(document.meta)
+    if problem:
+        raise InvalidInput(f"document {doc!r}: metadata {problem}")
+    for span in document.gold:
+        problem = gold_problem(span)
+        if problem:
+            raise InvalidInput(f"document {doc!r}: segment {span.segment}: {problem}")
+    return document
+
+
+def gold_problem(span: GoldSpan) -> str | None:
+    """What makes a gold span unfit to store, or None."""
+    if not 1 <= span.votes <= MAX_VOTES:
+        return f'error {span.text[:40]!r} has "votes" outside 1..{MAX_VOTES}'
+    for name, text in (("span", span.text), ("error_type", span.category)):
+        problem = text_problem(text)
+        if problem:
+            return f'an error\'s "{name}" {problem}'
+    for text in span.antecedents:
+        problem = text_problem(text)
+        if problem:
+            return f'an error\'s "antecedants" {problem}'
+    return None

@@ -11,9 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
-from app.documents.records import DocumentInput
+from app.documents.records import DocumentInput, checked
 from app.documents.storing import ImportResult, prepare_import, store_prepared
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
+from app.documents.text import text_problem
 from app.errors import InvalidInput, NotFound
 from app.models import Study
 
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
 SUGGESTION_MODES = ("off", "shown", "hidden")
+MAX_TITLE_CHARS = 300  # studies.title
 
 
 def get_study(session: Session, slug: str) -> Study:
@@ -54,6 +56,12 @@ def create_study(
         raise InvalidInput(f"suggestions must be one of {', '.join(SUGGESTION_MODES)}")
     if not 1 <= annotators_per_doc <= 1000:
         raise InvalidInput("annotators per document must be between 1 and 1000")
+    if title is not None:
+        if len(title) > MAX_TITLE_CHARS:
+            raise InvalidInput(f"the title is longer than {MAX_TITLE_CHARS} characters")
+        problem = text_problem(title, allow="")
+        if problem:
+            raise InvalidInput(f"the title {problem}")
     if taxonomy is None:
         if taxonomy_path is None:
             raise InvalidInput("a study needs a taxonomy")
@@ -109,6 +117,7 @@ def import_documents(
     of :func:`analyse_entities` computed beforehand. Rows are built first and inserted in
     bulk (:mod:`app.documents.storing`), so the write lock is held only for the inserts.
     """
+    documents = [checked(document) for document in documents]
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
     prepared = prepare_import(study, documents, gold=gold, entities=entities)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 
 KINDS = ("singleton", "paired")
@@ -50,6 +51,14 @@ PALETTE = (
     "#7f7f7f",
 )
 SHORTCUTS = "123456789abcdefghijklmnopqrstuvwxyz"
+MAX_TAXONOMY_BYTES = 256 * 1024
+MAX_CATEGORIES = 200
+MAX_GROUPS = 100
+MAX_EXAMPLES = 50
+MAX_DEPTH = 20
+MAX_NAME_CHARS = 200  # studies.taxonomy_name
+MAX_LABEL_CHARS = 200
+MAX_TEXT_CHARS = 20_000
 
 
 class TaxonomyError(InvalidInput):
@@ -76,43 +85,104 @@ class _Located:
         return TaxonomyError(self.source, self.line(path), path or "(file)", problem)
 
 
-def _index_lines(node: yaml.Node, path: str, lines: dict[str, int], source: str) -> None:
-    """Record the line of each mapping key and sequence item; reject duplicate keys."""
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            child = f"{path}.{key}" if path else key
-            if key in seen:
-                raise TaxonomyError(source, key_node.start_mark.line + 1, child, "duplicate key")
-            seen.add(key)
-            lines[child] = key_node.start_mark.line + 1
-            _index_lines(value_node, child, lines, source)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            child = f"{path}[{i}]"
-            lines[child] = item.start_mark.line + 1
-            _index_lines(item, child, lines, source)
+def _index_lines(root: yaml.Node, lines: dict[str, int], source: str) -> None:
+    """Record the line of each mapping key and sequence item; reject duplicate keys.
+
+    Iterative and linear in the number of nodes (aliases are refused before this runs).
+    """
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                child = f"{path}.{key}" if path else key
+                if key in seen:
+                    raise TaxonomyError(
+                        source, key_node.start_mark.line + 1, child, "duplicate key"
+                    )
+                seen.add(key)
+                lines[child] = key_node.start_mark.line + 1
+                stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                child = f"{path}[{i}]"
+                lines[child] = item.start_mark.line + 1
+                stack.append((item, child))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader refusing anchors and aliases (no expansion ever happens) and nesting
+    deeper than MAX_DEPTH (no RecursionError), before the node is composed."""
+
+    source = "<taxonomy>"
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        line = event.start_mark.line + 1 if event.start_mark else 1
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise TaxonomyError(
+                self.source, line, "(yaml)", "anchors and aliases (& and *) are not allowed"
+            )
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise TaxonomyError(
+                self.source, line, "(yaml)", f"is nested deeper than {MAX_DEPTH} levels"
+            )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[int, str]:
+    """The line and a one-line description of a YAML syntax error."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = str(exc.problem or exc.context or "invalid YAML")
+        return (mark.line + 1 if mark else 1), " ".join(problem.split())
+    if isinstance(exc, yaml.reader.ReaderError):
+        line = text[: exc.position].count("\n") + 1
+        return line, f"unacceptable character U+{exc.character:04X} (control character)"
+    return 1, " ".join(str(exc).split())
 
 
 def _parse(text: str, source: str) -> tuple[Any, _Located]:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TAXONOMY_BYTES:
+        raise TaxonomyError(
+            source, 1, "(file)", f"is larger than {MAX_TAXONOMY_BYTES // 1024} KB ({size} bytes)"
+        )
+    loader = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        raise TaxonomyError(source, line, "(yaml)", str(exc.problem or exc).strip()) from exc
+        loader = _StrictLoader(text)
+        loader.source = source
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
-        raise TaxonomyError(source, 1, "(yaml)", str(exc)) from exc
+        line, problem = _yaml_problem(exc, text)
+        raise TaxonomyError(source, line, "(yaml)", problem) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     lines: dict[str, int] = {}
     if node is not None:
-        _index_lines(node, "", lines, source)
+        _index_lines(node, lines, source)
     return data, _Located(source, lines)
 
 
-def _text(value: Any, loc: _Located, path: str, *, required: bool, default: str = "") -> str:
+def _text(
+    value: Any,
+    loc: _Located,
+    path: str,
+    *,
+    required: bool,
+    default: str = "",
+    limit: int = MAX_TEXT_CHARS,
+) -> str:
     if value is None:
         if required:
             raise loc.fail(path, "is required")
@@ -122,6 +192,11 @@ def _text(value: Any, loc: _Located, path: str, *, required: bool, default: str 
     text = str(value).strip()
     if required and not text:
         raise loc.fail(path, "must not be empty")
+    if len(text) > limit:
+        raise loc.fail(path, f"is longer than {limit} characters")
+    problem = text_problem(text)
+    if problem:
+        raise loc.fail(path, problem)
     return text
 
 
@@ -137,6 +212,8 @@ def _groups(raw: Any, loc: _Located) -> list[dict[str, str]]:
         return []
     if not isinstance(raw, list):
         raise loc.fail("groups", "must be a list of groups")
+    if len(raw) > MAX_GROUPS:
+        raise loc.fail("groups", f"has more than {MAX_GROUPS} groups")
     groups, seen = [], set()
     for i, item in enumerate(raw):
         path = f"groups[{i}]"
@@ -152,7 +229,9 @@ def _groups(raw: Any, loc: _Located) -> list[dict[str, str]]:
         groups.append(
             {
                 "id": gid,
-                "label": _text(item.get("label"), loc, f"{path}.label", required=True),
+                "label": _text(
+                    item.get("label"), loc, f"{path}.label", required=True, limit=MAX_LABEL_CHARS
+                ),
                 "description": _text(
                     item.get("description"), loc, f"{path}.description", required=False
                 ),
@@ -168,6 +247,8 @@ def _examples(raw: Any, loc: _Located, path: str) -> list[str]:
         raw = [raw]
     if not isinstance(raw, list):
         raise loc.fail(path, "must be a list of example texts")
+    if len(raw) > MAX_EXAMPLES:
+        raise loc.fail(path, f"has more than {MAX_EXAMPLES} examples")
     return [_text(item, loc, f"{path}[{i}]", required=True) for i, item in enumerate(raw)]
 
 
@@ -202,7 +283,9 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
         raise loc.fail(f"{path}.shortcut", f"bad shortcut {shortcut!r} (one letter or digit)")
     category = {
         "id": cid,
-        "label": _text(item.get("label"), loc, f"{path}.label", required=True),
+        "label": _text(
+            item.get("label"), loc, f"{path}.label", required=True, limit=MAX_LABEL_CHARS
+        ),
         "group": group,
         "kind": kind,
         "scope": scope,
@@ -253,11 +336,13 @@ def parse_taxonomy(text: str, source: str = "<taxonomy>") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise loc.fail("", "a taxonomy must be a mapping with name and categories")
     _check_unknown(data, TOP_FIELDS, loc, "")
-    name = _text(data.get("name"), loc, "name", required=True)
+    name = _text(data.get("name"), loc, "name", required=True, limit=MAX_NAME_CHARS)
     groups = _groups(data.get("groups"), loc)
     raw_categories = data.get("categories")
     if not isinstance(raw_categories, list) or not raw_categories:
         raise loc.fail("categories", "must be a non-empty list of categories")
+    if len(raw_categories) > MAX_CATEGORIES:
+        raise loc.fail("categories", f"has more than {MAX_CATEGORIES} categories")
     group_ids = {g["id"] for g in groups}
     categories = [_category(item, i, loc, group_ids) for i, item in enumerate(raw_categories)]
     _fill_defaults(categories, loc)
@@ -275,7 +360,13 @@ def load_taxonomy(path: str | Path) -> dict[str, Any]:
     """Read and validate a taxonomy file; errors name the file, line and field."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:  # at most one byte over the limit, also from a pipe
+            data = file.read(MAX_TAXONOMY_BYTES + 1)
+        if len(data) > MAX_TAXONOMY_BYTES:
+            raise TaxonomyError(
+                str(path), 1, "(file)", f"is larger than {MAX_TAXONOMY_BYTES // 1024} KB"
+            )
+        text = data.decode("utf-8")
     except OSError as exc:
         raise TaxonomyError(str(path), 1, "(file)", f"cannot read: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

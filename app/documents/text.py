@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import re
+from typing import Any
+
+MAX_JSON_DEPTH = 10
+MAX_JSON_INT = 2**63 - 1
+
 
 def storable(value: str) -> bool:
     """Whether both backends can store ``value`` (no NUL, no unpaired surrogate)."""
@@ -14,6 +22,64 @@ def storable(value: str) -> bool:
     return True
 
 
+def text_problem(value: str, *, allow: str = "\t\n") -> str | None:
+    """What makes ``value`` unfit to store or export, or None: NUL, an unpaired surrogate,
+    a control character other than those in ``allow`` (a lone CR splits CSV rows).
+    One regular-expression scan (a character class, no backtracking)."""
+    bad = _unfit(allow).search(value)
+    if bad is None:
+        return None
+    char = bad.group()
+    if char == "\x00":
+        return "contains a NUL character"
+    if "\ud800" <= char <= "\udfff":
+        return "contains an unpaired surrogate (\\ud800-\\udfff escape)"
+    return f"contains the control character U+{ord(char):04X}"
+
+
+@functools.cache
+def _unfit(allow: str) -> re.Pattern[str]:
+    """A character class of NUL, surrogates and control characters, less ``allow``."""
+    controls = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in allow]
+    return re.compile("[" + "".join(re.escape(c) for c in controls) + "\ud800-\udfff]")
+
+
 def normalise_newlines(text: str) -> str:
     """CR LF and lone CR become LF (a lone CR breaks CSV readers of the export)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def json_problem(value: Any) -> str | None:
+    """What makes a parsed JSON value (document metadata) unfit to store, or None: text with
+    NUL, surrogates or control characters (tab and newlines allowed), a number that is not
+    finite or beyond 64 bits, nesting deeper than MAX_JSON_DEPTH. Iterative: no recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return "has a key that is not text"
+                problem = text_problem(key, allow="\t\n\r")
+                if problem:
+                    return f"has a key that {problem}"
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, str):
+            problem = text_problem(item, allow="\t\n\r")
+            if problem:
+                return f"has text that {problem}"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_JSON_INT:
+                return "has a number beyond 64 bits"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "has a number that is not finite (NaN or Infinity)"
+        else:
+            return f"has a value that is not JSON ({type(item).__name__})"
+    return None

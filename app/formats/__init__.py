@@ -7,7 +7,6 @@ text chunks. A new format is one new module added to ``READERS`` and/or ``WRITER
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.documents.segmenting import regroup
 from app.errors import InvalidInput
 from app.formats import csv, falte, jsonl, paragraphs, snac
-from app.formats.records import DocumentInput, GoldSpan, Problem
+from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
 from app.models import Study
 
 READERS: dict[str, ModuleType] = {m.NAME: m for m in (falte, paragraphs, snac, jsonl)}
@@ -37,20 +36,6 @@ __all__ = [
     "iter_export",
     "parse_documents",
 ]
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` refusing repeated keys, which ``json`` would silently drop."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
 
 
 def detect_format(path: Path, data: Any) -> str:
@@ -86,15 +71,7 @@ def parse_documents(
             raise problem("is not UTF-8 text") from None
     data: Any = None
     if fmt != "jsonl" and not (fmt == "auto" and path.suffix == ".jsonl"):
-        try:
-            data = json.loads(text, object_pairs_hook=_unique_keys)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-        except _DuplicateKey as exc:
-            raise problem(
-                f"key {exc.args[0]!r} appears twice in one JSON object "
-                "(a document id or segment key used twice)"
-            ) from None
+        data = parse_json(text, problem)
     if fmt == "auto":
         fmt = detect_format(path, data)
     if gold and fmt != "snac":

@@ -11,13 +11,15 @@ from sqlalchemy.orm import Session
 
 from app.formats.csv_postgres import postgres_csv_lines
 from app.formats.rows import CHUNK_ROWS, CSV_COLUMNS, row_values
+from app.formats.spreadsheet import safe_row
 from app.models import Study
 
 NAME = "csv"
 
 
 def export(session: Session, study: Study) -> Iterator[str]:
-    """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns)."""
+    """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns);
+    text fields that a spreadsheet would read as a formula start with ``'``."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # writes None as an empty field
     writer.writerow(CSV_COLUMNS)
@@ -30,7 +32,7 @@ def export(session: Session, study: Study) -> Iterator[str]:
     rows = row_values(session, study)
     while True:
         chunk = list(islice(rows, CHUNK_ROWS))
-        writer.writerows(chunk)
+        writer.writerows(safe_row(row) for row in chunk)
         if len(chunk) < CHUNK_ROWS:
             break
         yield buffer.getvalue()

@@ -12,6 +12,7 @@ from sqlalchemy import BigInteger, String, Text, case, cast, extract, func, lite
 from sqlalchemy.orm import Session
 
 from app.formats.rows import CHUNK_ROWS, export_select
+from app.formats.spreadsheet import ESCAPE, FORMULA_STARTS
 from app.models import Annotation, Assignment, Document, Study
 
 
@@ -23,9 +24,14 @@ def _python_quotes(char: str) -> bool:
 
 
 def _sql_csv_field(value: Any) -> Any:
-    """SQL for one CSV field, quoted exactly as the csv module quotes it ('' for NULL)."""
+    """SQL for one CSV field, made spreadsheet-safe and quoted exactly as the csv path does
+    ('' for NULL)."""
     if not isinstance(value.type, String):
         return func.coalesce(cast(value, Text), "")
+    # spreadsheet_safe(), in SQL: a leading ' before a formula's first character
+    first = func.substr(value, 1, 1)
+    formula = or_(*(first == literal(c, String) for c in FORMULA_STARTS))
+    value = case((formula, literal(ESCAPE, String).op("||")(value)), else_=value)
     special = [c for c in (",", '"', "\n", "\r", "\t", " ", ";") if _python_quotes(c)]
     needs_quotes = or_(*(func.strpos(value, c) > 0 for c in special))
     quoted = literal('"').op("||")(func.replace(value, '"', '""')).op("||")(literal('"'))

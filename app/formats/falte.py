@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.formats.records import DocumentInput, Problem, document_id, segment_list, segment_text
+from app.formats.records import (
+    DocumentInput,
+    Problem,
+    document_id,
+    document_meta,
+    segment_list,
+    segment_text,
+)
 
 NAME = "falte"
 
@@ -30,7 +37,7 @@ def parse(data: Any, problem: Problem) -> list[DocumentInput]:
         stripped = [strip_entity_markup(s) for s in raw_segments]
         segments = [segment_text(text, problem, doc, i) for i, (text, _) in enumerate(stripped)]
         clusters = [marks for _, marks in stripped]
-        meta = {k: v for k, v in body.items() if k != "sentences"}
+        meta = document_meta({k: v for k, v in body.items() if k != "sentences"}, problem, doc)
         documents.append(
             DocumentInput(doc, segments, meta, entity_clusters=clusters if any(clusters) else None)
         )

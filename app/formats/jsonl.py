@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
-from app.formats.records import DocumentInput, Problem, document_id, segment_list
+from app.formats.records import (
+    DocumentInput,
+    Problem,
+    document_id,
+    document_meta,
+    parse_json,
+    segment_list,
+)
 from app.formats.rows import CHUNK_ROWS, annotation_rows
 from app.models import Study
 
@@ -21,16 +28,11 @@ def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{problem.source}:{number}: invalid JSON: {exc.msg}") from None
+        record = parse_json(line, problem, number)
         if not isinstance(record, dict):
             raise InvalidInput(f"{problem.source}:{number}: each line must be a JSON object")
         doc = document_id(record.get("id"), problem)
-        meta = record.get("meta") or {}
-        if not isinstance(meta, dict):
-            raise problem('"meta" must be an object', doc)
+        meta = document_meta(record.get("meta") or {}, problem, doc)
         documents.append(
             DocumentInput(doc, segment_list(record.get("segments"), problem, doc), meta)
         )

@@ -6,15 +6,15 @@ as one :class:`InvalidInput` message naming the file, document and segment.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from app.documents.records import DocumentInput, GoldSpan
-from app.documents.text import normalise_newlines, storable
+from app.documents.records import MAX_ID_CHARS, DocumentInput, GoldSpan
+from app.documents.text import json_problem, normalise_newlines, storable, text_problem
 from app.errors import InvalidInput
 
 MAX_SEGMENT_CHARS = 20_000
 MAX_SEGMENTS = 2_000
-MAX_ID_CHARS = 300
 
 
 class Problem:
@@ -54,7 +54,58 @@ def document_id(value: Any, problem: Problem) -> str:
         raise problem(f"document id is longer than {MAX_ID_CHARS} characters", doc[:40])
     if not storable(doc):
         raise problem(f"document id {doc!r} contains a NUL character or unpaired surrogate")
+    bad = text_problem(doc, allow="")
+    if bad:
+        raise problem(f"document id {doc!r} {bad}")
     return doc
+
+
+def document_meta(value: Any, problem: Problem, doc: str) -> dict[str, Any]:
+    """A document's metadata: a JSON object of storable text, finite numbers, shallow."""
+    if not isinstance(value, dict):
+        raise problem('"meta" must be an object', doc)
+    bad = json_problem(value)
+    if bad:
+        raise problem(f"metadata {bad}", doc)
+    return value
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing repeated keys, which ``json`` would silently drop."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str, problem: Problem, line: int | None = None) -> Any:
+    """JSON text parsed, or one clear message: syntax (with its line), a repeated key, NaN or
+    Infinity, nesting too deep for the parser, a number too long to convert."""
+    where = f"{problem.source}:{line}" if line is not None else problem.source
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        raise InvalidInput(f"{problem.source}:{at}: invalid JSON: {exc.msg}") from None
+    except _DuplicateKey as exc:
+        raise InvalidInput(
+            f"{where}: key {exc.args[0]!r} appears twice in one JSON object "
+            "(a document id or segment key used twice)"
+        ) from None
+    except RecursionError:
+        raise InvalidInput(f"{where}: JSON is nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer of thousands of digits
+        raise InvalidInput(f"{where}: invalid JSON: {exc}") from None
 
 
 def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
@@ -65,4 +116,13 @@ def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
     return [segment_text(v, problem, doc, i) for i, v in enumerate(values)]
 
 
-__all__ = ["DocumentInput", "GoldSpan", "Problem", "document_id", "segment_list", "segment_text"]
+__all__ = [
+    "DocumentInput",
+    "GoldSpan",
+    "Problem",
+    "document_id",
+    "document_meta",
+    "parse_json",
+    "segment_list",
+    "segment_text",
+]

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.documents.records import gold_problem
 from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
 from app.models import Annotation, Assignment, Document, Segment, Study
 
@@ -54,7 +55,11 @@ def gold_errors(errors: Any, problem: Problem, doc: str, index: int) -> list[Gol
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
                 raise problem(f'error {span[:40]!r} has bad "start"/"end"', doc, index)
             offsets = (start, end)
-        spans.append(GoldSpan(index, span, category, votes, list(antecedents), offsets))
+        gold = GoldSpan(index, span, category, votes, list(antecedents), offsets)
+        bad = gold_problem(gold)
+        if bad:
+            raise problem(bad, doc, index)
+        spans.append(gold)
     return spans
 
 

@@ -24,6 +24,14 @@ def trust_proxy(app: Flask) -> None:
         )
 
 
+def _size(limit: int) -> str:
+    """A byte count as people say it: 32 MB, 64 KB."""
+    for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
+        if limit >= factor and limit % factor == 0:
+            return f"{limit // factor} {unit}"
+    return f"{limit} bytes"
+
+
 def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
     from flask_wtf.csrf import CSRFProtect
@@ -52,8 +60,11 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_exc):
-        limit = app.config["MAX_CONTENT_LENGTH"]
-        return jsonify(error=f"request body is larger than the limit of {limit} bytes"), 413
+        # Upload endpoints raise their own limit for this request (admin/blueprint.py).
+        limit = request.max_content_length or app.config["MAX_CONTENT_LENGTH"]
+        return jsonify(
+            error=f"request body is larger than the limit of {_size(limit)} ({limit} bytes)"
+        ), 413
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -23,7 +23,8 @@ from app.researchers.accounts import current_researcher
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
 EXPORT_TYPES = {
-    "csv": ("text/csv; charset=utf-8", "csv"),
+    # Werkzeug adds "; charset=utf-8" to text/* mimetypes itself, not to application/*.
+    "csv": ("text/csv", "csv"),
     "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
     "snac": ("application/json; charset=utf-8", "json"),
 }

@@ -18,6 +18,7 @@ from werkzeug.utils import secure_filename
 from app.crowd import platforms
 from app.db import begin_write, get_session
 from app.documents.studies import (
+    SLUG_PATTERN,
     SUGGESTION_MODES,
     create_study,
 )
@@ -84,6 +85,10 @@ def new_study():
         try:
             snapshot, path = _taxonomy_from_form()
             slug = (request.form.get("slug") or "").strip()
+            if not SLUG_PATTERN.match(slug):  # before any query (NUL breaks Postgres)
+                raise InvalidInput(
+                    f"study slug {slug[:100]!r} must be lower-case letters, digits and dashes"
+                )
             if db.scalar(select(Study.id).where(Study.slug == slug)) is not None:
                 raise InvalidInput(f"a study {slug!r} already exists; choose another slug")
             study, _ = create_study(
