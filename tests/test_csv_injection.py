@@ -34,7 +34,9 @@ def database_url(request, tmp_path):
 
 
 def annotate(client):
-    make_study(app=client.application, documents=[(DOC_ID, SEGMENTS)])
+    make_study(
+        app=client.application, documents=[(DOC_ID, SEGMENTS)], annotators_per_doc=len(WORKERS)
+    )
     for worker, comment, (segment, text) in zip(WORKERS, COMMENTS, SPANS, strict=True):
         token = api_open(client, worker, DOC_ID).get_json()["token"]
         start = SEGMENTS[segment].index(text)
@@ -113,6 +115,7 @@ def test_worker_ids_with_control_characters_are_refused(app, client, worker):
 
 
 def test_new_tokens_never_start_with_a_formula_character(app, client):
-    make_study(app)
+    make_study(app, annotators_per_doc=200)
+    app.config["ARRIVAL_RATE_LIMIT"] = "100000 per minute"  # one client, 200 arrivals
     tokens = [api_open(client, f"w{i}").get_json()["token"] for i in range(200)]
     assert not any(t.startswith(DANGEROUS) for t in tokens)

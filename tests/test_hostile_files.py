@@ -16,7 +16,7 @@ from app.documents.studies import create_study, import_documents
 from app.errors import InvalidInput
 from app.formats import DocumentInput
 from tests.conftest import BACKENDS, REPO, make_database_url, make_study
-from tests.helpers import db_snapshot
+from tests.helpers import db_snapshot, run_import_worker
 from tests.test_admin import admin, csrf, researcher  # noqa: F401 - fixtures
 
 DEEP = 50_000
@@ -104,15 +104,23 @@ def upload(client, name: str, content: bytes, **fields):
     )
 
 
+def without_import_jobs(snapshot: dict) -> dict:
+    return {table: rows for table, rows in snapshot.items() if table != "import_jobs"}
+
+
 @pytest.mark.parametrize("case", FILES)
-def test_hostile_upload_is_a_400_and_stores_nothing(app, admin, case):  # noqa: F811
+def test_hostile_upload_fails_its_import_and_stores_nothing(app, admin, case):  # noqa: F811
+    """Uploads are import jobs: the request queues the file, the worker refuses it with the
+    CLI's message (shown on the dashboard), and no document, segment or gold row appears."""
     name, content, fields, words = FILES[case]
     make_study(app, documents=[("doc-0", ["Existing."])])
     before = db_snapshot(app)
     answer = upload(admin, name, content, ner="", **fields)
-    assert answer.status_code == 400, answer.get_data(as_text=True)[-500:]
-    assert words in answer.get_data(as_text=True)
-    assert db_snapshot(app) == before
+    assert answer.status_code == 302, answer.get_data(as_text=True)[-500:]
+    assert run_import_worker(app).get("failed") == 1
+    page = admin.get("/admin/studies/demo").get_data(as_text=True)
+    assert "Import failed: " in page and str(escape(words)) in page, page[-2000:]
+    assert without_import_jobs(db_snapshot(app)) == without_import_jobs(before)
 
 
 @pytest.mark.parametrize("case", FILES)
