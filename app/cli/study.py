@@ -133,3 +133,14 @@ def demo_command(slug: str) -> None:
             session, demo, documents, nlp=load_pipeline(current_app.config["SPACY_MODEL"])
         )
         click.echo(f"demo study {slug!r}: {result.documents} documents loaded")
+
+
+@taxonomy.command("from-thresh", cls=OneLineCommand)
+@click.argument("template", type=click.Path(dir_okay=False, path_type=Path))
+def taxonomy_from_thresh(template: Path) -> None:
+    """Print our taxonomy YAML made from a Thresh typology template."""
+    from app.cli.base import one_line_errors
+    from app.formats.thresh_typology import template_to_yaml
+
+    with one_line_errors():
+        click.echo(template_to_yaml(template), nl=False)

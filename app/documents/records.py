@@ -9,13 +9,42 @@ from typing import Any
 
 @dataclass
 class GoldSpan:
-    """A reference error from a SNaC-format file: text, category, votes, antecedent texts."""
+    """A reference error from a file: text, category, votes, antecedent texts (and offsets)."""
 
     segment: int
     text: str
     category: str
     votes: int
     antecedents: list[str] = field(default_factory=list)
+    start: int | None = None  # known offsets (offset formats); None: located by text
+    end: int | None = None
+
+
+@dataclass
+class ImportedSpan:
+    """One annotation found in an interchange file, by one annotator (or one vote)."""
+
+    worker_id: str
+    segment: int
+    start: int
+    end: int
+    text: str
+    category: str
+    paired: tuple[int, int, int, str] | None = None  # (segment, start, end, text)
+    comment: str = ""
+
+
+@dataclass
+class ImportedSuggestion:
+    """A pre-annotation found in a file (Label Studio ``predictions``): a detector hint."""
+
+    segment: int
+    start: int
+    end: int
+    text: str
+    category: str
+    score: float
+    detector: str
 
 
 @dataclass
@@ -27,6 +56,8 @@ class DocumentInput:
     meta: dict[str, Any] = field(default_factory=dict)
     gold: list[GoldSpan] = field(default_factory=list)
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
+    work: list[ImportedSpan] = field(default_factory=list)
+    suggestions: list[ImportedSuggestion] = field(default_factory=list)
 
     @property
     def source(self) -> str:

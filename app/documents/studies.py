@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.documents.imported_work import store_imported_work
 from app.documents.records import DocumentInput, GoldSpan
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.errors import InvalidInput, NotFound
@@ -113,7 +114,7 @@ def _locate(text: str, span: str) -> tuple[int, int] | None:
 def _gold_rows(document_id: int, segments: list[str], gold: list[GoldSpan]) -> list[GoldError]:
     rows = []
     for span in gold:
-        where = _locate(segments[span.segment], span.text)
+        where = (span.start, span.end) if span.end else _locate(segments[span.segment], span.text)
         rows.append(
             GoldError(
                 document_id=document_id,
@@ -192,6 +193,7 @@ def import_documents(
             gold_count += len(gold_rows)
             session.add_all(gold_rows)
     entity_count = _store_entities(session, stored, entities)
+    store_imported_work(session, study, stored, documents)
     jobs = 0
     if study.suggestions != "off":
         session.add_all(DetectionJob(document_id=row.id) for row in stored)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.documents.records import DocumentInput, GoldSpan
+from app.documents.records import DocumentInput, GoldSpan, ImportedSpan, ImportedSuggestion
 from app.documents.text import normalise_newlines, storable
 from app.errors import InvalidInput
 
@@ -65,4 +65,13 @@ def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
     return [segment_text(v, problem, doc, i) for i, v in enumerate(values)]
 
 
-__all__ = ["DocumentInput", "GoldSpan", "Problem", "document_id", "segment_list", "segment_text"]
+__all__ = [
+    "DocumentInput",
+    "GoldSpan",
+    "ImportedSpan",
+    "ImportedSuggestion",
+    "Problem",
+    "document_id",
+    "segment_list",
+    "segment_text",
+]
