@@ -29,7 +29,7 @@ READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"
 TOP_WORKER = "import-1"
-SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)\t?(.*)$")
+SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)(?:\t(.*))?$")
 RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
 NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 

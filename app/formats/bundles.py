@@ -41,10 +41,26 @@ def read_files(path: Path, problem: Problem, archive: bytes | None = None) -> di
         raise problem(f"unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB")
     files: dict[str, str] = {}
     for member in members:
-        name = str(PurePosixPath(member.filename))
+        name = clean_name(member.filename)
+        if not name:
+            continue
         with bundle.open(member) as handle:
             data = handle.read(MAX_TOTAL_BYTES + 1)
         files[name] = _text(data, problem, name)
+    return _without_common_folder(files)
+
+
+def clean_name(name: str) -> str:
+    """A member name as a relative path with no ``..``, ``.`` or leading ``/`` parts."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return "/".join(p for p in parts if p not in ("", ".", "..", "/"))
+
+
+def _without_common_folder(files: dict[str, str]) -> dict[str, str]:
+    """A zip of one folder (``collection/a.txt``, ...) reads like the folder itself."""
+    tops = {name.split("/", 1)[0] if "/" in name else "" for name in files}
+    if len(tops) == 1 and "" not in tops:
+        return {name.split("/", 1)[1]: text for name, text in files.items()}
     return files
 
 
