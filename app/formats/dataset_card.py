@@ -46,7 +46,7 @@ def dataset_card(
     licence = str((study.settings or {}).get("license") or DEFAULT_LICENSE)
     metadata = {
         "license": licence,
-        "pretty_name": study.title or study.slug,
+        "pretty_name": cell(study.title or study.slug),
         "task_categories": ["token-classification"],
         "size_categories": [_size(len(annotations))],
         "configs": [
