@@ -62,13 +62,19 @@ def upload_documents(slug: str):
         if per_segment is not None and per_segment < 1:
             raise InvalidInput("sentences per segment must be at least 1")
         gold = request.form.get("gold") == "1"
-        try:
-            text = upload.read().decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidInput(f"{name}: is not UTF-8 text") from None
-        documents = parse_documents(
-            name, fmt, sentences_per_segment=per_segment, gold=gold, text=text
-        )
+        raw_bytes = upload.read()
+        if fmt == "brat" or (fmt == "auto" and name.endswith(".zip")):
+            documents = parse_documents(
+                name, fmt, sentences_per_segment=per_segment, gold=gold, archive=raw_bytes
+            )
+        else:
+            try:
+                text = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInput(f"{name}: is not UTF-8 text") from None
+            documents = parse_documents(
+                name, fmt, sentences_per_segment=per_segment, gold=gold, text=text
+            )
         # spaCy runs before the write transaction starts: workers' saves are never held up.
         entities = analyse_entities(study, documents, _load_nlp(request.form.get("ner") == "1"))
         db.rollback()
@@ -80,6 +86,9 @@ def upload_documents(slug: str):
         db.rollback()
         return render_dashboard(study, upload_error=str(exc), status=exc.status)
     parts = [f"Imported {result.documents} documents ({result.segments} segments)"]
+    kept = sum(len(d.work) for d in documents)
+    if kept:
+        parts.append(f"{kept} annotations kept as imported workers' submitted work")
     if gold:
         parts.append(f"{result.gold_errors} gold errors")
     if result.entities:
