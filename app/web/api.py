@@ -119,7 +119,8 @@ SOURCE_LABELS = (("context", "Context"), ("source", "Source"))
 
 def source_texts(meta: dict[str, Any] | None) -> list[dict[str, str]]:
     """Texts the generated one was made from (Thresh's ``context`` and ``source``), for the
-    annotate page's collapsible panel: ``[{"label", "text"}]``, possibly empty."""
+    annotate page's collapsible panel: ``[{"label", "text"}]`` (the payload's
+    ``document.sources``, present only when there are some)."""
     kept = (meta or {}).get("thresh") or {}
     return [
         {"label": label, "text": kept[key]}
@@ -140,7 +141,7 @@ def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[
         "document": {
             "id": document.external_id,
             "segments": [{"index": s.index, "text": s.text} for s in document.segments],
-            "sources": source_texts(document.meta),
+            **({"sources": sources} if (sources := source_texts(document.meta)) else {}),
         },
         "taxonomy": study.taxonomy,
         "current_segment": assignment.current_segment,
