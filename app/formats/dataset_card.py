@@ -102,8 +102,11 @@ def dataset_card(
         )
     lines += [
         "",
-        "Agreement is defined in Marginalia's docs/METRICS.md (by token, over workers who "
-        "annotated the same document; n/a where fewer than two did).",
+        "Definitions: workers = distinct worker ids with a submitted assignment; annotations "
+        "= live annotations of submitted assignments; alpha = Krippendorff's alpha (nominal) "
+        "with each token of each segment a unit and each worker who annotated the document a "
+        "coder, a token's value being whether that worker marked it with the category (n/a "
+        "where no unit has two coders). Marginalia's docs/FORMATS.md has the details.",
         "",
     ]
     return "\n".join(lines)
