@@ -140,3 +140,14 @@ def test_not_a_zip_and_not_utf8_are_refused(tmp_path):
 def test_json_formats_still_refuse_a_folder(tmp_path):
     with pytest.raises(InvalidInput, match="cannot read"):
         parse_documents(tmp_path, "thresh")
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):
+    buffer = io.BytesIO()
+    bundle = zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED)
+    with bundle, bundle.open("big.txt", "w") as handle:
+        for _ in range(201):
+            handle.write(b" " * 2**20)
+    assert len(buffer.getvalue()) < 2**20  # small on the wire
+    with pytest.raises(InvalidInput, match="unpacks to more than 200 MiB"):
+        parse_documents("bomb.zip", "brat", archive=buffer.getvalue())

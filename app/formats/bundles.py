@@ -40,12 +40,19 @@ def read_files(path: Path, problem: Problem, archive: bytes | None = None) -> di
     if sum(m.file_size for m in members) > MAX_TOTAL_BYTES:
         raise problem(f"unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB")
     files: dict[str, str] = {}
+    total = 0
     for member in members:
         name = clean_name(member.filename)
         if not name:
             continue
-        with bundle.open(member) as handle:
-            data = handle.read(MAX_TOTAL_BYTES + 1)
+        try:
+            with bundle.open(member) as handle:  # sizes in the headers may lie: count bytes
+                data = handle.read(MAX_TOTAL_BYTES - total + 1)
+        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
+            raise problem(f"{name}: cannot unpack: {exc}") from None
+        total += len(data)
+        if total > MAX_TOTAL_BYTES:
+            raise problem(f"unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB")
         files[name] = _text(data, problem, name)
     return _without_common_folder(files)
 
