@@ -16,7 +16,7 @@ from app.errors import InvalidInput
 from app.formats import iter_export_files, parse_documents
 from app.formats.labelstudio_config import labeling_config
 from app.models import Annotation, Assignment, GoldError, Suggestion
-from tests.conftest import REPO
+from tests.conftest import REPO, make_database_url
 from tests.helpers import count_rows
 
 TEXT = "Anna is an only child.\n\nHer brother Tom visits. She 🙂 smiles."
@@ -220,3 +220,19 @@ def test_export_validates_in_label_studio_sdk(app, tmp_path):
 def test_bad_tasks_are_refused_with_a_message(tmp_path, data, message):
     with pytest.raises(InvalidInput, match=message):
         parse_documents(write(tmp_path, [data] if isinstance(data, dict) else data), "labelstudio")
+
+
+@pytest.mark.postgres
+def test_a_nul_in_a_model_version_is_refused_not_a_database_error(request, tmp_path):
+    from app import create_app
+
+    url = make_database_url("postgres", request, tmp_path)
+    app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
+    data = task()
+    data["predictions"][0]["model_version"] = "v\u00001"
+    try:
+        with pytest.raises(InvalidInput, match="model version"):
+            load(app, write(tmp_path, [data]))
+        assert count_rows(app, Suggestion) == 0
+    finally:
+        app.extensions["db_engine"].dispose()

@@ -198,3 +198,27 @@ def test_unknown_category_stores_nothing(app, tmp_path):
         with pytest.raises(InvalidInput, match="'Nope' is not a category"), session_scope() as s:
             import_documents(s, get_study(s, slug), documents)
         assert count_rows(app, Document) == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"annotators": ["a\u0000b"]}, "worker id"),
+        ({"annotators": ["x" * 201]}, "worker id"),
+        ({"annotators": ["a"], "comment": "bad \u0000 comment"}, "comment"),
+        ({"annotators": ["a"], "comment": "y" * 5001}, "comment"),
+    ],
+)
+def test_unstorable_names_and_comments_are_refused_on_both_databases(app, tmp_path, edit, message):
+    from app.db import session_scope
+    from app.documents.studies import get_study, import_documents
+
+    slug = thresh_study(app, "frank")
+    path = tmp_path / "x.json"
+    edit = {"category": "EntE", "output_idx": [[0, 1]], **edit}
+    path.write_text(json.dumps([{"target": "A text.", "edits": [edit]}]))
+    documents = parse_documents(path, "thresh")
+    with app.app_context():
+        with pytest.raises(InvalidInput, match=message), session_scope() as s:
+            import_documents(s, get_study(s, slug), documents)
+        assert count_rows(app, Document) == 0

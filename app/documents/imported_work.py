@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app.documents.records import DocumentInput, ImportedSpan
+from app.documents.text import storable
 from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Document, Study, Suggestion, utcnow
 
 IMPORTED_PLATFORM = "import"
+MAX_WORKER_ID_CHARS = 200  # as for workers arriving through the API
+MAX_COMMENT_CHARS = 5_000
 
 
 @dataclass
@@ -31,6 +34,22 @@ def check_spans(study: Study, document: DocumentInput) -> None:
     """Every imported span names a known category and its text sits at its offsets."""
     known = {c["id"] for c in study.taxonomy["categories"]}
     where = f"document {document.external_id!r}"
+    for span in document.work:
+        if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
+            raise InvalidInput(
+                f"{where}: worker id {span.worker_id[:40]!r} must be 1 to "
+                f"{MAX_WORKER_ID_CHARS} characters"
+            )
+        if not storable(span.worker_id):
+            raise InvalidInput(f"{where}: a worker id contains a NUL or an unpaired surrogate")
+        if len(span.comment) > MAX_COMMENT_CHARS or not storable(span.comment):
+            raise InvalidInput(
+                f"{where}: a comment is longer than {MAX_COMMENT_CHARS} characters or "
+                "contains a NUL or an unpaired surrogate"
+            )
+    for hint in document.suggestions:
+        if not storable(hint.detector):
+            raise InvalidInput(f"{where}: a model version contains a NUL or unpaired surrogate")
     for span in [*document.work, *document.suggestions]:
         if span.category not in known:
             raise InvalidInput(
@@ -67,7 +86,7 @@ def store_imported_work(
                 token=secrets.token_urlsafe(18),
                 study_id=study.id,
                 document_id=row.id,
-                worker_id=worker_id[:200],
+                worker_id=worker_id,
                 platform=IMPORTED_PLATFORM,
                 platform_data={"imported": True},
                 status="submitted",
