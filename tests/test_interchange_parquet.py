@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from app.formats import iter_export_files
+from app.formats.bundles import write_folder
 from tests.conftest import make_study
 from tests.helpers import DOCUMENTS, SEGMENTS, annotation_body, open_token, span
 
@@ -93,3 +94,24 @@ def test_card_escapes_taxonomy_text(app, tmp_path):
     card = export(app)["README.md"].decode()
     assert "<script>" not in card and "<img" not in card
     assert "a \\| b &lt;script&gt;" in card
+
+
+def test_datasets_loads_the_folder_where_it_is_installed(app, client, tmp_path, monkeypatch):
+    """``datasets.load_dataset`` on the exported folder (skipped without ``datasets``)."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    make_study(app, documents=DOCUMENTS, suggestions="off")
+    token = open_token(client, "w1")
+    body = annotation_body(0, "Anna", "CharE", client_id="c1")
+    assert client.post(f"/api/assignments/{token}/annotations", json=body).status_code == 201
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    out = tmp_path / "hf"
+    write_folder(out, export(app).items())
+    cache = str(tmp_path / "cache")
+    rows = datasets.load_dataset(
+        "parquet", data_files=str(out / "data" / "annotations.parquet"), cache_dir=cache
+    )["train"]
+    assert rows.num_rows == 1 and rows[0]["text"] == "Anna" and rows[0]["worker_id"] == "w1"
+    by_card = datasets.load_dataset(str(out), "documents", cache_dir=cache)["train"]
+    assert by_card["document"] == ["doc-1", "doc-2"]
