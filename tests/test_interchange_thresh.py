@@ -222,3 +222,16 @@ def test_unstorable_names_and_comments_are_refused_on_both_databases(app, tmp_pa
         with pytest.raises(InvalidInput, match=message), session_scope() as s:
             import_documents(s, get_study(s, slug), documents)
         assert count_rows(app, Document) == 0
+
+
+def test_an_annotators_file_names_its_worker(tmp_path):
+    path = tmp_path / "one.json"
+    entry = {
+        "annotator": "anna",
+        "target": "A text.",
+        "edits": [{"category": "EntE", "output_idx": [[0, 1]]}],
+    }
+    path.write_text(json.dumps([entry]))
+    (document,) = parse_documents(path, "thresh")
+    assert [s.worker_id for s in document.work] == ["anna"]
+    assert document.meta["thresh"]["extra"] == {"annotator": "anna"}

@@ -3,8 +3,8 @@
 Read: ``target`` is cut into segments (:mod:`app.formats.wholetext`); ``source`` and
 ``context`` are kept in ``meta["thresh"]`` (shown on the annotate page); each edit's
 ``output_idx`` ranges become one span (two ranges: a paired span, the earlier range being
-the pair), marked by each of its ``annotators`` or, without them, by ``votes`` imported
-workers ``import-1`` ... Edits without ``output_idx`` (FRANK's sentence-level labels,
+the pair), marked by each of its ``annotators`` (or the entry's ``annotator``) or, without
+them, by ``votes`` imported workers ``import-1`` ... Edits without ``output_idx`` (FRANK's sentence-level labels,
 source-only edits) are kept verbatim in the metadata and written back on export.
 Written: one entry per document, edits merged by (ranges, category), ``votes`` counting
 the distinct workers.
@@ -111,6 +111,9 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             segment, s, t = located
             spans.append((segment, s, t, layout.segments[segment][s:t]))
         key = (tuple(map(tuple, ranges)), category)
+        named = {"annotators", "annotator", "votes"} & set(edit)
+        if not named and isinstance(entry.get("annotator"), str):  # one annotator's file
+            edit = {**edit, "annotator": entry["annotator"]}
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
         main, paired = spans[-1], (spans[0] if len(spans) == 2 else None)
