@@ -137,9 +137,11 @@ def test_not_a_zip_and_not_utf8_are_refused(tmp_path):
         parse_documents(folder, "brat")
 
 
-def test_json_formats_still_refuse_a_folder(tmp_path):
-    with pytest.raises(InvalidInput, match="cannot read"):
+def test_a_json_format_reads_the_one_json_file_of_a_folder(tmp_path):
+    with pytest.raises(InvalidInput, match="holds 0 JSON files"):
         parse_documents(tmp_path, "thresh")
+    (tmp_path / "t.json").write_text('[{"target": "Some text.", "edits": []}]')
+    assert parse_documents(tmp_path, "thresh")[0].segments == ["Some text."]
 
 
 def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):

@@ -102,6 +102,10 @@ def test_admin_downloads_zips_and_uploads_a_brat_zip(app, client, admin):
         "tasks.json",
         "labeling_config.xml",
     }
+    # Label Studio's zip goes back in as it came out: the same ids clash, nothing is stored.
+    clash = upload(admin, labelstudio.data, "demo.labelstudio.zip", ner="")
+    assert clash.status_code == 400
+    assert "already has document &#39;doc-1&#39;" in clash.get_data(as_text=True)
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert "brat (zip)" in page and "Hugging Face dataset (zip)" in page
 

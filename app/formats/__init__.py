@@ -44,6 +44,7 @@ WRITERS: dict[str, ModuleType] = {
     m.NAME: m for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
 }
 IMPORT_FORMATS = ("auto", *READERS)
+TASKS_FILE = "tasks.json"  # what a folder or zip of a Label Studio export holds
 EXPORT_FORMATS = tuple(WRITERS)
 FILE_SET_FORMATS = tuple(n for n, m in WRITERS.items() if getattr(m, "WRITES_FILES", False))
 GOLD_FORMATS = ("snac", *(name for name, m in READERS.items() if getattr(m, "WHOLE_TEXT", 0)))
@@ -109,12 +110,14 @@ def parse_documents(
         raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
     if gold and fmt not in ("auto", *GOLD_FORMATS):
         raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
-    if fmt == "auto" and (archive is not None or path.suffix == ".zip" or path.is_dir()):
-        fmt = "brat"
-    if getattr(READERS.get(fmt), "READS_FILES", False):
+    if archive is not None or path.suffix == ".zip" or path.is_dir():
         files = bundles.read_files(path, problem, archive)
-        documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
-        return _finish(documents, problem, None, gold)
+        if fmt == "auto":
+            fmt = "labelstudio" if TASKS_FILE in files else "brat"
+        if getattr(READERS[fmt], "READS_FILES", False):
+            documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
+            return _finish(documents, problem, None, gold)
+        text = _one_json_file(files, problem)
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -145,6 +148,16 @@ def parse_documents(
         raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
     return _finish(documents, problem, sentences_per_segment, gold)
+
+
+def _one_json_file(files: dict[str, str], problem: Problem) -> str:
+    """The JSON file of a folder or zip (a Label Studio export's ``tasks.json``)."""
+    if TASKS_FILE in files:
+        return files[TASKS_FILE]
+    found = [name for name in files if name.endswith((".json", ".jsonl"))]
+    if len(found) != 1:
+        raise problem(f"holds {len(found)} JSON files; expected one (or {TASKS_FILE})")
+    return files[found[0]]
 
 
 def _finish(

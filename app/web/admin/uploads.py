@@ -63,7 +63,7 @@ def upload_documents(slug: str):
             raise InvalidInput("sentences per segment must be at least 1")
         gold = request.form.get("gold") == "1"
         raw_bytes = upload.read()
-        if fmt == "brat" or (fmt == "auto" and name.endswith(".zip")):
+        if fmt == "brat" or name.endswith(".zip"):
             documents = parse_documents(
                 name, fmt, sentences_per_segment=per_segment, gold=gold, archive=raw_bytes
             )
