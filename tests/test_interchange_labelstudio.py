@@ -215,6 +215,12 @@ def test_export_validates_in_label_studio_sdk(app, tmp_path):
             "integer start",
         ),
         ("not a list", "must be a list of tasks"),
+        (
+            task(
+                annotations=[{"result": [region("a", 0, 4, "CharE"), region("a", 5, 7, "GramE")]}]
+            ),
+            "region id 'a' is used twice",
+        ),
     ],
 )
 def test_bad_tasks_are_refused_with_a_message(tmp_path, data, message):

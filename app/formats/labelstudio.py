@@ -87,13 +87,10 @@ def _regions(results: Any, layout: Layout, problem: Problem, where: str) -> dict
         if isinstance(text, str) and layout.text[start:end] != text:
             raise problem(f"{where}: result {r}: text at [{start}, {end}] is not {text[:40]!r}")
         segment, s, e = located
-        regions[str(result.get("id", f"#{r}"))] = (
-            segment,
-            s,
-            e,
-            layout.segments[segment][s:e],
-            labels,
-        )
+        rid = str(result.get("id", f"#{r}"))
+        if rid in regions:
+            raise problem(f"{where}: result {r}: region id {rid!r} is used twice")
+        regions[rid] = (segment, s, e, layout.segments[segment][s:e], labels)
     return regions
 
 
