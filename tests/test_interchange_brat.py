@@ -119,6 +119,11 @@ def test_export_writes_per_worker_folders_and_safe_names(app, tmp_path):
         ("T1\tCharE 0 400\tAnna\n", "outside the text"),
         ("T1\tCharE 0 4\tAnna\nR1\tpaired Arg1:T1 Arg2:T9\n", "names a span that is not there"),
         ("R1\tpaired T1 T2\n", "not a relation line"),
+        (
+            "T1\tRepE 0 4\tAnna\nT2\tRepE 26 29\tHer\nT3\tRepE 5 7\tis\n"
+            "R1\tpaired Arg1:T1 Arg2:T2\nR2\tpaired Arg1:T3 Arg2:T2\n",
+            "later half of two relations",
+        ),
     ],
 )
 def test_bad_ann_lines_are_refused_with_a_message(tmp_path, ann, message):

@@ -105,7 +105,7 @@ def _spans(
     ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
 ) -> list[ImportedSpan]:
     spans: dict[str, tuple[int, int, int, str, str]] = {}
-    pairs: dict[str, str] = {}
+    relations: list[tuple[str, str]] = []
     notes: dict[str, str] = {}
     for number, line in enumerate(ann.splitlines(), start=1):
         if not line.strip():
@@ -136,16 +136,18 @@ def _spans(
             match = RELATION_LINE.match(line)
             if match is None:
                 raise problem(f"{at}: not a relation line `R1<TAB>Type Arg1:T1 Arg2:T2`")
-            pairs[match.group(4)] = match.group(3)
+            relations.append((match.group(4), match.group(3)))
         elif line.startswith("#"):
             match = NOTE_LINE.match(line)
             if match is not None:
                 notes[match.group(1)] = match.group(2)
     ordered: dict[str, str] = {}
-    for second, first in pairs.items():
+    for second, first in relations:
         if second not in spans or first not in spans:
             raise problem(f"{where}: a relation names a span that is not there")
         earlier, later = sorted((first, second), key=lambda t: spans[t][:3])
+        if later in ordered:
+            raise problem(f"{where}: span {later} is the later half of two relations")
         ordered[later] = earlier
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
