@@ -303,7 +303,7 @@ def test_bad_input_gives_one_line_and_exit_1(url, tmp_path):
         ("document 'c': segment 1: must be text",),
         ("broken.json:2:", "invalid JSON"),
         ("no study 'nope'",),
-        ("--gold needs a snac-format file",),
+        ("--gold needs a file with annotations",),
         ("already has document 'a'",),
         ("no study 'nope'",),
         ("missing-dir", "No such file or directory"),

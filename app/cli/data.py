@@ -14,7 +14,7 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
 @click.command("import", cls=OneLineCommand)
 @click.argument("slug")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "fmt",
@@ -23,13 +23,18 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     type=click.Choice(IMPORT_FORMATS),
 )
 @click.option("--sentences-per-segment", type=click.IntRange(min=1), default=None)
-@click.option("--gold", is_flag=True, help="Store the file's errors as gold (snac format).")
+@click.option(
+    "--gold",
+    is_flag=True,
+    help="Store the file's annotations as gold (snac, thresh, labelstudio, brat); without it "
+    "they are kept as submitted work of imported workers.",
+)
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
 @with_app
 def import_command(
     slug: str, file: Path, fmt: str, sentences_per_segment: int | None, gold: bool, no_ner: bool
 ) -> None:
-    """Load documents into a study in one transaction."""
+    """Load documents (a file; for brat a folder or zip) into a study in one transaction."""
     from flask import current_app
 
     from app.db import session_scope
@@ -50,6 +55,13 @@ def import_command(
     with session_scope() as session:
         result = import_documents(session, study, documents, gold=gold, nlp=nlp, entities=entities)
     parts = [f"imported {result.documents} documents ({result.segments} segments)"]
+    kept = sum(len(d.work) for d in documents)
+    if kept:
+        workers = sum(len({s.worker_id for s in d.work}) for d in documents)
+        parts.append(f"{kept} annotations kept as {workers} imported assignments")
+    suggested = sum(len(d.suggestions) for d in documents)
+    if suggested:
+        parts.append(f"{suggested} imported suggestions")
     if gold:
         parts.append(f"{result.gold_errors} gold errors")
         if result.unlocated_gold:
@@ -74,9 +86,9 @@ def import_command(
 )
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
-    help="Write to FILE instead of standard output.",
+    help="Write to FILE instead of standard output (a new FOLDER for brat, labelstudio, parquet).",
 )
 @with_app
 def export_command(slug: str, fmt: str, out: Path | None) -> None:
@@ -84,10 +96,17 @@ def export_command(slug: str, fmt: str, out: Path | None) -> None:
     from flask import current_app
 
     from app.documents.studies import get_study
-    from app.formats import iter_export
+    from app.formats import FILE_SET_FORMATS, iter_export, iter_export_files
+    from app.formats.bundles import write_folder
 
     session = current_app.extensions["db_sessionmaker"]()
     try:
+        if fmt in FILE_SET_FORMATS:
+            if out is None:
+                raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
+            count = write_folder(out, iter_export_files(session, get_study(session, slug), fmt))
+            click.echo(f"wrote {count} files to {out}", err=True)
+            return
         chunks = iter_export(session, get_study(session, slug), fmt)
         if out is None:
             for chunk in chunks:

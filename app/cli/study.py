@@ -200,3 +200,14 @@ def study_set_owner(slug: str, email: str) -> None:
     with session_scope() as session:
         researcher = set_owner(session, get_study(session, slug), email)
         click.echo(f"study {slug} is now owned by {researcher.email}")
+
+
+@taxonomy.command("from-thresh", cls=OneLineCommand)
+@click.argument("template", type=click.Path(dir_okay=False, path_type=Path))
+def taxonomy_from_thresh(template: Path) -> None:
+    """Print our taxonomy YAML made from a Thresh typology template."""
+    from app.cli.base import one_line_errors
+    from app.formats.thresh_typology import template_to_yaml
+
+    with one_line_errors():
+        click.echo(template_to_yaml(template), nl=False)

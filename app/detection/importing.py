@@ -54,6 +54,14 @@ def _parse(job: ImportJob) -> list[Any]:
     from app.formats import parse_documents
 
     per_segment, gold, _ = _options(job)
+    if job.format == "brat" or job.filename.endswith(".zip"):  # a folder's files, zipped
+        return parse_documents(
+            job.filename,
+            job.format,
+            sentences_per_segment=per_segment,
+            gold=gold,
+            archive=job.payload,
+        )
     try:
         text = job.payload.decode("utf-8")
     except UnicodeDecodeError:

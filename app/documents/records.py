@@ -27,6 +27,33 @@ class GoldSpan:
 
 
 @dataclass
+class ImportedSpan:
+    """One annotation found in an interchange file, by one annotator (or one vote)."""
+
+    worker_id: str
+    segment: int
+    start: int
+    end: int
+    text: str
+    category: str
+    paired: tuple[int, int, int, str] | None = None  # (segment, start, end, text)
+    comment: str = ""
+
+
+@dataclass
+class ImportedSuggestion:
+    """A pre-annotation found in a file (Label Studio ``predictions``): a detector hint."""
+
+    segment: int
+    start: int
+    end: int
+    text: str
+    category: str
+    score: float
+    detector: str
+
+
+@dataclass
 class DocumentInput:
     """One parsed document, ready to store."""
 
@@ -35,6 +62,8 @@ class DocumentInput:
     meta: dict[str, Any] = field(default_factory=dict)
     gold: list[GoldSpan] = field(default_factory=list)
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
+    work: list[ImportedSpan] = field(default_factory=list)
+    suggestions: list[ImportedSuggestion] = field(default_factory=list)
 
     @property
     def source(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from app.documents.imported_work import check_spans, store_imported_work
 from app.documents.locating import Placement, locate
 from app.documents.records import DocumentInput, GoldSpan
 from app.errors import InvalidInput
@@ -113,9 +114,12 @@ def check_gold_categories(study: Study, documents: list[DocumentInput]) -> None:
 def prepare_import(
     study: Study, documents: list[DocumentInput], *, gold: bool, entities: list[Any]
 ) -> PreparedImport:
-    """Check gold categories and build every row but the ids (no database access)."""
+    """Check gold categories and imported work, and build every row but the ids (no
+    database access)."""
     if gold:
         check_gold_categories(study, documents)
+    for document in documents:
+        check_spans(study, document)  # annotations and hints that came inside the file
     prepared = PreparedImport(documents=documents, gold=gold, ner_available=bool(entities))
     for document in documents:
         prepared.gold_rows.append(
@@ -247,6 +251,7 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
     for chunk in _chunks(gold):  # ORM insert: maps start/end to start_offset/end_offset
         session.execute(insert(GoldError), chunk)
     entity_count = _insert_entities(session, ids, prepared)
+    store_imported_work(session, study, ids, prepared.documents)
     jobs = 0
     if study.suggestions != "off" and ids:
         for chunk in _chunks([{"document_id": doc_id} for doc_id in ids]):

@@ -1,8 +1,13 @@
 """Every file format in and out, one module per format, registered here by name.
 
 A reader has ``parse(data, problem)`` (JSON formats; ``looks_like(data)`` for ``--format
-auto``) or ``parse_text(text, problem)``; a writer has ``export(session, study)`` yielding
-text chunks. A new format is one new module added to ``READERS`` and/or ``WRITERS``.
+auto``; whole-text formats, ``WHOLE_TEXT = True``, take ``sentences_per_segment`` too),
+``parse_text(text, problem)`` or, for a folder or zip of files (``READS_FILES``),
+``parse_files(files, problem, sentences_per_segment)``. A writer has ``export(session,
+study)`` yielding text chunks or, for several files (``WRITES_FILES``), ``export_files``
+yielding ``(relative path, bytes)``. A new format is one new module added to ``READERS``
+and/or ``WRITERS``. Readers may return ``work`` (annotations in the file, kept as imported
+workers) which ``--gold`` turns into gold spans instead.
 """
 
 from __future__ import annotations
@@ -16,17 +21,37 @@ from sqlalchemy.orm import Session
 
 from app.documents.segmenting import regroup
 from app.errors import InvalidInput
-from app.formats import csv, falte, jsonl, paragraphs, snac
+from app.formats import (
+    brat,
+    bundles,
+    csv,
+    falte,
+    jsonl,
+    labelstudio,
+    paragraphs,
+    parquet,
+    snac,
+    thresh,
+)
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
 from app.models import Study
 
-READERS: dict[str, ModuleType] = {m.NAME: m for m in (falte, paragraphs, snac, jsonl)}
-WRITERS: dict[str, ModuleType] = {m.NAME: m for m in (csv, jsonl, snac)}
+READERS: dict[str, ModuleType] = {
+    m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
+}
+WRITERS: dict[str, ModuleType] = {
+    m.NAME: m for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+}
 IMPORT_FORMATS = ("auto", *READERS)
+TASKS_FILE = "tasks.json"  # what a folder or zip of a Label Studio export holds
 EXPORT_FORMATS = tuple(WRITERS)
+FILE_SET_FORMATS = tuple(n for n, m in WRITERS.items() if getattr(m, "WRITES_FILES", False))
+GOLD_FORMATS = ("snac", *(name for name, m in READERS.items() if getattr(m, "WHOLE_TEXT", 0)))
+GOLD_FORMATS += tuple(n for n, m in READERS.items() if getattr(m, "READS_FILES", False))
 
 __all__ = [
     "EXPORT_FORMATS",
+    "FILE_SET_FORMATS",
     "IMPORT_FORMATS",
     "READERS",
     "WRITERS",
@@ -34,6 +59,7 @@ __all__ = [
     "GoldSpan",
     "detect_format",
     "iter_export",
+    "iter_export_files",
     "parse_documents",
 ]
 
@@ -46,7 +72,11 @@ def detect_format(path: Path, data: Any) -> str:
         for name in ("paragraphs", "falte", "snac"):
             if READERS[name].looks_like(data):
                 return name
-    raise InvalidInput(f"{path}: cannot tell the format; pass --format falte|paragraphs|snac|jsonl")
+    if isinstance(data, list) and data:
+        for name in ("thresh", "labelstudio"):
+            if READERS[name].looks_like(data):
+                return name
+    raise InvalidInput(f"{path}: cannot tell the format; pass --format {'|'.join(READERS)}")
 
 
 def parse_documents(
@@ -56,12 +86,23 @@ def parse_documents(
     sentences_per_segment: int | None = None,
     gold: bool = False,
     text: str | None = None,
+    archive: bytes | None = None,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` standing for its content) into documents."""
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content)."""
     path = Path(path)
     problem = Problem(str(path))
     if fmt not in IMPORT_FORMATS:
         raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
+    if gold and fmt not in ("auto", *GOLD_FORMATS):
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+    if archive is not None or path.suffix == ".zip" or path.is_dir():
+        files = bundles.read_files(path, problem, archive)
+        if fmt == "auto":
+            fmt = "labelstudio" if TASKS_FILE in files else "brat"
+        if getattr(READERS[fmt], "READS_FILES", False):
+            documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
+            return _finish(documents, problem, None, gold)
+        text = _one_json_file(files, problem)
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -74,12 +115,32 @@ def parse_documents(
         data = parse_json(text, problem)
     if fmt == "auto":
         fmt = detect_format(path, data)
-    if gold and fmt != "snac":
-        raise problem("--gold needs a snac-format file (errors with spans and votes)")
+    if gold and fmt not in GOLD_FORMATS:
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+    reader = READERS[fmt]
+    if getattr(reader, "WHOLE_TEXT", False):
+        documents = reader.parse(data, problem, sentences_per_segment)
+        return _finish(documents, problem, None, gold)
     if gold and sentences_per_segment:
         raise problem("--gold cannot be combined with --sentences-per-segment")
-    reader = READERS[fmt]
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
+    return _finish(documents, problem, sentences_per_segment, gold)
+
+
+def _one_json_file(files: dict[str, str], problem: Problem) -> str:
+    """The JSON file of a folder or zip (a Label Studio export's ``tasks.json``)."""
+    if TASKS_FILE in files:
+        return files[TASKS_FILE]
+    found = [name for name in files if name.endswith((".json", ".jsonl"))]
+    if len(found) != 1:
+        raise problem(f"holds {len(found)} JSON files; expected one (or {TASKS_FILE})")
+    return files[found[0]]
+
+
+def _finish(
+    documents: list[DocumentInput], problem: Problem, regroup_by: int | None, gold: bool
+) -> list[DocumentInput]:
+    """Checks every reader shares; ``--gold`` turns the file's annotations into gold."""
     if not documents:
         raise problem("contains no documents")
     seen: set[str] = set()
@@ -87,16 +148,49 @@ def parse_documents(
         if document.external_id in seen:
             raise problem("appears twice in the file", document.external_id)
         seen.add(document.external_id)
-        if sentences_per_segment:
-            document.segments = regroup(document.segments, sentences_per_segment)
+        if regroup_by:
+            document.segments = regroup(document.segments, regroup_by)
             document.entity_clusters = None
-        if not gold:
+        if gold:
+            document.gold = document.gold or gold_from_work(document)
+            document.work = []
+        else:
             document.gold = []
     return documents
 
 
+def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
+    """The file's annotations as gold: one span per occurrence, ``votes`` its annotators."""
+    merged: dict[tuple[Any, ...], GoldSpan] = {}
+    voters: dict[tuple[Any, ...], set[str]] = {}
+    for span in document.work:
+        key = (span.segment, span.start, span.end, span.category)
+        gold = merged.setdefault(
+            key, GoldSpan(span.segment, span.text, span.category, 0, [], (span.start, span.end))
+        )
+        if span.worker_id not in voters.setdefault(key, set()):
+            voters[key].add(span.worker_id)
+            gold.votes += 1
+            if span.paired is not None:
+                gold.antecedents.append(span.paired[3])
+    return list(merged.values())
+
+
 def iter_export(session: Session, study: Study, fmt: str) -> Iterator[str]:
-    """Text chunks of the study's annotations in ``fmt`` (one of ``EXPORT_FORMATS``)."""
+    """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
+    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`)."""
+    if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
+        raise ValueError(f"{fmt!r} is not a one-file export format")
+    yield from WRITERS[fmt].export(session, study)
+
+
+def iter_export_files(session: Session, study: Study, fmt: str) -> Iterator[tuple[str, bytes]]:
+    """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
-    yield from WRITERS[fmt].export(session, study)
+    writer = WRITERS[fmt]
+    if fmt in FILE_SET_FORMATS:
+        yield from writer.export_files(session, study)
+        return
+    extension = getattr(writer, "EXTENSION", fmt)
+    yield f"{study.slug}.{extension}", "".join(writer.export(session, study)).encode("utf-8")

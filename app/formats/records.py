@@ -9,7 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.documents.records import MAX_ID_CHARS, DocumentInput, GoldSpan
+from app.documents.records import (
+    MAX_ID_CHARS,
+    DocumentInput,
+    GoldSpan,
+    ImportedSpan,
+    ImportedSuggestion,
+)
 from app.documents.text import json_problem, normalise_newlines, storable, text_problem
 from app.errors import InvalidInput
 
@@ -119,6 +125,8 @@ def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
 __all__ = [
     "DocumentInput",
     "GoldSpan",
+    "ImportedSpan",
+    "ImportedSuggestion",
     "Problem",
     "document_id",
     "document_meta",

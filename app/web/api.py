@@ -150,6 +150,21 @@ def _suggestions(session, assignment) -> list[dict]:
     ]
 
 
+SOURCE_LABELS = (("context", "Context"), ("source", "Source"))
+
+
+def source_texts(meta: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Texts the generated one was made from (Thresh's ``context`` and ``source``), for the
+    annotate page's collapsible panel: ``[{"label", "text"}]`` (the payload's
+    ``document.sources``, present only when there are some)."""
+    kept = (meta or {}).get("thresh") or {}
+    return [
+        {"label": label, "text": kept[key]}
+        for key, label in SOURCE_LABELS
+        if isinstance(kept.get(key), str) and kept[key].strip()
+    ]
+
+
 def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[str, Any]:
     """Everything the annotate page needs, in one answer."""
     study, document = assignment.study, assignment.document
@@ -162,6 +177,7 @@ def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[
         "document": {
             "id": document.external_id,
             "segments": [{"index": s.index, "text": s.text} for s in document.segments],
+            **({"sources": sources} if (sources := source_texts(document.meta)) else {}),
         },
         "taxonomy": study.taxonomy,
         "current_segment": assignment.current_segment,

@@ -72,3 +72,12 @@ export function renderInstructions(container, taxonomy, { readOnly = false } = {
     );
   }
 }
+
+/** The collapsible panel of source texts (Thresh's context and source), text nodes only. */
+export function renderSources(panel, body, sources) {
+  clear(body);
+  for (const source of sources) {
+    append(body, [h("h3", {}, source.label), h("p", { class: "source-text" }, source.text)]);
+  }
+  panel.hidden = sources.length === 0;
+}

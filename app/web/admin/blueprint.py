@@ -27,6 +27,10 @@ EXPORT_TYPES = {
     "csv": ("text/csv", "csv"),
     "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
     "snac": ("application/json; charset=utf-8", "json"),
+    "thresh": ("application/json; charset=utf-8", "thresh.json"),
+    "labelstudio": ("application/zip", "labelstudio.zip"),
+    "brat": ("application/zip", "brat.zip"),
+    "parquet": ("application/zip", "hf-dataset.zip"),
 }
 
 TAXONOMY_DIR = PROJECT_ROOT / "taxonomies"

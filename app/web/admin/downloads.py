@@ -1,4 +1,5 @@
-"""Exports of a study's annotations (CSV, JSONL, SNaC) streamed as downloads."""
+"""Exports of a study's annotations streamed as downloads; formats of several files (brat,
+Label Studio, the Hugging Face dataset) as one zip."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from flask import (
 )
 
 from app.db import get_session
-from app.formats import EXPORT_FORMATS, iter_export
+from app.errors import MarginaliaError
+from app.formats import EXPORT_FORMATS, FILE_SET_FORMATS, iter_export, iter_export_files
+from app.formats.bundles import zip_stream
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
 
@@ -22,6 +25,14 @@ def export(slug: str, fmt: str):
     db = get_session()
     study = study_or_404(db, slug)
     mimetype, extension = EXPORT_TYPES[fmt]
+    if fmt in FILE_SET_FORMATS:
+        try:
+            files = list(iter_export_files(db, study, fmt))
+        except MarginaliaError as exc:  # e.g. pyarrow not installed for parquet
+            return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
+        response = Response(zip_stream(files), mimetype=mimetype)
+        response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'
+        return response
     # The request context (and with it the session) lives until the stream ends.
     response = Response(stream_with_context(iter_export(db, study, fmt)), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'

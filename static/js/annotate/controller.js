@@ -4,7 +4,7 @@
 
 import { append, byId, clear, h } from "../dom.js";
 import { renderEntityPanel } from "../entities.js";
-import { renderInstructions } from "../instructions.js";
+import { renderInstructions, renderSources } from "../instructions.js";
 import { converter } from "../offsets.js";
 import { Outbox, requestJson } from "../outbox.js";
 import { buildCategoryButtons, renderForm } from "./form.js";
@@ -100,6 +100,7 @@ export async function load() {
 
   document.title = `${data.study.title || data.study.slug} · Marginalia`;
   renderInstructions(el.instructionsBody, data.taxonomy, { readOnly: state.readOnly });
+  renderSources(el.sources, el.sourcesBody, data.document.sources || []);
   el.instructions.open = !state.readOnly && state.current === 0 && state.annotations.length === 0;
   buildCategoryButtons();
   if (state.readOnly) enterReadOnly(readOnlyMessage());

@@ -17,6 +17,8 @@ export const el = {
   banner: byId("banner"),
   instructions: byId("instructions"),
   instructionsBody: byId("instructions-body"),
+  sources: byId("sources"),
+  sourcesBody: byId("sources-body"),
   contextSection: byId("context-section"),
   context: byId("context"),
   currentLabel: byId("current-label"),

@@ -1,0 +1,142 @@
+"""Annotations that came inside an imported file, stored as submitted work.
+
+Without ``--gold``, each annotator (or vote) of an interchange file becomes one submitted
+assignment of its document, ``worker_id`` as the file names it (or ``import-<n>``), with its
+annotations live, so that exports, reports and agreement count them like any worker's.
+Label Studio ``predictions`` become detector suggestions (detector ``import:<model>``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from app.documents.records import DocumentInput, ImportedSpan
+from app.documents.text import storable
+from app.errors import InvalidInput
+from app.models import Annotation, Assignment, Study, Suggestion, utcnow
+
+IMPORTED_PLATFORM = "import"
+MAX_WORKER_ID_CHARS = 200  # as for workers arriving through the API
+MAX_COMMENT_CHARS = 5_000
+
+
+@dataclass
+class ImportedWork:
+    assignments: int = 0
+    annotations: int = 0
+    suggestions: int = 0
+
+
+def check_spans(study: Study, document: DocumentInput) -> None:
+    """Every imported span names a known category and its text sits at its offsets."""
+    known = {c["id"] for c in study.taxonomy["categories"]}
+    where = f"document {document.external_id!r}"
+    for span in document.work:
+        if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
+            raise InvalidInput(
+                f"{where}: worker id {span.worker_id[:40]!r} must be 1 to "
+                f"{MAX_WORKER_ID_CHARS} characters"
+            )
+        if not storable(span.worker_id):
+            raise InvalidInput(f"{where}: a worker id contains a NUL or an unpaired surrogate")
+        if len(span.comment) > MAX_COMMENT_CHARS or not storable(span.comment):
+            raise InvalidInput(
+                f"{where}: a comment is longer than {MAX_COMMENT_CHARS} characters or "
+                "contains a NUL or an unpaired surrogate"
+            )
+    for hint in document.suggestions:
+        if not storable(hint.detector):
+            raise InvalidInput(f"{where}: a model version contains a NUL or unpaired surrogate")
+    for span in [*document.work, *document.suggestions]:
+        if span.category not in known:
+            raise InvalidInput(
+                f"{where}: category {span.category!r} is not a category of study "
+                f"{study.slug!r} (make the taxonomy with `marginalia taxonomy from-thresh` "
+                "or add it)"
+            )
+        spans = [(span.segment, span.start, span.end, span.text)]
+        if isinstance(span, ImportedSpan) and span.paired is not None:
+            spans.append(span.paired)
+        for segment, start, end, text in spans:
+            if not 0 <= segment < len(document.segments):
+                raise InvalidInput(f"{where}: segment {segment} does not exist")
+            if document.segments[segment][start:end] != text or not 0 <= start < end:
+                raise InvalidInput(
+                    f"{where}: segment {segment}: offsets {start}-{end} do not hold {text[:40]!r}"
+                )
+
+
+def _token() -> str:
+    """An unguessable token that never starts with ``-`` (a spreadsheet formula)."""
+    while (token := secrets.token_urlsafe(18)).startswith("-"):
+        pass
+    return token
+
+
+def store_imported_work(
+    session: Session, study: Study, document_ids: list[int], documents: list[DocumentInput]
+) -> ImportedWork:
+    """Store each document's imported annotations and suggestions (caller commits; the
+    spans were checked by :func:`check_spans` before the write transaction began)."""
+    counts = ImportedWork()
+    moment = utcnow()
+    for document_id, document in zip(document_ids, documents, strict=True):
+        by_worker: dict[str, list[ImportedSpan]] = {}
+        for span in document.work:
+            by_worker.setdefault(span.worker_id, []).append(span)
+        for worker_id, spans in by_worker.items():
+            assignment = Assignment(
+                token=_token(),
+                study_id=study.id,
+                document_id=document_id,
+                worker_id=worker_id,
+                platform=IMPORTED_PLATFORM,
+                platform_data={"imported": True},
+                status="submitted",
+                current_segment=max(s.segment for s in spans),
+                submitted_at=moment,
+                created_at=moment,
+                last_seen_at=moment,
+                engaged_at=moment,
+            )
+            assignment.annotations = [_annotation(span, n, moment) for n, span in enumerate(spans)]
+            session.add(assignment)
+            counts.assignments += 1
+            counts.annotations += len(spans)
+        session.add_all(
+            Suggestion(
+                document_id=document_id,
+                segment=s.segment,
+                start=s.start,
+                end=s.end,
+                text=s.text,
+                category=s.category,
+                score=s.score,
+                detector=s.detector[:100],
+                detector_version="imported",
+            )
+            for s in document.suggestions
+        )
+        counts.suggestions += len(document.suggestions)
+    return counts
+
+
+def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
+    paired = span.paired
+    return Annotation(
+        segment=span.segment,
+        start=span.start,
+        end=span.end,
+        text=span.text,
+        category=span.category,
+        paired_segment=paired[0] if paired else None,
+        paired_start=paired[1] if paired else None,
+        paired_end=paired[2] if paired else None,
+        paired_text=paired[3] if paired else None,
+        comment=span.comment,
+        client_id=f"import-{number}",
+        created_at=moment,
+    )

@@ -1,0 +1,182 @@
+"""brat standoff, both ways: a folder (or zip) of ``DOC.txt`` + ``DOC.ann`` and
+``annotation.conf``.
+
+Written: ``DOC.txt`` (the whole text) with an empty ``DOC.ann`` at the top for every
+document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker: ``T`` lines for
+spans (type = category), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans,
+``#`` ``AnnotatorNotes`` lines for comments; ``annotation.conf`` and ``visual.conf`` from the
+taxonomy. Names are percent-encoded ids. Read: the same; a folder's name is the worker
+(``import-1`` for files at the top), any relation pairs its two spans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import quote, unquote
+
+from sqlalchemy.orm import Session
+
+from app.formats.annotated import Mark, annotated_documents
+from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
+from app.formats.wholetext import Layout, split
+from app.models import Study
+
+NAME = "brat"
+READS_FILES = True
+WRITES_FILES = True
+RELATION = "paired"
+TOP_WORKER = "import-1"
+SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)(?:\t(.*))?$")
+RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
+NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
+
+
+def file_name(value: str) -> str:
+    """A percent-encoded file or folder name for an id (reversible, no path characters)."""
+    return quote(value, safe=" ,;=+@()[]{}!'~-_")
+
+
+def annotation_conf(taxonomy: dict[str, Any]) -> str:
+    types = "\n".join(c["id"] for c in taxonomy["categories"])
+    return (
+        f"[entities]\n{types}\n\n[relations]\n{RELATION}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
+        "<OVERLAP>\tArg1:<ENTITY>, Arg2:<ENTITY>, <OVL-TYPE>:<ANY>\n\n[events]\n\n[attributes]\n"
+    )
+
+
+def visual_conf(taxonomy: dict[str, Any]) -> str:
+    def clean(text: str) -> str:
+        return " ".join(text.replace("|", "/").split())
+
+    labels = "\n".join(
+        f"{c['id']} | {clean(c.get('label') or c['id'])} | {c['id']}"
+        for c in taxonomy["categories"]
+    )
+    drawing = "\n".join(
+        f"{c['id']}\tbgColor:{c['color']}" for c in taxonomy["categories"] if c.get("color")
+    )
+    return f"[labels]\n{labels}\n\n[drawing]\n{drawing}\n"
+
+
+def ann_text(marks: list[Mark], layout: Layout) -> str:
+    """The ``.ann`` lines of one worker's marks on one document."""
+    lines: list[str] = []
+    number = 0
+
+    def span(segment: int, start: int, end: int, text: str, category: str) -> str:
+        nonlocal number
+        number += 1
+        a, b = layout.to_whole(segment, start), layout.to_whole(segment, end)
+        lines.append(f"T{number}\t{category} {a} {b}\t{' '.join(text.splitlines())}")
+        return f"T{number}"
+
+    relations = notes = 0
+    for mark in marks:
+        tag = span(mark.segment, mark.start, mark.end, mark.text, mark.category)
+        if mark.paired is not None:
+            earlier = span(*mark.paired, mark.category)
+            relations += 1
+            lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
+        if mark.comment:
+            notes += 1
+            lines.append(f"#{notes}\tAnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
+    return "".join(line + "\n" for line in lines)
+
+
+def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
+    yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
+    yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
+    for document in annotated_documents(session, study):
+        layout = document.layout
+        name = file_name(document.external_id)
+        text = layout.text.encode("utf-8")
+        yield f"{name}.txt", text
+        yield f"{name}.ann", b""
+        for worker, marks in document.workers.items():
+            folder = file_name(worker)
+            yield f"{folder}/{name}.txt", text
+            yield f"{folder}/{name}.ann", ann_text(marks, layout).encode("utf-8")
+
+
+def _spans(
+    ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
+) -> list[ImportedSpan]:
+    spans: dict[str, tuple[int, int, int, str, str]] = {}
+    relations: list[tuple[str, str]] = []
+    notes: dict[str, str] = {}
+    for number, line in enumerate(ann.splitlines(), start=1):
+        if not line.strip():
+            continue
+        at = f"{where}:{number}"
+        if line.startswith("T"):
+            match = SPAN_LINE.match(line)
+            if match is None:
+                raise problem(
+                    f"{at}: not a span line `T1<TAB>Type START END<TAB>text` "
+                    "(discontinuous spans are not supported)"
+                )
+            tag, category, start, end = (
+                match.group(1),
+                match.group(2),
+                int(match.group(3)),
+                int(match.group(4)),
+            )
+            located = layout.to_segment(mapper(start), mapper(end))
+            if located is None:
+                raise problem(
+                    f"{at}: span {start}-{end} is outside the text or crosses a segment "
+                    "boundary (import with fewer segments)"
+                )
+            segment, s, e = located
+            spans[tag] = (segment, s, e, layout.segments[segment][s:e], category)
+        elif line.startswith("R"):
+            match = RELATION_LINE.match(line)
+            if match is None:
+                raise problem(f"{at}: not a relation line `R1<TAB>Type Arg1:T1 Arg2:T2`")
+            relations.append((match.group(4), match.group(3)))
+        elif line.startswith("#"):
+            match = NOTE_LINE.match(line)
+            if match is not None:
+                notes[match.group(1)] = match.group(2)
+    ordered: dict[str, str] = {}
+    for second, first in relations:
+        if second not in spans or first not in spans:
+            raise problem(f"{where}: a relation names a span that is not there")
+        earlier, later = sorted((first, second), key=lambda t: spans[t][:3])
+        if later in ordered:
+            raise problem(f"{where}: span {later} is the later half of two relations")
+        ordered[later] = earlier
+    pairs, result = ordered, []
+    for tag, (segment, start, end, text, category) in spans.items():
+        if tag in pairs.values() and tag not in pairs:
+            continue
+        paired = spans[pairs[tag]][:4] if tag in pairs else None
+        result.append(
+            ImportedSpan(worker, segment, start, end, text, category, paired, notes.get(tag, ""))
+        )
+    return result
+
+
+def parse_files(
+    files: dict[str, str], problem: Problem, sentences_per_segment: int | None = None
+) -> list[DocumentInput]:
+    texts = sorted(name for name in files if name.endswith(".txt"))
+    documents: dict[str, DocumentInput] = {}
+    layouts: dict[str, tuple[Layout, Any, str]] = {}
+    for name in texts:
+        path = PurePosixPath(name)
+        doc = document_id(unquote(path.stem), problem)
+        worker = unquote(path.parent.as_posix()) if path.parent.as_posix() != "." else TOP_WORKER
+        if doc not in layouts:
+            layout, mapper = split(files[name], problem, doc, sentences_per_segment)
+            layouts[doc] = (layout, mapper, files[name])
+            documents[doc] = DocumentInput(doc, layout.segments, layout.meta())
+        layout, mapper, original = layouts[doc]
+        if files[name] != original:
+            raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
+        ann = files.get(name[: -len(".txt")] + ".ann", "")
+        documents[doc].work += _spans(ann, layout, mapper, problem, name[:-4] + ".ann", worker)
+    return list(documents.values())

@@ -1,0 +1,137 @@
+"""Sets of files in and out: a folder or a zip read as ``{relative path: text}``, an export
+of several files written into a folder (``--out FOLDER``) or one zip (over HTTP).
+
+Zips are read in memory and never extracted, so no member name reaches the file system;
+sizes are capped against zip bombs.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
+
+from app.errors import InvalidInput
+from app.formats.records import Problem
+
+MAX_FILES = 20_000
+MAX_TOTAL_BYTES = 200 * 1024 * 1024
+ZIP_CHUNK = 256 * 1024
+
+
+def read_files(path: Path, problem: Problem, archive: bytes | None = None) -> dict[str, str]:
+    """The text files of a folder or zip (``archive`` stands for the zip's bytes)."""
+    if archive is None and path.is_dir():
+        return _read_folder(path, problem)
+    if archive is None:
+        try:
+            archive = path.read_bytes()
+        except OSError as exc:
+            raise problem(f"cannot read: {exc.strerror}") from None
+    try:
+        bundle = zipfile.ZipFile(io.BytesIO(archive))
+    except zipfile.BadZipFile:
+        raise problem("is neither a folder nor a zip file") from None
+    members = [m for m in bundle.infolist() if not m.is_dir()]
+    if len(members) > MAX_FILES:
+        raise problem(f"holds more than {MAX_FILES} files")
+    if sum(m.file_size for m in members) > MAX_TOTAL_BYTES:
+        raise problem(f"unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB")
+    files: dict[str, str] = {}
+    total = 0
+    for member in members:
+        name = clean_name(member.filename)
+        if not name:
+            continue
+        try:
+            with bundle.open(member) as handle:  # sizes in the headers may lie: count bytes
+                data = handle.read(MAX_TOTAL_BYTES - total + 1)
+        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
+            raise problem(f"{name}: cannot unpack: {exc}") from None
+        total += len(data)
+        if total > MAX_TOTAL_BYTES:
+            raise problem(f"unpacks to more than {MAX_TOTAL_BYTES // 2**20} MiB")
+        files[name] = _text(data, problem, name)
+    return _without_common_folder(files)
+
+
+def clean_name(name: str) -> str:
+    """A member name as a relative path with no ``..``, ``.`` or leading ``/`` parts."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return "/".join(p for p in parts if p not in ("", ".", "..", "/"))
+
+
+def _without_common_folder(files: dict[str, str]) -> dict[str, str]:
+    """A zip of one folder (``collection/a.txt``, ...) reads like the folder itself."""
+    tops = {name.split("/", 1)[0] if "/" in name else "" for name in files}
+    if len(tops) == 1 and "" not in tops:
+        return {name.split("/", 1)[1]: text for name, text in files.items()}
+    return files
+
+
+def _read_folder(folder: Path, problem: Problem) -> dict[str, str]:
+    files: dict[str, str] = {}
+    total = 0
+    for item in sorted(folder.rglob("*")):
+        if not item.is_file() or item.is_symlink():
+            continue
+        if len(files) >= MAX_FILES:
+            raise problem(f"holds more than {MAX_FILES} files")
+        data = item.read_bytes()
+        total += len(data)
+        if total > MAX_TOTAL_BYTES:
+            raise problem(f"holds more than {MAX_TOTAL_BYTES // 2**20} MiB")
+        name = item.relative_to(folder).as_posix()
+        files[name] = _text(data, problem, name)
+    return files
+
+
+def _text(data: bytes, problem: Problem, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise problem(f"{name} is not UTF-8 text") from None
+
+
+def write_folder(out: Path, files: Iterable[tuple[str, bytes]]) -> int:
+    """Write the files under ``out`` (built beside it and renamed: never a half folder)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InvalidInput(f"{out}: exists and is not an empty folder")
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    count = 0
+    try:
+        for name, data in files:
+            target = partial / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            count += 1
+        partial.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            out.rmdir()
+        partial.rename(out)
+    except OSError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise InvalidInput(f"{out}: cannot write: {exc.strerror}") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return count
+
+
+def zip_bytes(files: Iterable[tuple[str, bytes]]) -> bytes:
+    """One zip of the files (deflated)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in files:
+            bundle.writestr(name, data)
+    return buffer.getvalue()
+
+
+def zip_stream(files: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
+    """The zip of :func:`zip_bytes` in chunks, for a download."""
+    data = zip_bytes(files)
+    for at in range(0, len(data), ZIP_CHUNK):
+        yield data[at : at + ZIP_CHUNK]

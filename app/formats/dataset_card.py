@@ -1,0 +1,112 @@
+"""The README dataset card of the parquet export: YAML metadata (licence, configs, size)
+and a body with the taxonomy, counts and agreement (Krippendorff's alpha by token).
+
+Taxonomy text is untrusted: it is HTML-escaped and kept on one line in table cells.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+import yaml
+from sqlalchemy.orm import Session
+
+from app.models import Study
+from app.quality.reporting import study_report
+
+DEFAULT_LICENSE = "unknown"
+
+
+def cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell: escaped, one line, no pipe."""
+    text = " ".join(str(value if value is not None else "").split())
+    return html.escape(text).replace("|", "\\|")
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _size(count: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if count < limit:
+            return name
+    return "100K<n<1M" if count < 1_000_000 else "n>1M"
+
+
+def dataset_card(
+    session: Session,
+    study: Study,
+    annotations: list[dict[str, Any]],
+    documents: list[dict[str, Any]],
+) -> str:
+    """The card's Markdown text."""
+    licence = str((study.settings or {}).get("license") or DEFAULT_LICENSE)
+    metadata = {
+        "license": licence,
+        "pretty_name": cell(study.title or study.slug),
+        "task_categories": ["token-classification"],
+        "size_categories": [_size(len(annotations))],
+        "configs": [
+            {
+                "config_name": "annotations",
+                "data_files": "data/annotations.parquet",
+                "default": True,
+            },
+            {"config_name": "documents", "data_files": "data/documents.parquet"},
+        ],
+    }
+    agreement = study_report(session, study)["agreement"]
+    per_category = Counter(row["category"] for row in annotations)
+    workers = {row["worker_id"] for row in annotations} | {
+        w for d in documents for w in d["workers"]
+    }
+    lines = [
+        "---",
+        yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {cell(study.title or study.slug)}",
+        "",
+        "Error-span annotations exported by Marginalia: one row per annotation in "
+        "`annotations` (offsets are Unicode code points into the segment, end exclusive; "
+        "`document_start`/`document_end` into the document's whole `text`), the texts in "
+        "`documents`.",
+        "",
+        f"- Licence: `{cell(licence)}`"
+        + (
+            " (not set: set the study's `license` before publishing)"
+            if licence == DEFAULT_LICENSE
+            else ""
+        ),
+        f"- Documents: {len(documents)}",
+        f"- Workers: {len(workers)}",
+        f"- Annotations: {len(annotations)}",
+        f"- Taxonomy: {cell(study.taxonomy_name)} (version {cell(study.taxonomy.get('version', ''))})",
+        f"- Agreement over all categories (Krippendorff's alpha by token): "
+        f"{_number(agreement['all']['token']['alpha'])}",
+        "",
+        "## Taxonomy",
+        "",
+        "| category | label | kind | annotations | alpha (token) | definition |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for category in study.taxonomy["categories"]:
+        alpha = agreement["per_category"].get(category["id"], {}).get("token", {}).get("alpha")
+        lines.append(
+            f"| {cell(category['id'])} | {cell(category.get('label'))} | "
+            f"{cell(category.get('kind'))} | {per_category.get(category['id'], 0)} | "
+            f"{_number(alpha)} | {cell(category.get('definition'))} |"
+        )
+    lines += [
+        "",
+        "Definitions: workers = distinct worker ids with a submitted assignment; annotations "
+        "= live annotations of submitted assignments; alpha = Krippendorff's alpha (nominal) "
+        "with each token of each segment a unit and each worker who annotated the document a "
+        "coder, a token's value being whether that worker marked it with the category (n/a "
+        "where no unit has two coders). Marginalia's docs/FORMATS.md has the details.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,276 @@
+"""Label Studio's JSON, both ways: a list of tasks ``{"data": {"text"}, "annotations",
+"predictions"}``.
+
+Read: ``data.text`` is cut into segments (or the ``meta.marginalia.segments`` ranges our
+export wrote); each annotation's ``labels`` regions become spans of one worker
+(``created_username``, ``completed_by``'s email or id, else ``import-<n>``), a ``relation``
+pairs its earlier region with its later one, a per-region ``textarea`` is the comment;
+``predictions`` become detector suggestions. Written (a folder or zip): ``tasks.json``, one
+annotation per submitted worker, and ``labeling_config.xml`` from the taxonomy.
+Offsets are code points, as Label Studio stores them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.formats.annotated import AnnotatedDocument, Mark, annotated_documents
+from app.formats.labelstudio_config import (
+    COMMENT_NAME,
+    LABELS_NAME,
+    RELATION_LABEL,
+    TEXT_NAME,
+    labeling_config,
+)
+from app.formats.records import DocumentInput, ImportedSpan, ImportedSuggestion, Problem
+from app.formats.records import document_id as checked_id
+from app.formats.wholetext import Layout, layout_from_ranges, segment_ranges, split
+from app.models import Study
+
+NAME = "labelstudio"
+WHOLE_TEXT = True
+WRITES_FILES = True
+
+Region = tuple[int, int, int, str, list[str]]  # segment, start, end, text, labels
+
+
+def looks_like(data: Any) -> bool:
+    """A list of objects with a ``data`` object."""
+    first = data[0] if isinstance(data, list) and data else None
+    return isinstance(first, dict) and isinstance(first.get("data"), dict)
+
+
+def _worker(annotation: dict[str, Any], number: int) -> str:
+    name = annotation.get("created_username")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    by = annotation.get("completed_by")
+    if isinstance(by, dict):
+        by = by.get("email") or by.get("id")
+    if isinstance(by, str | int) and not isinstance(by, bool) and str(by).strip():
+        return f"labelstudio-{by}" if isinstance(by, int) else by.strip()
+    return f"import-{number}"
+
+
+def _regions(results: Any, layout: Layout, problem: Problem, where: str) -> dict[str, Region]:
+    if not isinstance(results, list):
+        raise problem(f'{where}: "result" must be a list')
+    regions: dict[str, Region] = {}
+    for r, result in enumerate(results):
+        if not isinstance(result, dict):
+            raise problem(f"{where}: result {r} must be an object")
+        if result.get("type") != "labels":
+            continue
+        value = result.get("value")
+        if not isinstance(value, dict):
+            raise problem(f'{where}: result {r} has no "value"')
+        start, end, labels = value.get("start"), value.get("end"), value.get("labels")
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end)):
+            raise problem(f"{where}: result {r} needs integer start and end (Text regions only)")
+        if (
+            not isinstance(labels, list)
+            or not labels
+            or not all(isinstance(x, str) for x in labels)
+        ):
+            raise problem(f'{where}: result {r} needs a non-empty "labels" list')
+        located = layout.to_segment(start, end)
+        if located is None:
+            raise problem(
+                f"{where}: result {r}: [{start}, {end}] is outside the text or crosses a segment "
+                "boundary (import with fewer segments)"
+            )
+        text = value.get("text")
+        if isinstance(text, str) and layout.text[start:end] != text:
+            raise problem(f"{where}: result {r}: text at [{start}, {end}] is not {text[:40]!r}")
+        segment, s, e = located
+        rid = str(result.get("id", f"#{r}"))
+        if rid in regions:
+            raise problem(f"{where}: result {r}: region id {rid!r} is used twice")
+        regions[rid] = (segment, s, e, layout.segments[segment][s:e], labels)
+    return regions
+
+
+def _spans(
+    results: Any, layout: Layout, problem: Problem, where: str, worker: str
+) -> list[ImportedSpan]:
+    regions = _regions(results, layout, problem, where)
+    comments: dict[str, str] = {}
+    pairs: dict[str, str] = {}  # later region id -> earlier region id
+    for result in results:
+        kind, rid = result.get("type"), str(result.get("id"))
+        if kind == "textarea" and rid in regions:
+            texts = (result.get("value") or {}).get("text") or []
+            comments[rid] = "\n".join(t for t in texts if isinstance(t, str))
+        elif kind == "relation":
+            a, b = str(result.get("from_id")), str(result.get("to_id"))
+            if a not in regions or b not in regions:
+                raise problem(f"{where}: a relation names a region that is not a labels result")
+            first, second = sorted((a, b), key=lambda k: regions[k][:3])
+            if second in pairs:
+                raise problem(f"{where}: region {second!r} is paired twice")
+            pairs[second] = first
+    spans = []
+    for rid, (segment, start, end, text, labels) in regions.items():
+        if rid in pairs.values() and rid not in pairs:
+            continue  # only the earlier half of a pair
+        paired = regions[pairs[rid]][:4] if rid in pairs else None
+        for label in labels:
+            spans.append(
+                ImportedSpan(
+                    worker, segment, start, end, text, label, paired, comments.get(rid, "")
+                )
+            )
+    return spans
+
+
+def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> DocumentInput:
+    if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
+        raise problem(f'task {n} must be an object with "data"')
+    data, meta = task["data"], task.get("meta") if isinstance(task.get("meta"), dict) else {}
+    ours = meta.get("marginalia") if isinstance(meta.get("marginalia"), dict) else {}
+    doc = checked_id(
+        data.get("document", ours.get("document", task.get("id", f"task-{n}"))), problem
+    )
+    text = data.get(TEXT_NAME)
+    if not isinstance(text, str):
+        raise problem('"data.text" must be text', doc)
+    layout = None if per_segment else layout_from_ranges(text, ours.get("segments"))
+    if layout is None:
+        layout, mapper = split(text, problem, doc, per_segment)
+        if mapper(len(text)) != len(text):
+            raise problem("contains carriage returns; convert line ends to LF first", doc)
+    work: list[ImportedSpan] = []
+    annotations = task.get("annotations") or task.get("completions") or []
+    if not isinstance(annotations, list):
+        raise problem('"annotations" must be a list', doc)
+    for a, annotation in enumerate(annotations, start=1):
+        if not isinstance(annotation, dict):
+            raise problem(f"annotation {a} must be an object", doc)
+        if annotation.get("was_cancelled"):
+            continue
+        where = f"document {doc!r}: annotation {a}"
+        work += _spans(annotation.get("result"), layout, problem, where, _worker(annotation, a))
+    suggestions = []
+    for p, prediction in enumerate(task.get("predictions") or [], start=1):
+        if not isinstance(prediction, dict):
+            raise problem(f"prediction {p} must be an object", doc)
+        model = str(prediction.get("model_version") or "predictions")
+        score = prediction.get("score")
+        where = f"document {doc!r}: prediction {p}"
+        results = prediction.get("result")
+        regions = _regions(results, layout, problem, where)
+        scores = {str(r.get("id", f"#{i}")): r.get("score", score) for i, r in enumerate(results)}
+        for rid, (segment, start, end, text, labels) in regions.items():
+            value = scores.get(rid)
+            value = float(value) if isinstance(value, int | float) else 1.0
+            for label in labels:
+                suggestions.append(
+                    ImportedSuggestion(segment, start, end, text, label, value, f"import:{model}")
+                )
+    meta_out = {**layout.meta(), "labelstudio": {"task_id": task.get("id")}}
+    return DocumentInput(doc, layout.segments, meta_out, work=work, suggestions=suggestions)
+
+
+def parse(
+    data: Any, problem: Problem, sentences_per_segment: int | None = None
+) -> list[DocumentInput]:
+    if isinstance(data, dict) and "data" in data:
+        data = [data]
+    if not isinstance(data, list):
+        raise problem('labelstudio format must be a list of tasks {"data": {"text": ...}}')
+    return [_task(task, n, problem, sentences_per_segment) for n, task in enumerate(data)]
+
+
+def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+
+    def region(rid: str, segment: int, start: int, end: int, text: str, category: str) -> None:
+        results.append(
+            {
+                "id": rid,
+                "from_name": LABELS_NAME,
+                "to_name": TEXT_NAME,
+                "type": "labels",
+                "origin": "manual",
+                "value": {
+                    "start": layout.to_whole(segment, start),
+                    "end": layout.to_whole(segment, end),
+                    "text": text,
+                    "labels": [category],
+                },
+            }
+        )
+
+    for m, mark in enumerate(marks):
+        rid = f"{prefix}-{m}"
+        region(rid, mark.segment, mark.start, mark.end, mark.text, mark.category)
+        if mark.comment:
+            results.append(
+                {
+                    "id": rid,
+                    "from_name": COMMENT_NAME,
+                    "to_name": TEXT_NAME,
+                    "type": "textarea",
+                    "origin": "manual",
+                    "value": {"text": [mark.comment]},
+                }
+            )
+        if mark.paired is not None:
+            segment, start, end, text = mark.paired
+            region(f"{rid}p", segment, start, end, text, mark.category)
+            results.append(
+                {
+                    "from_id": f"{rid}p",
+                    "to_id": rid,
+                    "type": "relation",
+                    "direction": "right",
+                    "labels": [RELATION_LABEL],
+                }
+            )
+    return results
+
+
+def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -> dict[str, Any]:
+    layout = document.layout
+    annotations = []
+    for worker, marks in document.workers.items():
+        user = users.setdefault(worker, len(users) + 1)
+        annotations.append(
+            {
+                "id": number * 1000 + len(annotations) + 1,
+                "completed_by": user,
+                "created_username": worker,
+                "created_at": max((m.created_at or "" for m in marks), default="") or None,
+                "was_cancelled": False,
+                "ground_truth": document.is_gold,
+                "result": _results(marks, layout, f"d{number}w{user}"),
+            }
+        )
+    return {
+        "id": number,
+        "data": {TEXT_NAME: layout.text, "document": document.external_id},
+        "meta": {
+            "marginalia": {"document": document.external_id, "segments": segment_ranges(layout)}
+        },
+        "annotations": annotations,
+        "predictions": [],
+    }
+
+
+def build(session: Session, study: Study) -> list[dict[str, Any]]:
+    """Label Studio tasks of every document with its submitted workers' annotations."""
+    users: dict[str, int] = {}
+    return [
+        _task_out(n, document, users)
+        for n, document in enumerate(annotated_documents(session, study), start=1)
+    ]
+
+
+def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
+    tasks = json.dumps(build(session, study), ensure_ascii=False, indent=1) + "\n"
+    yield "tasks.json", tasks.encode("utf-8")
+    yield "labeling_config.xml", labeling_config(study.taxonomy).encode("utf-8")

@@ -1,0 +1,118 @@
+"""A Hugging Face dataset folder: ``data/annotations.parquet`` (one row per live annotation
+of a submitted assignment), ``data/documents.parquet`` and a ``README.md`` dataset card.
+
+Readable by ``datasets.load_dataset("parquet", data_files=...)`` or by the card's
+``configs``. Needs pyarrow, an optional extra (``pip install 'marginalia[hf]'``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.errors import InvalidInput
+from app.formats.annotated import annotated_documents
+from app.formats.dataset_card import dataset_card
+from app.models import Study
+
+NAME = "parquet"
+WRITES_FILES = True
+ANNOTATION_COLUMNS = (
+    ("document", "string"),
+    ("worker_id", "string"),
+    ("segment", "int32"),
+    ("start", "int32"),
+    ("end", "int32"),
+    ("text", "string"),
+    ("category", "string"),
+    ("paired_segment", "int32"),
+    ("paired_start", "int32"),
+    ("paired_end", "int32"),
+    ("paired_text", "string"),
+    ("comment", "string"),
+    ("document_start", "int32"),
+    ("document_end", "int32"),
+    ("created_at", "string"),
+)
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InvalidInput(
+            "the parquet export needs pyarrow: pip install 'marginalia[hf]'"
+        ) from None
+    return pyarrow
+
+
+def tables(session: Session, study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the two tables: annotations and documents."""
+    annotations: list[dict[str, Any]] = []
+    documents: list[dict[str, Any]] = []
+    for document in annotated_documents(session, study):
+        layout = document.layout
+        documents.append(
+            {
+                "document": document.external_id,
+                "text": layout.text,
+                "segments": document.segments,
+                "is_gold": document.is_gold,
+                "workers": list(document.workers),
+                "meta": json.dumps(document.meta, ensure_ascii=False, sort_keys=True),
+            }
+        )
+        for mark in document.marks:
+            annotations.append(
+                {
+                    "document": document.external_id,
+                    "worker_id": mark.worker_id,
+                    "segment": mark.segment,
+                    "start": mark.start,
+                    "end": mark.end,
+                    "text": mark.text,
+                    "category": mark.category,
+                    "paired_segment": mark.paired_segment,
+                    "paired_start": mark.paired_start,
+                    "paired_end": mark.paired_end,
+                    "paired_text": mark.paired_text,
+                    "comment": mark.comment,
+                    "document_start": layout.to_whole(mark.segment, mark.start),
+                    "document_end": layout.to_whole(mark.segment, mark.end),
+                    "created_at": mark.created_at,
+                }
+            )
+    return annotations, documents
+
+
+def _parquet(pa: Any, table: Any) -> bytes:
+    buffer = io.BytesIO()
+    pa.parquet.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
+    pa = _pyarrow()
+    annotations, documents = tables(session, study)
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in ANNOTATION_COLUMNS])
+    annotation_table = pa.Table.from_pylist(annotations, schema=schema)
+    document_schema = pa.schema(
+        [
+            ("document", pa.string()),
+            ("text", pa.string()),
+            ("segments", pa.list_(pa.string())),
+            ("is_gold", pa.bool_()),
+            ("workers", pa.list_(pa.string())),
+            ("meta", pa.string()),
+        ]
+    )
+    document_table = pa.Table.from_pylist(documents, schema=document_schema)
+    yield "data/annotations.parquet", _parquet(pa, annotation_table)
+    yield "data/documents.parquet", _parquet(pa, document_table)
+    card = dataset_card(session, study, annotations, documents)
+    yield "README.md", card.encode("utf-8")
