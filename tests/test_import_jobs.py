@@ -163,7 +163,10 @@ def test_gold_upload_stores_located_spans(app, admin):
         ).all()
     assert rows == [("Bob", 9, 12, 2), ("nowhere", None, None, 1)]
     job = imports(admin)[0]
-    assert job["message"] == "Imported 1 documents (1 segments), 2 gold errors."
+    assert job["message"] == (
+        "Imported 1 documents (1 segments), 2 gold errors, "
+        "1 gold spans not found verbatim in their segment."
+    )
     assert job["counts"]["unlocated_gold"] == 1
 
 

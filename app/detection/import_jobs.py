@@ -228,8 +228,22 @@ def describe(job: ImportJob) -> dict[str, Any]:
     if job.status == "done":
         parts = [f"Imported {counts.get('documents', 0)} documents"]
         parts[0] += f" ({counts.get('segments', 0)} segments)"
+        if counts.get("imported_annotations"):
+            parts.append(
+                f"{counts['imported_annotations']} annotations kept as "
+                f"{counts.get('imported_assignments', 0)} imported workers' assignments"
+            )
+        if counts.get("imported_suggestions"):
+            parts.append(f"{counts['imported_suggestions']} imported suggestions")
         if counts.get("gold"):
             parts.append(f"{counts.get('gold_errors', 0)} gold errors")
+            for key, what in (
+                ("unlocated_gold", "not found verbatim in their segment"),
+                ("ambiguous_gold", "at one of several word-boundary occurrences"),
+                ("mid_word_gold", "found only inside a word"),
+            ):
+                if counts.get(key):
+                    parts.append(f"{counts[key]} gold spans {what}")
         if counts.get("entities"):
             parts.append(f"{counts['entities']} entities")
         message = ", ".join(parts) + "."

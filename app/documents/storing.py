@@ -39,6 +39,9 @@ class ImportResult:
     lock_seconds: float = 0.0
     ambiguous_gold: int = 0
     mid_word_gold: int = 0
+    imported_annotations: int = 0  # annotations inside the file, kept as imported workers'
+    imported_assignments: int = 0
+    imported_suggestions: int = 0
 
 
 @dataclass
@@ -251,7 +254,7 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
     for chunk in _chunks(gold):  # ORM insert: maps start/end to start_offset/end_offset
         session.execute(insert(GoldError), chunk)
     entity_count = _insert_entities(session, ids, prepared)
-    store_imported_work(session, study, ids, prepared.documents)
+    work = store_imported_work(session, study, ids, prepared.documents)
     jobs = 0
     if study.suggestions != "off" and ids:
         for chunk in _chunks([{"document_id": doc_id} for doc_id in ids]):
@@ -267,5 +270,8 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         ner_available=prepared.ner_available,
         ambiguous_gold=prepared.placed["ambiguous"],
         mid_word_gold=prepared.placed["mid_word"],
+        imported_annotations=work.annotations,
+        imported_assignments=work.assignments,
+        imported_suggestions=work.suggestions,
         lock_seconds=time.perf_counter() - started,
     )

@@ -7,6 +7,9 @@ the job's progress and its outcome.
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 from flask import flash, redirect, request, url_for
 from werkzeug.utils import secure_filename
 
@@ -51,6 +54,8 @@ def upload_documents(slug: str):
         payload = upload.read()
         if not payload.strip():
             raise InvalidInput(f"{name}: the file is empty")
+        if (fmt == "brat" or name.endswith(".zip")) and not zipfile.is_zipfile(io.BytesIO(payload)):
+            raise InvalidInput(f"{name}: is neither a folder nor a zip file")
         db.rollback()
         begin_write(db)
         if import_jobs.pending(db, study.id) >= import_jobs.MAX_PENDING:
