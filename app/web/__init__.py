@@ -45,7 +45,7 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        return jsonify(error=str(exc)), exc.status
+        return jsonify({**exc.details, "error": str(exc)}), exc.status
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_exc):
