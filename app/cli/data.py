@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import OneLineCommand, with_app
+from app.cli.base import OneLineCommand, counted, with_app
 from app.errors import InvalidInput
 from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
@@ -46,14 +46,20 @@ def import_command(
         result = import_documents(
             session, get_study(session, slug), documents, gold=gold, nlp=nlp, progress=True
         )
-    parts = [f"imported {result.documents} documents ({result.segments} segments)"]
+    parts = [
+        f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
+    ]
     if gold:
-        parts.append(f"{result.gold_errors} gold errors")
+        parts.append(counted(result.gold_errors, "gold error"))
         if result.unlocated_gold:
-            parts.append(f"{result.unlocated_gold} gold spans not found verbatim in their segment")
-    parts.append(f"{result.entities} entities" if result.ner_available else "no entity cues")
+            parts.append(
+                f"{counted(result.unlocated_gold, 'gold span')} not found verbatim in their segment"
+            )
+    parts.append(
+        counted(result.entities, "entity", "entities") if result.ner_available else "no entity cues"
+    )
     if result.detection_jobs:
-        parts.append(f"{result.detection_jobs} detection jobs queued")
+        parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
     click.echo(", ".join(parts))
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from app.cli.base import OneLineCommand, with_app
+from app.cli.base import OneLineCommand, counted, with_app
 
 
 @click.command("detect", cls=OneLineCommand)
@@ -28,7 +28,7 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     detector = load_detector(detector_name)
     with session_scope() as session:
         count = detect_study(session, get_study(session, slug), detector)
-    click.echo(f"{count} suggestions stored ({detector.name} {detector.version})")
+    click.echo(f"{counted(count, 'suggestion')} stored ({detector.name} {detector.version})")
 
 
 @click.command("worker", cls=OneLineCommand)
@@ -71,8 +71,8 @@ def worker_command(once: bool, health: bool, detector_name: str | None, poll: fl
     except KeyboardInterrupt:
         return
     click.echo(
-        f"worker stopped: {stats['done']} documents, {stats['failed']} failures, "
-        f"{stats['suggestions']} suggestions",
+        f"worker stopped: {counted(stats['done'], 'document')}, "
+        f"{counted(stats['failed'], 'failure')}, {counted(stats['suggestions'], 'suggestion')}",
         err=True,
     )
 

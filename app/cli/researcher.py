@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli.base import OneLineGroup, with_app
+from app.cli.base import OneLineGroup, password_option, with_app
 
 
 @click.group(cls=OneLineGroup)
@@ -12,7 +12,9 @@ def researcher() -> None:
     """Researcher accounts (the only accounts with a login)."""
 
 
-@click.password_option(help="Prompted for (twice) unless given; at least 10 characters.")
+@researcher.command("create")
+@click.argument("email")
+@password_option(help="Prompted for (twice) unless given; at least 10 characters.")
 @with_app
 def researcher_create(email: str, password: str) -> None:
     """Create a researcher account."""
@@ -26,7 +28,7 @@ def researcher_create(email: str, password: str) -> None:
 
 @researcher.command("set-password")
 @click.argument("email")
-@click.password_option()
+@password_option()
 @with_app
 def researcher_set_password(email: str, password: str) -> None:
     """Change a researcher's password."""
