@@ -28,7 +28,7 @@ def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
     from flask_wtf.csrf import CSRFProtect
 
-    from app.web import admin, api, health, pages
+    from app.web import admin, api, assets, health, pages
     from app.web.limits import limiter
 
     trust_proxy(app)
@@ -42,6 +42,7 @@ def register(app: Flask) -> None:
     app.register_blueprint(pages.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(health.bp)
+    assets.register(app)
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
