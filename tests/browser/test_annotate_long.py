@@ -266,3 +266,24 @@ def test_an_exact_duplicate_is_refused_with_a_message(app, live_server, pw_page)
             "CharE",
             "GramE",
         ]
+
+
+def test_jump_back_to_an_earlier_segment_and_to_the_current_one(app, live_server, pw_page):
+    make_long_study(app, None)
+    page = pw_page
+    open_assignment(page, live_server.url, "long", "w1")
+    page.click("summary")
+    go_to_segment(page, 14)
+    page.select_option("#segment-jump", "2")  # segment 3
+    page.wait_for_function(
+        "() => { const r = document.querySelector('[data-block=\"2\"]').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < innerHeight / 2; }"
+    )
+    assert not in_viewport(page, ".cur-text")
+    assert page.input_value("#segment-jump") == ""  # ready for the next jump
+    page.select_option("#segment-jump", "14")  # back to the current segment
+    page.wait_for_function(
+        "() => { const r = document.getElementById('current-heading').getBoundingClientRect();"
+        " return r.top >= 0 && r.bottom < innerHeight; }"
+    )
+    assert progress_text(page) == "Segment 15 of 26"  # reading back moved nothing

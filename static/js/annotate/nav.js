@@ -128,7 +128,7 @@ export function wireNav() {
 
 /** The jump menu lists the earlier segments and the current one. */
 export function renderJump() {
-  const options = [new Option("Jump to segment…", "")];
+  const options = [new Option("Read an earlier segment…", "")];
   for (let i = 0; i <= state.current; i++) {
     options.push(new Option(i === state.current ? `${i + 1} (current)` : String(i + 1), String(i)));
   }
