@@ -199,7 +199,14 @@ def test_hints_only_by_their_button_double_click_selects_the_word(app, live_serv
     wait_value(page, "#span-field", words[1])
     assert page.locator(".cat-btn[aria-pressed='true']").count() == 0
     page.keyboard.press("Escape")
-    page.locator(f'#hint-list [data-suggestion-item="{ids[0]}"] button', has_text="Use").click()
+    # Use, then a new selection instead of Add: the hint's category does not stick to it.
+    use = page.locator(f'#hint-list [data-suggestion-item="{ids[0]}"] button', has_text="Use")
+    use.click()
+    assert category_button(page, "RefE").get_attribute("aria-pressed") == "true"
+    hinted.dblclick()
+    wait_value(page, "#span-field", words[1])
+    assert page.locator(".cat-btn[aria-pressed='true']").count() == 0
+    use.click()
     assert page.input_value("#span-field") == words[0]
     assert category_button(page, "RefE").get_attribute("aria-pressed") == "true"
     page.click("#add-button")

@@ -16,7 +16,7 @@ function onSelection() {
     return;
   }
   const f = state.form;
-  const cat = currentCategory();
+  let cat = currentCategory();
   const text = state.texts[sel.segment];
   if (cat && cat.kind === "paired" && f.span && !f.paired) {
     const snapped = snapToWords(text, sel.start, sel.end);
@@ -40,8 +40,10 @@ function onSelection() {
       window.getSelection().removeAllRanges();
       return;
     }
+    if (f.suggestion !== null) cat = null; // a used hint's category does not stick to a new span
     const snapped = snapSpan(text, sel, cat);
     if (!snapped) return;
+    if (!cat) f.category = null;
     f.raw = { start: sel.start, end: sel.end };
     f.span = { segment: sel.segment, ...snapped };
     f.paired = null;
