@@ -33,8 +33,10 @@ run: $(RUN_STAMP)
 	@echo "  Annotate the demo:  http://127.0.0.1:$(PORT)/s/demo?worker_id=demo-worker"
 	@echo "  (or open http://127.0.0.1:$(PORT)/s/demo and type any worker ID)"
 	@echo
-	@trap 'kill 0' INT TERM EXIT; \
-	  $(BIN)/marginalia worker & \
+	@# Ctrl+C reaches serve (foreground); the trap stops the background worker, once (the
+	@# old `trap 'kill 0'` signalled its own shell again and again until it crashed).
+	@$(BIN)/marginalia worker & worker=$$!; \
+	  trap 'trap - INT TERM EXIT; kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' INT TERM EXIT; \
 	  $(BIN)/marginalia serve --port $(PORT)
 
 test: $(TEST_STAMP)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 
 class MarginaliaError(Exception):
-    """Base class: ``status`` is the HTTP status, ``str(self)`` the message."""
+    """Base class: ``status`` is the HTTP status, ``str(self)`` the message, ``details``
+    extra fields for the JSON answer (e.g. ``existing_id``)."""
 
     status = 400
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, **details: object):
         super().__init__(message)
         if status is not None:
             self.status = status
+        self.details = details
 
 
 class InvalidInput(MarginaliaError):

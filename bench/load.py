@@ -153,8 +153,10 @@ async def _work(
                 if body is None:
                     continue
                 body["client_id"] = uuid.uuid4().hex
-                added = await caller(http, "add", "POST", f"{base}/annotations", (201,), body)
-                if added is not None:
+                # 409: a random mark that exactly repeats one of this worker's (refused, as the
+                # page would refuse it before sending)
+                added = await caller(http, "add", "POST", f"{base}/annotations", (201, 409), body)
+                if added is not None and added.status_code == 201:
                     mine.append(added.json()["id"])
             if mine and rng.random() < REMOVE_PROBABILITY:
                 await pace.think(rng, pace.mark)

@@ -346,7 +346,8 @@ def test_refusals_leave_no_half_written_rows(world):
     before = count_rows(world.app, Annotation)
     for body, _ in ANNOTATION_CASES.values():
         assert post_annotation(world, body).status_code == 400
-    assert post_annotation(world, good()).status_code == 201
+    # (a category no other test of this module adds on "Pedro": an exact repeat is a 409)
+    assert post_annotation(world, good(category="CorefE")).status_code == 201
     assert count_rows(world.app, Annotation) == before + 1
 
 

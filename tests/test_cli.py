@@ -106,9 +106,10 @@ def test_db_upgrade_twice(tmp_path):
     assert_one_line_error(bad_url, "DATABASE_URL")
     first = run(url, "db", "upgrade")
     assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("database created") and "up to date" not in first.stdout
     second = run(url, "db", "upgrade")
     assert second.returncode == 0, second.stderr
-    assert "up to date" in second.stdout
+    assert second.stdout == "database is up to date\n"
     engine = create_engine(url)
     try:
         tables = set(inspect(engine).get_table_names())

@@ -159,7 +159,8 @@ class Client:
             try:
                 response = self.http.request(method, path, json=body)
                 if response.status_code < 500:
-                    if response.status_code >= 400:
+                    duplicate = response.status_code == 409 and "existing_id" in response.text
+                    if response.status_code >= 400 and not duplicate:
                         self.ledger.refused.append(f"{method} {path}: {response.text}")
                     return response
             except httpx.TransportError:
@@ -177,6 +178,7 @@ class Client:
         )
         token = opened.json()["token"]
         mine: list[int] = []
+        live: dict[int, tuple[int, str]] = {}  # id -> span of this worker's live annotations
         n = 0
         while time.monotonic() < stop_at:
             segment, text = self.rng.choice(SPANS)
@@ -198,10 +200,16 @@ class Client:
                     self.ledger.answers[client_id].append(annotation_id)
                     self.ledger.bodies[client_id] = (token, body)
                 mine.append(annotation_id)
+                live[annotation_id] = (segment, text)
+            elif answer.status_code == 409:
+                # An exact duplicate of one of this worker's live annotations, refused with
+                # the id of the one it repeats (and nothing stored).
+                assert live.get(answer.json()["existing_id"]) == (segment, text), answer.text
             if n % 5 == 4 and mine:
                 victim = mine.pop(0)
                 gone = self.send("DELETE", f"/api/assignments/{token}/annotations/{victim}")
                 if gone.status_code == 204:
+                    live.pop(victim, None)
                     with self.ledger.lock:
                         self.ledger.removed.add(victim)
             n += 1

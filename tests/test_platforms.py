@@ -307,6 +307,8 @@ def test_configure_study_validates_and_describes(app):
         "hold_minutes": 2,
         "randomise_conditions": True,
         "qualification": {"min_f1": 0.6, "attempts": 2},
+        "max_hints_per_segment": 3,
+        "min_hint_score": 0.0,
     }
     for bad, message in [
         ({"platform": "mechanical"}, "platform must be one of"),

@@ -483,11 +483,16 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
             document = find_document(session, study, doc_id)
             for k, worker in enumerate(workers, start=1):
                 assignment, _ = open_assignment(session, study, document, worker)
+                marked: set[tuple] = set()  # an exact repeat would be refused (409), as in the UI
                 for index, segment in segments.items():
                     for n, error in enumerate(segment["errors"]):
                         found = placed[(doc_id, index, n)]
                         if error["votes"] < k or not found:
                             continue
+                        mark = (index, *found, error["error_type"])
+                        if mark in marked:
+                            continue
+                        marked.add(mark)
                         span = {
                             "segment": int(index),
                             "start": found[0],

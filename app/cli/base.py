@@ -14,6 +14,11 @@ import click
 from app.errors import MarginaliaError
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 document``, ``2 documents``, ``1 entity``, ``0 entities``: a number and its noun."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
@@ -83,3 +88,33 @@ class OneLineCommand(_OneLineUsage, click.Command):
 class OneLineGroup(_OneLineUsage, click.Group):
     command_class = OneLineCommand
     group_class = type
+
+
+def _checked_password(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """Refuse a too-short password as soon as it is typed, then ask for it again to confirm."""
+    from click.core import ParameterSource
+
+    from app.researchers.accounts import MIN_PASSWORD_CHARS
+
+    if value is None:
+        raise click.BadParameter("a password is required")
+    if len(value) < MIN_PASSWORD_CHARS:
+        raise click.BadParameter(f"the password must have at least {MIN_PASSWORD_CHARS} characters")
+    if ctx.get_parameter_source(param.name or "password") is ParameterSource.PROMPT:
+        again = click.prompt(
+            "Repeat for confirmation", hide_input=True, default="", show_default=False
+        )
+        if again != value:
+            raise click.BadParameter("the two entries do not match")
+    return value
+
+
+def password_option(**kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--password``, prompted for (hidden) unless given; checked before the confirmation."""
+    return click.option(
+        "--password",
+        prompt=True,
+        hide_input=True,
+        callback=_checked_password,
+        **kwargs,
+    )

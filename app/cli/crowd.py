@@ -46,6 +46,18 @@ from app.cli.base import with_app as _run
     default=None,
     help="Gold documents a worker may try (default 2).",
 )
+@click.option(
+    "--max-hints-per-segment",
+    type=int,
+    default=None,
+    help="Most detector hints shown on one segment, best scores first (default 3; 0 shows none).",
+)
+@click.option(
+    "--min-hint-score",
+    type=float,
+    default=None,
+    help="Hints scored below this (0-1) are not shown (default 0).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -56,6 +68,8 @@ def study_settings(
     randomise_conditions: bool | None,
     qualification_f1: str | None,
     qualification_attempts: int | None,
+    max_hints_per_segment: int | None,
+    min_hint_score: float | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings."""
@@ -90,6 +104,10 @@ def study_settings(
                     ) from None
         if qualification_attempts is not None:
             changes["qualification_attempts"] = qualification_attempts
+        if max_hints_per_segment is not None:
+            changes["max_hints_per_segment"] = max_hints_per_segment
+        if min_hint_score is not None:
+            changes["min_hint_score"] = min_hint_score
         with session_scope() as session:
             study = get_study(session, slug)
             return platforms.configure_study(study, **changes)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import OneLineCommand, with_app
+from app.cli.base import OneLineCommand, counted, with_app
 from app.errors import InvalidInput
 from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
@@ -54,28 +54,34 @@ def import_command(
     # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
     with session_scope() as session:
         result = import_documents(session, study, documents, gold=gold, nlp=nlp, entities=entities)
-    parts = [f"imported {result.documents} documents ({result.segments} segments)"]
-    kept = sum(len(d.work) for d in documents)
-    if kept:
-        workers = sum(len({s.worker_id for s in d.work}) for d in documents)
-        parts.append(f"{kept} annotations kept as {workers} imported assignments")
-    suggested = sum(len(d.suggestions) for d in documents)
-    if suggested:
-        parts.append(f"{suggested} imported suggestions")
+    parts = [
+        f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
+    ]
+    if result.imported_annotations:
+        parts.append(
+            f"{counted(result.imported_annotations, 'annotation')} kept as "
+            f"{counted(result.imported_assignments, 'imported assignment')}"
+        )
+    if result.imported_suggestions:
+        parts.append(counted(result.imported_suggestions, "imported suggestion"))
     if gold:
-        parts.append(f"{result.gold_errors} gold errors")
+        parts.append(counted(result.gold_errors, "gold error"))
         if result.unlocated_gold:
-            parts.append(f"{result.unlocated_gold} gold spans not found verbatim in their segment")
+            parts.append(
+                f"{counted(result.unlocated_gold, 'gold span')} not found verbatim in their segment"
+            )
         if result.ambiguous_gold:
             parts.append(
-                f"{result.ambiguous_gold} gold spans occur more than once at word boundaries "
-                "(placed at the first free occurrence)"
+                f"{counted(result.ambiguous_gold, 'gold span')} occur more than once at word "
+                "boundaries (placed at the first free occurrence)"
             )
         if result.mid_word_gold:
-            parts.append(f"{result.mid_word_gold} gold spans found only inside a word")
-    parts.append(f"{result.entities} entities" if result.ner_available else "no entity cues")
+            parts.append(f"{counted(result.mid_word_gold, 'gold span')} found only inside a word")
+    parts.append(
+        counted(result.entities, "entity", "entities") if result.ner_available else "no entity cues"
+    )
     if result.detection_jobs:
-        parts.append(f"{result.detection_jobs} detection jobs queued")
+        parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
     click.echo(", ".join(parts))
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from app.cli.base import OneLineCommand, with_app
+from app.cli.base import OneLineCommand, counted, with_app
 
 
 @click.command("detect", cls=OneLineCommand)
@@ -28,7 +28,7 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     detector = load_detector(detector_name)
     with session_scope() as session:
         count = detect_study(session, get_study(session, slug), detector)
-    click.echo(f"{count} suggestions stored ({detector.name} {detector.version})")
+    click.echo(f"{counted(count, 'suggestion')} stored ({detector.name} {detector.version})")
 
 
 @click.command("worker", cls=OneLineCommand)
@@ -92,9 +92,9 @@ def worker_command(
     except KeyboardInterrupt:
         return
     click.echo(
-        f"worker stopped: {stats['done']} documents, {stats['failed']} failures, "
-        f"{stats['suggestions']} suggestions; {stats.get('imports', 0)} imports, "
-        f"{stats.get('imports_failed', 0)} failed",
+        f"worker stopped: {counted(stats['done'], 'document')}, "
+        f"{counted(stats['failed'], 'failure')}, {counted(stats['suggestions'], 'suggestion')}; "
+        f"{counted(stats.get('imports', 0), 'import')}, {stats.get('imports_failed', 0)} failed",
         err=True,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli.base import OneLineGroup, with_app
+from app.cli.base import OneLineGroup, password_option, with_app
 
 ROLE_CHOICE = click.Choice(["researcher", "admin"])
 
@@ -16,7 +16,7 @@ def researcher() -> None:
 
 @researcher.command("create")
 @click.argument("email")
-@click.password_option(help="Prompted for (twice) unless given; at least 10 characters.")
+@password_option(help="Prompted for (twice) unless given; at least 10 characters.")
 @click.option("--admin", is_flag=True, help="An admin sees and changes every study.")
 @with_app
 def researcher_create(email: str, password: str, admin: bool) -> None:
@@ -33,7 +33,7 @@ def researcher_create(email: str, password: str, admin: bool) -> None:
 
 @researcher.command("set-password")
 @click.argument("email")
-@click.password_option()
+@password_option()
 @with_app
 def researcher_set_password(email: str, password: str) -> None:
     """Change a researcher's password (their open sessions end)."""

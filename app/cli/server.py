@@ -20,8 +20,13 @@ def db_upgrade(revision: str) -> None:
     from app.migrate import upgrade
 
     with one_line_errors():
-        upgrade(database_url(), revision)
-    click.echo("database is up to date")
+        before, after = upgrade(database_url(), revision)
+    if not before:
+        click.echo(f"database created (schema revision {', '.join(after)})")
+    elif before != after:
+        click.echo(f"database upgraded from {', '.join(before)} to {', '.join(after)}")
+    else:
+        click.echo("database is up to date")
 
 
 @click.command("serve", cls=OneLineCommand)

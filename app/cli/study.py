@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import OneLineCommand, OneLineGroup, with_app
+from app.cli.base import OneLineCommand, OneLineGroup, counted, with_app
 
 
 @click.group(cls=OneLineGroup)
@@ -27,7 +27,9 @@ def taxonomy_check(file: Path) -> None:
     except TaxonomyError as exc:
         click.echo(str(exc), err=True)
         sys.exit(1)
-    click.echo(f"{file}: {snapshot['name']} — {len(snapshot['categories'])} categories")
+    click.echo(
+        f"{file}: {snapshot['name']} — {counted(len(snapshot['categories']), 'category', 'categories')}"
+    )
     for cat in snapshot["categories"]:
         scope = ", whole sentence" if cat["scope"] == "sentence" else ""
         group = f" [{cat['group']}]" if cat["group"] else ""
@@ -71,7 +73,7 @@ def study_create(
 ) -> None:
     """Create a study (the same arguments again change nothing)."""
     from app.db import session_scope
-    from app.documents.studies import create_study
+    from app.documents.studies import create_study, suggestions_warning
     from app.researchers.accounts import find_researcher
 
     with session_scope() as session:
@@ -89,8 +91,11 @@ def study_create(
         verb = "created" if created else "already exists, unchanged:"
         click.echo(
             f"study {created_study.slug} {verb} ({created_study.taxonomy_name}, "
-            f"{annotators_per_doc} annotators per document, suggestions {suggestions})"
+            f"{counted(annotators_per_doc, 'annotator')} per document, suggestions {suggestions})"
         )
+        warning = suggestions_warning(created_study.taxonomy, suggestions)
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
 
 
 @click.command("report", cls=OneLineCommand)
@@ -142,7 +147,7 @@ def demo_command(slug: str, owner: str | None) -> None:
             demo.owner_id = owner_row.id
         count = session.scalar(select(func.count()).where(Document.study_id == demo.id))
         if count:
-            click.echo(f"demo study {slug!r} already has {count} documents")
+            click.echo(f"demo study {slug!r} already has {counted(count, 'document')}")
             return
         from flask import current_app
 
@@ -154,7 +159,7 @@ def demo_command(slug: str, owner: str | None) -> None:
         result = import_documents(
             session, demo, documents, nlp=load_pipeline(current_app.config["SPACY_MODEL"])
         )
-        click.echo(f"demo study {slug!r}: {result.documents} documents loaded")
+        click.echo(f"demo study {slug!r}: {counted(result.documents, 'document')} loaded")
 
 
 @study.command("share")

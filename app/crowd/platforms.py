@@ -215,6 +215,9 @@ def frame_ancestors(study: Study | None, assignment: Assignment | None = None) -
 # --- study settings ------------------------------------------------------------------------
 
 UNSET: Any = object()
+DEFAULT_MAX_HINTS_PER_SEGMENT = 3
+DEFAULT_MIN_HINT_SCORE = 0.0
+MAX_HINTS_LIMIT = 50
 
 
 def _check_url(url: str) -> str:
@@ -242,6 +245,8 @@ def configure_study(
     randomise_conditions: bool = UNSET,
     qualification_f1: float | None = UNSET,
     qualification_attempts: int = UNSET,
+    max_hints_per_segment: int = UNSET,
+    min_hint_score: float = UNSET,
 ) -> dict[str, Any]:
     """Validate and apply platform and assignment settings; returns :func:`describe`.
 
@@ -290,6 +295,7 @@ def configure_study(
             raise InvalidInput("qualification attempts must be between 1 and 100")
         if rule:
             rule["attempts"] = attempts
+    settings.update(_hint_settings(max_hints_per_segment, min_hint_score))
     if rule:
         rule.setdefault("attempts", DEFAULT_QUALIFICATION_ATTEMPTS)
         settings["qualification"] = rule
@@ -299,6 +305,37 @@ def configure_study(
     study.completion_url = new_url
     study.settings = settings
     return describe(study)
+
+
+def _hint_settings(max_hints: Any, min_score: Any) -> dict[str, Any]:
+    """The hint limits given (validated), as settings entries."""
+    changes: dict[str, Any] = {}
+    if max_hints is not UNSET:
+        if isinstance(max_hints, bool) or not isinstance(max_hints, int):
+            raise InvalidInput("the most hints per segment must be a whole number")
+        if not 0 <= max_hints <= MAX_HINTS_LIMIT:
+            raise InvalidInput(
+                f"the most hints per segment must be between 0 and {MAX_HINTS_LIMIT}"
+            )
+        changes["max_hints_per_segment"] = max_hints
+    if min_score is not UNSET:
+        try:
+            score = float(min_score)
+        except (TypeError, ValueError):
+            raise InvalidInput("the minimum hint score must be a number") from None
+        if not 0 <= score <= 1:
+            raise InvalidInput("the minimum hint score must be between 0 and 1")
+        changes["min_hint_score"] = score
+    return changes
+
+
+def hint_limits(study: Study) -> tuple[int, float]:
+    """(most hints shown per segment, lowest score shown) for a study's workers."""
+    settings = study.settings or {}
+    return (
+        int(settings.get("max_hints_per_segment", DEFAULT_MAX_HINTS_PER_SEGMENT)),
+        float(settings.get("min_hint_score", DEFAULT_MIN_HINT_SCORE)),
+    )
 
 
 def describe(study: Study) -> dict[str, Any]:
@@ -315,4 +352,6 @@ def describe(study: Study) -> dict[str, Any]:
         "hold_minutes": settings.get("hold_minutes", DEFAULT_HOLD_MINUTES),
         "randomise_conditions": bool(settings.get("randomise_conditions")),
         "qualification": settings.get("qualification") or None,
+        "max_hints_per_segment": hint_limits(study)[0],
+        "min_hint_score": hint_limits(study)[1],
     }

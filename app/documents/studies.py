@@ -34,6 +34,25 @@ def get_study(session: Session, slug: str) -> Study:
     return study
 
 
+def suggestions_warning(taxonomy: dict[str, Any], suggestions: str) -> str | None:
+    """Why a study that wants suggestions will get none, or None: a detector label reaches a
+    category only through that category's ``detector_label``."""
+    if suggestions == "off":
+        return None
+    if any((c.get("detector_label") or "").strip() for c in taxonomy.get("categories", [])):
+        return None
+    effect = (
+        "workers will see no hints"
+        if suggestions == "shown"
+        else "recall against suggestions will have nothing to count"
+    )
+    return (
+        f"no category of taxonomy {taxonomy.get('name', '')!r} has a detector_label, so the "
+        f"detector's suggestions match none of them and {effect} (add detector_label: "
+        "character, event, scene or inconsistent to the categories it should suggest)"
+    )
+
+
 def create_study(
     session: Session,
     slug: str,

@@ -31,6 +31,7 @@ from app.entities.characters import (
     _group,
     _list_neighbours,
     _name_key,
+    _not_people,
     _other_occurrences,
     _result,
 )
@@ -77,6 +78,7 @@ def _document_entities(
                 break
             people |= more
         people |= {c.key for c in candidates if c.role}
+        people -= _not_people(candidates, texts)
     mentions: list[tuple[int, int, int, str, str]] = []
     for cand in candidates:
         if cand.key in people:
@@ -84,7 +86,7 @@ def _document_entities(
         elif cand.label in wanted and cand.label != "PERSON":
             mentions.append((cand.segment, cand.start, cand.end, cand.text, cand.label))
     counter = (f"e{i}" for i in range(1, 1_000_000))
-    groups, placed = _group(mentions, counter)
+    groups, placed = _group(mentions, counter, texts)
     return _result(groups, placed)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,8 +14,10 @@ from app.entities.names import (
     PATRONYMICS,
     PERSON_LIKE_LABELS,
     POSSESSIVE,
+    TITLE_SPELLINGS,
     TITLES,
     ParsedName,
+    _words,
     bare,
     parse_name,
 )
@@ -59,6 +62,42 @@ def _list_neighbours(
             found.add(b.key)
         elif b.key in people and a.key not in people:
             found.add(a.key)
+    return found
+
+
+# --------------------------------------------------------------------------- places, things
+
+# The last word of a name that makes it a place or an organisation ("Fennick Hollow", "Old
+# Hill", "Tully Orchard"): only for names of two words or more, so "Ridge" stays a person.
+PLACE_WORDS = _words(
+    """abbey academy alley army avenue bank bay bridge castle cathedral chapel church city
+    club college company corporation council county court cove creek dale estate falls farm
+    field fields forest gardens hall harbor harbour heights hill hills hollow hospital hotel
+    inn island islands kingdom lake lane manor market mill mills moor mountain mountains navy
+    ocean orchard palace park port prison republic ridge river road school sea society springs
+    square station street temple tower town university vale valley village wood woods"""
+)
+# Single capitalised words that name things in the sky or the world, not characters.
+THINGS = frozenset({"sun", "moon", "earth", "sky", "stars"})
+# Words before a name that make it a place: "the town of Fennick Hollow".
+PLACE_OF = ("town of", "city of", "village of", "kingdom of", "county of", "island of")
+
+
+def _not_people(candidates: list[_Candidate], texts: Sequence[str]) -> set[str]:
+    """Name keys a reader takes for places, organisations or things, not characters: names
+    ending in a place word, names introduced as "the town of X", "the Sun" and "the Moon".
+
+    (Single names that always follow "the" were tried too: on SNaC dev that drops "the
+    Albatross", which the annotators marked as a character, so it is not done.)"""
+    found: set[str] = set()
+    for cand in candidates:
+        if not cand.key or cand.role:
+            continue
+        words = cand.key.split()
+        before = texts[cand.segment][max(0, cand.start - 40) : cand.start].casefold().rstrip()
+        place = len(words) >= 2 and words[-1] in PLACE_WORDS
+        if place or before.endswith(PLACE_OF) or cand.key in THINGS:
+            found.add(cand.key)
     return found
 
 
@@ -133,7 +172,9 @@ class _Group:
 
 
 def _group(
-    mentions: list[tuple[int, int, int, str, str]], next_key: Iterable[str]
+    mentions: list[tuple[int, int, int, str, str]],
+    next_key: Iterable[str],
+    texts: Sequence[str] = (),
 ) -> tuple[list[_Group], list[tuple[_Group, int, int, int]]]:
     """Group (segment, start, end, text, label) mentions in reading order, reader-style."""
     groups: list[_Group] = []
@@ -153,7 +194,46 @@ def _group(
             groups.append(match)
         match.add(parsed, text, order)
         placed.append((match, segment, start, end))
-    return groups, placed
+    return _join_title_only(groups, placed, texts)
+
+
+# A capitalised title right before a mention, at most one capitalised name word between:
+# "Mayor" of "Mayor June Ashby" when the NER kept only "Ashby". No punctuation in between.
+# (A full stop only after a short abbreviation: "Dr. Ashby", not "the King. Autolycus".)
+_TITLE_BEFORE = re.compile(r"\b([A-Z][a-z]{1,2}\.|[A-Z][a-z]+) +(?:[A-Z][\w'-]* +)?$")
+
+
+def _titles_before(text: str, start: int) -> set[str]:
+    """The title written just before a mention, if any."""
+    found = _TITLE_BEFORE.search(text[max(0, start - 40) : start])
+    word = bare(found.group(1)) if found else ""
+    return {TITLE_SPELLINGS.get(word, word)} if word in TITLES else set()
+
+
+def _join_title_only(
+    groups: list[_Group], placed: list[tuple[_Group, int, int, int]], texts: Sequence[str]
+) -> tuple[list[_Group], list[tuple[_Group, int, int, int]]]:
+    """Join a title-only character ("the Prince", "the mayor") to the one named character
+    holding that title ("Prince John", "Mayor Ashby"); left apart when none or several do."""
+    named = [g for g in groups if g.label == "PERSON" and (g.fulls or g.singles)]
+    held = {g.key: set(g.titles) for g in named}
+    for group, segment, start, _end in placed:
+        if group.key in held and segment < len(texts):
+            held[group.key] |= _titles_before(texts[segment], start)
+    into: dict[str, _Group] = {}
+    for group in groups:
+        if group.label != "PERSON" or group.fulls or group.singles or not group.titles:
+            continue
+        owners = [g for g in named if held[g.key] & group.titles]
+        genders = {g.gender for g in owners} | {group.gender}
+        if len(owners) == 1 and len(genders - {None}) <= 1:
+            into[group.key] = owners[0]
+    for key, owner in into.items():
+        joined = next(g for g in groups if g.key == key)
+        owner.forms.extend(joined.forms)
+        owner.last_seen = max(owner.last_seen, joined.last_seen)
+    kept = [g for g in groups if g.key not in into]
+    return kept, [(into.get(g.key, g), seg, s, e) for g, seg, s, e in placed]
 
 
 # --------------------------------------------------------------------------- other occurrences

@@ -37,7 +37,7 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, health, pages
+    from app.web import admin, api, assets, health, pages
     from app.web.limits import limiter
 
     trust_proxy(app)
@@ -50,10 +50,11 @@ def register(app: Flask) -> None:
     app.register_blueprint(pages.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(health.bp)
+    assets.register(app)
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        response = jsonify(error=str(exc))
+        response = jsonify({**exc.details, "error": str(exc)})
         if exc.status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
         return response, exc.status

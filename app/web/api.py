@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.annotation import admission
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
-from app.crowd.platforms import after_submit_redirect
+from app.crowd.platforms import after_submit_redirect, hint_limits
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
@@ -131,11 +131,19 @@ def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:
 def _suggestions(session, assignment) -> list[dict]:
     if assignment.study.suggestions != "shown" or assignment.condition == "unassisted":
         return []
+    most, lowest = hint_limits(assignment.study)
     rows = session.scalars(
         select(Suggestion)
-        .where(Suggestion.document_id == assignment.document_id)
-        .order_by(Suggestion.segment, Suggestion.start)
+        .where(Suggestion.document_id == assignment.document_id, Suggestion.score >= lowest)
+        .order_by(Suggestion.segment, Suggestion.score.desc(), Suggestion.start, Suggestion.id)
     )
+    kept: list[Suggestion] = []
+    per_segment: dict[int, int] = {}
+    for s in rows:
+        if per_segment.get(s.segment, 0) < most:
+            per_segment[s.segment] = per_segment.get(s.segment, 0) + 1
+            kept.append(s)
+    kept.sort(key=lambda s: (s.segment, s.start, s.id))
     return [
         {
             "id": s.id,
@@ -146,7 +154,7 @@ def _suggestions(session, assignment) -> list[dict]:
             "category": s.category,
             "score": s.score,
         }
-        for s in rows
+        for s in kept
     ]
 
 
@@ -273,4 +281,58 @@ def suggestion_event(token: str, suggestion_id: int):
             SuggestionEvent(assignment_id=assignment.id, suggestion_id=suggestion_id, event=event)
         )
         session.commit()
+    return "", 204
+
+
+MAX_EVENT_BATCH = 200
+
+
+@bp.post("/assignments/<token>/suggestions/events")
+def suggestion_events(token: str):
+    """One event for many suggestions at once (a segment view's "shown" hints): one request
+    instead of one per hint. All or nothing: any unknown id refuses the whole batch."""
+    body = json_body()
+    if not isinstance(body, dict):
+        raise InvalidInput("the body must be a JSON object")
+    event = body.get("event")
+    if event not in SUGGESTION_EVENTS:
+        raise InvalidInput(f"event must be one of {', '.join(SUGGESTION_EVENTS)}")
+    ids = body.get("suggestions")
+    if (
+        not isinstance(ids, list)
+        or not ids
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
+        raise InvalidInput("suggestions must be a non-empty list of suggestion ids")
+    if len(ids) > MAX_EVENT_BATCH:
+        raise InvalidInput(f"at most {MAX_EVENT_BATCH} suggestions per request")
+    wanted = set(ids)
+    session = begin_write(get_session())
+    assignment = service.get_assignment(session, token)
+    if not all(0 < i <= service.MAX_ID for i in wanted):
+        raise NotFound("this assignment's document has no such suggestion")
+    owned = set(
+        session.scalars(
+            select(Suggestion.id).where(
+                Suggestion.id.in_(wanted), Suggestion.document_id == assignment.document_id
+            )
+        )
+    )
+    if owned != wanted:
+        missing = min(wanted - owned)
+        raise NotFound(f"this assignment's document has no suggestion {missing}")
+    stored = set(
+        session.scalars(
+            select(SuggestionEvent.suggestion_id).where(
+                SuggestionEvent.assignment_id == assignment.id,
+                SuggestionEvent.suggestion_id.in_(wanted),
+                SuggestionEvent.event == event,
+            )
+        )
+    )
+    for suggestion_id in sorted(wanted - stored):
+        session.add(
+            SuggestionEvent(assignment_id=assignment.id, suggestion_id=suggestion_id, event=event)
+        )
+    session.commit()
     return "", 204

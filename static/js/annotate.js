@@ -9,16 +9,17 @@
 //   selection.js  text selections -> the form's span and paired span
 //   form.js       category buttons and keys, the form, Add / Cancel
 //   hints.js      detector suggestions: shown, used, dismissed
-//   segments.js   the context box and the current segment, drawn from layered ranges
+//   segments.js   the context and the current segment, drawn from layered ranges
 //   list.js       the list of annotations, jump to one, remove one
-//   nav.js        progress, Previous / Next, Submit
+//   nav.js        progress, Previous / Next (buttons and keys), jump to a segment, Submit
 
 import { wireEntityHover } from "./entities.js";
 import { load, outbox, renderAll } from "./annotate/controller.js";
 import { renderForm, resetForm, wireForm } from "./annotate/form.js";
 import { renderHints, visibleSuggestions, wireHints } from "./annotate/hints.js";
+import { flashAnnotation } from "./annotate/list.js";
 import { goTo, wireNav } from "./annotate/nav.js";
-import { renderText, wireSegments } from "./annotate/segments.js";
+import { renderText } from "./annotate/segments.js";
 import { wireSelection } from "./annotate/selection.js";
 import { el, page, showStatus } from "./annotate/state.js";
 
@@ -32,6 +33,7 @@ Object.assign(page, {
   renderHints,
   visibleSuggestions,
   goTo,
+  flashAnnotation,
 });
 for (const [name, value] of Object.entries(page)) {
   if (!value) throw new Error(`annotate: page.${name} is not bound`);
@@ -40,7 +42,6 @@ for (const [name, value] of Object.entries(page)) {
 wireSelection();
 wireHints();
 wireForm();
-wireSegments();
 wireNav();
 wireEntityHover(document.body);
 showStatus("saving");

@@ -8,9 +8,10 @@ const MAX_DELAY_MS = 15000;
 const MINOR_ATTEMPTS = 3;
 
 export class HttpError extends Error {
-  constructor(status, message) {
+  constructor(status, message, data = null) {
     super(message);
     this.status = status;
+    this.data = data; // the answer's JSON body, e.g. {"error", "existing_id"} on a duplicate
   }
 }
 
@@ -29,7 +30,7 @@ export async function requestJson(method, url, body) {
   }
   if (!response.ok) {
     const message = (data && data.error) || `${response.status} ${response.statusText}`;
-    throw new HttpError(response.status, message);
+    throw new HttpError(response.status, message, data);
   }
   return data;
 }
@@ -39,7 +40,8 @@ const retryable = (err) =>
 
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
- * | {kind: "position", segment} | {kind: "event", suggestion, event, client_id?}.
+ * | {kind: "position", segment} | {kind: "event", suggestion, event, client_id?}
+ * | {kind: "events", suggestions: [id, ...], event} (one request for many, e.g. "shown").
  * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
  */
@@ -165,7 +167,7 @@ export class Outbox {
       } catch (err) {
         // A server error on a bookkeeping call (position, suggestion event) must not hold
         // back the annotations queued behind it: give up on it after a few tries.
-        const minor = op.kind === "position" || op.kind === "event";
+        const minor = op.kind === "position" || op.kind === "event" || op.kind === "events";
         const serverError = err instanceof HttpError;
         if (retryable(err) && !(minor && serverError && op.attempts >= MINOR_ATTEMPTS)) {
           this.#save();
@@ -210,6 +212,11 @@ export class Outbox {
           `${base}/suggestions/${encodeURIComponent(op.suggestion)}/events`,
           { event: op.event },
         );
+      case "events":
+        return requestJson("POST", `${base}/suggestions/events`, {
+          event: op.event,
+          suggestions: op.suggestions,
+        });
       default:
         return null;
     }

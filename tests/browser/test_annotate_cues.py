@@ -134,8 +134,11 @@ def test_suggestions_can_be_used_or_dismissed_and_their_fate_is_logged(
     assert page.locator("#hint-list .hint-item").count() == 2
     page.screenshot(path=str(artifacts / "annotate-suggestions-1280x800.png"))
 
-    # Clicking the underline fills the form; the worker still decides with Add.
+    # Clicking the underline applies nothing (it is text to select); Use fills the form and
+    # the worker still decides with Add.
     page.locator(f'.cur-text [data-suggestion="{pim}"]').click()
+    assert page.input_value("#span-field") == ""
+    page.locator(f'#hint-list [data-suggestion-item="{pim}"] button', has_text="Use").click()
     assert page.input_value("#span-field") == "Pim"
     assert page.locator('.cat-btn[data-category="CharE"]').get_attribute("aria-pressed") == "true"
     assert annotation_texts(page) == []
@@ -179,7 +182,7 @@ def test_a_failing_suggestion_log_does_not_hold_back_annotations(app, live_serve
 
     page.route("**/events", broken)
     open_assignment(page, live_server.url, "hints", "w1")
-    page.locator(f'.cur-text [data-suggestion="{pim}"]').click()
+    page.locator(f'#hint-list [data-suggestion-item="{pim}"] button', has_text="Use").click()
     page.click("#add-button")
     wait_saved(page, timeout=20_000)
     assert failures, "the shown/accepted events were attempted"

@@ -121,3 +121,20 @@ def test_busy_dashboard_renders_and_is_readable(app, busy_study, live_server, pw
     page.screenshot(path=str(artifacts / "researcher-dashboard-busy.png"), full_page=True)
     page.locator("#charts").screenshot(path=str(artifacts / "researcher-dashboard-charts.png"))
     page.locator("#workers").screenshot(path=str(artifacts / "researcher-dashboard-workers.png"))
+
+    # On a phone (390 px) the header wraps instead of overflowing; wide tables and charts
+    # scroll inside their own box, the page itself does not scroll sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(artifacts / "researcher-dashboard-390.png"))
+    header = page.evaluate(
+        "() => { const t = document.querySelector('.topbar');"
+        " return [t.scrollWidth, t.clientWidth, t.getBoundingClientRect().right]; }"
+    )
+    assert header[0] <= header[1] and header[2] <= 390, header
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('.page *')]
+            .filter((e) => e.getBoundingClientRect().right > 391)
+            .map((e) => e.tagName + '.' + e.className + '#' + e.id).slice(0, 8)"""
+    )
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, wide

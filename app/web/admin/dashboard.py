@@ -166,12 +166,16 @@ def update_settings(slug: str):
         minutes_raw = (form.get("abandon_after_minutes") or "").strip()
         f1_raw = (form.get("qualification_f1") or "").strip()
         attempts_raw = (form.get("qualification_attempts") or "").strip()
+        hints_raw = (form.get("max_hints_per_segment") or "").strip()
+        score_raw = (form.get("min_hint_score") or "").strip()
         try:
             minutes = float(minutes_raw) if minutes_raw else platforms.UNSET
             f1 = float(f1_raw) if f1_raw else None
             attempts = int(attempts_raw) if attempts_raw else platforms.UNSET
+            most_hints = int(hints_raw) if hints_raw else platforms.UNSET
+            lowest_score = float(score_raw) if score_raw else platforms.UNSET
         except ValueError:
-            raise InvalidInput("timeout, F1 and attempts must be numbers") from None
+            raise InvalidInput("timeout, F1, attempts and hint limits must be numbers") from None
         platforms.configure_study(
             study,
             platform=form.get("platform") or study.platform,
@@ -180,6 +184,8 @@ def update_settings(slug: str):
             randomise_conditions=form.get("randomise_conditions") == "1",
             qualification_f1=f1,
             qualification_attempts=attempts,
+            max_hints_per_segment=most_hints,
+            min_hint_score=lowest_score,
         )
         db.commit()
     except MarginaliaError as exc:

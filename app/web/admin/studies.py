@@ -21,6 +21,7 @@ from app.documents.studies import (
     SLUG_PATTERN,
     SUGGESTION_MODES,
     create_study,
+    suggestions_warning,
 )
 from app.errors import InvalidInput, MarginaliaError
 from app.models import Study
@@ -112,6 +113,9 @@ def new_study():
             error = str(exc)
         else:
             flash(f"Study {study.slug} created. Upload its documents next.", "ok")
+            warning = suggestions_warning(study.taxonomy, study.suggestions)
+            if warning:
+                flash(f"Warning: {warning}.", "warn")
             return redirect(url_for("admin.dashboard", slug=study.slug))
     return render_template(
         "admin/new_study.html",

@@ -8,7 +8,7 @@ import { renderInstructions, renderSources } from "../instructions.js";
 import { converter } from "../offsets.js";
 import { Outbox, requestJson } from "../outbox.js";
 import { buildCategoryButtons, renderForm } from "./form.js";
-import { renderList } from "./list.js";
+import { flashAnnotation, renderList } from "./list.js";
 import { renderNav, renderProgress } from "./nav.js";
 import { renderText } from "./segments.js";
 import {
@@ -41,6 +41,10 @@ export const outbox = new Outbox(API, TOKEN, {
     }
   },
   failed: async (op, err) => {
+    if (op.kind === "add" && err.status === 409 && err.data && err.data.existing_id !== undefined) {
+      refusedDuplicate(op, err);
+      return;
+    }
     if (err.status === 409 && (await submittedMeanwhile())) {
       enterReadOnly("This assignment has already been submitted; it can no longer be changed.");
       return;
@@ -55,6 +59,16 @@ export const outbox = new Outbox(API, TOKEN, {
     }
   },
 });
+
+/** The server already holds this exact annotation (e.g. added in another tab): drop ours. */
+function refusedDuplicate(op, err) {
+  state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
+  const twin = state.annotations.find((a) => a.id === err.data.existing_id);
+  renderAll();
+  showStatus("saved");
+  setHint(el.formHint, `Not added: ${err.message}.`, "warn");
+  if (twin) flashAnnotation(twin.key);
+}
 
 /** After a 409: was the assignment submitted (e.g. in another tab)? */
 async function submittedMeanwhile() {

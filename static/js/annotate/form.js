@@ -7,14 +7,17 @@ import {
   currentCategory,
   el,
   emptyForm,
+  findDuplicate,
   page,
   pairedPrompt,
   quote,
+  root,
   segLabel,
   setHint,
   snapSpan,
   spanText,
   state,
+  typingInField,
   uuid,
 } from "./state.js";
 
@@ -112,6 +115,12 @@ function addAnnotation() {
     client_id: clientId,
   };
   if (f.suggestion !== null) body.suggestion_id = f.suggestion;
+  const twin = findDuplicate(body);
+  if (twin) {
+    setHint(el.formHint, `Already marked: ${cat.label} — ${quote(body.text)}. Choose another span or category.`, "warn");
+    page.flashAnnotation(twin.key);
+    return;
+  }
   state.annotations.push({ ...body, key: clientId, id: null, pending: true });
   page.outbox.push({ kind: "add", client_id: clientId, body });
   if (f.suggestion !== null) {
@@ -142,8 +151,16 @@ export function renderForm() {
   for (const btn of el.categoryButtons.querySelectorAll(".cat-btn")) {
     btn.setAttribute("aria-pressed", btn.dataset.category === f.category ? "true" : "false");
   }
-  el.categoryDefinition.textContent = cat ? `${cat.label}: ${cat.definition || ""}` : "";
-  el.categoryDefinition.title = el.categoryDefinition.textContent;
+  const definition = cat ? `${cat.label}: ${cat.definition || ""}` : "";
+  if (el.categoryDefinition.textContent !== definition) {
+    el.categoryDefinition.textContent = definition;
+    el.categoryDefinition.classList.remove("is-open");
+  }
+  el.categoryDefinition.title = definition;
+  el.definitionToggle.hidden = !cat || !definitionCut();
+  el.definitionToggle.textContent = el.categoryDefinition.classList.contains("is-open")
+    ? "Less"
+    : "Full definition";
   const paired = Boolean(cat && cat.kind === "paired");
   el.pairedRow.hidden = !paired;
   if (paired) {
@@ -154,13 +171,28 @@ export function renderForm() {
     el.clearPaired.disabled = !f.paired;
   }
   el.addButton.disabled = !formReady();
+  // Narrow screens show the form as a sheet at the bottom of the window, opened by a span.
+  const opening = Boolean(f.span || f.category) && !el.form.classList.contains("is-open");
+  el.form.classList.toggle("is-open", Boolean(f.span || f.category));
+  root.classList.toggle("form-open", el.form.classList.contains("is-open"));
+  if (opening) keepSpanAboveSheet();
 }
 
-function typingInField(target) {
-  return (
-    target instanceof Element &&
-    (target.closest("input, textarea, select, [contenteditable='true']") !== null)
-  );
+/** On a narrow screen, keep the marked span in sight above the sheet that just opened. */
+function keepSpanAboveSheet() {
+  if (!window.matchMedia("(max-width: 800px)").matches) return;
+  window.requestAnimationFrame(() => {
+    const sheetTop = el.form.getBoundingClientRect().top;
+    const mark = el.current.querySelector(".pending") || el.current;
+    const below = mark.getBoundingClientRect().bottom + 12 - sheetTop;
+    if (below > 0) window.scrollBy({ top: below, behavior: "instant" });
+  });
+}
+
+/** Is the category definition cut off by its line clamp? */
+function definitionCut() {
+  const box = el.categoryDefinition;
+  return box.classList.contains("is-open") || box.scrollHeight > box.clientHeight + 1;
 }
 
 /** The form's buttons, and the keys: Ctrl/Cmd+Enter adds, Escape cancels, a category's key chooses it. */
@@ -170,6 +202,10 @@ export function wireForm() {
     addAnnotation();
   });
   el.cancelButton.addEventListener("click", cancelForm);
+  el.definitionToggle.addEventListener("click", () => {
+    el.categoryDefinition.classList.toggle("is-open");
+    renderForm();
+  });
   el.clearSpan.addEventListener("click", () => {
     state.form.span = null;
     state.form.raw = null;
@@ -194,6 +230,12 @@ export function wireForm() {
       return;
     }
     if (e.key === "Escape") {
+      // Inside a field (the comment), Escape only leaves the field: the form is kept.
+      if (typingInField(e.target)) {
+        e.preventDefault();
+        e.target.blur();
+        return;
+      }
       if (state.form.span || state.form.category) {
         e.preventDefault();
         cancelForm();

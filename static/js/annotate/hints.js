@@ -1,6 +1,8 @@
 // Detector suggestions ("hints") on the annotate page: which ones show in the current
-// segment, the hint list with Use and Dismiss, using one from the text, and logging each
-// as shown, accepted or dismissed.
+// segment, the hint list with Use and Dismiss, and logging them as shown (one batched request
+// per segment view), accepted or dismissed. A hint is applied only by its Use button, or by
+// Enter on a hint focused in the text: clicking or double-clicking hinted text selects text
+// like anywhere else.
 
 import { clear, h, setVar } from "../dom.js";
 import { el, page, pairedPrompt, quote, saveSet, setHint, state } from "./state.js";
@@ -42,14 +44,11 @@ function dismissSuggestion(s) {
 }
 
 function logShown(list) {
-  let changed = false;
-  for (const s of list) {
-    if (state.shown.has(String(s.id))) continue;
-    state.shown.add(String(s.id));
-    changed = true;
-    page.outbox.push({ kind: "event", suggestion: s.id, event: "shown" });
-  }
-  if (changed) saveSet("shown", state.shown);
+  const fresh = list.filter((s) => !state.shown.has(String(s.id))).map((s) => s.id);
+  if (!fresh.length) return;
+  for (const id of fresh) state.shown.add(String(id));
+  page.outbox.push({ kind: "events", suggestions: fresh, event: "shown" });
+  saveSet("shown", state.shown);
 }
 
 export function renderHints(list) {
@@ -63,7 +62,11 @@ export function renderHints(list) {
       setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
       h("span", { class: "hint-cat" }, cat.label),
       h("q", { class: "hint-text" }, s.text),
-      h("button", { type: "button", class: "btn btn-small", onclick: () => useSuggestion(s) }, "Use"),
+      h(
+        "button",
+        { type: "button", class: "btn btn-small", "aria-label": `Use the suggestion ${quote(s.text)}`, onclick: () => useSuggestion(s) },
+        "Use",
+      ),
       h(
         "button",
         { type: "button", class: "btn btn-small btn-quiet", "aria-label": `Dismiss the suggestion ${quote(s.text)}`, onclick: () => dismissSuggestion(s) },
@@ -75,16 +78,10 @@ export function renderHints(list) {
   if (!state.readOnly) logShown(list);
 }
 
-/** Use a suggestion by clicking it in the text, or with Enter or Space when it has focus. */
+/** Use a suggestion with Enter when it has focus in the text (clicks only select text). */
 export function wireHints() {
-  el.textArea.addEventListener("click", (e) => {
-    const target = e.target instanceof Element ? e.target.closest("[data-suggestion]") : null;
-    if (!target || !window.getSelection().isCollapsed) return;
-    const s = visibleSuggestions().find((x) => String(x.id) === target.dataset.suggestion);
-    if (s) useSuggestion(s);
-  });
   el.textArea.addEventListener("keydown", (e) => {
-    if (e.key !== "Enter" && e.key !== " ") return;
+    if (e.key !== "Enter") return;
     const target = e.target instanceof Element ? e.target.closest("[data-suggestion]") : null;
     if (!target) return;
     const s = visibleSuggestions().find((x) => String(x.id) === target.dataset.suggestion);

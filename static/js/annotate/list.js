@@ -86,3 +86,13 @@ function removeAnnotation(key) {
   if (a) setHint(el.formHint, `Removed: ${quote(a.text)}`, "ok");
   page.renderAll();
 }
+
+/** Draw attention to one annotation in the list (e.g. the one a duplicate would repeat). */
+export function flashAnnotation(key) {
+  const item = el.list.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  if (!item) return;
+  item.scrollIntoView({ block: "nearest" });
+  item.classList.remove("flash");
+  void item.offsetWidth; // restart the animation
+  item.classList.add("flash");
+}

@@ -3,7 +3,22 @@
 // offline and then leaves for the done page.
 
 import { requestJson } from "../outbox.js";
-import { API, DONE_URL, TOKEN, clampSegment, el, page, setHint, showStatus, state } from "./state.js";
+import {
+  API,
+  DONE_URL,
+  TOKEN,
+  clampSegment,
+  el,
+  page,
+  setHint,
+  showStatus,
+  state,
+  typingInField,
+} from "./state.js";
+
+/** Keys that move between segments: n / p, unless a category claims them; ] / [ always. */
+const NEXT_KEYS = ["n", "]"];
+const PREV_KEYS = ["p", "["];
 
 export function renderProgress() {
   const n = state.texts.length;
@@ -23,6 +38,7 @@ export function renderNav() {
   el.next.textContent = state.readOnly ? "Next segment" : "No more errors — next segment";
   el.submit.hidden = !last || state.readOnly;
   el.submit.disabled = state.submitting;
+  renderJump();
 }
 
 function unfinishedForm() {
@@ -42,7 +58,6 @@ export function goTo(segment) {
   if (!state.readOnly) page.outbox.push({ kind: "position", segment: target });
   page.renderAll({ scrollContext: true });
   el.currentHeading.focus({ preventScroll: true });
-  el.current.scrollIntoView({ block: "nearest" });
 }
 
 async function submit() {
@@ -82,9 +97,41 @@ async function submit() {
   }
 }
 
-/** Previous, Next and Submit. */
+function claimedByCategory(key) {
+  for (const c of state.categories.values()) if (c.shortcut && c.shortcut.toLowerCase() === key) return true;
+  return false;
+}
+
+function segmentKey(e) {
+  if (!state.data || e.ctrlKey || e.metaKey || e.altKey || typingInField(e.target)) return;
+  const key = e.key.length === 1 ? e.key.toLowerCase() : null;
+  if (!key || claimedByCategory(key)) return;
+  const step = NEXT_KEYS.includes(key) ? 1 : PREV_KEYS.includes(key) ? -1 : 0;
+  if (!step || state.submitting) return;
+  e.preventDefault();
+  goTo(state.current + step);
+}
+
+/** Previous, Next and Submit, their keys, and the "jump to an earlier segment" menu. */
 export function wireNav() {
   el.prev.addEventListener("click", () => goTo(state.current - 1));
   el.next.addEventListener("click", () => goTo(state.current + 1));
   el.submit.addEventListener("click", submit);
+  document.addEventListener("keydown", segmentKey);
+  el.segmentJump.addEventListener("change", () => {
+    const i = Number(el.segmentJump.value);
+    el.segmentJump.value = "";
+    const target = i === state.current ? el.currentHeading : el.context.querySelector(`[data-block="${i}"]`);
+    if (target) target.scrollIntoView({ block: "start" });
+  });
+}
+
+/** The jump menu lists the earlier segments and the current one. */
+export function renderJump() {
+  const options = [new Option("Read an earlier segment…", "")];
+  for (let i = 0; i <= state.current; i++) {
+    options.push(new Option(i === state.current ? `${i + 1} (current)` : String(i + 1), String(i)));
+  }
+  el.segmentJump.replaceChildren(...options);
+  el.segmentJump.hidden = state.current === 0;
 }

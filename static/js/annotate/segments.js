@@ -1,14 +1,14 @@
 // The text on the annotate page: the context box (the segments before the current one) and
 // the current segment, each drawn by textview.js from layered ranges (mentions,
-// annotations, paired spans, the pending selection, suggestions); the context box stays
-// scrolled to its end.
+// annotations, paired spans, the pending selection, suggestions). The context takes the
+// height it needs (the page scrolls, no inner letterbox); moving to a segment scrolls the
+// page so the current segment starts at the top of the window.
 
 import { clear, h } from "../dom.js";
 import { renderSegmentText } from "../textview.js";
 import { currentCategory, el, page, pieceIn, root, segLabel, state } from "./state.js";
 
 let entityById = new Map();
-let contextPinned = true;
 
 function rangesFor(segment, { current }) {
   const conv = state.conv[segment];
@@ -58,22 +58,15 @@ function rangesFor(segment, { current }) {
         end: u(s.end),
         color: cat.color,
         label: cat.id,
-        title: `Suggested: ${cat.label} — click to use`,
+        title: `Suggested: ${cat.label} — press Use in the list below (or Enter here) to apply it`,
       });
     }
   }
   return ranges;
 }
 
-/** Show the end of the context (the text just before the current segment). */
-function pinContextToBottom() {
-  el.context.scrollTop = el.context.scrollHeight;
-  markContextOverflow();
-}
-
 export function renderText({ scrollContext = false } = {}) {
   entityById = new Map((state.data.entities || []).map((e) => [e.id, e]));
-  const keepScroll = el.context.scrollTop;
   clear(el.context);
   for (let i = 0; i < state.current; i++) {
     el.context.append(
@@ -86,8 +79,6 @@ export function renderText({ scrollContext = false } = {}) {
     );
   }
   el.contextSection.hidden = state.current === 0;
-  if (scrollContext) pinContextToBottom();
-  else el.context.scrollTop = keepScroll;
 
   clear(el.current);
   el.current.append(
@@ -97,19 +88,5 @@ export function renderText({ scrollContext = false } = {}) {
   const cat = currentCategory();
   root.classList.toggle("awaiting-paired", Boolean(cat && cat.kind === "paired" && f.span && !f.paired));
   page.renderHints(state.readOnly ? [] : page.visibleSuggestions());
-}
-
-function markContextOverflow() {
-  const box = el.context;
-  contextPinned = box.scrollHeight - box.scrollTop - box.clientHeight < 4;
-  box.classList.toggle("more-above", box.scrollTop > 2);
-}
-
-/** The context box: fade its top edge once scrolled, keep it pinned to its end on resize. */
-export function wireSegments() {
-  el.context.addEventListener("scroll", markContextOverflow);
-  window.addEventListener("resize", () => {
-    if (contextPinned) el.context.scrollTop = el.context.scrollHeight;
-    markContextOverflow();
-  });
+  if (scrollContext && state.current > 0) el.currentHeading.scrollIntoView({ block: "start" });
 }

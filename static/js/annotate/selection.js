@@ -10,7 +10,7 @@ import { currentCategory, el, page, pairedPrompt, setHint, snapSpan, state } fro
 function onSelection() {
   if (state.readOnly || !state.data) return;
   const f = state.form;
-  const cat = currentCategory();
+  let cat = currentCategory();
   const pairing = Boolean(cat && cat.kind === "paired" && f.span && !f.paired);
   const sel = readSelection(el.textArea, { across: pairing && Boolean(cat.pair_across_segments) });
   if (!sel) return;
@@ -55,8 +55,10 @@ function onSelection() {
       window.getSelection().removeAllRanges();
       return;
     }
+    if (f.suggestion !== null) cat = null; // a used hint's category does not stick to a new span
     const snapped = snapSpan(text, sel, cat);
     if (!snapped) return;
+    if (!cat) f.category = null;
     f.raw = { start: sel.start, end: sel.end };
     f.span = { segment: sel.segment, ...snapped };
     f.paired = null;

@@ -32,6 +32,8 @@ export const el = {
   clearSpan: byId("clear-span"),
   categoryButtons: byId("category-buttons"),
   categoryDefinition: byId("category-definition"),
+  definitionToggle: byId("definition-toggle"),
+  segmentJump: byId("segment-jump"),
   pairedRow: byId("paired-row"),
   pairedPrompt: byId("paired-prompt"),
   pairedField: byId("paired-field"),
@@ -95,6 +97,27 @@ export function saveSet(name, set) {
   } catch {
     // Not critical: at worst a dismissed hint shows again.
   }
+}
+
+/** Is this key event's target a field the worker types in (keys there are text, not commands)? */
+export function typingInField(target) {
+  return (
+    target instanceof Element && target.closest("input, textarea, select, [contenteditable='true']") !== null
+  );
+}
+
+/** The live annotation with exactly this span, category and paired span (code points), if any. */
+export function findDuplicate(body) {
+  const samePair = (a, b) =>
+    (!a && !b) || (a && b && a.segment === b.segment && a.start === b.start && a.end === b.end);
+  return state.annotations.find(
+    (a) =>
+      a.segment === body.segment &&
+      a.start === body.start &&
+      a.end === body.end &&
+      a.category === body.category &&
+      samePair(a.paired, body.paired),
+  );
 }
 
 export const segLabel = (i) => `segment ${i + 1}`;
@@ -170,4 +193,5 @@ export const page = {
   renderHints: null, // hints.js
   visibleSuggestions: null, // hints.js
   goTo: null, // nav.js
+  flashAnnotation: null, // list.js
 };
