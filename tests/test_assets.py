@@ -42,8 +42,10 @@ def test_annotate_page_links_hashed_assets_cached_for_a_year_and_gzipped(app, cl
 
 def test_every_relative_module_import_resolves_under_the_same_digest(app, client):
     make_study(app)
-    [entry] = [u for u in page_assets(client, f"/a/{open_token(client)}") if u.endswith(".js")]
-    seen, queue = set(), [entry]
+    entries = [u for u in page_assets(client, f"/a/{open_token(client)}") if u.endswith(".js")]
+    assert [u.rsplit("/", 1)[1] for u in entries] == ["annotate.js", "presence.js"]
+    entry = entries[0]
+    seen, queue = set(), list(entries)
     while queue:
         url = queue.pop()
         if url in seen:

@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
+from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.pairing import paired_values
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines, storable, text_problem
@@ -299,7 +300,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     dialect = session.get_bind().dialect.name
     if dialect in INSERT_IF_NEW:
         if earlier() is None:
-            _refuse_exact_duplicate(session, assignment, client_id, values)
+            refuse_exact_duplicate(session, assignment, client_id, values)
         # One round trip: the unique (assignment, client_id) constraint decides; a retry
         # inserts nothing and gets the first annotation back below.
         statement = (
@@ -318,7 +319,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     else:
         previous = earlier()
     if previous is None:
-        _refuse_exact_duplicate(session, assignment, client_id, values)
+        refuse_exact_duplicate(session, assignment, client_id, values)
         annotation = Annotation(assignment_id=assignment.id, client_id=client_id, **values)
         try:
             with session.begin_nested():
@@ -332,43 +333,6 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     if not _same_content(previous, values):
         raise Conflict("client_id was already used for a different annotation")
     return previous, False
-
-
-DUPLICATE_KEYS = (
-    "segment",
-    "start",
-    "end",
-    "category",
-    "paired_segment",
-    "paired_start",
-    "paired_end",
-)
-
-
-def _refuse_exact_duplicate(
-    session: Session, assignment: Assignment, client_id: str, values: dict[str, Any]
-) -> None:
-    """Refuse a live annotation of this assignment with the same span, category and pair.
-
-    Comments do not count: the same mark with another comment is still the same mark. Raises
-    :class:`Conflict` carrying ``existing_id``. The assignment row is locked (or SQLite's
-    write lock held) by the caller, so two racing duplicates cannot both pass.
-    """
-    existing = session.scalar(
-        select(Annotation.id).where(
-            Annotation.assignment_id == assignment.id,
-            Annotation.removed_at.is_(None),
-            Annotation.client_id != client_id,
-            *(
-                getattr(Annotation, key).is_(values[key])
-                if values[key] is None
-                else getattr(Annotation, key) == values[key]
-                for key in DUPLICATE_KEYS
-            ),
-        )
-    )
-    if existing is not None:
-        raise Conflict("you have already marked this span with this category", existing_id=existing)
 
 
 def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
