@@ -80,7 +80,7 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
 
     result = run_worker(database_url, tiny_t5)
     assert result.returncode == 0, result.stderr
-    assert "1 documents, 0 failures" in result.stderr
+    assert "1 document, 0 failures" in result.stderr
 
     with app.app_context(), session_scope() as session:
         job = session.scalar(select(DetectionJob))

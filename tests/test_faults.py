@@ -234,7 +234,7 @@ def served(postgres_cluster, postgres_template, tmp_path):
     from app import create_app
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "faults"})
-    make_study(app, documents=[("doc-1", SEGMENTS)])
+    make_study(app, documents=[("doc-1", SEGMENTS)], annotators_per_doc=CLIENTS)
     app.extensions["db_engine"].dispose()
     # Heroku's form of the URL, as the Procfile's web process would get it.
     server = Server(url.replace("postgresql+psycopg2://", "postgres://", 1), tmp_path / "web.log")

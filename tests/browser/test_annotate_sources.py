@@ -33,11 +33,15 @@ def test_thresh_context_and_source_show_collapsed_as_text(app, live_server, pw_p
     path = tmp_path / "t.json"
     path.write_text(json.dumps(entries), encoding="utf-8")
     with app.app_context(), session_scope() as session:
-        study, _ = create_study(session, "src", REPO / "taxonomies" / "snac.yaml")
+        # one annotator per document: w1 gets t1, w2 (arriving next) t2
+        study, _ = create_study(
+            session, "src", REPO / "taxonomies" / "snac.yaml", annotators_per_doc=1
+        )
         import_documents(session, study, parse_documents(path, "thresh"))
 
     page = pw_page
-    open_assignment(page, live_server.url, "src", "w1", document="t1")
+    open_assignment(page, live_server.url, "src", "w1")
+    assert page.locator(".cur-text .seg-text").inner_text() == "Anna won."
     panel = page.locator("#sources")
     assert panel.is_visible() and panel.get_attribute("open") is None
     page.click("#sources summary")
@@ -46,5 +50,6 @@ def test_thresh_context_and_source_show_collapsed_as_text(app, live_server, pw_p
     assert page.locator("#sources img, #sources b").count() == 0
     assert page.evaluate("() => window.__xss") is None
 
-    open_assignment(page, live_server.url, "src", "w2", document="t2")
+    open_assignment(page, live_server.url, "src", "w2")
+    assert page.locator(".cur-text .seg-text").inner_text() == "Nothing else."
     assert page.locator("#sources").is_hidden()
