@@ -15,7 +15,7 @@ from app.cli.base import OneLineCommand, with_app
     "--detector",
     "detector_name",
     default=None,
-    help="rules, minilm or a checkpoint folder (default: DETECTOR_MODEL or the best).",
+    help="rules, minilm, openai:<model> or a checkpoint folder (default: DETECTOR_MODEL).",
 )
 @with_app
 def detect_command(slug: str, detector_name: str | None) -> None:
@@ -38,7 +38,7 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     "--detector",
     "detector_name",
     default=None,
-    help="rules, minilm or a checkpoint folder (default: DETECTOR_MODEL or the best).",
+    help="rules, minilm, openai:<model> or a checkpoint folder (default: DETECTOR_MODEL).",
 )
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
 @with_app
@@ -72,7 +72,8 @@ def worker_command(once: bool, health: bool, detector_name: str | None, poll: fl
         return
     click.echo(
         f"worker stopped: {stats['done']} documents, {stats['failed']} failures, "
-        f"{stats['suggestions']} suggestions",
+        f"{stats['suggestions']} suggestions, {stats['tokens']} tokens, "
+        f"{stats['seconds']:.1f} s detecting, {stats['dropped']} answers or items dropped",
         err=True,
     )
 

@@ -63,6 +63,7 @@ export function renderHints(list) {
       setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
       h("span", { class: "hint-cat" }, cat.label),
       h("q", { class: "hint-text" }, s.text),
+      s.reason ? h("span", { class: "hint-reason" }, s.reason) : null,
       h("button", { type: "button", class: "btn btn-small", onclick: () => useSuggestion(s) }, "Use"),
       h(
         "button",
