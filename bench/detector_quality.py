@@ -1,4 +1,5 @@
-"""SNaC dev sentence-level P/R/F1/ov. for every detector backend (and rules tuning on train).
+"""SNaC dev sentence-level P/R/F1/ov. for every detector backend, beside the all-positive
+baseline, and for MiniLM at each stored operating point (and rules tuning on train).
 
 .venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
 .venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
@@ -19,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model_server.detector import load_detector  # noqa: E402
 from model_server.evaluate import (  # noqa: E402
     REPORTED,
+    all_positive,
+    evaluate_points,
     example_inputs,
     format_table,
     score,
@@ -84,7 +87,7 @@ def main() -> None:
         return
     examples = sentence_examples(load_documents(args.data))
     inputs = example_inputs(examples)
-    rows = {}
+    rows = {"all-positive baseline": all_positive(examples, args.min_votes)}
     names = ["rules", "minilm", *args.t5]
     for name in names:
         try:
@@ -97,6 +100,8 @@ def main() -> None:
         label = f"{det.name} ({Path(name).name})" if det.name == "t5" else det.name
         rows[label] = table
         print(f"{label}: {len(inputs) / (time.perf_counter() - t0):.1f} sentences/s")
+        for point, at_point in evaluate_points(det, examples, args.min_votes).items():
+            rows[f"{label} @ {point}"] = at_point
     print(f"\n{Path(args.data).name}: {len(examples)} sentences, gold votes >= {args.min_votes}\n")
     print(format_table(rows, ("CharE", "SceneE", "RefE")))
     print()

@@ -135,3 +135,19 @@ class DetectionStats:
     def add(self, other: DetectionStats) -> None:
         for name in self.__dataclass_fields__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def operating_points(detector: Any) -> dict[str, dict[str, Any]]:
+    """Per category (CharE, RefE, ...) the operating points this detector version stores
+    (``best_f1``, ``precision_90``, ``precise``, ``balanced``, ``thorough``; each
+    ``{"threshold", "precision", "recall", "f1"}`` or None, see
+    :mod:`model_server.operating_points`); ``{}`` for a backend without scores (rules, LLM)."""
+    return dict(getattr(detector, "operating_points", None) or {})
+
+
+def at_hint_level(detector: Any, level: str | None) -> Any:
+    """The detector used at a study's hint level (precise / balanced / thorough); a backend
+    without operating points is returned as it is."""
+    if not level or not hasattr(detector, "at_level"):
+        return detector
+    return detector.at_level(level)

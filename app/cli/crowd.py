@@ -40,6 +40,12 @@ from app.cli.base import with_app as _run
     default=None,
     help="Gold documents a worker may try (default 2).",
 )
+@click.option(
+    "--hints",
+    type=click.Choice(["precise", "balanced", "thorough"]),
+    default=None,
+    help="Detector operating point for hints and suggestions (default balanced).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -49,6 +55,7 @@ def study_settings(
     randomise_conditions: bool | None,
     qualification_f1: str | None,
     qualification_attempts: int | None,
+    hints: str | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings."""
@@ -67,6 +74,8 @@ def study_settings(
             changes["completion_url"] = completion_url or None
         if abandon_after_minutes is not None:
             changes["abandon_after_minutes"] = abandon_after_minutes
+        if hints is not None:
+            changes["hints"] = hints
         if randomise_conditions is not None:
             changes["randomise_conditions"] = randomise_conditions
         if qualification_f1 is not None:

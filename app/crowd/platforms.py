@@ -34,6 +34,9 @@ MTURK_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_PATH = "/mturk/externalSubmit"
 MAX_PARAM_CHARS = 200
+# which detector operating point a study's hints use (model_server/operating_points.py)
+HINT_LEVELS = ("precise", "balanced", "thorough")
+DEFAULT_HINTS = "balanced"
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,7 @@ def configure_study(
     randomise_conditions: bool = UNSET,
     qualification_f1: float | None = UNSET,
     qualification_attempts: int = UNSET,
+    hints: str = UNSET,
 ) -> dict[str, Any]:
     """Validate and apply platform and assignment settings; returns :func:`describe`.
 
@@ -259,6 +263,10 @@ def configure_study(
         settings["abandon_after_minutes"] = minutes if minutes % 1 else int(minutes)
     if randomise_conditions is not UNSET:
         settings["randomise_conditions"] = bool(randomise_conditions)
+    if hints is not UNSET:
+        if hints not in HINT_LEVELS:
+            raise InvalidInput(f"hints must be one of {', '.join(HINT_LEVELS)}")
+        settings["hints"] = hints
     rule = dict(settings.get("qualification") or {})
     if qualification_f1 is not UNSET:
         if qualification_f1 is None:
@@ -298,4 +306,5 @@ def describe(study: Study) -> dict[str, Any]:
         "abandon_after_minutes": settings.get("abandon_after_minutes", DEFAULT_ABANDON_MINUTES),
         "randomise_conditions": bool(settings.get("randomise_conditions")),
         "qualification": settings.get("qualification") or None,
+        "hints": settings.get("hints", DEFAULT_HINTS),
     }

@@ -21,7 +21,7 @@ from app.annotation.assignments import segment_texts
 from app.db import begin_write
 from app.detection import jobs
 from app.models import DetectionJob, Document, Study, Suggestion
-from model_server.interface import DetectionStats
+from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,10 @@ def detect_one(session: Session, document: Document, detector: Any) -> Detection
     study = session.get(Study, document.study_id)
     assert study is not None
     segments = segment_texts(session, document.id)
-    rows, stats = detect_document_with_stats(segments, detector, study.taxonomy)
+    level = (study.settings or {}).get("hints")
+    rows, stats = detect_document_with_stats(
+        segments, at_hint_level(detector, level), study.taxonomy
+    )
     store_suggestions(session, document, rows)
     log.info(
         "document %s: %d suggestions, %.2f s, %d tokens (%d prompt, %d completion), "
