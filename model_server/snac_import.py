@@ -71,7 +71,11 @@ def import_snac(
             f"tokenizer has {len(tok)} tokens but the model's vocabulary is "
             f"{config.get('vocab_size')}: not the tokenizer this checkpoint was trained with"
         )
-    model = T5ForConditionalGeneration.from_pretrained(str(src))
+    try:
+        model = T5ForConditionalGeneration.from_pretrained(str(src))
+    except Exception as exc:  # noqa: BLE001 - any loader failure is the folder's fault
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ImportProblem(f"{src}: the weights could not be loaded ({first_line})") from None
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out), safe_serialization=True)
     tok.save_pretrained(str(out))

@@ -72,6 +72,7 @@ def test_import_converts_checks_and_loads(snac_release, tmp_path):
         ("not-t5", "not t5"),
         ("no-config", "no config.json"),
         ("small-vocab", "not the tokenizer this checkpoint was trained with"),
+        ("garbage-weights", "the weights could not be loaded"),
     ],
 )
 def test_a_folder_that_does_not_fit_is_a_one_line_error(snac_release, tmp_path, change, message):
@@ -85,7 +86,9 @@ def test_a_folder_that_does_not_fit_is_a_one_line_error(snac_release, tmp_path, 
         config["vocab_size"] = 10
     if change != "no-config":
         (broken / "config.json").write_text(json.dumps(config))
-    if change != "no-weights":
+    if change == "garbage-weights":
+        (broken / "pytorch_model.bin").write_bytes(b"not a pickle at all")
+    elif change != "no-weights":
         (broken / "pytorch_model.bin").write_bytes((src / "pytorch_model.bin").read_bytes())
     args = [str(broken), "--out", str(tmp_path / "out")]
     if change != "no-tokenizer":
