@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -24,12 +25,13 @@ import torch
 
 from model_server.features import SentenceCandidates, analyse, parse_inputs
 from model_server.interface import DetectionInput, RawSuggestion, as_inputs
-from model_server.operating_points import DEFAULT_HINTS, threshold_for
+from model_server.operating_points import DEFAULT_HINTS, hintable, threshold_for
 
 NAME = "minilm"
 HEAD_FILE = "head.json"
 TAIL_CHARS = 400
 HEAD_LABELS = ("character", "event", "scene", "inconsistent")
+HAND_ONLY_LABELS = ("character",)
 CATEGORY_OF = {"character": "CharE", "event": "RefE", "scene": "SceneE", "inconsistent": "InconE"}
 
 
@@ -91,8 +93,10 @@ def vectors(inputs: Sequence[DetectionInput], analysed: Sequence[SentenceCandida
         has_ctx = 1.0 if inp.context.strip() else 0.0
         sims = [float(sents[k] @ tails[k]) * has_ctx, float(sents[k] @ prevs[k]) * has_ctx]
         for cand in sc.candidates:
-            hand = [cand.feats[name] for name in sorted(cand.feats)]
-            vec = np.concatenate([np.asarray(hand + sims, dtype=np.float32), sents[k]])
+            hand = np.asarray([cand.feats[name] for name in sorted(cand.feats)] + sims, np.float32)
+            # CharE turns on how a name is introduced: its head reads the hand features only
+            # (chosen on out-of-fold train F1; the embedding made it overfit)
+            vec = hand if cand.label in HAND_ONLY_LABELS else np.concatenate([hand, sents[k]])
             rows.append((k, cand, cand.label, vec))
             if cand.label == "scene":  # InconE is judged on the same sentence-level vector
                 rows.append((k, cand, "inconsistent", vec))
@@ -119,17 +123,21 @@ class MiniLMDetector:
                 "b": float(h["b"]),
                 "mean": np.asarray(h["mean"], dtype=np.float32),
                 "std": np.asarray(h["std"], dtype=np.float32),
-                "threshold": threshold_for(
-                    self.operating_points.get(CATEGORY_OF.get(label, "")),
-                    level,
-                    float(h["threshold"]),
-                ),
+                "threshold": self._threshold(label, h, level),
             }
             for label, h in heads.items()
         }
         self.version = version if level == DEFAULT_HINTS else f"{version}@{level}"
         self._raw_heads, self._base_version = heads, version
         self._levels: dict[str, MiniLMDetector] = {}
+
+    def _threshold(self, label: str, head: dict, level: str) -> float:
+        """The head's threshold at ``level``; infinite (never suggested) for a category
+        too weak to hint (:func:`~model_server.operating_points.hintable`)."""
+        points = self.operating_points.get(CATEGORY_OF.get(label, ""))
+        if not hintable(points):
+            return math.inf
+        return threshold_for(points, level, float(head["threshold"]))
 
     def at_level(self, level: str) -> MiniLMDetector:
         """The same heads used at hint level ``level`` (precise / balanced / thorough, or any

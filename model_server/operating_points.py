@@ -12,7 +12,8 @@ gold-positive or not; a threshold ``t`` predicts the sentences scoring ``>= t``.
   same as ``best_f1``), ``thorough`` (best F2).
 
 Each point is stored as ``{"threshold", "precision", "recall", "f1"}`` (figures on the data it
-was chosen on).
+was chosen on). A category whose best held-out F1 is under :data:`MIN_HINT_F1` is scored and
+evaluated but never suggested (InconE today: its hints would be mostly wrong).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ MIN_TRUE_POSITIVES = 5
 HINT_LEVELS = {"precise": 0.5, "balanced": 1.0, "thorough": 2.0}
 POINTS = ("best_f1", "precision_90", *HINT_LEVELS)
 DEFAULT_HINTS = "balanced"
+MIN_HINT_F1 = 0.3
 
 Point = dict[str, float]
 
@@ -101,3 +103,10 @@ def threshold_for(
     """The threshold of operating point ``name`` (``default`` when it is not stored)."""
     found = (points or {}).get(name)
     return float(found["threshold"]) if found else default
+
+
+def hintable(points: dict[str, Point | None] | None) -> bool:
+    """Whether a category is good enough to suggest: its best held-out F1 reaches
+    :data:`MIN_HINT_F1` (True when no points are stored: older heads were always used)."""
+    best = (points or {}).get("best_f1")
+    return best is None or float(best["f1"]) >= MIN_HINT_F1
