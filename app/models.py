@@ -237,6 +237,11 @@ class Suggestion(Base):
     score: Mapped[float] = mapped_column(Float, default=1.0)
     detector: Mapped[str] = mapped_column(String(100))
     detector_version: Mapped[str] = mapped_column(String(100))
+    reason: Mapped[str | None] = mapped_column(Text)
+    paired_segment: Mapped[int | None] = mapped_column(Integer)
+    paired_start: Mapped[int | None] = mapped_column(Integer)
+    paired_end: Mapped[int | None] = mapped_column(Integer)
+    paired_text: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

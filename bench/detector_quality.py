@@ -1,8 +1,11 @@
-"""SNaC dev sentence-level P/R/F1/ov. for every detector backend (and rules tuning on train).
+"""SNaC dev sentence-level P/R/F1/ov. for every detector backend, beside the all-positive
+baseline, and for MiniLM at each stored operating point (and rules tuning on train).
 
 .venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
 .venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
 .venv/bin/python bench/detector_quality.py --tune-rules          # grid search on train
+OPENAI_BASE_URL=http://127.0.0.1:8000/v1 .venv/bin/python bench/detector_quality.py \
+    --llm openai:Qwen2.5-7B-Instruct                               # + an LLM endpoint
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model_server.detector import load_detector  # noqa: E402
 from model_server.evaluate import (  # noqa: E402
     REPORTED,
+    all_positive,
+    evaluate_points,
     example_inputs,
     format_table,
     score,
 )
+from model_server.interface import RawSuggestion  # noqa: E402
 from model_server.rules import RulesConfig, RulesDetector  # noqa: E402
 from model_server.snac_data import load_documents, sentence_examples, snac_path  # noqa: E402
 
@@ -70,6 +76,37 @@ def tune_rules(train_path: Path) -> RulesConfig:
     return cfg
 
 
+def llm_predictions(det, docs: dict, examples) -> list[list[RawSuggestion]]:
+    """The LLM backend over whole documents (SNaC taxonomy), its suggestion rows mapped back
+    to the sentences they start in, as SNaC labels."""
+    from app.documents.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(Path(__file__).resolve().parents[1] / "taxonomies" / "snac.yaml")
+    label_of = {c["id"]: c.get("detector_label") for c in taxonomy["categories"]}
+    where = {(ex.doc_id, ex.segment, ex.start): k for k, ex in enumerate(examples)}
+    starts: dict[tuple[str, int], list[int]] = {}
+    for ex in examples:
+        starts.setdefault((ex.doc_id, ex.segment), []).append(ex.start)
+    predictions: list[list[RawSuggestion]] = [[] for _ in examples]
+    for doc_id, segments in docs.items():
+        rows, stats = det.detect_segments([s.get("text", "") for s in segments], taxonomy)
+        print(f"  {doc_id}: {stats.suggestions} suggestions, {stats.dropped} dropped")
+        for r in rows:
+            sentence_start = max(s for s in starts[(doc_id, r.segment)] if s <= r.start)
+            k = where[(doc_id, r.segment, sentence_start)]
+            predictions[k].append(
+                RawSuggestion(
+                    label_of.get(r.category) or "",
+                    r.start - sentence_start,
+                    r.end - sentence_start,
+                    r.score,
+                    det.name,
+                    det.version,
+                )
+            )
+    return predictions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(snac_path("dev")))
@@ -77,14 +114,16 @@ def main() -> None:
         "--t5", action="append", default=[], help="T5 checkpoint folder(s) to include"
     )
     parser.add_argument("--min-votes", type=int, default=1)
+    parser.add_argument("--llm", action="append", default=[], help="openai:<model> backends")
     parser.add_argument("--tune-rules", action="store_true")
     args = parser.parse_args()
     if args.tune_rules:
         print(tune_rules(snac_path("train")))
         return
-    examples = sentence_examples(load_documents(args.data))
+    docs = load_documents(args.data)
+    examples = sentence_examples(docs)
     inputs = example_inputs(examples)
-    rows = {}
+    rows = {"all-positive baseline": all_positive(examples, args.min_votes)}
     names = ["rules", "minilm", *args.t5]
     for name in names:
         try:
@@ -97,6 +136,13 @@ def main() -> None:
         label = f"{det.name} ({Path(name).name})" if det.name == "t5" else det.name
         rows[label] = table
         print(f"{label}: {len(inputs) / (time.perf_counter() - t0):.1f} sentences/s")
+        for point, at_point in evaluate_points(det, examples, args.min_votes).items():
+            rows[f"{label} @ {point}"] = at_point
+    for name in args.llm:
+        det = load_detector(name)
+        t0 = time.perf_counter()
+        rows[name] = score(examples, llm_predictions(det, docs, examples), args.min_votes)
+        print(f"{name}: {len(inputs) / (time.perf_counter() - t0):.1f} sentences/s")
     print(f"\n{Path(args.data).name}: {len(examples)} sentences, gold votes >= {args.min_votes}\n")
     print(format_table(rows, ("CharE", "SceneE", "RefE")))
     print()

@@ -120,7 +120,7 @@ def train_cmd(
 
     torch.set_num_threads(max(1, threads))
     if backend == "minilm":
-        from model_server.minilm import train_head
+        from model_server.minilm_train import train_head
 
         summary = train_head(train_file, out_dir, min_votes=min_votes)
     else:
@@ -159,18 +159,46 @@ def train_cmd(
 )
 @click.option("--min-votes", type=int, default=1, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def evaluate_cmd(model, data, min_votes, as_json) -> None:
-    """Print SNaC sentence-level P, R, F1 and span overlap (ov.) per category."""
-    from model_server.evaluate import REPORTED, evaluate_file, format_table
+@click.option(
+    "--points/--no-points",
+    default=True,
+    show_default=True,
+    help="Also score every stored operating point (MiniLM).",
+)
+def evaluate_cmd(model, data, min_votes, as_json, points) -> None:
+    """Print SNaC sentence-level P, R, F1 and span overlap (ov.) per category, beside the
+    all-positive baseline (every sentence flagged) and, per stored operating point, the
+    detector at that point's thresholds."""
+    from model_server.evaluate import REPORTED, all_positive, evaluate_points, format_table, score
+    from model_server.evaluate import example_inputs as inputs_of
+    from model_server.snac_data import load_documents, sentence_examples
 
     det = _load(model)
-    table = evaluate_file(det, data, min_votes)
+    examples = sentence_examples(load_documents(data))
+    table = score(examples, det.detect(inputs_of(examples)), min_votes)
+    baseline = all_positive(examples, min_votes)
+    at_points = evaluate_points(det, examples, min_votes) if points else {}
     if as_json:
-        click.echo(
-            json.dumps({"detector": det.name, "version": det.version, "scores": table}, indent=2)
-        )
-    else:
-        click.echo(format_table({f"{det.name} {det.version}": table}, REPORTED))
+        payload = {
+            "detector": det.name,
+            "version": det.version,
+            "scores": table,
+            "all_positive": baseline,
+            "operating_points": at_points,
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    rows = {f"{det.name} {det.version}": table, "all-positive baseline": baseline}
+    rows.update({f"{det.name} @ {name}": t for name, t in at_points.items()})
+    click.echo(format_table(rows, REPORTED))
+    missing = sorted(
+        f"{category} has no {name} point"
+        for name, t in at_points.items()
+        for category, row in t.items()
+        if row.get("missing")
+    )
+    if missing:
+        click.echo("; ".join(missing) + " (nothing predicted there)")
 
 
 @detector.command("calibrate")
@@ -230,6 +258,35 @@ def predict_cmd(tsv, model, out_file) -> None:
     except (ValueError, KeyError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"{n} sentence(s) predicted with {det.name} {det.version}", err=True)
+
+
+@detector.command("import-snac")
+@click.argument("src", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to write the detector folder (default: checkpoints/snac-<name>).",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="A T5 tokenizer folder (t5-large's) when the checkpoint has none.",
+)
+def import_snac_cmd(src, out_dir, tokenizer) -> None:
+    """Convert one of SNaC's released T5 checkpoints and check that it answers in SNaC's
+    grammar; use it with --detector / DETECTOR_MODEL=<out>."""
+    from model_server.snac_import import ImportProblem, import_snac
+
+    out = Path(out_dir) if out_dir else Path("checkpoints") / f"snac-{Path(src).resolve().name}"
+    try:
+        summary = import_snac(src, out, tokenizer)
+    except (ImportProblem, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(summary, indent=2))
+    click.echo(f"imported {src} -> {out} ({summary['parameters']} parameters)", err=True)
 
 
 def register(group: click.Group) -> None:

@@ -29,8 +29,13 @@ def default_detector() -> str:
 
 def load_detector(name_or_path: str | None = None) -> Detector:
     """Choose a backend: ``"rules"``, ``"minilm"`` (or a MiniLM head folder), a T5
-    checkpoint folder; None means ``$DETECTOR_MODEL`` or the best default."""
+    checkpoint folder, ``"openai:<model>"`` (any OpenAI-compatible chat endpoint, see
+    :mod:`model_server.llm`); None means ``$DETECTOR_MODEL`` or the best default."""
     choice = name_or_path or os.environ.get("DETECTOR_MODEL") or default_detector()
+    if choice.startswith("openai:"):
+        from model_server.llm import LLMDetector
+
+        return LLMDetector.from_spec(choice)
     if choice == "rules":
         from model_server.rules import RulesDetector
 
@@ -39,7 +44,9 @@ def load_detector(name_or_path: str | None = None) -> Detector:
         choice = str(_default_model_dir())
     path = Path(choice)
     if not path.exists():
-        raise ValueError(f"unknown detector {choice!r}: use 'rules', 'minilm' or a model folder")
+        raise ValueError(
+            f"unknown detector {choice!r}: use 'rules', 'minilm', 'openai:<model>' or a model folder"
+        )
     if (path / "head.json").exists():
         from model_server.minilm import MiniLMDetector
 

@@ -88,3 +88,52 @@ def format_table(
             cells += [f"{t['p']:.2f}", f"{t['r']:.2f}", f"{t['f1']:.2f}", f"{t['ov']:.2f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def all_positive(
+    examples: Sequence[SentenceExample], min_votes: int = 1
+) -> dict[str, dict[str, float]]:
+    """The trivial baseline: every sentence predicted positive for every category
+    (P = share of gold sentences, R = 1, F1 = 2P / (1 + P); ov. not defined, given as 0)."""
+    table = {}
+    for cat in REPORTED:
+        gold = sum(
+            any(g.category == cat and g.votes >= min_votes for g in ex.gold) for ex in examples
+        )
+        p = gold / len(examples) if examples else 0.0
+        r = 1.0 if gold else 0.0
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
+        table[cat] = {"p": p, "r": r, "f1": f1, "ov": 0.0, "tp": gold, "fp": len(examples) - gold}
+        table[cat].update(fn=0, support=gold)
+    return table
+
+
+def evaluate_points(
+    detector: Detector, examples: Sequence[SentenceExample], min_votes: int = 1
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Scores at each stored operating point ({point: table}); one scoring pass, then
+    thresholds. Empty for a detector without operating points or candidate probabilities."""
+    from model_server.interface import operating_points
+    from model_server.operating_points import POINTS, threshold_for
+
+    points = operating_points(detector)
+    probabilities = getattr(detector, "probabilities", None)
+    if not points or probabilities is None:
+        return {}
+    scored = probabilities(example_inputs(examples))
+    tables = {}
+    for name in POINTS:
+        predictions: list[list[RawSuggestion]] = [[] for _ in examples]
+        for k, cand, label, prob in scored:
+            category = SNAC_CATEGORY.get(label, "")
+            threshold = threshold_for(points.get(category), name)
+            if threshold is not None and prob >= threshold:
+                predictions[k].append(
+                    RawSuggestion(label, cand.start, cand.end, prob, detector.name, name)
+                )
+        table = score(examples, predictions, min_votes)
+        for category in table:  # a category without this point predicts nothing
+            if threshold_for(points.get(category), name) is None:
+                table[category]["missing"] = 1.0
+        tables[name] = table
+    return tables

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from model_server.interface import DetectionInput
+from model_server.introductions import introduction_features
 from model_server.text import nlp
 
 TITLES = {
@@ -306,6 +307,7 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "log_ctx": min(1.0, n_ctx_words / 1000),
             "opens_segment": float(inp.opens_segment),
         }
+        feats.update(introduction_features(sentence, start, end, context))
         candidates.append(Candidate("character", start, end, text, feats))
     # definite / possessive noun phrases and pronouns (RefE)
     for chunk in doc.noun_chunks:

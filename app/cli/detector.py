@@ -15,7 +15,7 @@ from app.cli.base import OneLineCommand, counted, with_app
     "--detector",
     "detector_name",
     default=None,
-    help="rules, minilm or a checkpoint folder (default: DETECTOR_MODEL or the best).",
+    help="rules, minilm, openai:<model> or a checkpoint folder (default: DETECTOR_MODEL).",
 )
 @with_app
 def detect_command(slug: str, detector_name: str | None) -> None:
@@ -38,7 +38,7 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     "--detector",
     "detector_name",
     default=None,
-    help="rules, minilm or a checkpoint folder (default: DETECTOR_MODEL or the best).",
+    help="rules, minilm, openai:<model> or a checkpoint folder (default: DETECTOR_MODEL).",
 )
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
 @click.option(
@@ -93,8 +93,10 @@ def worker_command(
         return
     click.echo(
         f"worker stopped: {counted(stats['done'], 'document')}, "
-        f"{counted(stats['failed'], 'failure')}, {counted(stats['suggestions'], 'suggestion')}; "
-        f"{counted(stats.get('imports', 0), 'import')}, {stats.get('imports_failed', 0)} failed",
+        f"{counted(stats['failed'], 'failure')}, {counted(stats['suggestions'], 'suggestion')}, "
+        f"{counted(int(stats['tokens']), 'token')}, {stats['seconds']:.1f} s detecting, "
+        f"{stats['dropped']:g} answers or items dropped; "
+        f"{counted(stats.get('imports', 0), 'import')}, {stats.get('imports_failed', 0):g} failed",
         err=True,
     )
 

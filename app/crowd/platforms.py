@@ -35,6 +35,9 @@ MTURK_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_PATH = "/mturk/externalSubmit"
 MAX_PARAM_CHARS = 200
+# which detector operating point a study's hints use (model_server/operating_points.py)
+HINT_LEVELS = ("precise", "balanced", "thorough")
+DEFAULT_HINTS = "balanced"
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,7 @@ def configure_study(
     qualification_attempts: int = UNSET,
     max_hints_per_segment: int = UNSET,
     min_hint_score: float = UNSET,
+    hints: str = UNSET,
 ) -> dict[str, Any]:
     """Validate and apply platform and assignment settings; returns :func:`describe`.
 
@@ -280,6 +284,10 @@ def configure_study(
         settings["hold_minutes"] = minutes if minutes % 1 else int(minutes)
     if randomise_conditions is not UNSET:
         settings["randomise_conditions"] = bool(randomise_conditions)
+    if hints is not UNSET:
+        if hints not in HINT_LEVELS:
+            raise InvalidInput(f"hints must be one of {', '.join(HINT_LEVELS)}")
+        settings["hints"] = hints
     rule = dict(settings.get("qualification") or {})
     if qualification_f1 is not UNSET:
         if qualification_f1 is None:
@@ -354,4 +362,5 @@ def describe(study: Study) -> dict[str, Any]:
         "qualification": settings.get("qualification") or None,
         "max_hints_per_segment": hint_limits(study)[0],
         "min_hint_score": hint_limits(study)[1],
+        "hints": settings.get("hints", DEFAULT_HINTS),
     }

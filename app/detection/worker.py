@@ -23,6 +23,7 @@ from app.db import begin_write
 from app.detection import importing, jobs
 from app.detection.importing import NlpLoader
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
+from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,11 @@ def store_suggestions(session: Session, document: Document, rows: list[Any]) -> 
             score=float(r.score),
             detector=r.detector,
             detector_version=r.detector_version,
+            reason=getattr(r, "reason", "") or None,
+            paired_segment=getattr(r, "paired_segment", None),
+            paired_start=getattr(r, "paired_start", None),
+            paired_end=getattr(r, "paired_end", None),
+            paired_text=getattr(r, "paired_text", None),
         )
         for r in rows
     )
@@ -68,26 +74,53 @@ def record_detector_version(session: Session, detector: Any) -> DetectorVersion:
     return row
 
 
-def detect_one(session: Session, document: Document, detector: Any) -> int:
-    """Run the detector over one document and store its suggestions (caller commits)."""
-    from model_server.pipeline import detect_document
+def detect_one(session: Session, document: Document, detector: Any) -> DetectionStats:
+    """Run the detector over one document and store its suggestions (caller commits);
+    returns what it cost (tokens, seconds) and what was dropped, logged per document."""
+    from model_server.pipeline import detect_document_with_stats
 
     study = session.get(Study, document.study_id)
     assert study is not None
-    rows = detect_document(segment_texts(session, document.id), detector, study.taxonomy)
+    segments = segment_texts(session, document.id)
+    level = (study.settings or {}).get("hints")
+    rows, stats = detect_document_with_stats(
+        segments, at_hint_level(detector, level), study.taxonomy
+    )
     record_detector_version(session, detector)
-    return store_suggestions(session, document, rows)
+    store_suggestions(session, document, rows)
+    log.info(
+        "document %s: %d suggestions, %.2f s, %d tokens (%d prompt, %d completion), "
+        "%d requests, %d cached, %d retries, %d dropped (%d malformed, %d truncated, "
+        "%d refused, %d bad items, %d unknown category, %d unlocatable)",
+        document.id,
+        stats.suggestions,
+        stats.seconds,
+        stats.tokens,
+        stats.prompt_tokens,
+        stats.completion_tokens,
+        stats.requests,
+        stats.cache_hits,
+        stats.retries,
+        stats.dropped,
+        stats.malformed,
+        stats.truncated,
+        stats.refused,
+        stats.bad_items,
+        stats.unknown_category,
+        stats.unlocatable,
+    )
+    return stats
 
 
-def run_job(session: Session, job: DetectionJob, detector: Any) -> int:
+def run_job(session: Session, job: DetectionJob, detector: Any) -> DetectionStats:
     document = session.get(Document, job.document_id)
     if document is None:  # deleted since it was queued
         jobs.complete(session, job)
-        return 0
+        return DetectionStats()
     begin_write(session)
-    count = detect_one(session, document, detector)
+    stats = detect_one(session, document, detector)
     jobs.complete(session, job)
-    return count
+    return stats
 
 
 def work(
@@ -98,7 +131,7 @@ def work(
     poll_seconds: float = 2.0,
     should_stop: Callable[[], bool] = lambda: False,
     load_nlp: NlpLoader | None = None,
-) -> dict[str, int]:
+) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
@@ -106,7 +139,8 @@ def work(
     recorded (and, for detection or a transient import error, retried later).
     """
     name = f"{socket.gethostname()}:{os.getpid()}"
-    stats = {"done": 0, "failed": 0, "suggestions": 0}
+    stats: dict[str, float] = {"done": 0, "failed": 0, "suggestions": 0, "tokens": 0}
+    stats.update(dropped=0, seconds=0.0)
     if load_nlp is not None:
         stats |= {"imports": 0, "imports_failed": 0}
     while not should_stop():
@@ -127,7 +161,7 @@ def _work_once(
     name: str,
     detector: Any,
     load_nlp: NlpLoader | None,
-    stats: dict[str, int],
+    stats: dict[str, float],
 ) -> bool:
     """Run one import or detection job; False when none was runnable."""
     with session_factory() as session:
@@ -142,7 +176,11 @@ def _work_once(
             return False
         job_id = job.id
         try:
-            stats["suggestions"] += run_job(session, job, detector)
+            cost = run_job(session, job, detector)
+            stats["suggestions"] += cost.suggestions
+            stats["tokens"] += cost.tokens
+            stats["dropped"] += cost.dropped
+            stats["seconds"] += cost.seconds
             stats["done"] += 1
         except Exception as exc:  # noqa: BLE001 - the loop must survive any document
             log.warning("detection job %s failed: %s", job_id, exc)
@@ -161,7 +199,7 @@ def detect_study(session: Session, study: Study, detector: Any, progress: bool =
     total = 0
     iterator = track(documents, description="detecting") if progress else documents
     for document in iterator:
-        total += detect_one(session, document, detector)
+        total += detect_one(session, document, detector).suggestions
         for job in session.scalars(
             select(DetectionJob).where(DetectionJob.document_id == document.id)
         ):

@@ -153,6 +153,15 @@ def _suggestions(session, assignment) -> list[dict]:
             "text": s.text,
             "category": s.category,
             "score": s.score,
+            "reason": s.reason or "",
+            "paired": None
+            if s.paired_segment is None
+            else {
+                "segment": s.paired_segment,
+                "start": s.paired_start,
+                "end": s.paired_end,
+                "text": s.paired_text,
+            },
         }
         for s in kept
     ]

@@ -62,6 +62,7 @@ export function renderHints(list) {
       setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
       h("span", { class: "hint-cat" }, cat.label),
       h("q", { class: "hint-text" }, s.text),
+      s.reason ? h("span", { class: "hint-reason" }, s.reason) : null,
       h(
         "button",
         { type: "button", class: "btn btn-small", "aria-label": `Use the suggestion ${quote(s.text)}`, onclick: () => useSuggestion(s) },

