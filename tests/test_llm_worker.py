@@ -125,8 +125,8 @@ def test_marginalia_worker_with_openai_detector_model(app, database_url, tmp_pat
             check=False,
         )
     assert result.returncode == 0, result.stderr
-    assert "worker started with detector openai stand-in" in result.stderr
-    assert "1 documents, 0 failures, 2 suggestions" in result.stderr
+    assert "worker started (all): detector openai stand-in" in result.stderr
+    assert "1 document, 0 failures, 2 suggestions" in result.stderr
     assert "2 answers or items dropped" in result.stderr
     assert "tokens (" in result.stderr  # the per-document cost line
     assert len(list((tmp_path / "cache").glob("*.json"))) == 2
