@@ -164,8 +164,8 @@ def test_gold_upload_stores_located_spans(app, admin):
     assert rows == [("Bob", 9, 12, 2), ("nowhere", None, None, 1)]
     job = imports(admin)[0]
     assert job["message"] == (
-        "Imported 1 documents (1 segments), 2 gold errors, "
-        "1 gold spans not found verbatim in their segment."
+        "Imported 1 document (1 segment), 2 gold errors, "
+        "1 gold span not found verbatim in their segment."
     )
     assert job["counts"]["unlocated_gold"] == 1
 

@@ -117,7 +117,7 @@ def test_admin_downloads_zips_and_uploads_a_brat_zip(app, client, admin):
     answer = upload(admin, bundle.getvalue(), "back.zip", ner="")
     assert answer.status_code == 302
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
-    assert "1 annotations kept as 1 imported workers&#39; assignments" in page
+    assert "1 annotation kept as 1 imported worker&#39;s assignment" in page
     with app.app_context(), session_scope() as session:
         workers = session.scalars(select(Assignment.worker_id).order_by(Assignment.id)).all()
     assert workers == ["w1", "w1"]
