@@ -1,4 +1,4 @@
-"""Researcher pages: login, studies, the per-study dashboard, uploads, settings, exports.
+"""Researcher pages: login, account (password, API keys), studies, the per-study dashboard, uploads, settings, exports.
 
 Every page here needs a researcher login (anonymous visitors are sent to the login page,
 JSON callers get 401); none may be framed by any site (CSP ``frame-ancestors 'none'``).
@@ -7,6 +7,7 @@ them attaches their routes to ``bp``.
 """
 
 from app.web.admin import (
+    account,
     dashboard,
     downloads,
     progress,
@@ -18,6 +19,7 @@ from app.web.admin import (
 from app.web.admin.blueprint import bp
 
 __all__ = [
+    "account",
     "bp",
     "dashboard",
     "downloads",
