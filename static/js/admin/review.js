@@ -171,8 +171,8 @@ function renderLanes() {
       else hidden.add(name);
       render();
     } });
-    const sample = h("span", { class: "lane-sample" });
-    sample.style.setProperty("margin-top", `${lane * LANE_PX}px`);
+    const sample = h("span", { class: "lane-sample", "aria-hidden": "true" }, "lane");
+    sample.style.setProperty("box-shadow", shadow([{ lane, color: "#1d232b" }], laneNames().length));
     ui.lanes.append(h("label", { class: "lane" }, box, sample, name === "detector" ? "detector (suggestions)" : `lane ${lane + 1}: ${name}`));
   });
 }
@@ -211,7 +211,8 @@ function describe(m) {
 function decisionLine(row) {
   if (!row) return h("p", { class: "decision undecided" }, "Undecided");
   const what = row.decision === "accepted" ? (row.origin === "edited" ? "Accepted (edited)" : row.origin === "auto" ? "Auto-accepted" : "Accepted") : "Rejected";
-  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`);
+  const moved = row.origin === "edited" ? [h("br"), `as ${row.category} “${row.text}” [${row.start}–${row.end}]`] : [];
+  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved);
 }
 
 function renderPanel() {
