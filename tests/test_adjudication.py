@@ -185,6 +185,12 @@ def test_review_decisions_conflicts_export_and_scores(app, three_workers):
     done = ada.post("status", {"status": "done", "version": 1})
     assert done.status_code == 200 and done.get_json()["status"]["status"] == "done"
 
+    web = ada.client.get("/admin/studies/demo/export.csv", query_string={"layer": "adjudicated"})
+    assert web.status_code == 200 and "demo.adjudicated.csv" in web.headers["Content-Disposition"]
+    assert web.get_data(as_text=True) == export(app, "csv")
+    assert ada.client.get("/admin/studies/demo/export.csv?layer=x").status_code == 400
+    brat = ada.client.get("/admin/studies/demo/export.brat", query_string={"layer": "adjudicated"})
+    assert brat.status_code == 200 and brat.data[:2] == b"PK"
     rows = list(csv.DictReader(io.StringIO(export(app, "csv"))))
     assert [
         (
@@ -237,6 +243,31 @@ def test_review_decisions_conflicts_export_and_scores(app, three_workers):
         doc = session.scalar(select(Document).where(Document.external_id == "doc-1"))
         gold = session.scalars(select(GoldError).where(GoldError.document_id == doc.id)).all()
         assert doc.is_gold and sorted(g.text for g in gold) == ["Anna", "Pedro", "old flat"]
+
+
+def test_the_detector_is_one_more_lane(app, three_workers):
+    from app.models import Suggestion
+
+    with app.app_context(), session_scope() as session:
+        doc = session.scalar(select(Document).where(Document.external_id == "doc-1"))
+        where = span(0, "Paris")
+        session.add(
+            Suggestion(
+                document_id=doc.id,
+                segment=0,
+                start=where["start"],
+                end=where["end"],
+                text="Paris",
+                category="CharE",
+                score=0.9,
+                detector="rules",
+                detector_version="1",
+            )
+        )
+    state = Reviewer(researcher(app, ADA)).state()
+    assert [(s["text"], s["category"], s["score"]) for s in state["suggestions"]] == [
+        ("Paris", "CharE", 0.9)
+    ]
 
 
 def test_auto_accept_takes_the_candidates_with_enough_votes(app, three_workers):
