@@ -245,6 +245,56 @@ def test_review_decisions_conflicts_export_and_scores(app, three_workers):
         assert doc.is_gold and sorted(g.text for g in gold) == ["Anna", "Pedro", "old flat"]
 
 
+def test_racing_researchers_one_wins_the_others_get_409(app, three_workers):
+    """Threads post at once (real sessions, SQLite's lock or Postgres's compare-and-set):
+    one decision per version wins, every other one is a 409; first decisions on different
+    candidates of one document all succeed (the document enters review once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    reviewers = [Reviewer(researcher(app, f"r{n}@example.org")) for n in range(6)]
+    keys = [c["key"] for c in reviewers[0].state()["candidates"]]
+
+    def race(version: int) -> list[int]:
+        with ThreadPoolExecutor(len(reviewers)) as pool:
+            return sorted(
+                pool.map(
+                    lambda r: (
+                        r.post(
+                            f"candidates/{keys[0]}", {"decision": "accept", "version": version}
+                        ).status_code
+                    ),
+                    reviewers,
+                )
+            )
+
+    assert race(0) == [200, 409, 409, 409, 409, 409]
+    assert race(1) == [200, 409, 409, 409, 409, 409]
+    with ThreadPoolExecutor(3) as pool:
+        answers = list(
+            pool.map(
+                lambda pair: (
+                    pair[0]
+                    .post(f"candidates/{pair[1]}", {"decision": "reject", "version": 0})
+                    .status_code
+                ),
+                zip(reviewers[1:4], keys[1:4], strict=True),
+            )
+        )
+    assert answers == [200, 200, 200]
+    state = reviewers[0].state()
+    assert [c["decision"]["version"] for c in state["candidates"]] == [2, 1, 1, 1]
+    assert state["status"]["status"] == "in_review" and state["status"]["version"] == 1
+    # a later-regrouped decision and an added error are changed by id, with their version
+    added = reviewers[0].post("errors", {"edit": {**span(2, "Pedro"), "category": "CharE"}})
+    row = added.get_json()["added"][0]
+    again = reviewers[1].post("errors", {"edit": {**span(2, "Pedro"), "category": "CharE"}})
+    assert again.status_code == 409 and again.get_json()["existing_id"] == row["id"]
+    stale = reviewers[1].post(f"errors/{row['id']}", {"decision": "reject", "version": 0})
+    assert stale.status_code == 409
+    gone = reviewers[1].post(f"errors/{row['id']}", {"decision": "reject", "version": 1})
+    assert gone.status_code == 200 and gone.get_json()["added"][0]["decision"] == "rejected"
+
+
 def test_the_detector_is_one_more_lane(app, three_workers):
     from app.models import Suggestion
 

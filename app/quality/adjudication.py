@@ -198,6 +198,20 @@ def decide(session: Session, document: Document, key: str, body: Any, who: str) 
 def add_error(session: Session, document: Document, body: Any, who: str) -> AdjudicatedError:
     """An error no worker marked (or marked otherwise), accepted into the layer."""
     values = checked_values(session, document, _object(body).get("edit", body))
+    same = session.scalar(
+        select(AdjudicatedError).where(
+            AdjudicatedError.document_id == document.id,
+            AdjudicatedError.decision == "accepted",
+            AdjudicatedError.segment == values["segment"],
+            AdjudicatedError.start == values["start"],
+            AdjudicatedError.end == values["end"],
+            AdjudicatedError.category == values["category"],
+        )
+    )
+    if same is not None:
+        raise Conflict(
+            f"this error is in the layer already (by {same.decided_by})", existing_id=same.id
+        )
     row = AdjudicatedError(
         document_id=document.id,
         candidate=None,
@@ -217,7 +231,8 @@ def add_error(session: Session, document: Document, body: Any, who: str) -> Adju
 def change_error(
     session: Session, document: Document, row_id: int, body: Any, who: str
 ) -> AdjudicatedError:
-    """Edit (``edit``) or withdraw (``decision: "reject"``) a row of the layer by id."""
+    """Edit (``edit``) or withdraw (``decision: "reject"``) a row of the layer by id (an
+    added error, or a decision whose candidate workers' later marks regrouped)."""
     body = _object(body)
     row = session.scalar(
         select(AdjudicatedError).where(
@@ -226,22 +241,32 @@ def change_error(
     )
     if row is None:
         raise NotFound(f"no adjudicated error {row_id} in this document")
-    if row.candidate is not None:
-        return decide(session, document, row.candidate, body, who)
+    unknown = set(body) - {"decision", "version", "edit"}
+    if unknown:
+        raise InvalidInput(f"unknown field {sorted(unknown)[0]!r}")
+    if body.get("decision", "accept") not in DECISIONS:
+        raise InvalidInput("decision must be 'accept' or 'reject'")
     expected = _version(body)
     if body.get("decision") == "reject":
         values: dict[str, Any] = {"decision": "rejected"}
     else:
         values = {**checked_values(session, document, body.get("edit")), "decision": "accepted"}
+        values["origin"] = "edited" if row.candidate is not None else "added"
     if expected == 0:
         raise _conflict(row, f"error {row_id}")
     return _write(session, document, None, row_id, expected, values, who)
 
 
 def _start_review(session: Session, document: Document, who: str) -> None:
+    """The first decision puts the document in review (a concurrent first one already did)."""
     if session.get(DocumentReview, document.id) is None:
-        session.add(DocumentReview(document_id=document.id, status="in_review", updated_by=who))
-        session.flush()
+        try:
+            with session.begin_nested():
+                session.add(
+                    DocumentReview(document_id=document.id, status="in_review", updated_by=who)
+                )
+        except IntegrityError:
+            pass
 
 
 def set_status(session: Session, document: Document, body: Any, who: str) -> DocumentReview:
@@ -256,7 +281,11 @@ def set_status(session: Session, document: Document, body: Any, who: str) -> Doc
         raise _conflict(review, "the review status")
     if review is None:
         review = DocumentReview(document_id=document.id, status=status, updated_by=who, version=1)
-        session.add(review)
+        try:
+            with session.begin_nested():
+                session.add(review)
+        except IntegrityError:
+            raise _conflict(session.get(DocumentReview, document.id), "the review status") from None
     else:
         changed = session.execute(
             update(DocumentReview)

@@ -89,6 +89,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
         .order_by(AdjudicatedError.id)
     ).all()
     by_candidate = {row.candidate: row for row in rows if row.candidate is not None}
+    current = {c.key for c in candidates}
     suggestions = session.scalars(
         select(Suggestion)
         .where(Suggestion.document_id == document.id)
@@ -113,7 +114,13 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
             }
             for c in candidates
         ],
-        "added": [row_json(row) for row in rows if row.candidate is None],
+        # errors researchers added, and decisions on candidates that workers' later marks
+        # regrouped (``stale``): still in the layer when accepted, shown apart
+        "added": [
+            {**row_json(row), "stale": row.candidate is not None}
+            for row in rows
+            if row.candidate is None or row.candidate not in current
+        ],
         "status": status_json(session.get(DocumentReview, document.id)),
         "suggestions": [
             {
