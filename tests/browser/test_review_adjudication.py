@@ -107,6 +107,19 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(artifacts / "review-390.png"))
 
+    # the study's review list and the dashboard's way in, at the same widths
+    page.goto(f"{live_server.url}/admin/studies/snac-dev/review")
+    row = page.locator("#review-documents tr", has_text=DOC)
+    assert "done" in row.inner_text() and row.locator("button", has_text="Promote").count() == 1
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+        page.screenshot(path=str(SHOTS / f"review-list-{width}.png"))
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server.url}/admin/studies/snac-dev")
+    page.click("a:has-text('Review & adjudicate')")
+    page.wait_for_selector("#review-documents")
+
     # the adjudicated export: exactly those four errors, at the segment's code points
     from app.documents.studies import get_study
     from app.formats import iter_export

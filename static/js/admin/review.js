@@ -236,7 +236,8 @@ function renderPanel() {
   if (editing) ui.panel.append(editForm());
   if (state.added.length) {
     ui.panel.append(h("h3", {}, "Added by reviewers"), h("ul", { class: "marks" }, state.added.map((row) =>
-      h("li", { class: row.decision }, `${row.category} “${row.text}” (segment ${row.segment + 1}) `,
+      h("li", { class: row.decision, title: row.stale ? "decided on a candidate that later marks regrouped" : null },
+        `${row.category} “${row.text}” (segment ${row.segment + 1}${row.stale ? ", earlier decision" : ""}) `,
         row.decision === "accepted" ? h("button", { type: "button", class: "small", onclick: () => send(root.dataset.changeUrl.replace(/0$/, row.id), { decision: "reject", version: row.version }, "Withdrawn.") }, "Withdraw") : "withdrawn"))));
   }
 }
