@@ -23,6 +23,34 @@ EMAIL, PASSWORD = "reviewer@example.org", "reviewer password 14"
 SHOTS = Path(os.environ.get("REVIEW_SHOTS", "/work/notes/shots/h14-review"))
 
 
+def add_suggestions(session) -> None:
+    """The detector's view as one more lane: two suggestions on book_175b13."""
+    from sqlalchemy import select
+
+    from app.models import Document, Segment, Suggestion
+
+    doc = session.scalar(select(Document).where(Document.external_id == DOC))
+    texts = {
+        s.index: s.text
+        for s in session.scalars(select(Segment).where(Segment.document_id == doc.id))
+    }
+    for segment, text, category in ((1, "Hero", "CharE"), (0, "Messina", "RefE")):
+        start = texts[segment].index(text)
+        session.add(
+            Suggestion(
+                document_id=doc.id,
+                segment=segment,
+                start=start,
+                end=start + len(text),
+                text=text,
+                category=category,
+                score=0.91,
+                detector="rules",
+                detector_version="1",
+            )
+        )
+
+
 def wait_decided(page, count: int) -> None:
     page.wait_for_function(
         "n => (document.getElementById('review-summary').textContent || '').includes(n + ' decided')",
@@ -40,6 +68,7 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
     replay_snac_dev(app, client, only={DOC})
     with app.app_context(), session_scope() as session:
         create_researcher(session, EMAIL, PASSWORD, role="admin")
+        add_suggestions(session)
     page = pw_page
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"{live_server.url}/admin/login")
@@ -50,7 +79,13 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
     page.click(f"a:has-text('{DOC}')")
     page.wait_for_selector("#review[data-ready]")
     assert page.locator(".review-segment").count() == 26
-    assert page.locator("#lane-filter .lane").count() == 3
+    lanes = page.locator("#lane-filter .lane").all_inner_texts()
+    assert [lane.split(": ")[-1] for lane in lanes] == [
+        "worker-0",
+        "worker-1",
+        "worker-2",
+        "detector (suggestions)",
+    ]
     assert "42 candidates" in page.locator("#review-summary").inner_text()
     page.screenshot(path=str(SHOTS / "review-1440-before.png"))
 

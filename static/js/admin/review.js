@@ -173,7 +173,7 @@ function renderLanes() {
     } });
     const sample = h("span", { class: "lane-sample", "aria-hidden": "true" }, "lane");
     sample.style.setProperty("box-shadow", shadow([{ lane, color: "#1d232b" }], laneNames().length));
-    ui.lanes.append(h("label", { class: "lane" }, box, sample, name === "detector" ? "detector (suggestions)" : `lane ${lane + 1}: ${name}`));
+    ui.lanes.append(h("label", { class: "lane" }, box, sample, `lane ${lane + 1}: ${name === "detector" ? "detector (suggestions)" : name}`));
   });
 }
 
