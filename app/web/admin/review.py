@@ -118,7 +118,7 @@ def auto_accept(slug: str):
     except ValueError:
         min_workers = 0
     try:
-        documents = [d for d in study.documents]
+        documents = list(study.documents)
         accepted = adjudication.auto_accept(db, documents, min_workers, _who())
         db.commit()
     except MarginaliaError as exc:
