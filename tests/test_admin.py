@@ -75,14 +75,14 @@ def document_ids(app, slug: str = "demo") -> list[str]:
 
 def admin_routes(app) -> list[tuple[str, str]]:
     """(method, url) for every /admin rule, with sample values for its variables."""
-    samples = {"slug": "demo", "fmt": "csv"}
+    samples = {"slug": "demo", "fmt": "csv", "key": "c0", "row_id": "1"}
     routes = []
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/admin") or rule.endpoint in ("admin.login", "admin.logout"):
             continue
         url = rule.rule
         for name in rule.arguments:
-            url = url.replace(f"<{name}>", samples[name])
+            url = re.sub(rf"<(\w+:)?{name}>", samples[name], url)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             routes.append((method, url))
     return routes

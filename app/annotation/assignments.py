@@ -212,6 +212,9 @@ def _span(body: Any, texts: list[str], where: str) -> tuple[int, int, int, str]:
     return segment, start, end, text
 
 
+check_span = _span  # the same checks for researchers' spans (app/quality/adjudication.py)
+
+
 def _same_content(annotation: Annotation, values: dict[str, Any]) -> bool:
     return all(getattr(annotation, key) == value for key, value in values.items())
 

@@ -96,8 +96,15 @@ def import_command(
     default=None,
     help="Write to FILE instead of standard output (a new FOLDER for brat, labelstudio, parquet).",
 )
+@click.option(
+    "--layer",
+    type=click.Choice(["workers", "adjudicated"]),
+    default="workers",
+    show_default=True,
+    help="Every submitted worker's annotations, or the adjudicated layer (marginalia review).",
+)
 @with_app
-def export_command(slug: str, fmt: str, out: Path | None) -> None:
+def export_command(slug: str, fmt: str, out: Path | None, layer: str) -> None:
     """Stream a study's annotations."""
     from flask import current_app
 
@@ -110,10 +117,12 @@ def export_command(slug: str, fmt: str, out: Path | None) -> None:
         if fmt in FILE_SET_FORMATS:
             if out is None:
                 raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
-            count = write_folder(out, iter_export_files(session, get_study(session, slug), fmt))
+            count = write_folder(
+                out, iter_export_files(session, get_study(session, slug), fmt, layer)
+            )
             click.echo(f"wrote {count} files to {out}", err=True)
             return
-        chunks = iter_export(session, get_study(session, slug), fmt)
+        chunks = iter_export(session, get_study(session, slug), fmt, layer)
         if out is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)

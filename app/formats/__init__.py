@@ -34,6 +34,7 @@ from app.formats import (
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
+from app.formats.rows import LAYERS, check_layer
 from app.models import Study
 
 READERS: dict[str, ModuleType] = {
@@ -51,6 +52,7 @@ GOLD_FORMATS += tuple(n for n, m in READERS.items() if getattr(m, "READS_FILES",
 
 __all__ = [
     "EXPORT_FORMATS",
+    "LAYERS",
     "FILE_SET_FORMATS",
     "IMPORT_FORMATS",
     "READERS",
@@ -176,21 +178,26 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     return list(merged.values())
 
 
-def iter_export(session: Session, study: Study, fmt: str) -> Iterator[str]:
+def iter_export(session: Session, study: Study, fmt: str, layer: str = "workers") -> Iterator[str]:
     """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
-    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`)."""
+    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`). ``layer``:
+    "workers" (every submitted worker's annotations) or "adjudicated" (the reviewed layer)."""
+    check_layer(layer)
     if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
         raise ValueError(f"{fmt!r} is not a one-file export format")
-    yield from WRITERS[fmt].export(session, study)
+    yield from WRITERS[fmt].export(session, study, layer)
 
 
-def iter_export_files(session: Session, study: Study, fmt: str) -> Iterator[tuple[str, bytes]]:
+def iter_export_files(
+    session: Session, study: Study, fmt: str, layer: str = "workers"
+) -> Iterator[tuple[str, bytes]]:
     """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
+    check_layer(layer)
     writer = WRITERS[fmt]
     if fmt in FILE_SET_FORMATS:
-        yield from writer.export_files(session, study)
+        yield from writer.export_files(session, study, layer)
         return
     extension = getattr(writer, "EXTENSION", fmt)
-    yield f"{study.slug}.{extension}", "".join(writer.export(session, study)).encode("utf-8")
+    yield f"{study.slug}.{extension}", "".join(writer.export(session, study, layer)).encode("utf-8")

@@ -11,8 +11,18 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.formats.rows import ADJUDICATED, adjudicated_select, check_layer
 from app.formats.wholetext import Layout, layout_of
-from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
+from app.models import (
+    AdjudicatedError,
+    Annotation,
+    Assignment,
+    Document,
+    DocumentReview,
+    Segment,
+    Study,
+    isoformat,
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +68,13 @@ class AnnotatedDocument:
         return [mark for marks in self.workers.values() for mark in marks]
 
 
-def annotated_documents(session: Session, study: Study) -> Iterator[AnnotatedDocument]:
-    """Every document of the study in order, with the marks of its submitted assignments."""
+def annotated_documents(
+    session: Session, study: Study, layer: str = "workers"
+) -> Iterator[AnnotatedDocument]:
+    """Every document of the study in order, with the marks of its submitted assignments
+    (``layer`` "adjudicated": the accepted rows of its adjudicated layer as one worker,
+    ``adjudicated``, on documents with a review)."""
+    check_layer(layer)
     documents = session.execute(
         select(Document.id, Document.external_id, Document.meta, Document.is_gold)
         .where(Document.study_id == study.id)
@@ -73,6 +88,44 @@ def annotated_documents(session: Session, study: Study) -> Iterator[AnnotatedDoc
         .order_by(Segment.document_id, Segment.index)
     ):
         texts[document_id].append(text)
+    workers = _adjudicated(session, study) if layer == ADJUDICATED else _workers(session, study)
+    for document_id, external_id, meta, is_gold in documents:
+        yield AnnotatedDocument(
+            external_id, texts[document_id], meta or {}, is_gold, workers.get(document_id, {})
+        )
+
+
+def _adjudicated(session: Session, study: Study) -> dict[int, dict[str, list[Mark]]]:
+    workers: dict[int, dict[str, list[Mark]]] = defaultdict(dict)
+    for (document_id,) in session.execute(
+        select(DocumentReview.document_id)
+        .join(Document, Document.id == DocumentReview.document_id)
+        .where(Document.study_id == study.id)
+    ):
+        workers[document_id][ADJUDICATED] = []
+    row = AdjudicatedError
+    query = adjudicated_select(
+        study,
+        row.document_id,
+        row.segment,
+        row.start,
+        row.end,
+        row.text,
+        row.category,
+        row.paired_segment,
+        row.paired_start,
+        row.paired_end,
+        row.paired_text,
+        row.comment,
+        row.decided_at,
+    )
+    for values in session.execute(query):
+        mark = Mark(ADJUDICATED, *values[1:11], isoformat(values[11]))
+        workers[values[0]].setdefault(ADJUDICATED, []).append(mark)
+    return workers
+
+
+def _workers(session: Session, study: Study) -> dict[int, dict[str, list[Mark]]]:
     workers: dict[int, dict[str, list[Mark]]] = defaultdict(dict)
     for document_id, worker_id in session.execute(
         select(Assignment.document_id, Assignment.worker_id)
@@ -107,7 +160,4 @@ def annotated_documents(session: Session, study: Study) -> Iterator[AnnotatedDoc
     for row in rows:
         mark = Mark(row[1], *row[2:12], isoformat(row[12]))
         workers[row[0]][row[1]].append(mark)
-    for document_id, external_id, meta, is_gold in documents:
-        yield AnnotatedDocument(
-            external_id, texts[document_id], meta or {}, is_gold, workers.get(document_id, {})
-        )
+    return workers

@@ -86,10 +86,12 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
+def export_files(
+    session: Session, study: Study, layer: str = "workers"
+) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
-    for document in annotated_documents(session, study):
+    for document in annotated_documents(session, study, layer):
         layout = document.layout
         name = file_name(document.external_id)
         text = layout.text.encode("utf-8")

@@ -17,19 +17,19 @@ from app.models import Study
 NAME = "csv"
 
 
-def export(session: Session, study: Study) -> Iterator[str]:
+def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
     """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns);
     text fields that a spreadsheet would read as a formula start with ``'``."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # writes None as an empty field
     writer.writerow(CSV_COLUMNS)
-    formatted = postgres_csv_lines(session, study)
+    formatted = postgres_csv_lines(session, study) if layer == "workers" else None
     if formatted is not None:
         yield buffer.getvalue()
         for lines in formatted:
             yield "\n".join(lines) + "\n"
         return
-    rows = row_values(session, study)
+    rows = row_values(session, study, layer)
     while True:
         chunk = list(islice(rows, CHUNK_ROWS))
         writer.writerows(safe_row(row) for row in chunk)

@@ -261,16 +261,18 @@ def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -
     }
 
 
-def build(session: Session, study: Study) -> list[dict[str, Any]]:
+def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
     """Label Studio tasks of every document with its submitted workers' annotations."""
     users: dict[str, int] = {}
     return [
         _task_out(n, document, users)
-        for n, document in enumerate(annotated_documents(session, study), start=1)
+        for n, document in enumerate(annotated_documents(session, study, layer), start=1)
     ]
 
 
-def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
-    tasks = json.dumps(build(session, study), ensure_ascii=False, indent=1) + "\n"
+def export_files(
+    session: Session, study: Study, layer: str = "workers"
+) -> Iterator[tuple[str, bytes]]:
+    tasks = json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
     yield "tasks.json", tasks.encode("utf-8")
     yield "labeling_config.xml", labeling_config(study.taxonomy).encode("utf-8")

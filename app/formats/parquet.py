@@ -51,11 +51,13 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
-def tables(session: Session, study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def tables(
+    session: Session, study: Study, layer: str = "workers"
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows of the two tables: annotations and documents."""
     annotations: list[dict[str, Any]] = []
     documents: list[dict[str, Any]] = []
-    for document in annotated_documents(session, study):
+    for document in annotated_documents(session, study, layer):
         layout = document.layout
         documents.append(
             {
@@ -96,9 +98,11 @@ def _parquet(pa: Any, table: Any) -> bytes:
     return buffer.getvalue()
 
 
-def export_files(session: Session, study: Study) -> Iterator[tuple[str, bytes]]:
+def export_files(
+    session: Session, study: Study, layer: str = "workers"
+) -> Iterator[tuple[str, bytes]]:
     pa = _pyarrow()
-    annotations, documents = tables(session, study)
+    annotations, documents = tables(session, study, layer)
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in ANNOTATION_COLUMNS])
     annotation_table = pa.Table.from_pylist(annotations, schema=schema)
     document_schema = pa.schema(

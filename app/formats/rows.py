@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document, Study, isoformat
+from app.errors import InvalidInput
+from app.models import AdjudicatedError, Annotation, Assignment, Document, Study, isoformat
 
 CSV_COLUMNS = (
     "study",
@@ -30,6 +31,29 @@ CSV_COLUMNS = (
     "created_at",
 )
 CHUNK_ROWS = 2_000
+LAYERS = ("workers", "adjudicated")
+ADJUDICATED = "adjudicated"  # the worker_id of the adjudicated layer's rows
+
+
+def check_layer(layer: str) -> None:
+    if layer not in LAYERS:
+        raise InvalidInput(f"unknown layer {layer!r} (use {' or '.join(LAYERS)})")
+
+
+def adjudicated_select(study: Study, *columns: Any) -> Select:
+    """``columns`` over the accepted rows of the adjudicated layer, in export order."""
+    return (
+        select(*columns)
+        .join(Document, Document.id == AdjudicatedError.document_id)
+        .where(Document.study_id == study.id, AdjudicatedError.decision == "accepted")
+        .order_by(
+            Document.position,
+            Document.id,
+            AdjudicatedError.segment,
+            AdjudicatedError.start,
+            AdjudicatedError.id,
+        )
+    )
 
 
 def export_select(study: Study, *columns: Any) -> Select:
@@ -56,12 +80,17 @@ def export_select(study: Study, *columns: Any) -> Select:
     )
 
 
-def row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
+def row_values(session: Session, study: Study, layer: str = "workers") -> Iterator[tuple[Any, ...]]:
     """CSV_COLUMNS values of each exported row, typed (None for empty fields).
 
-    Rows stream from a Core query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS,
+    ``layer`` "adjudicated": the accepted rows of the adjudicated layer instead, worker_id
+    ``adjudicated``, no assignment or completion code, created_at when decided. Rows stream from a Core query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS,
     no ORM objects.
     """
+    check_layer(layer)
+    if layer == ADJUDICATED:
+        yield from _adjudicated_values(session, study)
+        return
     query = export_select(
         study,
         Document.external_id,
@@ -92,7 +121,30 @@ def row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
             yield (slug, *row[:14], isoformat(row[14] or row[15]))
 
 
-def annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
+def _adjudicated_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
+    row = AdjudicatedError
+    query = adjudicated_select(
+        study,
+        Document.external_id,
+        row.segment,
+        row.text,
+        row.start,
+        row.end,
+        row.category,
+        row.paired_segment,
+        row.paired_text,
+        row.paired_start,
+        row.paired_end,
+        row.comment,
+        row.decided_at,
+    )
+    for values in session.execute(query):
+        yield (study.slug, *values[:11], ADJUDICATED, None, None, isoformat(values[11]))
+
+
+def annotation_rows(
+    session: Session, study: Study, layer: str = "workers"
+) -> Iterator[dict[str, Any]]:
     """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields)."""
-    for values in row_values(session, study):
+    for values in row_values(session, study, layer):
         yield dict(zip(CSV_COLUMNS, values, strict=True))

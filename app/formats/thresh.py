@@ -162,10 +162,10 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     return edits
 
 
-def build(session: Session, study: Study) -> list[dict[str, Any]]:
+def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
     """Thresh entries of every document with its submitted workers' edits."""
     entries = []
-    for document in annotated_documents(session, study):
+    for document in annotated_documents(session, study, layer):
         layout = document.layout
         kept = document.meta.get("thresh") or {}
         entry: dict[str, Any] = {"id": document.external_id, **(kept.get("extra") or {})}
@@ -181,5 +181,5 @@ def build(session: Session, study: Study) -> list[dict[str, Any]]:
     return entries
 
 
-def export(session: Session, study: Study) -> Iterator[str]:
-    yield json.dumps(build(session, study), ensure_ascii=False, indent=1) + "\n"
+def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
+    yield json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"

@@ -101,6 +101,12 @@ def _kuhn(edges: list[list[int]], n_right: int) -> dict[int, int]:
     return {left: right for right, left in enumerate(owner) if left is not None}
 
 
+def maximum_matching(edges: list[list[int]], n_right: int) -> dict[int, int]:
+    """A maximum one-to-one matching of a bipartite graph given as each left node's
+    eligible right nodes: left index -> right index (Kuhn's augmenting paths)."""
+    return _kuhn(edges, n_right)
+
+
 def match(
     predicted: Sequence[Span],
     gold: Sequence[Span],

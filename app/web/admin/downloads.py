@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import (
     Response,
     abort,
+    request,
     stream_with_context,
 )
 
@@ -13,6 +14,7 @@ from app.db import get_session
 from app.errors import MarginaliaError
 from app.formats import EXPORT_FORMATS, FILE_SET_FORMATS, iter_export, iter_export_files
 from app.formats.bundles import zip_stream
+from app.formats.rows import LAYERS
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
 
@@ -25,15 +27,20 @@ def export(slug: str, fmt: str):
     db = get_session()
     study = study_or_404(db, slug)
     mimetype, extension = EXPORT_TYPES[fmt]
+    layer = request.args.get("layer", "workers")  # ?layer=adjudicated: the reviewed layer
+    if layer not in LAYERS:
+        return Response(f"unknown layer (use {' or '.join(LAYERS)})\n", 400, mimetype="text/plain")
+    name = slug if layer == "workers" else f"{slug}.{layer}"
     if fmt in FILE_SET_FORMATS:
         try:
-            files = list(iter_export_files(db, study, fmt))
+            files = list(iter_export_files(db, study, fmt, layer))
         except MarginaliaError as exc:  # e.g. pyarrow not installed for parquet
             return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
         response = Response(zip_stream(files), mimetype=mimetype)
-        response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'
+        response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
         return response
     # The request context (and with it the session) lives until the stream ends.
-    response = Response(stream_with_context(iter_export(db, study, fmt)), mimetype=mimetype)
-    response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'
+    chunks = iter_export(db, study, fmt, layer)
+    response = Response(stream_with_context(chunks), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
     return response

@@ -1,0 +1,195 @@
+"""Candidate errors of a document: its submitted workers' spans grouped by the strict rule.
+
+Definitions (``docs/METRICS.md``, "Candidate errors"):
+
+* the **marks** are the live annotations of the document's submitted assignments;
+* per segment and category, workers are taken in the order of their assignments; each
+  worker's marks join the candidates built so far through a maximum one-to-one matching
+  (:func:`app.quality.matching.maximum_matching`) in which a mark may join a candidate when
+  it is **strict-eligible** (:func:`app.quality.matching.eligible`: token IoU ≥ 0.5, sentence
+  IoU for sentence-scope categories) with *every* mark already in it; a mark left over
+  starts a new candidate. So a candidate holds at most one mark per worker, and any two of
+  its marks would match each other under the scores' strict rule;
+* a candidate's **votes** = its number of marks (= distinct workers); **workers** = the
+  document's submitted workers; it is **unanimous** when votes = workers and every mark has
+  the same offsets and paired span, else a **disagreement**;
+* its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
+  its marks, ties to the earliest worker;
+* its **key** is a digest of its marks' annotation ids: stable while those marks stand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Annotation, Assignment, Document
+from app.quality.matching import eligible, maximum_matching
+from app.quality.spans import Span, TextKey
+
+PAIRED_FIELDS = (
+    "paired_segment",
+    "paired_start",
+    "paired_end",
+    "paired_text",
+    "paired_end_segment",
+)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One worker's live annotation, with what the review page shows of it."""
+
+    id: int
+    worker: str
+    segment: int
+    start: int
+    end: int
+    text: str
+    category: str
+    paired: tuple[Any, ...]  # PAIRED_FIELDS values (all None for singletons)
+    comment: str
+
+    def span(self, document: str) -> Span:
+        return Span(document, self.segment, self.start, self.end, self.category, self.worker)
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "worker": self.worker,
+            "segment": self.segment,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "category": self.category,
+            "paired": paired_json(self.paired),
+            "comment": self.comment,
+        }
+
+
+def paired_json(values: Sequence[Any]) -> dict[str, Any] | None:
+    """``{"segment", "start", "end", "text"[, "end_segment"]}`` or None."""
+    if values[0] is None:
+        return None
+    out = dict(zip(("segment", "start", "end", "text"), values[:4], strict=True))
+    if values[4] is not None:
+        out["end_segment"] = values[4]
+    return out
+
+
+@dataclass
+class Candidate:
+    """Workers' marks of one error (see the module's definitions)."""
+
+    segment: int
+    category: str
+    marks: list[Mark] = field(default_factory=list)
+    workers: int = 0
+
+    @property
+    def key(self) -> str:
+        ids = ",".join(str(i) for i in sorted(m.id for m in self.marks))
+        return "c" + hashlib.sha256(ids.encode()).hexdigest()[:32]
+
+    @property
+    def votes(self) -> int:
+        return len(self.marks)
+
+    @property
+    def proposal(self) -> Mark:
+        shapes = Counter((m.start, m.end, m.paired) for m in self.marks)
+        best = max(shapes.values())
+        return next(m for m in self.marks if shapes[(m.start, m.end, m.paired)] == best)
+
+    @property
+    def unanimous(self) -> bool:
+        return (
+            self.votes == self.workers
+            and len({(m.start, m.end, m.paired) for m in self.marks}) == 1
+        )
+
+
+def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
+    """The submitted workers (assignment order) and their live marks (creation order)."""
+    workers = list(
+        session.scalars(
+            select(Assignment.worker_id)
+            .where(Assignment.document_id == document.id, Assignment.status == "submitted")
+            .order_by(Assignment.id)
+        )
+    )
+    rows = session.execute(
+        select(Annotation, Assignment.worker_id)
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .where(
+            Assignment.document_id == document.id,
+            Assignment.status == "submitted",
+            Annotation.removed_at.is_(None),
+        )
+        .order_by(Assignment.id, Annotation.id)
+    ).all()
+    marks = [
+        Mark(
+            a.id,
+            worker,
+            a.segment,
+            a.start,
+            a.end,
+            a.text,
+            a.category,
+            tuple(getattr(a, name) for name in PAIRED_FIELDS),
+            a.comment or "",
+        )
+        for a, worker in rows
+    ]
+    return workers, marks
+
+
+def group_candidates(
+    document: str,
+    workers: Sequence[str],
+    marks: Sequence[Mark],
+    texts: Mapping[TextKey, str],
+    scopes: Mapping[str, str],
+) -> list[Candidate]:
+    """The candidates of one document's marks, by segment, then start, then category."""
+    places: dict[tuple[int, str], dict[str, list[Mark]]] = defaultdict(lambda: defaultdict(list))
+    for mark in marks:
+        places[(mark.segment, mark.category)][mark.worker].append(mark)
+    order = {worker: n for n, worker in enumerate(workers)}
+    out: list[Candidate] = []
+    for (segment, category), by_worker in places.items():
+        groups: list[Candidate] = []
+        for worker in sorted(by_worker, key=lambda w: order.get(w, len(order))):
+            own = by_worker[worker]
+            edges = [
+                [
+                    index
+                    for index, group in enumerate(groups)
+                    if all(
+                        eligible(
+                            mark.span(document),
+                            member.span(document),
+                            "strict",
+                            texts=texts,
+                            scopes=scopes,
+                        )
+                        for member in group.marks
+                    )
+                ]
+                for mark in own
+            ]
+            joined = maximum_matching(edges, len(groups))
+            for left, mark in enumerate(own):
+                if left in joined:
+                    groups[joined[left]].marks.append(mark)
+                else:
+                    groups.append(Candidate(segment, category, [mark], len(workers)))
+        out.extend(groups)
+    return sorted(out, key=lambda c: (c.segment, c.proposal.start, c.proposal.end, c.category))
