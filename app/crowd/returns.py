@@ -50,9 +50,7 @@ def set_return_code(study: Study, reason: str, code: str | None) -> dict[str, st
     code = (code or "").strip()
     if code:
         if not CODE_PATTERN.match(code):
-            raise InvalidInput(
-                f"return code {code[:70]!r} must be 1 to 64 letters, digits, _ or -"
-            )
+            raise InvalidInput(f"return code {code[:70]!r} must be 1 to 64 letters, digits, _ or -")
         codes[reason] = code
     else:
         codes.pop(reason, None)

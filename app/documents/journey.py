@@ -100,18 +100,16 @@ def _stage_done(session: Session, assignment_ids, stage: str) -> bool:
 
 
 def pending_stage(
-    session: Session, assignment: Assignment, *, continues: bool = False
+    session: Session, assignment: Assignment
 ) -> tuple[str, list[dict[str, Any]]] | None:
     """The questionnaire the worker of this submitted assignment still has to see:
     ``("document", questions)``, ``("study", questions)`` or None."""
     if assignment.status != "submitted":
         return None
     journey = definition(assignment.study)
-    if journey.get("after_document") and not _stage_done(
-        session, [assignment.id], "document"
-    ):
+    if journey.get("after_document") and not _stage_done(session, [assignment.id], "document"):
         return "document", journey["after_document"]
-    if journey.get("after_study") and not continues:
+    if journey.get("after_study"):
         mine = select(Assignment.id).where(
             Assignment.study_id == assignment.study_id,
             Assignment.worker_id == assignment.worker_id,

@@ -48,9 +48,22 @@ ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+class StudyUnavailable(Conflict):
+    """The study is paused, closed or archived: nobody gets new work."""
+
+    def __init__(self, study: Study) -> None:
+        super().__init__(f"this study is {study.status}: it hands out no new work now")
+
+
 def accepts_new_work(study: Study) -> bool:
     """Whether arriving workers may be given new assignments."""
     return (study.status or "open") == "open"
+
+
+def require_open(study: Study) -> None:
+    """Raise :class:`StudyUnavailable` unless the study hands out new work."""
+    if not accepts_new_work(study):
+        raise StudyUnavailable(study)
 
 
 def change_status(study: Study, action: str) -> str:

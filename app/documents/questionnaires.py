@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from app.documents.text import text_problem
 from app.documents.taxonomy import (
     ID_PATTERN,
     TaxonomyError,
@@ -38,6 +37,7 @@ from app.documents.taxonomy import (
     _parse,
     _text,
 )
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 
 STAGES = ("after_document", "after_study")
@@ -123,7 +123,11 @@ def _question(item: Any, path: str, loc: _Located, seen: set[str]) -> dict[str, 
         question["options"] = texts
     else:
         question["max_chars"] = _whole(
-            item.get("max_chars"), loc, f"{path}.max_chars", 1, MAX_ANSWER_CHARS,
+            item.get("max_chars"),
+            loc,
+            f"{path}.max_chars",
+            1,
+            MAX_ANSWER_CHARS,
             DEFAULT_ANSWER_CHARS,
         )
     return question
@@ -136,11 +140,16 @@ def parse_questionnaire(text: str, source: str = "<questionnaire>") -> dict[str,
         raise TaxonomyError(source, 1, "(file)", "must be a mapping (consent, after_document, …)")
     _check_unknown(data, TOP_FIELDS, loc, "")
     snapshot: dict[str, Any] = {
-        "consent": _text(data.get("consent"), loc, "consent", required=False,
-                         limit=MAX_CONSENT_CHARS),
+        "consent": _text(
+            data.get("consent"), loc, "consent", required=False, limit=MAX_CONSENT_CHARS
+        ),
         "consent_button": _text(
-            data.get("consent_button"), loc, "consent_button", required=False,
-            default="I agree", limit=MAX_OPTION_CHARS,
+            data.get("consent_button"),
+            loc,
+            "consent_button",
+            required=False,
+            default="I agree",
+            limit=MAX_OPTION_CHARS,
         ),
     }
     for stage in STAGES:
