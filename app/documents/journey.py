@@ -21,7 +21,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.documents.questionnaires import STAGE_KEYS, consent_hash, parse_questionnaire
+from app.documents.text import text_problem
+from app.errors import InvalidInput
 from app.models import Assignment, Consent, QuestionnaireAnswer, Study, utcnow
+
+MAX_INSTRUCTIONS_CHARS = 20_000
 
 
 def definition(study: Study) -> dict[str, Any]:
@@ -40,6 +44,27 @@ def set_definition(study: Study, text: str | None, source: str = "<questionnaire
     settings["journey"] = snapshot
     study.settings = settings
     return snapshot
+
+
+def set_instructions(study: Study, text: str | None) -> str:
+    """Store the study's Markdown instructions (blank removes them); returns what is stored."""
+    text = (text or "").replace("\r\n", "\n").strip()
+    if len(text) > MAX_INSTRUCTIONS_CHARS:
+        raise InvalidInput(f"the instructions are longer than {MAX_INSTRUCTIONS_CHARS} characters")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInput(f"the instructions {problem}")
+    settings = dict(study.settings or {})
+    if text:
+        settings["instructions"] = text
+    else:
+        settings.pop("instructions", None)
+    study.settings = settings
+    return text
+
+
+def instructions(study: Study) -> str:
+    return (study.settings or {}).get("instructions") or ""
 
 
 def consent_text(study: Study) -> str:

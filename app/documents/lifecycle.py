@@ -16,9 +16,13 @@ made in it (acknowledged work is never deleted); its unengaged holds go with it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import Session
 
+from app.documents.records import DocumentInput
+from app.documents.studies import ImportResult, import_documents
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -175,3 +179,31 @@ def remove_document(session: Session, study: Study, external_id: str) -> None:
     session.execute(delete(Assignment).where(Assignment.document_id == document.id))
     _delete_document_rows(session, ids)
     session.expire_all()
+
+
+def replace_documents(
+    session: Session,
+    study: Study,
+    documents: list[DocumentInput],
+    *,
+    gold: bool = False,
+    nlp: Any = None,
+    entities: list[Any] | None = None,
+) -> tuple[int, ImportResult]:
+    """Import ``documents``; those whose ID the study has already replace that document,
+    which must be removable (:func:`removal_problem`). All or nothing: the caller commits.
+    Returns (how many were replaced, the import's result)."""
+    ids = [d.external_id for d in documents]
+    existing = session.scalars(
+        select(Document).where(Document.study_id == study.id, Document.external_id.in_(ids))
+    ).all()
+    for document in existing:
+        problem = removal_problem(session, document)
+        if problem:
+            raise Conflict(f"{problem}; nothing was replaced")
+    for document in existing:
+        remove_document(session, study, document.external_id)
+    session.flush()
+    return len(existing), import_documents(
+        session, study, documents, gold=gold, nlp=nlp, entities=entities
+    )
