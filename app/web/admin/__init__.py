@@ -9,6 +9,7 @@ them attaches their routes to ``bp``.
 from app.web.admin import (
     dashboard,
     downloads,
+    lifecycle,
     progress,
     session_pages,
     sharing,
@@ -21,6 +22,7 @@ __all__ = [
     "bp",
     "dashboard",
     "downloads",
+    "lifecycle",
     "progress",
     "session_pages",
     "sharing",
