@@ -66,7 +66,7 @@ def platform_return(study: Study, platform: str, reason: str) -> PlatformReturn:
     if platform == "prolific":
         if code:
             return PlatformReturn(
-                PROLIFIC_COMPLETE + quote(code, safe=""), code, "Continue to Prolific."
+                PROLIFIC_COMPLETE + quote(code, safe=""), code, "Back to Prolific"
             )
         return PlatformReturn(
             None, None, "Please return this study on Prolific (the “Return” button there)."

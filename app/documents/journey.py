@@ -38,10 +38,12 @@ def set_definition(study: Study, text: str | None, source: str = "<questionnaire
     settings = dict(study.settings or {})
     if text is None or not text.strip():
         settings.pop("journey", None)
+        settings.pop("journey_source", None)
         study.settings = settings
         return {}
     snapshot = parse_questionnaire(text, source)
     settings["journey"] = snapshot
+    settings["journey_source"] = text  # the YAML as written, for the dashboard's form
     study.settings = settings
     return snapshot
 

@@ -151,16 +151,12 @@ def save_instructions(slug: str):
 def save_questionnaire(slug: str):
     text = request.form.get("questionnaire", "").replace("\r\n", "\n")
 
-    def apply(db, study: Study) -> None:
-        journey.set_definition(study, text, "questionnaire.yaml")
-        settings = dict(study.settings or {})
-        if text.strip():
-            settings["journey_source"] = text  # shown again in the form
-        else:
-            settings.pop("journey_source", None)
-        study.settings = settings
-
-    return _change(slug, "questionnaire", apply, "Consent and questionnaires saved.")
+    return _change(
+        slug,
+        "questionnaire",
+        lambda db, study: journey.set_definition(study, text, "questionnaire.yaml"),
+        "Consent and questionnaires saved.",
+    )
 
 
 @bp.post("/studies/<slug>/return-codes")
