@@ -234,3 +234,46 @@ def test_a_document_with_work_cannot_be_removed_one_without_can(app, client) -> 
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Study.id)) is None
         assert session.query(Annotation).count() == 0
+
+
+def test_hostile_journey_requests_change_nothing(app, client) -> None:
+    make_study(app)
+    _study(app, questionnaire=QUESTIONNAIRE)
+    bad_id = client.post(
+        "/s/demo/consent", data={**PROLIFIC, "PROLIFIC_PID": "p\x00", "decision": "agree"}
+    )
+    assert bad_id.status_code == 400 and "NUL" in bad_id.get_data(as_text=True)
+    assert client.post("/s/nope/consent", data={**PROLIFIC, "decision": "agree"}).status_code == 404
+    assert (
+        client.post("/a/not-a-token/questionnaire", data={"stage": "document"}).status_code == 404
+    )
+    client.post("/s/demo/consent", data={**PROLIFIC, "decision": "agree"})
+    token = _token(client.get("/s/demo", query_string=PROLIFIC))
+    early = client.post(f"/a/{token}/questionnaire", data={"stage": "document", "difficulty": "3"})
+    assert early.status_code == 302  # not submitted yet: nothing to answer, nothing stored
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    url = f"/a/{token}/questionnaire"
+    client.post(url, data={"stage": "document", "difficulty": "3"})
+    nul = client.post(url, data={"stage": "study", "feedback": "a\x00b"})
+    assert nul.status_code == 400 and "NUL" in nul.get_data(as_text=True)
+    wrong_stage = client.post(url, data={"stage": "document", "difficulty": "1"})
+    assert wrong_stage.status_code == 302
+    with app.app_context(), session_scope() as session:
+        rows = session.scalars(select(QuestionnaireAnswer)).all()
+        assert [(r.stage, r.question, r.answer) for r in rows] == [
+            ("document", "difficulty", "3"),
+            ("document", "genre", ""),
+        ]
+        assert session.scalar(select(Consent.worker_id)) == "p1"
+
+
+def test_questionnaire_limits() -> None:
+    with pytest.raises(TaxonomyError, match=r"consent: is longer than 20000"):
+        parse_questionnaire("consent: " + "x" * 20_001 + "\n")
+    many = "after_study:\n" + "".join(
+        f"  - {{id: q{i}, type: text, prompt: p}}\n" for i in range(31)
+    )
+    with pytest.raises(TaxonomyError, match=r"after_study: has more than 30 questions"):
+        parse_questionnaire(many)
+    with pytest.raises(TaxonomyError, match=r"unknown field"):
+        parse_questionnaire("consent: hi\nredirect: https://evil.example\n")

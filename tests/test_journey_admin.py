@@ -154,3 +154,17 @@ def test_answers_download_is_spreadsheet_safe(app, alice, client) -> None:
     lines = csv_text.splitlines()
     assert lines[0] == "worker_id,document_id,assignment_status,document.note"
     assert lines[1].startswith("w1,doc-") and lines[1].endswith(",submitted,'=1+2")
+
+
+def test_changes_need_the_csrf_token(app, alice) -> None:
+    for path, data in (
+        ("status", {"action": "pause"}),
+        ("delete", {"confirm": "demo"}),
+        ("documents/remove", {"document_id": "doc-1"}),
+        ("instructions", {"instructions": "x"}),
+    ):
+        assert alice.post(f"/admin/studies/demo/{path}", data=data).status_code == 400, path
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        assert study.status == "open" and "instructions" not in (study.settings or {})
+        assert session.scalar(select(func.count()).select_from(Document)) == 2
