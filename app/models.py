@@ -133,6 +133,9 @@ class Study(Base):
     owner_id: Mapped[int | None] = mapped_column(
         ForeignKey("researchers.id", ondelete="RESTRICT"), index=True
     )
+    # open, paused, closed or archived (app/documents/lifecycle.py): only an open study
+    # gives arriving workers new work.
+    status: Mapped[str] = mapped_column(String(20), default="open", server_default="open")
 
     documents: Mapped[list[Document]] = relationship(back_populates="study")
 
@@ -433,3 +436,32 @@ class DocumentReview(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     updated_by: Mapped[str] = mapped_column(String(320))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Consent(Base):
+    """A worker's answer to a study's consent text: which text (its SHA-256), yes or no, when."""
+
+    __tablename__ = "consents"
+    __table_args__ = (UniqueConstraint("study_id", "worker_id", "text_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    worker_id: Mapped[str] = mapped_column(String(200))
+    text_hash: Mapped[str] = mapped_column(String(64))
+    agreed: Mapped[bool] = mapped_column(Boolean)
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QuestionnaireAnswer(Base):
+    """One answer to one question of a post-document or post-study questionnaire."""
+
+    __tablename__ = "questionnaire_answers"
+    __table_args__ = (UniqueConstraint("assignment_id", "stage", "question"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    # "document" (after each document) or "study" (once, after the worker's last document)
+    stage: Mapped[str] = mapped_column(String(20))
+    question: Mapped[str] = mapped_column(String(100))
+    answer: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

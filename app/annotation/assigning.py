@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.documents.lifecycle import require_open
 from app.errors import Conflict
 from app.models import (
     Assignment,
@@ -63,6 +64,13 @@ class WorkInProgress(Conflict):
             "browser where you started; if you did not start this study, check the ID you "
             "were given"
         )
+
+
+class NoDocumentsLeft(Conflict):
+    """Every document has the annotators it needs, or none is left for this worker."""
+
+    def __init__(self) -> None:
+        super().__init__("there are no more documents for you in this study — thank you!")
 
 
 # --- settings ------------------------------------------------------------------------------
@@ -347,9 +355,11 @@ def next_assignment_document(
     Releases stale assignments first and applies the qualification rule. Never the same
     document twice to one worker. With ``document`` (a named document), checks that the
     policy allows it instead of choosing. Raises :class:`WorkInProgress` when the worker ID
-    has an active assignment (only a proven return resumes it), :class:`Conflict` when there
+    has an active assignment (only a proven return resumes it), :class:`StudyUnavailable`
+    when the study is not open, :class:`NoDocumentsLeft` (a :class:`Conflict`) when there
     is nothing left for this worker.
     """
+    require_open(study)
     _lock_study(session, study)
     # Stale work is released first, the worker's own included: an ID whose earlier browser is
     # gone for good gets new work once that assignment has timed out.
@@ -393,7 +403,7 @@ def next_assignment_document(
         .limit(1)
     ) or _displace_unengaged_hold(session, study, worker_id)
     if candidate is None:
-        raise Conflict("there are no more documents for you in this study — thank you!")
+        raise NoDocumentsLeft()
     return candidate
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli import crowd, data, detector, researcher, review, server, study
+from app.cli import crowd, data, detector, journey, researcher, review, server, study
 from app.cli.base import OneLineGroup
 
 
@@ -30,4 +30,5 @@ main.add_command(detector.worker_command)
 main.add_command(researcher.researcher)
 main.add_command(review.review)
 crowd.register(main, study.study)
+journey.register(study.study)
 detector.register_model_server(main)

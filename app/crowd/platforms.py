@@ -26,6 +26,7 @@ from urllib.parse import urlencode, urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.documents.journey import has_questions
 from app.documents.text import text_problem
 from app.errors import InvalidInput
 from app.models import Assignment, Study
@@ -191,6 +192,8 @@ def after_submit_redirect(assignment: Assignment) -> str | None:
     from app.annotation.assigning import qualification
 
     if qualification(assignment.study) is not None and assignment.document.is_gold:
+        return None
+    if has_questions(assignment.study):  # the done page asks them first
         return None
     return completion_url(assignment)
 

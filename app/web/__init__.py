@@ -37,7 +37,7 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, assets, health, pages
+    from app.web import admin, api, assets, health, journey, pages
     from app.web.limits import limiter
 
     trust_proxy(app)
@@ -45,9 +45,11 @@ def register(app: Flask) -> None:
     limiter.init_app(app)
     csrf = CSRFProtect(app)
     csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
+    csrf.exempt(journey.bp)  # worker forms: no cookies; the token or arrival is the proof
     configure_sessions(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(journey.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(health.bp)
     assets.register(app)

@@ -24,6 +24,7 @@ from flask import (
 from app.annotation import admission
 from app.annotation import assignments as service
 from app.annotation.assigning import (
+    NoDocumentsLeft,
     WorkInProgress,
     assign,
     preview_document,
@@ -33,12 +34,15 @@ from app.annotation.assigning import (
 from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
+from app.documents.lifecycle import StudyUnavailable, accepts_new_work
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
 from app.researchers import access
 from app.researchers.accounts import current_researcher
+from app.web import journey
 from app.web.limits import arrival_limit, limiter
+from app.web.markdown import render_markdown
 
 bp = Blueprint("pages", __name__)
 
@@ -129,8 +133,13 @@ def start(slug: str):
         )
     if arrival is None:
         session.rollback()
+        if not accepts_new_work(study):
+            return journey.return_page(study, "generic", "unavailable")
         return _worker_page(render_template("start.html", study=study, error=None), 200, study)
     if arrival.preview:
+        if not accepts_new_work(study):
+            session.rollback()
+            return journey.return_page(study, arrival.platform, "unavailable")
         document = preview_document(session, study)
         session.rollback()
         return _preview(study, [s.text for s in document.segments] if document else [])
@@ -144,6 +153,10 @@ def start(slug: str):
                 session, study, visit, platform_data=arrival.platform_data
             )
         else:
+            stop = journey.before_new_work(session, study, arrival)
+            if stop is not None:
+                session.rollback()
+                return stop
             assignment = assign(
                 session,
                 study,
@@ -154,6 +167,12 @@ def start(slug: str):
     except WorkInProgress as exc:
         session.rollback()
         return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
+    except NoDocumentsLeft as exc:  # still a 409, now a page with the platform's return
+        session.rollback()
+        return journey.return_page(study, arrival.platform, "no_places", exc.status)
+    except StudyUnavailable:  # a proven return whose abandoned slot went to someone else
+        session.rollback()
+        return journey.return_page(study, arrival.platform, "unavailable")
     except MarginaliaError as exc:
         session.rollback()
         return _worker_page(
@@ -178,6 +197,7 @@ def annotate(token: str):
         title=assignment.study.title,
         study_slug=assignment.study.slug,
         worker_id=assignment.worker_id,
+        instructions=render_markdown((assignment.study.settings or {}).get("instructions")),
     )
     return _worker_page(body, 200, assignment.study, assignment)
 
@@ -211,6 +231,9 @@ def done(token: str):
             return _worker_page(body, 200, study, assignment)
     else:
         session.commit()
+        questions = journey.questionnaire_page(session, assignment)
+        if questions is not None:
+            return questions
     form = platforms.mturk_submit_form(assignment)
     if form is not None:
         action, fields = form

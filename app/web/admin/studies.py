@@ -35,10 +35,16 @@ from app.web.admin.progress import study_progress
 @auth.login_required
 def studies():
     db = get_session()
-    rows = db.scalars(access.visible_studies(auth.current_researcher())).all()
+    archived = request.args.get("archived") == "1"
+    rows = [
+        s
+        for s in db.scalars(access.visible_studies(auth.current_researcher())).all()
+        if (s.status == "archived") == archived
+    ]
     progress = study_progress(db, [s.id for s in rows])
     return render_template(
         "admin/studies.html",
+        archived=archived,
         studies=rows,
         progress=progress,
         researcher=auth.current_researcher(),

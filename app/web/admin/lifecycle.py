@@ -1,0 +1,208 @@
+"""A study's management page: status (pause, close, reopen, archive), delete, removing
+documents nobody worked on, instructions, consent and questionnaires, platform return codes,
+the preview as a worker and the questionnaire answers download.
+
+Every route looks the study up through :func:`study_or_404` (outsiders get the 404 of a
+missing study); every change is a CSRF-checked POST.
+"""
+
+from __future__ import annotations
+
+from flask import Response, flash, redirect, render_template, request, url_for
+from sqlalchemy import func, select
+
+from app.crowd.returns import REASONS, return_codes, set_return_code
+from app.db import begin_write, get_session
+from app.documents import journey, lifecycle
+from app.errors import InvalidInput, MarginaliaError
+from app.formats.answers import iter_answers
+from app.models import Assignment, Document, Study
+from app.researchers import accounts as auth
+from app.web.admin.blueprint import bp, study_or_404
+from app.web.markdown import render_markdown
+
+MAX_LISTED_DOCUMENTS = 500
+
+
+def _documents(db, study: Study) -> list[dict]:
+    """The study's documents with what stops their removal (first MAX_LISTED_DOCUMENTS)."""
+    submitted = (
+        select(Assignment.document_id, func.count().label("n"))
+        .where(Assignment.study_id == study.id, Assignment.status == "submitted")
+        .group_by(Assignment.document_id)
+        .subquery()
+    )
+    rows = db.execute(
+        select(Document, func.coalesce(submitted.c.n, 0))
+        .outerjoin(submitted, submitted.c.document_id == Document.id)
+        .where(Document.study_id == study.id)
+        .order_by(Document.position, Document.id)
+        .limit(MAX_LISTED_DOCUMENTS)
+    ).all()
+    return [
+        {"id": d.external_id, "source": d.source, "gold": d.is_gold, "submitted": n}
+        for d, n in rows
+    ]
+
+
+def render_manage(study: Study, *, error: str | None = None, section: str = "", status=200):
+    db = get_session()
+    counts = db.scalar(select(func.count()).where(Document.study_id == study.id)) or 0
+    body = render_template(
+        "admin/manage.html",
+        study=study,
+        documents=_documents(db, study),
+        document_count=counts,
+        instructions=journey.instructions(study),
+        questionnaire=(study.settings or {}).get("journey_source", ""),
+        journey=journey.definition(study),
+        codes=return_codes(study),
+        reasons=REASONS,
+        actions=lifecycle.ACTIONS,
+        error=error,
+        error_section=section,
+        researcher=auth.current_researcher(),
+    )
+    return body, status
+
+
+def _done(slug: str, message: str, anchor: str):
+    flash(message, "ok")
+    return redirect(url_for("admin.manage", slug=slug) + anchor)
+
+
+def _change(slug: str, section: str, apply, message: str):
+    """Run ``apply(db, study)`` in one write transaction; the page with the error if refused."""
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    try:
+        apply(db, study)
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_manage(study, error=str(exc), section=section, status=exc.status)
+    return _done(slug, message, f"#{section}")
+
+
+@bp.get("/studies/<slug>/manage")
+@auth.login_required
+def manage(slug: str):
+    return render_manage(study_or_404(get_session(), slug))
+
+
+@bp.post("/studies/<slug>/status")
+@auth.login_required
+def change_status(slug: str):
+    action = request.form.get("action", "")
+
+    def apply(db, study: Study) -> None:
+        if action == "archive" and request.form.get("confirm") != "yes":
+            raise InvalidInput("tick the box to confirm archiving the study")
+        lifecycle.change_status(study, action)
+
+    return _change(slug, "status", apply, f"Study {slug}: {action} done.")
+
+
+@bp.post("/studies/<slug>/delete")
+@auth.login_required
+def delete(slug: str):
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    try:
+        counts = lifecycle.delete_study(db, study, request.form.get("confirm", ""))
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_manage(study, error=str(exc), section="delete", status=exc.status)
+    flash(
+        f"Study {slug} deleted ({counts['documents']} documents, "
+        f"{counts['assignments']} assignments).",
+        "ok",
+    )
+    return redirect(url_for("admin.studies"))
+
+
+@bp.post("/studies/<slug>/documents/remove")
+@auth.login_required
+def remove_document(slug: str):
+    document_id = request.form.get("document_id", "")
+    return _change(
+        slug,
+        "documents",
+        lambda db, study: lifecycle.remove_document(db, study, document_id),
+        f"Document {document_id[:100]} removed.",
+    )
+
+
+@bp.post("/studies/<slug>/instructions")
+@auth.login_required
+def save_instructions(slug: str):
+    text = request.form.get("instructions", "")
+    return _change(
+        slug,
+        "instructions",
+        lambda db, study: journey.set_instructions(study, text),
+        "Instructions saved.",
+    )
+
+
+@bp.post("/studies/<slug>/questionnaire")
+@auth.login_required
+def save_questionnaire(slug: str):
+    text = request.form.get("questionnaire", "").replace("\r\n", "\n")
+
+    return _change(
+        slug,
+        "questionnaire",
+        lambda db, study: journey.set_definition(study, text, "questionnaire.yaml"),
+        "Consent and questionnaires saved.",
+    )
+
+
+@bp.post("/studies/<slug>/return-codes")
+@auth.login_required
+def save_return_codes(slug: str):
+    def apply(db, study: Study) -> None:
+        for reason in REASONS:
+            set_return_code(study, reason, request.form.get(reason, ""))
+
+    return _change(slug, "returns", apply, "Return codes saved.")
+
+
+@bp.get("/studies/<slug>/preview")
+@auth.login_required
+def worker_preview(slug: str):
+    """What a worker meets, read-only: consent, instructions, the first document, the
+    questionnaires. Nothing is stored and no slot is taken."""
+    db = get_session()
+    study = study_or_404(db, slug)
+    document = db.scalar(
+        select(Document)
+        .where(Document.study_id == study.id, Document.is_gold.is_(False))
+        .order_by(Document.position, Document.id)
+        .limit(1)
+    )
+    definition = journey.definition(study)
+    return render_template(
+        "admin/worker_preview.html",
+        study=study,
+        consent=render_markdown(definition.get("consent")),
+        instructions=render_markdown(journey.instructions(study)),
+        document=document,
+        segments=[s.text for s in document.segments] if document else [],
+        journey=definition,
+        researcher=auth.current_researcher(),
+    )
+
+
+@bp.get("/studies/<slug>/answers.csv")
+@auth.login_required
+def answers_csv(slug: str):
+    db = get_session()
+    study = study_or_404(db, slug)
+    body = "".join(iter_answers(db, study, "csv"))
+    return Response(
+        body,
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{study.slug}-answers.csv"'},
+    )

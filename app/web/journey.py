@@ -1,0 +1,176 @@
+"""Worker pages around the documents: consent, questionnaires, and the pages that send a
+worker back to their platform (study paused or closed, no documents left, consent declined).
+
+The forms here carry no cookie and no CSRF token (worker pages never use cookies, see
+ARCHITECTURE.md "Identity"): the consent form repeats the arrival's own parameters, and the
+questionnaire form is reached only through the unguessable assignment token in its URL.
+"""
+
+from __future__ import annotations
+
+from flask import (
+    Blueprint,
+    abort,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+
+from app.annotation import assignments as service
+from app.crowd import platforms
+from app.crowd.returns import platform_return
+from app.csp import content_security_policy
+from app.db import begin_write, get_session
+from app.documents import journey
+from app.documents.lifecycle import accepts_new_work
+from app.documents.questionnaires import check_answers
+from app.documents.studies import get_study
+from app.errors import MarginaliaError
+from app.models import Assignment, Study
+from app.web.limits import arrival_limit, limiter
+from app.web.markdown import render_markdown
+
+bp = Blueprint("journey", __name__)
+
+HEADINGS = {
+    "no_places": "No documents left",
+    "unavailable": "This study is not taking workers right now",
+    "declined": "You chose not to take part",
+}
+MESSAGES = {
+    "no_places": "Thank you for coming. Every document in this study already has all the "
+    "annotators it needs (or you have done all the ones you may do), so there is no work "
+    "for you here.",
+    "paused": "The researchers have paused this study for a while, so no new work is "
+    "handed out. Nothing was recorded for you.",
+    "closed": "This study has finished, so no new work is handed out. Nothing was recorded "
+    "for you.",
+    "declined": "Nothing was recorded apart from your choice. Thank you for your time.",
+}
+
+
+@bp.after_request
+def _no_store(response):
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _page(body: str, status: int, study: Study, assignment: Assignment | None = None):
+    """Like the other worker pages: framed by the MTurk origins only for MTurk work."""
+    response = make_response(body, status)
+    ancestors = platforms.frame_ancestors(study, assignment)
+    response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
+    if ancestors == "'none'":
+        response.headers["X-Frame-Options"] = "DENY"
+    return response
+
+
+def return_page(study: Study, platform: str, reason: str, status: int = 200):
+    """The page sending a worker back: ``no_places``, ``unavailable`` or ``declined``."""
+    key = reason
+    if reason == "unavailable":
+        key = "paused" if study.status == "paused" else "closed"
+    body = render_template(
+        "returned.html",
+        study=study,
+        reason=reason,
+        heading=HEADINGS[reason],
+        message=MESSAGES[key],
+        back=platform_return(study, platform, reason),
+        platform=platform,
+    )
+    return _page(body, status, study)
+
+
+def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = None):
+    body = render_template(
+        "consent.html",
+        study=study,
+        consent=render_markdown(journey.consent_text(study)),
+        button=journey.definition(study).get("consent_button") or "I agree",
+        params=arrival.start_params(),
+        error=error,
+    )
+    return _page(body, 400 if error else 200, study)
+
+
+def before_new_work(session, study: Study, arrival: platforms.Arrival):
+    """The page an arrival gets instead of new work (study not open, consent not yet
+    given), or None to go on to :func:`app.annotation.assigning.assign`."""
+    if not accepts_new_work(study):
+        return return_page(study, arrival.platform, "unavailable")
+    if journey.needs_consent(session, study, arrival.worker_id):
+        return consent_page(study, arrival)
+    return None
+
+
+@bp.post("/s/<slug>/consent")
+@limiter.shared_limit(arrival_limit, scope="arrivals")
+def consent(slug: str):
+    """Agree: stored, then on to ``/s/<slug>`` as the arrival was. Decline: stored, and the
+    page that sends the worker back to their platform."""
+    session = begin_write(get_session())
+    try:
+        study = get_study(session, slug)
+    except MarginaliaError:
+        abort(404)
+    try:
+        arrival = platforms.read_arrival(request.form)
+    except MarginaliaError as exc:
+        session.rollback()
+        return _page(render_template("start.html", study=study, error=str(exc)), 400, study)
+    if arrival is None or arrival.preview or not journey.consent_text(study):
+        session.rollback()
+        return redirect(url_for("pages.start", slug=slug))
+    decision = request.form.get("decision")
+    if decision not in ("agree", "decline"):
+        session.rollback()
+        return consent_page(study, arrival, error="choose whether you agree to take part")
+    journey.record_consent(session, study, arrival.worker_id, agreed=decision == "agree")
+    session.commit()
+    if decision == "decline":
+        return return_page(study, arrival.platform, "declined")
+    return redirect(url_for("pages.start", slug=slug, **arrival.start_params()))
+
+
+def questionnaire_page(session, assignment: Assignment, *, error: str | None = None, form=None):
+    """The questionnaire this submitted assignment's worker still has to answer, or None."""
+    pending = journey.pending_stage(session, assignment)
+    if pending is None:
+        return None
+    stage, questions = pending
+    body = render_template(
+        "questionnaire.html",
+        title=assignment.study.title,
+        token=assignment.token,
+        stage=stage,
+        questions=questions,
+        error=error,
+        form=form or {},
+    )
+    return _page(body, 400 if error else 200, assignment.study, assignment)
+
+
+@bp.post("/a/<token>/questionnaire")
+def answer_questionnaire(token: str):
+    """Store the answers of the pending stage, then back to the done page."""
+    session = begin_write(get_session())
+    try:
+        assignment = service.get_assignment(session, token)
+    except MarginaliaError:
+        abort(404)
+    pending = journey.pending_stage(session, assignment)
+    if pending is None or request.form.get("stage") != pending[0]:
+        session.rollback()  # answered already (a second tab, a retry): the done page goes on
+        return redirect(url_for("pages.done", token=token))
+    stage, questions = pending
+    try:
+        answers = check_answers(questions, request.form)
+    except MarginaliaError as exc:
+        session.rollback()
+        return questionnaire_page(session, assignment, error=str(exc), form=request.form)
+    journey.save_answers(session, assignment, stage, questions, answers)
+    session.commit()
+    return redirect(url_for("pages.done", token=token))
