@@ -48,6 +48,7 @@ def export_select(study: Study, *columns: Any) -> Select:
         )
         .where(
             Assignment.study_id == study.id,
+            Assignment.status != "rejected",  # a rejected worker's work leaves every export
             Annotation.id.is_not(None) | (Assignment.status == "submitted"),
         )
         .order_by(
