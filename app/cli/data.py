@@ -96,9 +96,16 @@ def import_command(
     default=None,
     help="Write to FILE instead of standard output (a new FOLDER for brat, labelstudio, parquet).",
 )
+@click.option(
+    "--columns",
+    "extra",
+    default="",
+    help="Optional columns after the default ones (csv, jsonl): category_label,segment_text.",
+)
 @with_app
-def export_command(slug: str, fmt: str, out: Path | None) -> None:
-    """Stream a study's annotations."""
+def export_command(slug: str, fmt: str, out: Path | None, extra: str) -> None:
+    """Stream a study's annotations (or, as assignments-csv / assignments-jsonl, one row per
+    assignment)."""
     from flask import current_app
 
     from app.documents.studies import get_study
@@ -113,7 +120,8 @@ def export_command(slug: str, fmt: str, out: Path | None) -> None:
             count = write_folder(out, iter_export_files(session, get_study(session, slug), fmt))
             click.echo(f"wrote {count} files to {out}", err=True)
             return
-        chunks = iter_export(session, get_study(session, slug), fmt)
+        names = tuple(n.strip() for n in extra.split(",") if n.strip())
+        chunks = iter_export(session, get_study(session, slug), fmt, names)
         if out is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)

@@ -22,6 +22,8 @@ from sqlalchemy.orm import Session
 from app.documents.segmenting import regroup
 from app.errors import InvalidInput
 from app.formats import (
+    assignments_csv,
+    assignments_jsonl,
     brat,
     bundles,
     csv,
@@ -33,6 +35,7 @@ from app.formats import (
     snac,
     thresh,
 )
+from app.formats.rows import check_columns
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
 from app.models import Study
 
@@ -40,7 +43,9 @@ READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
 }
 WRITERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    m.NAME: m
+    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    + (assignments_csv, assignments_jsonl)
 }
 IMPORT_FORMATS = ("auto", *READERS)
 TASKS_FILE = "tasks.json"  # what a folder or zip of a Label Studio export holds
@@ -176,11 +181,19 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     return list(merged.values())
 
 
-def iter_export(session: Session, study: Study, fmt: str) -> Iterator[str]:
+def iter_export(
+    session: Session, study: Study, fmt: str, extra_columns: tuple[str, ...] = ()
+) -> Iterator[str]:
     """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
-    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`)."""
+    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`).
+    ``extra_columns`` (csv and jsonl only): optional columns of ``rows.OPTIONAL_COLUMNS``."""
     if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
         raise ValueError(f"{fmt!r} is not a one-file export format")
+    if extra_columns:
+        if fmt not in ("csv", "jsonl"):
+            raise InvalidInput("extra columns are offered by the csv and jsonl exports only")
+        yield from WRITERS[fmt].export(session, study, extra_columns=check_columns(extra_columns))
+        return
     yield from WRITERS[fmt].export(session, study)
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document, Study, isoformat
+from app.errors import InvalidInput
+from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
 
 CSV_COLUMNS = (
     "study",
@@ -30,6 +31,19 @@ CSV_COLUMNS = (
     "created_at",
 )
 CHUNK_ROWS = 2_000
+# Optional columns, after CSV_COLUMNS in this order when asked for: the category's label
+# from the study's taxonomy, and the whole text of the annotated segment.
+OPTIONAL_COLUMNS = ("category_label", "segment_text")
+
+
+def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The asked-for optional columns in OPTIONAL_COLUMNS order; unknown names refused."""
+    unknown = [n for n in names if n not in OPTIONAL_COLUMNS]
+    if unknown:
+        raise InvalidInput(
+            f"unknown export column {unknown[0]!r}; optional columns: {', '.join(OPTIONAL_COLUMNS)}"
+        )
+    return tuple(n for n in OPTIONAL_COLUMNS if n in names)
 
 
 def export_select(study: Study, *columns: Any) -> Select:
@@ -57,8 +71,11 @@ def export_select(study: Study, *columns: Any) -> Select:
     )
 
 
-def row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
-    """CSV_COLUMNS values of each exported row, typed (None for empty fields).
+def row_values(
+    session: Session, study: Study, extra_columns: tuple[str, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """CSV_COLUMNS values of each exported row, typed (None for empty fields), then the
+    ``extra_columns`` asked for (checked names of OPTIONAL_COLUMNS).
 
     Rows stream from a Core query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS,
     no ORM objects.
@@ -81,7 +98,13 @@ def row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
         Assignment.completion_code,
         Annotation.created_at,
         Assignment.submitted_at,
+        *([Segment.text] if "segment_text" in extra_columns else []),
     )
+    if "segment_text" in extra_columns:  # joined only when asked for
+        query = query.outerjoin(
+            Segment, (Segment.document_id == Document.id) & (Segment.index == Annotation.segment)
+        )
+    labels = {c["id"]: c.get("label") for c in (study.taxonomy or {}).get("categories", [])}
     slug = study.slug
     result = (
         session.connection()
@@ -90,10 +113,23 @@ def row_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
     )
     for rows in result.partitions():
         for row in rows:
-            yield (slug, *row[:14], isoformat(row[14] or row[15]))
+            extra = {
+                "category_label": labels.get(row[5]) if row[5] is not None else None,
+                "segment_text": row[16] if len(row) > 16 else None,
+            }
+            yield (
+                slug,
+                *row[:14],
+                isoformat(row[14] or row[15]),
+                *(extra[name] for name in extra_columns),
+            )
 
 
-def annotation_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
-    """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields)."""
-    for values in row_values(session, study):
-        yield dict(zip(CSV_COLUMNS, values, strict=True))
+def annotation_rows(
+    session: Session, study: Study, extra_columns: tuple[str, ...] = ()
+) -> Iterator[dict[str, Any]]:
+    """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields), then
+    the ``extra_columns`` asked for."""
+    names = (*CSV_COLUMNS, *extra_columns)
+    for values in row_values(session, study, extra_columns):
+        yield dict(zip(names, values, strict=True))

@@ -14,6 +14,7 @@ from app.web.admin import (
     sharing,
     studies,
     uploads,
+    workers,
 )
 from app.web.admin.blueprint import bp
 
@@ -26,4 +27,5 @@ __all__ = [
     "sharing",
     "studies",
     "uploads",
+    "workers",
 ]

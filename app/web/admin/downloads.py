@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import (
     Response,
     abort,
+    request,
     stream_with_context,
 )
 
@@ -13,6 +14,7 @@ from app.db import get_session
 from app.errors import MarginaliaError
 from app.formats import EXPORT_FORMATS, FILE_SET_FORMATS, iter_export, iter_export_files
 from app.formats.bundles import zip_stream
+from app.formats.rows import check_columns
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
 
@@ -33,7 +35,14 @@ def export(slug: str, fmt: str):
         response = Response(zip_stream(files), mimetype=mimetype)
         response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'
         return response
+    # ?columns=category_label,segment_text: the optional annotation columns (csv, jsonl)
+    names = tuple(n for n in (request.args.get("columns") or "").split(",") if n)
+    try:
+        extra = check_columns(names) if fmt in ("csv", "jsonl") else ()
+    except MarginaliaError as exc:
+        return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
     # The request context (and with it the session) lives until the stream ends.
-    response = Response(stream_with_context(iter_export(db, study, fmt)), mimetype=mimetype)
+    chunks = iter_export(db, study, fmt, extra)
+    response = Response(stream_with_context(chunks), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{slug}.{extension}"'
     return response
