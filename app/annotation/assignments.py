@@ -18,8 +18,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
-from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation import timing
+from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.pairing import paired_values
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines, storable, text_problem

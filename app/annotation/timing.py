@@ -87,9 +87,10 @@ def require_seen(session: Session, assignment: Assignment) -> None:
     (no query unless the study sets it)."""
     if not (assignment.study.settings or {}).get("require_all_segments_seen"):
         return
-    count = session.scalar(
-        select(func.count()).where(Segment.document_id == assignment.document_id)
-    ) or 0
+    count = (
+        session.scalar(select(func.count()).where(Segment.document_id == assignment.document_id))
+        or 0
+    )
     seen = set(
         session.scalars(
             select(SegmentTime.segment).where(SegmentTime.assignment_id == assignment.id)
@@ -109,7 +110,10 @@ def min_seconds_per_segment(study: Study) -> float | None:
 
 
 def apply_settings(
-    study: Study, *, min_seconds: float | None = None, clear_min: bool = False,
+    study: Study,
+    *,
+    min_seconds: float | None = None,
+    clear_min: bool = False,
     require_seen: bool | None = None,
 ) -> dict[str, Any]:
     """Change the time settings (validated); returns them."""

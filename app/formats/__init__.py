@@ -35,8 +35,8 @@ from app.formats import (
     snac,
     thresh,
 )
-from app.formats.rows import check_columns
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
+from app.formats.rows import check_columns
 from app.models import Study
 
 READERS: dict[str, ModuleType] = {

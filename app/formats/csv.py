@@ -17,9 +17,7 @@ from app.models import Study
 NAME = "csv"
 
 
-def export(
-    session: Session, study: Study, extra_columns: tuple[str, ...] = ()
-) -> Iterator[str]:
+def export(session: Session, study: Study, extra_columns: tuple[str, ...] = ()) -> Iterator[str]:
     """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns, then
     any ``extra_columns``); text fields that a spreadsheet would read as a formula start with
     ``'``. The Postgres fast path serves the default columns."""

@@ -39,9 +39,7 @@ def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
     return documents
 
 
-def export(
-    session: Session, study: Study, extra_columns: tuple[str, ...] = ()
-) -> Iterator[str]:
+def export(session: Session, study: Study, extra_columns: tuple[str, ...] = ()) -> Iterator[str]:
     """One JSON object per line with the CSV columns (then any ``extra_columns``), typed
     (nulls for empty fields)."""
     lines: list[str] = []

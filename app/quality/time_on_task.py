@@ -29,8 +29,9 @@ def segment_seconds(session: Session, assignment_ids: Iterable[int]) -> dict[int
     found: dict[int, dict[int, float]] = defaultdict(dict)
     for start in range(0, len(ids), 500):
         for aid, segment, seconds in session.execute(
-            select(SegmentTime.assignment_id, SegmentTime.segment, SegmentTime.active_seconds)
-            .where(SegmentTime.assignment_id.in_(ids[start : start + 500]))
+            select(
+                SegmentTime.assignment_id, SegmentTime.segment, SegmentTime.active_seconds
+            ).where(SegmentTime.assignment_id.in_(ids[start : start + 500]))
         ):
             found[aid][segment] = seconds
     return dict(found)
@@ -59,13 +60,17 @@ def worker_times(
             Assignment.study_id == study.id, Assignment.status.in_(statuses)
         )
     ).all()
-    counts = dict(
-        session.execute(
-            select(Segment.document_id, func.count())
-            .where(Segment.document_id.in_({r.document_id for r in rows}))
-            .group_by(Segment.document_id)
-        ).all()
-    ) if rows else {}
+    counts = (
+        dict(
+            session.execute(
+                select(Segment.document_id, func.count())
+                .where(Segment.document_id.in_({r.document_id for r in rows}))
+                .group_by(Segment.document_id)
+            ).all()
+        )
+        if rows
+        else {}
+    )
     seconds = segment_seconds(session, [r.id for r in rows])
     values: dict[str, list[float]] = defaultdict(list)
     for r in rows:
