@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli import crowd, data, detector, researcher, server, study
+from app.cli import crowd, data, detector, researcher, server, study, worker_ops
 from app.cli.base import OneLineGroup
 
 
@@ -30,3 +30,4 @@ main.add_command(detector.worker_command)
 main.add_command(researcher.researcher)
 crowd.register(main, study.study)
 detector.register_model_server(main)
+worker_ops.register(main, study.study)
