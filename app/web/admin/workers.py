@@ -24,6 +24,15 @@ from app.web.admin.blueprint import bp, study_or_404
 CHECK_CATCH_RATE = None
 
 
+DONE_MESSAGES = {
+    "approve": "{worker} approved.",
+    "reject": "{worker} rejected: their work has left the exports and their slots are open.",
+    "block": "{worker} blocked: they get no new document in this study.",
+    "unblock": "{worker} unblocked.",
+    "note": "Note saved.",
+}
+
+
 def _gold_f1(assignment: Assignment) -> float | None:
     return (((assignment.scores or {}).get("gold") or {}).get("overall") or {}).get("f1")
 
@@ -127,7 +136,7 @@ def worker_action(slug: str):
             abort(404)
         flash(str(exc), "error")
         return redirect(url_for("admin.worker", slug=slug, id=worker_id)), 303
-    flash(f"{action.capitalize()}: done for {worker_id}.", "ok")
+    flash(DONE_MESSAGES[action].format(worker=worker_id), "ok")
     return redirect(url_for("admin.worker", slug=slug, id=worker_id)), 303
 
 
