@@ -14,14 +14,20 @@ from sqlalchemy import select
 from app.annotation import reviews, timing
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
+from app.formats import assignment_rows
 from app.models import Assignment, Document, Study
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
-# Filled at merge by the attention-check feature: (session, study) -> {worker ID: catch
-# rate in [0, 1]}; without it the column shows "–".
-CHECK_CATCH_RATE = None
+
+def _catch_rates(db, study: Study) -> dict[str, float]:
+    """Worker ID -> attention-check catch rate, from the ``check_catch_rate`` column the
+    attention-check feature registers (per worker) in the assignment export; {} without."""
+    for column in assignment_rows.EXTRA_COLUMNS:
+        if column.name == "check_catch_rate" and column.per_worker:
+            return column.values(db, study)
+    return {}
 
 
 DONE_MESSAGES = {
@@ -42,7 +48,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     assignments = db.scalars(select(Assignment).where(Assignment.study_id == study.id)).all()
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
-    catch = CHECK_CATCH_RATE(db, study) if CHECK_CATCH_RATE else {}
+    catch = _catch_rates(db, study)
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
