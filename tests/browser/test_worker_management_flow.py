@@ -95,6 +95,18 @@ def test_time_is_measured_shown_and_reject_reopens_the_slot(app, client, live_se
     busy(page, 2.0)
     page.click("#next-button")
     busy(page, 1.0)
+    # hiding the tab sends what was measured on this segment at once
+    with page.expect_request(lambda r: r.url.endswith("/position")) as sent:
+        page.evaluate(
+            """() => {
+                Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+                document.dispatchEvent(new Event('visibilitychange'));
+                delete document.visibilityState;
+            }"""
+        )
+    body = sent.value.post_data_json
+    assert body["segment"] == 2 and body["active"]["2"] >= 0.5, body
+    busy(page, 0.5)
     page.click("#submit-button")
     page.wait_for_url("**/done")
     elapsed = time.monotonic() - started
