@@ -465,3 +465,46 @@ class QuestionnaireAnswer(Base):
     question: Mapped[str] = mapped_column(String(100))
     answer: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SegmentTime(Base):
+    """A worker's active seconds on one segment of an assignment (visible, focused, idle gaps
+    over a minute left out); a row also records that the segment was seen."""
+
+    __tablename__ = "segment_times"
+    __table_args__ = (UniqueConstraint("assignment_id", "segment"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    active_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkerReview(Base):
+    """A researcher's verdict on one worker in one study: approved / rejected, blocked, note."""
+
+    __tablename__ = "worker_reviews"
+    __table_args__ = (UniqueConstraint("study_id", "worker_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    worker_id: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str | None] = mapped_column(String(20))
+    blocked: Mapped[bool] = mapped_column(Boolean, default=False)
+    note: Mapped[str] = mapped_column(Text, default="")
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkerAction(Base):
+    """One management action on a worker (approve, reject, block, unblock, note): who, when."""
+
+    __tablename__ = "worker_actions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    worker_id: Mapped[str] = mapped_column(String(200))
+    action: Mapped[str] = mapped_column(String(20))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    actor: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

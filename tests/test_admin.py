@@ -503,7 +503,8 @@ def test_dashboard_names_each_recall_and_shows_the_detector_precision(app, admin
     with app.app_context(), session_scope() as session:
         assert session.query(Assignment).filter_by(status="submitted").count() == 1
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
-    row = re.search(r"<td class=\"mono\">wk-1</td>.*?</tr>", page, re.DOTALL).group(0)
+    # the worker's ID links to their worker page (app/web/admin/workers.py)
+    row = re.search(r"<td class=\"mono\"><a [^>]*>wk-1</a></td>.*?</tr>", page, re.DOTALL).group(0)
     assert "50%" in row and "(1/2)" in row  # suggestions marked: Anna of Anna, Bob
     sure = re.search(r'<td class="num confident-recall">(.*?)</td>', row, re.DOTALL).group(1)
     assert "100%" in sure and "(1/1)" in sure  # Bob at 0.5 is below CharE's 0.9666

@@ -92,6 +92,9 @@ STUDY_READS = [
     "/admin/studies/{slug}/export.csv",
     "/admin/studies/{slug}/export.jsonl",
     "/admin/studies/{slug}/export.snac",
+    "/admin/studies/{slug}/export.assignments-csv",
+    "/admin/studies/{slug}/export.assignments-jsonl",
+    "/admin/studies/{slug}/workers",
 ]
 
 
@@ -118,6 +121,18 @@ def attack(app, client, slug: str) -> list[tuple[str, int]]:
         f"/admin/studies/{slug}/collaborators", data={"csrf_token": token, "email": BOB}
     )
     answers.append(("share", share.status_code))
+    for action in ("reject", "block", "note"):
+        managed = client.post(
+            f"/admin/studies/{slug}/workers/action",
+            data={"csrf_token": token, "worker": "any", "action": action, "note": "x"},
+        )
+        answers.append((f"worker {action}", managed.status_code))
+    timing = client.post(
+        f"/admin/studies/{slug}/workers/settings",
+        data={"csrf_token": token, "min_seconds_per_segment": "1"},
+    )
+    answers.append(("time settings", timing.status_code))
+    answers.append(("worker page", client.get(f"/admin/studies/{slug}/worker?id=any").status_code))
     return answers
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.annotation.reviews import refuse_blocked
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
 from app.models import (
@@ -375,6 +376,7 @@ def next_assignment_document(
     )
     if unfinished is not None:
         raise WorkInProgress()
+    refuse_blocked(session, study, worker_id)
     if document is not None:
         _check_document_allowed(session, study, worker_id, document)
         return document

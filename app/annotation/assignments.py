@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
+from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.pairing import paired_values
 from app.documents.taxonomy import categories_by_id
@@ -365,8 +366,10 @@ def set_position(session: Session, assignment: Assignment, body: Any) -> None:
     count = len(segment_texts(session, assignment.document_id))
     if not 0 <= segment < count:
         raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
+    active = timing.parse_active(body.get("active"), count)
     assignment.current_segment = segment
     engage(assignment)
+    timing.record(session, assignment, segment, active, assignment.last_seen_at)
 
 
 def heartbeat(assignment: Assignment) -> None:
@@ -390,6 +393,7 @@ def submit(session: Session, assignment: Assignment) -> str:
     if assignment.status == "submitted" and assignment.completion_code:
         return assignment.completion_code
     _require_active(assignment)
+    timing.require_seen(session, assignment)
     assignment.status = "submitted"
     assignment.submitted_at = now()
     assignment.completion_code = assignment.completion_code or new_completion_code()

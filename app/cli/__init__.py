@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from app.cli import crowd, data, detector, journey, researcher, review, server, study
+from app.cli import crowd, data, detector, journey, researcher, review, server, study, worker_ops
 from app.cli.base import OneLineGroup
 
 
@@ -32,3 +32,4 @@ main.add_command(review.review)
 crowd.register(main, study.study)
 journey.register(study.study)
 detector.register_model_server(main)
+worker_ops.register(main, study.study)

@@ -103,9 +103,16 @@ def import_command(
     show_default=True,
     help="Every submitted worker's annotations, or the adjudicated layer (marginalia review).",
 )
+@click.option(
+    "--columns",
+    "extra",
+    default="",
+    help="Optional columns after the default ones (csv, jsonl): category_label,segment_text.",
+)
 @with_app
-def export_command(slug: str, fmt: str, out: Path | None, layer: str) -> None:
-    """Stream a study's annotations."""
+def export_command(slug: str, fmt: str, out: Path | None, layer: str, extra: str) -> None:
+    """Stream a study's annotations (or, as assignments-csv / assignments-jsonl, one row per
+    assignment)."""
     from flask import current_app
 
     from app.documents.studies import get_study
@@ -122,7 +129,8 @@ def export_command(slug: str, fmt: str, out: Path | None, layer: str) -> None:
             )
             click.echo(f"wrote {count} files to {out}", err=True)
             return
-        chunks = iter_export(session, get_study(session, slug), fmt, layer)
+        names = tuple(n.strip() for n in extra.split(",") if n.strip())
+        chunks = iter_export(session, get_study(session, slug), fmt, layer, names)
         if out is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)

@@ -22,6 +22,8 @@ from sqlalchemy.orm import Session
 from app.documents.segmenting import regroup
 from app.errors import InvalidInput
 from app.formats import (
+    assignments_csv,
+    assignments_jsonl,
     brat,
     bundles,
     csv,
@@ -34,23 +36,27 @@ from app.formats import (
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
-from app.formats.rows import LAYERS, check_layer
+from app.formats.rows import LAYERS, check_columns, check_layer
 from app.models import Study
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
 }
 WRITERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    m.NAME: m
+    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    + (assignments_csv, assignments_jsonl)
 }
 IMPORT_FORMATS = ("auto", *READERS)
 TASKS_FILE = "tasks.json"  # what a folder or zip of a Label Studio export holds
 EXPORT_FORMATS = tuple(WRITERS)
+ASSIGNMENT_FORMATS = (assignments_csv.NAME, assignments_jsonl.NAME)  # one row per assignment
 FILE_SET_FORMATS = tuple(n for n, m in WRITERS.items() if getattr(m, "WRITES_FILES", False))
 GOLD_FORMATS = ("snac", *(name for name, m in READERS.items() if getattr(m, "WHOLE_TEXT", 0)))
 GOLD_FORMATS += tuple(n for n, m in READERS.items() if getattr(m, "READS_FILES", False))
 
 __all__ = [
+    "ASSIGNMENT_FORMATS",
     "EXPORT_FORMATS",
     "LAYERS",
     "FILE_SET_FORMATS",
@@ -178,13 +184,31 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     return list(merged.values())
 
 
-def iter_export(session: Session, study: Study, fmt: str, layer: str = "workers") -> Iterator[str]:
+def iter_export(
+    session: Session,
+    study: Study,
+    fmt: str,
+    layer: str = "workers",
+    extra_columns: tuple[str, ...] = (),
+) -> Iterator[str]:
     """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
     several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`). ``layer``:
-    "workers" (every submitted worker's annotations) or "adjudicated" (the reviewed layer)."""
+    "workers" (every submitted worker's annotations) or "adjudicated" (the reviewed layer).
+    ``extra_columns`` (csv and jsonl only): optional columns of ``rows.OPTIONAL_COLUMNS``."""
     check_layer(layer)
     if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
         raise ValueError(f"{fmt!r} is not a one-file export format")
+    if fmt in ASSIGNMENT_FORMATS:
+        if layer != "workers" or extra_columns:
+            raise InvalidInput(f"{fmt} has one row per assignment: no --layer or --columns")
+        yield from WRITERS[fmt].export(session, study)
+        return
+    if extra_columns:
+        if fmt not in ("csv", "jsonl"):
+            raise InvalidInput("extra columns are offered by the csv and jsonl exports only")
+        extra_columns = check_columns(extra_columns)
+        yield from WRITERS[fmt].export(session, study, layer, extra_columns=extra_columns)
+        return
     yield from WRITERS[fmt].export(session, study, layer)
 
 
@@ -200,4 +224,5 @@ def iter_export_files(
         yield from writer.export_files(session, study, layer)
         return
     extension = getattr(writer, "EXTENSION", fmt)
-    yield f"{study.slug}.{extension}", "".join(writer.export(session, study, layer)).encode("utf-8")
+    text = "".join(iter_export(session, study, fmt, layer))
+    yield f"{study.slug}.{extension}", text.encode("utf-8")

@@ -17,19 +17,23 @@ from app.models import Study
 NAME = "csv"
 
 
-def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
-    """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns);
-    text fields that a spreadsheet would read as a formula start with ``'``."""
+def export(
+    session: Session, study: Study, layer: str = "workers", extra_columns: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """CSV text in chunks: a header, then one row per live annotation (CONTRACT columns, then
+    any ``extra_columns``); text fields that a spreadsheet would read as a formula start with
+    ``'``. The Postgres fast path serves the workers' layer with the default columns."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # writes None as an empty field
-    writer.writerow(CSV_COLUMNS)
-    formatted = postgres_csv_lines(session, study) if layer == "workers" else None
+    writer.writerow((*CSV_COLUMNS, *extra_columns))
+    fast = layer == "workers" and not extra_columns
+    formatted = postgres_csv_lines(session, study) if fast else None
     if formatted is not None:
         yield buffer.getvalue()
         for lines in formatted:
             yield "\n".join(lines) + "\n"
         return
-    rows = row_values(session, study, layer)
+    rows = row_values(session, study, layer, extra_columns)
     while True:
         chunk = list(islice(rows, CHUNK_ROWS))
         writer.writerows(safe_row(row) for row in chunk)

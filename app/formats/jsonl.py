@@ -39,10 +39,13 @@ def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
     return documents
 
 
-def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
-    """One JSON object per line with the CSV columns, typed (nulls for empty fields)."""
+def export(
+    session: Session, study: Study, layer: str = "workers", extra_columns: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """One JSON object per line with the CSV columns (then any ``extra_columns``), typed
+    (nulls for empty fields)."""
     lines: list[str] = []
-    for row in annotation_rows(session, study, layer):
+    for row in annotation_rows(session, study, layer, extra_columns):
         lines.append(json.dumps(row, ensure_ascii=False))
         if len(lines) >= CHUNK_ROWS:
             yield "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
-from app.models import AdjudicatedError, Annotation, Assignment, Document, Study, isoformat
+from app.models import AdjudicatedError, Annotation, Assignment, Document, Segment, Study, isoformat
 
 CSV_COLUMNS = (
     "study",
@@ -56,6 +56,21 @@ def adjudicated_select(study: Study, *columns: Any) -> Select:
     )
 
 
+# Optional columns, after CSV_COLUMNS in this order when asked for: the category's label
+# from the study's taxonomy, and the whole text of the annotated segment.
+OPTIONAL_COLUMNS = ("category_label", "segment_text")
+
+
+def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The asked-for optional columns in OPTIONAL_COLUMNS order; unknown names refused."""
+    unknown = [n for n in names if n not in OPTIONAL_COLUMNS]
+    if unknown:
+        raise InvalidInput(
+            f"unknown export column {unknown[0]!r}; optional columns: {', '.join(OPTIONAL_COLUMNS)}"
+        )
+    return tuple(n for n in OPTIONAL_COLUMNS if n in names)
+
+
 def export_select(study: Study, *columns: Any) -> Select:
     """``columns`` over the exported rows, in export order.
 
@@ -72,6 +87,7 @@ def export_select(study: Study, *columns: Any) -> Select:
         )
         .where(
             Assignment.study_id == study.id,
+            Assignment.status != "rejected",  # a rejected worker's work leaves every export
             Annotation.id.is_not(None) | (Assignment.status == "submitted"),
         )
         .order_by(
@@ -80,16 +96,20 @@ def export_select(study: Study, *columns: Any) -> Select:
     )
 
 
-def row_values(session: Session, study: Study, layer: str = "workers") -> Iterator[tuple[Any, ...]]:
-    """CSV_COLUMNS values of each exported row, typed (None for empty fields).
+def row_values(
+    session: Session, study: Study, layer: str = "workers", extra_columns: tuple[str, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
+    """CSV_COLUMNS values of each exported row, typed (None for empty fields), then the
+    ``extra_columns`` asked for (checked names of OPTIONAL_COLUMNS).
 
     ``layer`` "adjudicated": the accepted rows of the adjudicated layer instead, worker_id
-    ``adjudicated``, no assignment or completion code, created_at when decided. Rows stream from a Core query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS,
-    no ORM objects.
+    ``adjudicated``, no assignment or completion code, created_at when decided. Rows stream
+    from a Core query (a server-side cursor on Postgres) in chunks of CHUNK_ROWS, no ORM
+    objects.
     """
     check_layer(layer)
     if layer == ADJUDICATED:
-        yield from _adjudicated_values(session, study)
+        yield from _adjudicated_values(session, study, extra_columns)
         return
     query = export_select(
         study,
@@ -109,7 +129,13 @@ def row_values(session: Session, study: Study, layer: str = "workers") -> Iterat
         Assignment.completion_code,
         Annotation.created_at,
         Assignment.submitted_at,
+        *([Segment.text] if "segment_text" in extra_columns else []),
     )
+    if "segment_text" in extra_columns:  # joined only when asked for
+        query = query.outerjoin(
+            Segment, (Segment.document_id == Document.id) & (Segment.index == Annotation.segment)
+        )
+    labels = {c["id"]: c.get("label") for c in (study.taxonomy or {}).get("categories", [])}
     slug = study.slug
     result = (
         session.connection()
@@ -118,10 +144,21 @@ def row_values(session: Session, study: Study, layer: str = "workers") -> Iterat
     )
     for rows in result.partitions():
         for row in rows:
-            yield (slug, *row[:14], isoformat(row[14] or row[15]))
+            extra = {
+                "category_label": labels.get(row[5]) if row[5] is not None else None,
+                "segment_text": row[16] if len(row) > 16 else None,
+            }
+            yield (
+                slug,
+                *row[:14],
+                isoformat(row[14] or row[15]),
+                *(extra[name] for name in extra_columns),
+            )
 
 
-def _adjudicated_values(session: Session, study: Study) -> Iterator[tuple[Any, ...]]:
+def _adjudicated_values(
+    session: Session, study: Study, extra_columns: tuple[str, ...] = ()
+) -> Iterator[tuple[Any, ...]]:
     row = AdjudicatedError
     query = adjudicated_select(
         study,
@@ -137,14 +174,34 @@ def _adjudicated_values(session: Session, study: Study) -> Iterator[tuple[Any, .
         row.paired_end,
         row.comment,
         row.decided_at,
+        *([Segment.text] if "segment_text" in extra_columns else []),
     )
+    if "segment_text" in extra_columns:
+        query = query.outerjoin(
+            Segment, (Segment.document_id == Document.id) & (Segment.index == row.segment)
+        )
+    labels = {c["id"]: c.get("label") for c in (study.taxonomy or {}).get("categories", [])}
     for values in session.execute(query):
-        yield (study.slug, *values[:11], ADJUDICATED, None, None, isoformat(values[11]))
+        extra = {
+            "category_label": labels.get(values[5]),
+            "segment_text": values[12] if len(values) > 12 else None,
+        }
+        yield (
+            study.slug,
+            *values[:11],
+            ADJUDICATED,
+            None,
+            None,
+            isoformat(values[11]),
+            *(extra[name] for name in extra_columns),
+        )
 
 
 def annotation_rows(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, layer: str = "workers", extra_columns: tuple[str, ...] = ()
 ) -> Iterator[dict[str, Any]]:
-    """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields)."""
-    for values in row_values(session, study, layer):
-        yield dict(zip(CSV_COLUMNS, values, strict=True))
+    """Each exported row as a dict keyed by CSV_COLUMNS (typed, None for empty fields), then
+    the ``extra_columns`` asked for."""
+    names = (*CSV_COLUMNS, *extra_columns)
+    for values in row_values(session, study, layer, extra_columns):
+        yield dict(zip(names, values, strict=True))

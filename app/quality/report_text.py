@@ -94,6 +94,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         "active",
         "annotations",
         "s/segment",
+        "active s/segment",
         "suggestions marked",
         "recall on confident suggestions",
     ):
@@ -107,6 +108,8 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             str(row["documents_active"]),
             str(row["annotations"]),
             _num(row["seconds_per_segment"], 1),
+            _num(row.get("active_seconds_per_segment"), 1)
+            + (" speeder" if row.get("speeder") else ""),
             f"{_num(rec['recall'])} ({rec['caught']}/{rec['total']})",
             "n/a"
             if sure.get("recall") is None

@@ -28,6 +28,7 @@ from app.models import (
 from app.quality.agreement import agreement_report, groups_from_taxonomy
 from app.quality.confident import confident_recall, confident_thresholds, main_version
 from app.quality.report_text import format_report
+from app.quality.time_on_task import add_to_report
 
 __all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
@@ -75,6 +76,8 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     * ``detector``: ``version`` (the detector version most suggestions came from, None
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
+    * each worker row also has ``active_seconds_per_segment`` and ``speeder``
+      (:func:`app.quality.time_on_task.add_to_report`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments, per taxonomy category and group.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
@@ -197,7 +200,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         )
     gold_docs = {doc.external_id for doc in documents if doc.is_gold} | set(gold)
 
-    return {
+    report = {
         "study": {
             "slug": study.slug,
             "title": study.title,
@@ -232,6 +235,8 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         "categories": _distribution(documents, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
     }
+    add_to_report(session, study, report["workers"])
+    return report
 
 
 def _progress(

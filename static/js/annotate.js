@@ -21,6 +21,7 @@ import { flashAnnotation } from "./annotate/list.js";
 import { goTo, wireNav } from "./annotate/nav.js";
 import { renderText } from "./annotate/segments.js";
 import { wireSelection } from "./annotate/selection.js";
+import { takeActive, wireTimer } from "./annotate/timer.js";
 import { el, page, showStatus } from "./annotate/state.js";
 
 // Bind what the parts call across (see `page` in annotate/state.js) before anything runs.
@@ -34,6 +35,7 @@ Object.assign(page, {
   visibleSuggestions,
   goTo,
   flashAnnotation,
+  takeActive,
 });
 for (const [name, value] of Object.entries(page)) {
   if (!value) throw new Error(`annotate: page.${name} is not bound`);
@@ -43,6 +45,7 @@ wireSelection();
 wireHints();
 wireForm();
 wireNav();
+wireTimer();
 wireEntityHover(document.body);
 showStatus("saving");
 el.saveStatus.textContent = "Loading…";

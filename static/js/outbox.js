@@ -40,7 +40,7 @@ const retryable = (err) =>
 
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
- * | {kind: "position", segment} | {kind: "event", suggestion, event, client_id?}
+ * | {kind: "position", segment, active?: {segment: seconds}} | {kind: "event", suggestion, event, client_id?}
  * | {kind: "events", suggestions: [id, ...], event} (one request for many, e.g. "shown").
  * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
@@ -89,8 +89,17 @@ export class Outbox {
   push(op) {
     if (this.stopped) return;
     if (op.kind === "position") {
-      // Only the latest position matters; keep the one in flight, drop queued ones.
-      this.ops = this.ops.filter((o, i) => o.kind !== "position" || (i === 0 && this.running));
+      // Only the latest position matters; keep the one in flight, drop queued ones, whose
+      // measured active seconds (timer.js) are carried over into this one.
+      const active = { ...(op.active || {}) };
+      this.ops = this.ops.filter((o, i) => {
+        if (o.kind !== "position" || (i === 0 && this.running)) return true;
+        for (const [segment, seconds] of Object.entries(o.active || {})) {
+          active[segment] = Math.round(((active[segment] || 0) + seconds) * 10) / 10;
+        }
+        return false;
+      });
+      op = { ...op, active };
     }
     if (op.kind === "remove") {
       // An add never sent can simply be forgotten with its remove. One that was sent, even
@@ -205,7 +214,10 @@ export class Outbox {
         }
       }
       case "position":
-        return requestJson("POST", `${base}/position`, { segment: op.segment });
+        return requestJson("POST", `${base}/position`, {
+          segment: op.segment,
+          ...(op.active && Object.keys(op.active).length ? { active: op.active } : {}),
+        });
       case "event":
         return requestJson(
           "POST",

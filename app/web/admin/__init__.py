@@ -17,6 +17,7 @@ from app.web.admin import (
     sharing,
     studies,
     uploads,
+    workers,
 )
 from app.web.admin.blueprint import bp
 
@@ -32,4 +33,5 @@ __all__ = [
     "sharing",
     "studies",
     "uploads",
+    "workers",
 ]

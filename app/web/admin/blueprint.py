@@ -31,6 +31,8 @@ EXPORT_TYPES = {
     "labelstudio": ("application/zip", "labelstudio.zip"),
     "brat": ("application/zip", "brat.zip"),
     "parquet": ("application/zip", "hf-dataset.zip"),
+    "assignments-csv": ("text/csv", "assignments.csv"),
+    "assignments-jsonl": ("application/x-ndjson; charset=utf-8", "assignments.jsonl"),
 }
 
 TAXONOMY_DIR = PROJECT_ROOT / "taxonomies"

@@ -12,9 +12,15 @@ from flask import (
 
 from app.db import get_session
 from app.errors import MarginaliaError
-from app.formats import EXPORT_FORMATS, FILE_SET_FORMATS, iter_export, iter_export_files
+from app.formats import (
+    ASSIGNMENT_FORMATS,
+    EXPORT_FORMATS,
+    FILE_SET_FORMATS,
+    iter_export,
+    iter_export_files,
+)
 from app.formats.bundles import zip_stream
-from app.formats.rows import LAYERS
+from app.formats.rows import LAYERS, check_columns
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
 
@@ -30,6 +36,8 @@ def export(slug: str, fmt: str):
     layer = request.args.get("layer", "workers")  # ?layer=adjudicated: the reviewed layer
     if layer not in LAYERS:
         return Response(f"unknown layer (use {' or '.join(LAYERS)})\n", 400, mimetype="text/plain")
+    if layer != "workers" and fmt in ASSIGNMENT_FORMATS:
+        return Response(f"{fmt} has one row per assignment: no layer\n", 400, mimetype="text/plain")
     name = slug if layer == "workers" else f"{slug}.{layer}"
     if fmt in FILE_SET_FORMATS:
         try:
@@ -39,8 +47,14 @@ def export(slug: str, fmt: str):
         response = Response(zip_stream(files), mimetype=mimetype)
         response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
         return response
+    # ?columns=category_label,segment_text: the optional annotation columns (csv, jsonl)
+    names = tuple(n for n in (request.args.get("columns") or "").split(",") if n)
+    try:
+        extra = check_columns(names) if fmt in ("csv", "jsonl") else ()
+    except MarginaliaError as exc:
+        return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
     # The request context (and with it the session) lives until the stream ends.
-    chunks = iter_export(db, study, fmt, layer)
+    chunks = iter_export(db, study, fmt, layer, extra)
     response = Response(stream_with_context(chunks), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
     return response

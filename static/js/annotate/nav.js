@@ -53,9 +53,10 @@ export function goTo(segment) {
   if (target === state.current || unfinishedForm()) return;
   setHint(el.navHint, "");
   setHint(el.formHint, "");
+  const active = page.takeActive(); // the time belongs to the segment being left
   state.current = target;
   el.instructions.open = false;
-  if (!state.readOnly) page.outbox.push({ kind: "position", segment: target });
+  if (!state.readOnly) page.outbox.push({ kind: "position", segment: target, active });
   page.renderAll({ scrollContext: true });
   el.currentHeading.focus({ preventScroll: true });
 }
@@ -65,6 +66,8 @@ async function submit() {
   state.submitting = true;
   renderNav();
   setHint(el.navHint, "Submitting…");
+  const active = page.takeActive(); // the last segment's time goes before the submit
+  if (Object.keys(active).length) page.outbox.push({ kind: "position", segment: state.current, active });
   let delay = 500;
   for (;;) {
     try {

@@ -194,4 +194,5 @@ export const page = {
   visibleSuggestions: null, // hints.js
   goTo: null, // nav.js
   flashAnnotation: null, // list.js
+  takeActive: null, // timer.js
 };

@@ -1,0 +1,138 @@
+"""Worker management: a researcher's verdict on a worker in one study, and its log.
+
+Actions (each logged in ``worker_actions`` with who and when):
+
+* ``approve``: review status ``approved``; assignments an earlier reject took away come back
+  (``submitted`` if they were, else ``abandoned``);
+* ``reject``: review status ``rejected`` and blocked; every ``active`` or ``submitted``
+  assignment of the worker becomes ``rejected``: its annotations leave every export and the
+  agreement figures (they count ``submitted`` work only) and its slot is free for the next
+  worker (:data:`app.annotation.assigning.TAKEN` does not count it);
+* ``block`` / ``unblock``: a blocked worker gets no new document in the study
+  (:func:`refuse_blocked`, called on every arrival);
+* ``note``: the researcher's note on the worker, replaced.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.documents.text import normalise_newlines, storable, text_problem
+from app.errors import Conflict, InvalidInput, NotFound
+from app.models import Assignment, Study, WorkerAction, WorkerReview
+
+ACTIONS = ("approve", "reject", "block", "unblock", "note")
+MAX_NOTE_CHARS = 2000
+
+
+class Blocked(Conflict):
+    """The arriving worker was blocked from this study by a researcher."""
+
+    def __init__(self) -> None:
+        super().__init__("you cannot take part in this study any more")
+
+
+def refuse_blocked(session: Session, study: Study, worker_id: str) -> None:
+    """One cheap query: raise :class:`Blocked` when the worker is blocked from the study."""
+    blocked = session.scalar(
+        select(WorkerReview.blocked).where(
+            WorkerReview.study_id == study.id, WorkerReview.worker_id == worker_id
+        )
+    )
+    if blocked:
+        raise Blocked()
+
+
+def reviews(session: Session, study: Study) -> dict[str, WorkerReview]:
+    """Every reviewed worker of the study: worker ID -> review row."""
+    return {
+        row.worker_id: row
+        for row in session.scalars(select(WorkerReview).where(WorkerReview.study_id == study.id))
+    }
+
+
+def review_status(session: Session, study: Study) -> dict[str, str]:
+    """The export column hook: worker ID -> ``approved`` / ``rejected`` (absent: not reviewed)."""
+    return {w: r.status for w, r in reviews(session, study).items() if r.status}
+
+
+def action_log(session: Session, study: Study, worker_id: str) -> list[WorkerAction]:
+    return list(
+        session.scalars(
+            select(WorkerAction)
+            .where(WorkerAction.study_id == study.id, WorkerAction.worker_id == worker_id)
+            .order_by(WorkerAction.id.desc())
+        )
+    )
+
+
+def _note(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("the note must be text")
+    if len(value) > MAX_NOTE_CHARS:
+        raise InvalidInput(f"the note is longer than {MAX_NOTE_CHARS} characters")
+    value = normalise_newlines(value)
+    if not storable(value) or text_problem(value, allow="\n\t"):
+        raise InvalidInput("the note must not contain control characters")
+    return value.strip()
+
+
+def act(
+    session: Session, study: Study, worker_id: str, action: str, actor: str, note: object = ""
+) -> WorkerReview:
+    """Apply one action to a worker who has work in the study, and log it."""
+    if action not in ACTIONS:
+        raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}")
+    known = session.scalar(
+        select(Assignment.id)
+        .where(Assignment.study_id == study.id, Assignment.worker_id == worker_id)
+        .limit(1)
+    )
+    if known is None:
+        raise NotFound("no worker with this ID in this study")
+    detail = _note(note) if action == "note" else ""
+    review = session.scalar(
+        select(WorkerReview).where(
+            WorkerReview.study_id == study.id, WorkerReview.worker_id == worker_id
+        )
+    )
+    if review is None:
+        review = WorkerReview(study_id=study.id, worker_id=worker_id, blocked=False, note="")
+        session.add(review)
+    mine = (Assignment.study_id == study.id) & (Assignment.worker_id == worker_id)
+    if action == "reject":
+        review.status, review.blocked = "rejected", True
+        session.execute(
+            update(Assignment)
+            .where(mine, Assignment.status.in_(("active", "submitted")))
+            .values(status="rejected")
+        )
+    elif action == "approve":
+        review.status = "approved"
+        for restored, had_submitted in (("submitted", True), ("abandoned", False)):
+            session.execute(
+                update(Assignment)
+                .where(
+                    mine,
+                    Assignment.status == "rejected",
+                    Assignment.submitted_at.is_not(None)
+                    if had_submitted
+                    else Assignment.submitted_at.is_(None),
+                )
+                .values(status=restored)
+            )
+    elif action in ("block", "unblock"):
+        review.blocked = action == "block"
+    else:
+        review.note = detail
+    review.updated_at = datetime.now(UTC)
+    session.add(
+        WorkerAction(
+            study_id=study.id, worker_id=worker_id, action=action, detail=detail, actor=actor
+        )
+    )
+    session.flush()
+    return review

@@ -1,0 +1,138 @@
+"""Time on task: the annotate page's active seconds per segment, stored per (assignment,
+segment), and the study's time rules (``docs/METRICS.md``, "Active time").
+
+The page sends, with each position update, the active seconds it measured since its last
+report: ``{"segment": N, "active": {"<segment>": seconds, ...}}``. A value must be a finite
+number >= 0 (else 400, nothing stored). The reported seconds together may not exceed the
+wall-clock time since the assignment's previous report (or its opening) plus
+:data:`SLACK_SECONDS`: a larger claim is scaled down to that, so a forged value can add no
+more time than really passed. A row exists for every segment the worker has reached (seen),
+with 0 seconds if none were reported.
+
+Study settings (``study.settings``): ``min_seconds_per_segment`` (a worker whose median is
+below it is flagged a speeder; absent: no flag), ``require_all_segments_seen`` (true: submit
+is refused until every segment was reached).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, InvalidInput
+from app.models import Assignment, Segment, SegmentTime, Study
+
+SLACK_SECONDS = 5.0
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_active(value: Any, count: int) -> dict[int, float]:
+    """The ``active`` field checked: segment index -> seconds (finite, >= 0, in range)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput("active must be an object of segment index -> seconds")
+    if len(value) > count:
+        raise InvalidInput("active names more segments than the document has")
+    parsed: dict[int, float] = {}
+    for key, seconds in value.items():
+        if not isinstance(key, str) or not key.isdigit() or len(key) > 9:
+            raise InvalidInput("active: keys must be segment indexes")
+        index = int(key)
+        if index >= count:
+            raise InvalidInput(f"active: segment {index} is out of range (0..{count - 1})")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise InvalidInput("active: seconds must be numbers")
+        if not math.isfinite(seconds) or seconds < 0:
+            raise InvalidInput("active: seconds must be finite and not negative")
+        parsed[index] = float(seconds)
+    return parsed
+
+
+def record(
+    session: Session, assignment: Assignment, segment: int, active: dict[int, float], moment
+) -> None:
+    """Mark ``segment`` seen and add ``active`` (clamped to the wall-clock time since the
+    previous report) to the assignment's rows: one query, then the changed rows."""
+    rows = {
+        row.segment: row
+        for row in session.scalars(
+            select(SegmentTime).where(SegmentTime.assignment_id == assignment.id)
+        )
+    }
+    previous = max(
+        [_aware(row.updated_at) for row in rows.values()] + [_aware(assignment.created_at)]
+    )
+    budget = max(0.0, (moment - previous).total_seconds()) + SLACK_SECONDS
+    claimed = sum(active.values())
+    scale = min(1.0, budget / claimed) if claimed > 0 else 1.0
+    for index in sorted(set(active) | {segment}):
+        row = rows.get(index)
+        if row is None:
+            row = SegmentTime(assignment_id=assignment.id, segment=index, active_seconds=0.0)
+            session.add(row)
+        row.active_seconds = (row.active_seconds or 0.0) + round(active.get(index, 0.0) * scale, 3)
+        row.updated_at = moment
+
+
+def require_seen(session: Session, assignment: Assignment) -> None:
+    """With ``require_all_segments_seen``, refuse a submit before every segment was reached
+    (no query unless the study sets it)."""
+    if not (assignment.study.settings or {}).get("require_all_segments_seen"):
+        return
+    count = (
+        session.scalar(select(func.count()).where(Segment.document_id == assignment.document_id))
+        or 0
+    )
+    seen = set(
+        session.scalars(
+            select(SegmentTime.segment).where(SegmentTime.assignment_id == assignment.id)
+        )
+    ) | {0, assignment.current_segment}
+    missing = [i for i in range(count) if i not in seen]
+    if missing:
+        raise Conflict(
+            f"please read every segment before submitting: segment {missing[0] + 1} of "
+            f"{count} has not been opened yet"
+        )
+
+
+def min_seconds_per_segment(study: Study) -> float | None:
+    value = (study.settings or {}).get("min_seconds_per_segment")
+    return float(value) if value is not None else None
+
+
+def apply_settings(
+    study: Study,
+    *,
+    min_seconds: float | None = None,
+    clear_min: bool = False,
+    require_seen: bool | None = None,
+) -> dict[str, Any]:
+    """Change the time settings (validated); returns them."""
+    settings = dict(study.settings or {})
+    if min_seconds is not None:
+        if not math.isfinite(min_seconds) or not 0 < min_seconds <= 3600:
+            raise InvalidInput("min_seconds_per_segment must be more than 0 and at most 3600")
+        settings["min_seconds_per_segment"] = min_seconds
+    if clear_min:
+        settings.pop("min_seconds_per_segment", None)
+    if require_seen is not None:
+        settings["require_all_segments_seen"] = bool(require_seen)
+    study.settings = settings
+    return describe(study)
+
+
+def describe(study: Study) -> dict[str, Any]:
+    settings = study.settings or {}
+    return {
+        "min_seconds_per_segment": min_seconds_per_segment(study),
+        "require_all_segments_seen": bool(settings.get("require_all_segments_seen")),
+    }

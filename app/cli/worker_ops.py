@@ -1,0 +1,221 @@
+"""``marginalia prolific approve|reject|bonus``: settle a study's Prolific submissions
+through Prolific's API (``app/crowd/prolific_api.py``; token in ``PROLIFIC_API_TOKEN``);
+``marginalia study time-settings``: the speeder threshold and the all-segments-seen rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import click
+from sqlalchemy import select
+
+from app.cli.base import OneLineCommand, OneLineGroup, counted, with_app
+from app.errors import InvalidInput
+
+
+@click.group("prolific", cls=OneLineGroup)
+def prolific() -> None:
+    """Approve, reject or bonus a study's Prolific workers through Prolific's API."""
+
+
+def _session():
+    from flask import current_app
+
+    return current_app.extensions["db_sessionmaker"]()
+
+
+def _workers(session, study, workers: tuple[str, ...], reviewed: str | None) -> list[str]:
+    from app.annotation.reviews import review_status
+
+    if reviewed:
+        chosen = sorted(w for w, s in review_status(session, study).items() if s == reviewed)
+        if workers:
+            chosen = sorted(set(chosen) | set(workers))
+    else:
+        chosen = list(dict.fromkeys(workers))
+    if not chosen:
+        raise InvalidInput("name workers with --worker ID (or --reviewed)")
+    return chosen
+
+
+def submissions(session, study, workers: list[str]) -> list[tuple[str, str, str]]:
+    """(worker ID, Prolific submission ID = stored SESSION_ID, Prolific study ID) of each
+    named worker's Prolific assignments, each submission once; a worker without one refused."""
+    from app.models import Assignment
+
+    rows = session.execute(
+        select(Assignment.worker_id, Assignment.platform_data)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.platform == "prolific",
+            Assignment.worker_id.in_(workers),
+        )
+        .order_by(Assignment.id)
+    ).all()
+    found: dict[str, tuple[str, str, str]] = {}
+    for worker, data in rows:
+        session_id = (data or {}).get("session_id")
+        if session_id:
+            found.setdefault(session_id, (worker, session_id, (data or {}).get("study_id", "")))
+    missing = [w for w in workers if w not in {v[0] for v in found.values()}]
+    if missing:
+        raise InvalidInput(f"worker {missing[0]!r} has no Prolific submission in this study")
+    return list(found.values())
+
+
+def _run(dry_run: bool, calls: list[tuple[str, Any]], verb: str) -> None:
+    from app.crowd.prolific_api import ProlificClient
+
+    if dry_run:
+        for text, _ in calls:
+            click.echo(f"would {text}")
+        return
+    client = ProlificClient()
+    for done, (text, call) in enumerate(calls):
+        try:
+            call(client)
+        except Exception as exc:
+            if done:
+                click.echo(f"{verb} {counted(done, 'submission')} before the error", err=True)
+            raise exc
+        click.echo(text)
+
+
+WORKER = click.option("--worker", "workers", multiple=True, help="A worker ID (repeat).")
+DRY = click.option("--dry-run", is_flag=True, help="Print the requests, send nothing.")
+
+
+@prolific.command("approve")
+@click.argument("slug")
+@WORKER
+@click.option("--reviewed", is_flag=True, help="Every worker approved on the worker page.")
+@DRY
+@with_app
+def approve_command(slug: str, workers: tuple[str, ...], reviewed: bool, dry_run: bool) -> None:
+    """Approve the workers' Prolific submissions (the SESSION_ID each arrived with)."""
+    from app.documents.studies import get_study
+
+    session = _session()
+    study = get_study(session, slug)
+    found = submissions(
+        session, study, _workers(session, study, workers, "approved" if reviewed else None)
+    )
+    calls = [
+        (f"approve submission {sid} of {worker}", lambda c, s=sid: c.approve(s))
+        for worker, sid, _ in found
+    ]
+    _run(dry_run, calls, "approved")
+
+
+@prolific.command("reject")
+@click.argument("slug")
+@WORKER
+@click.option("--reviewed", is_flag=True, help="Every worker rejected on the worker page.")
+@click.option("--category", required=True, help="Prolific's rejection_category, e.g. FAILED_CHECK.")
+@click.option("--message", required=True, help="Shown to the worker; at least 100 characters.")
+@DRY
+@with_app
+def reject_command(
+    slug: str, workers: tuple[str, ...], reviewed: bool, category: str, message: str, dry_run: bool
+) -> None:
+    """Reject the workers' Prolific submissions with a category and a message."""
+    from app.crowd.prolific_api import check_rejection
+    from app.documents.studies import get_study
+
+    check_rejection(message, category)
+    session = _session()
+    study = get_study(session, slug)
+    found = submissions(
+        session, study, _workers(session, study, workers, "rejected" if reviewed else None)
+    )
+    calls = [
+        (
+            f"reject submission {sid} of {worker} ({category})",
+            lambda c, s=sid: c.reject(s, message, category),
+        )
+        for worker, sid, _ in found
+    ]
+    _run(dry_run, calls, "rejected")
+
+
+@prolific.command("bonus")
+@click.argument("slug")
+@WORKER
+@click.option(
+    "--amount", required=True, help="Bonus per worker in the study's currency, e.g. 1.50."
+)
+@DRY
+@with_app
+def bonus_command(slug: str, workers: tuple[str, ...], amount: str, dry_run: bool) -> None:
+    """Pay each named worker a bonus: one bulk bonus set up per Prolific study, then paid."""
+    from app.crowd.prolific_api import bonus_amount
+    from app.documents.studies import get_study
+
+    value = bonus_amount(amount)
+    session = _session()
+    study = get_study(session, slug)
+    found = submissions(session, study, _workers(session, study, workers, None))
+    per_study: dict[str, list[str]] = defaultdict(list)
+    for worker, _, prolific_study in found:
+        if not prolific_study:
+            raise InvalidInput(f"worker {worker!r} arrived without a STUDY_ID: cannot bonus")
+        if worker not in per_study[prolific_study]:
+            per_study[prolific_study].append(worker)
+
+    def pay(client, prolific_study: str, paid: list[str]) -> None:
+        payment = client.set_up_bonuses(prolific_study, [(w, value) for w in paid])
+        client.pay_bonuses(payment)
+
+    calls = [
+        (
+            f"pay {counted(len(paid), 'bonus', 'bonuses')} of {value} in Prolific study {ps}",
+            lambda c, ps=ps, paid=paid: pay(c, ps, paid),
+        )
+        for ps, paid in per_study.items()
+    ]
+    _run(dry_run, calls, "paid")
+
+
+@click.command("time-settings", cls=OneLineCommand)
+@click.argument("slug")
+@click.option(
+    "--min-seconds-per-segment",
+    type=float,
+    default=None,
+    help="Flag workers whose median active seconds per segment is below this.",
+)
+@click.option("--no-min-seconds", is_flag=True, help="Remove the speeder threshold.")
+@click.option(
+    "--require-all-seen/--allow-unseen",
+    default=None,
+    help="Refuse (or allow) a submit before every segment was opened.",
+)
+@with_app
+def time_settings_command(
+    slug: str, min_seconds_per_segment: float | None, no_min_seconds: bool, require_all_seen
+) -> None:
+    """Show or change a study's time-on-task settings."""
+    import json
+
+    from app.annotation.timing import apply_settings
+    from app.documents.studies import get_study
+
+    session = _session()
+    try:
+        study = get_study(session, slug)
+        described = apply_settings(
+            study,
+            min_seconds=min_seconds_per_segment,
+            clear_min=no_min_seconds,
+            require_seen=require_all_seen,
+        )
+        session.commit()
+    finally:
+        session.close()
+    click.echo(json.dumps(described, sort_keys=True))
+
+
+def register(main: click.Group, study_group: click.Group) -> None:
+    main.add_command(prolific)
+    study_group.add_command(time_settings_command)

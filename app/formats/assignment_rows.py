@@ -1,0 +1,169 @@
+"""The assignment-level export's rows (one per assignment of the study), shared by the
+``assignments-csv`` and ``assignments-jsonl`` writers; CONTRACT.md lists the columns.
+
+Columns that other features own join through :data:`EXTRA_COLUMNS`: a name and a function
+``(session, study) -> {assignment id: value}`` (or ``{worker ID: value}`` with
+``per_worker=True``), called once per export. Attention checks' catch rate and questionnaire
+answers plug in there (:func:`register_column`); without a provider their columns are empty.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.annotation.reviews import reviews
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    Segment,
+    Study,
+    SuggestionEvent,
+    isoformat,
+)
+from app.quality.time_on_task import segment_seconds, worker_times
+
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    name: str
+    values: Callable[[Session, Study], dict[Any, Any]]
+    per_worker: bool = False
+
+
+EXTRA_COLUMNS: list[ExtraColumn] = []
+
+
+def register_column(name: str, values, *, per_worker: bool = False) -> None:
+    """Add (or replace) a column filled by ``values(session, study)``."""
+    EXTRA_COLUMNS[:] = [c for c in EXTRA_COLUMNS if c.name != name]
+    EXTRA_COLUMNS.append(ExtraColumn(name, values, per_worker))
+
+
+# Filled by other features at merge (issue 13 items 2 and 6); empty until then.
+HOOKED = ("check_catch_rate", "questionnaire")
+
+BASE_COLUMNS = (
+    "study",
+    "worker_id",
+    "assignment",
+    "document",
+    "platform",
+    "prolific_pid",
+    "prolific_study_id",
+    "prolific_session_id",
+    "mturk_worker_id",
+    "mturk_assignment_id",
+    "mturk_hit_id",
+    "condition",
+    "status",
+    "opened_at",
+    "submitted_at",
+    "active_seconds",
+    "segment_seconds",
+    "segments",
+    "annotations",
+    "suggestions_shown",
+    "suggestions_accepted",
+    "suggestions_dismissed",
+    "gold_f1",
+    "suggestion_recall",
+    "speeder",
+    "review_status",
+    "blocked",
+)
+
+
+def columns() -> tuple[str, ...]:
+    extra = [c.name for c in EXTRA_COLUMNS if c.name not in HOOKED]
+    return (*BASE_COLUMNS, *HOOKED, *extra)
+
+
+def _counts(session: Session, study: Study) -> tuple[dict, dict, dict]:
+    mine = select(Assignment.id).where(Assignment.study_id == study.id)
+    live = dict(
+        session.execute(
+            select(Annotation.assignment_id, func.count())
+            .where(Annotation.assignment_id.in_(mine), Annotation.removed_at.is_(None))
+            .group_by(Annotation.assignment_id)
+        ).all()
+    )
+    events: dict[int, Counter] = defaultdict(Counter)
+    for aid, event, n in session.execute(
+        select(SuggestionEvent.assignment_id, SuggestionEvent.event, func.count())
+        .where(SuggestionEvent.assignment_id.in_(mine))
+        .group_by(SuggestionEvent.assignment_id, SuggestionEvent.event)
+    ):
+        events[aid][event] = n
+    segments = dict(
+        session.execute(
+            select(Segment.document_id, func.count())
+            .join(Document, Document.id == Segment.document_id)
+            .where(Document.study_id == study.id)
+            .group_by(Segment.document_id)
+        ).all()
+    )
+    return live, events, segments
+
+
+def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """One dict per assignment (document order, then assignment id), keyed by :func:`columns`."""
+    assignments = session.execute(
+        select(Assignment, Document.external_id)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(Assignment.study_id == study.id)
+        .order_by(Document.position, Assignment.id)
+    ).all()
+    live, events, segments = _counts(session, study)
+    seconds = segment_seconds(session, [a.id for a, _ in assignments])
+    times = worker_times(session, study)
+    verdicts = reviews(session, study)
+    extras = [(c, c.values(session, study)) for c in EXTRA_COLUMNS]
+    for a, external_id in assignments:
+        data = a.platform_data or {}
+        prolific, mturk = a.platform == "prolific", a.platform == "mturk"
+        measured = seconds.get(a.id)
+        scores = a.scores or {}
+        gold = (scores.get("gold") or {}).get("overall") or {}
+        verdict = verdicts.get(a.worker_id)
+        row = {
+            "study": study.slug,
+            "worker_id": a.worker_id,
+            "assignment": a.token,
+            "document": external_id,
+            "platform": a.platform,
+            "prolific_pid": a.worker_id if prolific else None,
+            "prolific_study_id": data.get("study_id") if prolific else None,
+            "prolific_session_id": data.get("session_id") if prolific else None,
+            "mturk_worker_id": a.worker_id if mturk else None,
+            "mturk_assignment_id": data.get("assignment_id") if mturk else None,
+            "mturk_hit_id": data.get("hit_id") if mturk else None,
+            "condition": a.condition,
+            "status": a.status,
+            "opened_at": isoformat(a.created_at),
+            "submitted_at": isoformat(a.submitted_at),
+            "active_seconds": round(sum(measured.values()), 3) if measured else None,
+            "segment_seconds": (
+                {str(k): v for k, v in sorted(measured.items())} if measured else None
+            ),
+            "segments": segments.get(a.document_id, 0),
+            "annotations": live.get(a.id, 0),
+            "suggestions_shown": events[a.id]["shown"] if a.id in events else 0,
+            "suggestions_accepted": events[a.id]["accepted"] if a.id in events else 0,
+            "suggestions_dismissed": events[a.id]["dismissed"] if a.id in events else 0,
+            "gold_f1": gold.get("f1"),
+            "suggestion_recall": (scores.get("suggestions") or {}).get("recall"),
+            "speeder": bool(times.get(a.worker_id, {}).get("speeder")),
+            "review_status": verdict.status if verdict else None,
+            "blocked": bool(verdict.blocked) if verdict else False,
+            **dict.fromkeys(HOOKED),
+        }
+        for column, values in extras:
+            row[column.name] = values.get(a.worker_id if column.per_worker else a.id)
+        yield row

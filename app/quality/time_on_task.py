@@ -1,0 +1,99 @@
+"""Time on task per worker (``docs/METRICS.md``, "Active time"): the median active seconds
+per segment and the speeder flag.
+
+A worker's segments are every segment of each of their submitted assignments that has any
+measured time (assignments without a single ``segment_times`` row, imported work or scripts,
+are left out); a segment without a row counts 0 seconds. The median is the middle value of
+those (mean of the two middle ones for an even count). A worker is a *speeder* when the
+study sets ``min_seconds_per_segment`` and their median is below it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import Assignment, Segment, SegmentTime, Study
+
+COUNTED = ("submitted", "rejected")
+
+
+def segment_seconds(session: Session, assignment_ids: Iterable[int]) -> dict[int, dict[int, float]]:
+    """Assignment id -> {segment index: active seconds} for the rows that exist."""
+    ids = list(assignment_ids)
+    found: dict[int, dict[int, float]] = defaultdict(dict)
+    for start in range(0, len(ids), 500):
+        for aid, segment, seconds in session.execute(
+            select(
+                SegmentTime.assignment_id, SegmentTime.segment, SegmentTime.active_seconds
+            ).where(SegmentTime.assignment_id.in_(ids[start : start + 500]))
+        ):
+            found[aid][segment] = seconds
+    return dict(found)
+
+
+def per_segment_values(seconds: dict[int, float], count: int) -> list[float]:
+    """Every segment's seconds (0 where none were measured) of one measured assignment."""
+    return [seconds.get(i, 0.0) for i in range(count)]
+
+
+def median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def is_speeder(median: float | None, minimum: float | None) -> bool:
+    return minimum is not None and median is not None and median < minimum
+
+
+def worker_times(
+    session: Session, study: Study, *, statuses: tuple[str, ...] = COUNTED
+) -> dict[str, dict[str, Any]]:
+    """Worker ID -> ``median_seconds_per_segment``, ``active_seconds`` (total), ``measured``
+    (segments counted), ``speeder``; over their assignments with one of ``statuses``."""
+    rows = session.execute(
+        select(Assignment.id, Assignment.worker_id, Assignment.document_id).where(
+            Assignment.study_id == study.id, Assignment.status.in_(statuses)
+        )
+    ).all()
+    counts = (
+        dict(
+            session.execute(
+                select(Segment.document_id, func.count())
+                .where(Segment.document_id.in_({r.document_id for r in rows}))
+                .group_by(Segment.document_id)
+            ).all()
+        )
+        if rows
+        else {}
+    )
+    seconds = segment_seconds(session, [r.id for r in rows])
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.id in seconds:
+            values[r.worker_id] += per_segment_values(seconds[r.id], counts.get(r.document_id, 0))
+    value = (study.settings or {}).get("min_seconds_per_segment")
+    minimum = float(value) if value is not None else None
+    result = {}
+    for worker, found in values.items():
+        median = median_or_none(found)
+        result[worker] = {
+            "median_seconds_per_segment": median,
+            "active_seconds": round(sum(found), 3),
+            "measured": len(found),
+            "speeder": is_speeder(median, minimum),
+        }
+    return result
+
+
+def add_to_report(session: Session, study: Study, workers: list[dict[str, Any]]) -> None:
+    """The report's worker rows gain ``active_seconds_per_segment`` (median) and ``speeder``."""
+    times = worker_times(session, study, statuses=("submitted",))
+    for row in workers:
+        found = times.get(row["worker_id"], {})
+        row["active_seconds_per_segment"] = found.get("median_seconds_per_segment")
+        row["speeder"] = bool(found.get("speeder"))

@@ -1,0 +1,244 @@
+"""``marginalia prolific approve|reject|bonus`` against a local stand-in for Prolific's API
+(tests/prolific_standin.py) that checks method, path, token header and JSON body as
+Prolific documents them; error answers become one-line CLI errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.crowd import platforms
+from app.db import session_scope
+from app.models import Study
+from tests.conftest import REPO, make_study
+from tests.helpers import DOCUMENTS
+from tests.prolific_standin import ProlificStandIn
+
+MARGINALIA = str(Path(sys.executable).parent / "marginalia")
+MESSAGE = (
+    "Your annotations did not mark any of the planted errors that every attentive reader "
+    "finds; we cannot accept this submission."
+)
+WORKERS = {"5f1a": ("st77", "sessA"), "5f1b": ("st77", "sessB"), "6c2d": ("st88", "sessC")}
+
+
+@pytest.fixture
+def prolific_study(app, client, database_url):
+    make_study(app, documents=DOCUMENTS)
+    with app.app_context(), session_scope() as session:
+        platforms.configure_study(session.scalar(select(Study)), platform="prolific")
+    for pid, (study_id, session_id) in WORKERS.items():
+        query = {"PROLIFIC_PID": pid, "STUDY_ID": study_id, "SESSION_ID": session_id}
+        answer = client.get("/s/demo", query_string=query)
+        assert answer.status_code == 302
+    generic = client.post("/api/assignments", json={"study": "demo", "worker_id": "plain"})
+    assert generic.status_code == 201
+    return database_url
+
+
+def run(database_url: str, standin: ProlificStandIn | None, *args: str, token="test-token"):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    env.pop("PROLIFIC_API_TOKEN", None)
+    if token is not None:
+        env["PROLIFIC_API_TOKEN"] = token
+    if standin is not None:
+        env["PROLIFIC_API_URL"] = standin.url
+    return subprocess.run(
+        [MARGINALIA, "prolific", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+def test_approve_sends_the_documented_transition(prolific_study):
+    with ProlificStandIn() as standin:
+        done = run(
+            prolific_study, standin, "approve", "demo", "--worker", "5f1a", "--worker", "6c2d"
+        )
+    assert done.returncode == 0, done.stderr
+    assert standin.problems == []
+    assert standin.requests == [
+        {"path": "/api/v1/submissions/sessA/transition/", "body": {"action": "APPROVE"}},
+        {"path": "/api/v1/submissions/sessC/transition/", "body": {"action": "APPROVE"}},
+    ]
+    assert "approve submission sessA of 5f1a" in done.stdout
+
+
+def test_reject_sends_message_and_category_and_checks_them_first(prolific_study):
+    with ProlificStandIn() as standin:
+        short = run(
+            prolific_study,
+            standin,
+            "reject",
+            "demo",
+            "--worker",
+            "5f1b",
+            "--category",
+            "FAILED_CHECK",
+            "--message",
+            "too short",
+        )
+        unknown = run(
+            prolific_study,
+            standin,
+            "reject",
+            "demo",
+            "--worker",
+            "5f1b",
+            "--category",
+            "BORED",
+            "--message",
+            MESSAGE,
+        )
+        assert standin.requests == []  # refused before any request
+        done = run(
+            prolific_study,
+            standin,
+            "reject",
+            "demo",
+            "--worker",
+            "5f1b",
+            "--category",
+            "FAILED_CHECK",
+            "--message",
+            MESSAGE,
+        )
+    assert short.returncode == 1 and "at least 100 characters" in short.stderr
+    assert unknown.returncode == 1 and "category must be one of" in unknown.stderr
+    assert done.returncode == 0, done.stderr
+    assert standin.problems == []
+    assert standin.requests == [
+        {
+            "path": "/api/v1/submissions/sessB/transition/",
+            "body": {"action": "REJECT", "message": MESSAGE, "rejection_category": "FAILED_CHECK"},
+        }
+    ]
+
+
+def test_reviewed_workers_are_taken_from_the_worker_page(app, prolific_study):
+    from app.annotation.reviews import act
+
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        act(session, study, "5f1b", "reject", "ada@example.org")
+        act(session, study, "6c2d", "approve", "ada@example.org")
+    with ProlificStandIn() as standin:
+        done = run(prolific_study, standin, "approve", "demo", "--reviewed")
+    assert done.returncode == 0, done.stderr
+    assert [r["path"] for r in standin.requests] == ["/api/v1/submissions/sessC/transition/"]
+
+
+def test_bonus_sets_up_one_bulk_payment_per_prolific_study_then_pays_it(prolific_study):
+    with ProlificStandIn() as standin:
+        done = run(
+            prolific_study,
+            standin,
+            "bonus",
+            "demo",
+            "--amount",
+            "1.5",
+            "--worker",
+            "5f1a",
+            "--worker",
+            "5f1b",
+            "--worker",
+            "6c2d",
+        )
+    assert done.returncode == 0, done.stderr
+    assert standin.problems == []
+    assert standin.requests == [
+        {
+            "path": "/api/v1/submissions/bonus-payments/",
+            "body": {"study_id": "st77", "csv_bonuses": "5f1a,1.50\n5f1b,1.50\n"},
+        },
+        {"path": "/api/v1/bulk-bonus-payments/bulk1/pay/", "body": {}},
+        {
+            "path": "/api/v1/submissions/bonus-payments/",
+            "body": {"study_id": "st88", "csv_bonuses": "6c2d,1.50\n"},
+        },
+        {"path": "/api/v1/bulk-bonus-payments/bulk3/pay/", "body": {}},
+    ]
+
+
+def test_bad_bonus_amounts_send_nothing(prolific_study):
+    from app.crowd.prolific_api import bonus_amount
+    from app.errors import InvalidInput
+
+    for amount in ("0", "-1", "1.234", "abc", "1000", "NaN", "Infinity"):
+        with pytest.raises(InvalidInput, match="bonus amount"):
+            bonus_amount(amount)
+    assert str(bonus_amount("2")) == "2.00"
+    with ProlificStandIn() as standin:
+        done = run(
+            prolific_study, standin, "bonus", "demo", "--amount", "1.234", "--worker", "5f1a"
+        )
+    assert done.returncode == 1 and "bonus amount" in done.stderr
+    assert standin.requests == []
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "expected"),
+    [
+        (401, {}, "Prolific refused the token (401)"),
+        (404, {}, "Prolific has nothing at /api/v1/submissions/sessA/transition/ (404)"),
+        (429, {"Retry_After": "30"}, "Prolific is limiting requests (429): try again in 30 s"),
+        (500, {}, "Prolific had a server error (500)"),
+        (503, {}, "Prolific had a server error (503)"),
+    ],
+)
+def test_error_answers_become_one_line(prolific_study, status, headers, expected):
+    with ProlificStandIn() as standin:
+        standin.fail_next(status, **headers)
+        done = run(prolific_study, standin, "approve", "demo", "--worker", "5f1a")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: " + expected), done.stderr
+
+
+def test_a_wrong_token_is_refused_by_the_standin(prolific_study):
+    with ProlificStandIn() as standin:
+        done = run(prolific_study, standin, "approve", "demo", "--worker", "5f1a", token="nope")
+    assert done.returncode == 1 and "refused the token (401)" in done.stderr
+
+
+def test_missing_token_unknown_worker_and_dry_run(prolific_study):
+    with ProlificStandIn() as standin:
+        no_token = run(prolific_study, standin, "approve", "demo", "--worker", "5f1a", token=None)
+        stranger = run(prolific_study, standin, "approve", "demo", "--worker", "nobody")
+        generic = run(prolific_study, standin, "approve", "demo", "--worker", "plain")
+        nobody = run(prolific_study, standin, "approve", "demo")
+        dry = run(prolific_study, standin, "approve", "demo", "--worker", "5f1a", "--dry-run")
+        assert standin.requests == []
+    assert no_token.returncode == 1 and "PROLIFIC_API_TOKEN" in no_token.stderr
+    assert stranger.returncode == 1 and "no Prolific submission" in stranger.stderr
+    assert generic.returncode == 1 and "no Prolific submission" in generic.stderr
+    assert nobody.returncode == 1 and "--worker" in nobody.stderr
+    assert dry.returncode == 0 and "would approve submission sessA" in dry.stdout
+
+
+def test_unreachable_prolific_is_one_line(prolific_study):
+    env_url = "http://127.0.0.1:9"  # discard port: nothing listens
+    env = {
+        **os.environ,
+        "DATABASE_URL": prolific_study,
+        "PROLIFIC_API_TOKEN": "t",
+        "PROLIFIC_API_URL": env_url,
+    }
+    done = subprocess.run(
+        [MARGINALIA, "prolific", "approve", "demo", "--worker", "5f1a"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith("error: cannot reach Prolific at http://127.0.0.1:9")

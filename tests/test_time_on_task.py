@@ -1,0 +1,167 @@
+"""Issue 13 item 3: active time per (assignment, segment) sent with position updates, the
+clamp against forged values, the all-segments-seen submit rule, and the median / speeder
+figures of the report (hand-computed), on SQLite and Postgres."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from app.db import session_scope
+from app.models import Assignment, SegmentTime, Study
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import DOCUMENTS, open_token
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def times(app, token: str) -> dict[int, float]:
+    with app.app_context(), session_scope() as session:
+        aid = session.scalar(select(Assignment.id).where(Assignment.token == token))
+        rows = session.scalars(select(SegmentTime).where(SegmentTime.assignment_id == aid))
+        return {row.segment: row.active_seconds for row in rows}
+
+
+def opened_ago(app, token: str, seconds: float) -> None:
+    """Pretend the assignment was opened ``seconds`` ago (and nothing was reported since)."""
+    with app.app_context(), session_scope() as session:
+        moment = datetime.now(UTC) - timedelta(seconds=seconds)
+        session.execute(
+            update(Assignment).where(Assignment.token == token).values(created_at=moment)
+        )
+        aid = session.scalar(select(Assignment.id).where(Assignment.token == token))
+        session.execute(
+            update(SegmentTime).where(SegmentTime.assignment_id == aid).values(updated_at=moment)
+        )
+
+
+def position(client, token: str, body) -> int:
+    return client.post(f"/api/assignments/{token}/position", json=body).status_code
+
+
+def test_position_stores_active_seconds_per_segment(app, client):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    opened_ago(app, token, 120)
+    assert position(client, token, {"segment": 1, "active": {"0": 42.5}}) == 204
+    assert times(app, token) == {0: 42.5, 1: 0.0}  # segment 1 reached: seen, no time yet
+    opened_ago(app, token, 120)
+    assert position(client, token, {"segment": 2, "active": {"1": 30, "0": 2.5}}) == 204
+    assert times(app, token) == {0: 45.0, 1: 30.0, 2: 0.0}
+    assert position(client, token, {"segment": 3}) == 204  # no time: still a seen mark
+    assert set(times(app, token)) == {0, 1, 2, 3}
+
+
+def test_a_forged_huge_value_is_clamped_to_the_wall_clock(app, client):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    opened_ago(app, token, 100)
+    assert position(client, token, {"segment": 1, "active": {"0": 1e12}}) == 204
+    stored = times(app, token)[0]
+    assert 100 <= stored <= 100 + 5 + 5  # elapsed + the 5 s slack (+ the test's own time)
+    # at once again: almost no wall-clock time has passed, so at most the slack is added
+    assert position(client, token, {"segment": 1, "active": {"0": 1e6, "1": 1e6}}) == 204
+    after = times(app, token)
+    assert after[0] + after[1] - stored <= 5 + 1
+    # two claims share the budget in proportion
+    assert after[1] == pytest.approx(after[0] - stored, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "active",
+    [
+        {"0": -1},
+        {"0": "12"},
+        {"0": True},
+        {"9": 1},
+        {"x": 1},
+        {"-1": 1},
+        [1, 2],
+        "12",
+        {"0": 1, "1": 1, "2": 1, "3": 1, "4": 1},
+    ],
+)
+def test_bad_active_values_are_refused_and_change_nothing(app, client, active):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    answer = client.post(
+        f"/api/assignments/{token}/position", json={"segment": 1, "active": active}
+    )
+    assert answer.status_code == 400
+    assert "active" in answer.get_json()["error"]
+    assert times(app, token) == {}
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(Assignment.current_segment)) == 0
+
+
+def test_nan_and_infinity_are_refused(app, client):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    for raw in ('{"segment": 1, "active": {"0": NaN}}', '{"segment": 1, "active": {"0": 1e999}}'):
+        answer = client.post(
+            f"/api/assignments/{token}/position", data=raw, content_type="application/json"
+        )
+        assert answer.status_code == 400
+    assert times(app, token) == {}
+
+
+def test_submit_before_every_segment_was_seen_is_refused_when_the_study_says_so(app, client):
+    make_study(app, documents=DOCUMENTS)
+    allowed = open_token(client, worker="w0")
+    assert client.post(f"/api/assignments/{allowed}/submit").status_code == 200  # default
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        study.settings = {**(study.settings or {}), "require_all_segments_seen": True}
+    token = open_token(client)
+    answer = client.post(f"/api/assignments/{token}/submit")
+    assert answer.status_code == 409
+    assert "segment 2 of 4 has not been opened" in answer.get_json()["error"]
+    for segment in (1, 2):
+        assert position(client, token, {"segment": segment}) == 204
+    answer = client.post(f"/api/assignments/{token}/submit")
+    assert answer.status_code == 409 and "segment 4 of 4" in answer.get_json()["error"]
+    assert position(client, token, {"segment": 3}) == 204
+    assert position(client, token, {"segment": 0}) == 204  # going back is fine
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+
+def put_times(app, token: str, seconds: dict[int, float]) -> None:
+    with app.app_context(), session_scope() as session:
+        aid = session.scalar(select(Assignment.id).where(Assignment.token == token))
+        for segment, value in seconds.items():
+            session.add(SegmentTime(assignment_id=aid, segment=segment, active_seconds=value))
+
+
+def test_report_median_and_speeder_hand_computed(app, client):
+    make_study(app, documents=DOCUMENTS)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        study.settings = {**(study.settings or {}), "min_seconds_per_segment": 20}
+    fast = open_token(client, worker="fast")  # doc-1, 4 segments
+    slow = open_token(client, worker="slow")
+    assert client.post(f"/api/assignments/{slow}/submit").status_code == 200
+    slow2 = open_token(client, worker="slow", document="doc-2")  # 2 segments
+    unmeasured = open_token(client, worker="script")
+    # fast: 10, 20, 40 and segment 3 never reported (0) -> sorted 0, 10, 20, 40 -> median 15
+    put_times(app, fast, {0: 10, 1: 20, 2: 40})
+    # slow: doc-1 30, 50, 25, 100; doc-2 60, 5 -> 5, 25, 30, 50, 60, 100 -> median 40
+    put_times(app, slow, {0: 30, 1: 50, 2: 25, 3: 100})
+    put_times(app, slow2, {0: 60, 1: 5})
+    for token in (fast, slow2, unmeasured):
+        assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    from app.quality.reporting import study_report
+
+    with app.app_context(), session_scope() as session:
+        report = study_report(session, session.scalar(select(Study)))
+    rows = {row["worker_id"]: row for row in report["workers"]}
+    assert rows["fast"]["active_seconds_per_segment"] == 15
+    assert rows["fast"]["speeder"] is True
+    assert rows["slow"]["active_seconds_per_segment"] == 40
+    assert rows["slow"]["speeder"] is False
+    assert rows["script"]["active_seconds_per_segment"] is None  # no measurement, no flag
+    assert rows["script"]["speeder"] is False
