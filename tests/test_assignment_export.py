@@ -140,14 +140,20 @@ def test_annotation_export_optional_columns(app, client, study):
         try:
             text = "".join(
                 iter_export(
-                    session, get_study(session, "demo"), "csv", ("segment_text", "category_label")
+                    session,
+                    get_study(session, "demo"),
+                    "csv",
+                    extra_columns=("segment_text", "category_label"),
                 )
             )
             lines = "".join(
-                iter_export(session, get_study(session, "demo"), "jsonl", ("category_label",))
+                iter_export(
+                    session, get_study(session, "demo"), "jsonl", extra_columns=("category_label",)
+                )
             )
             with pytest.raises(Exception, match="unknown export column"):
-                "".join(iter_export(session, get_study(session, "demo"), "csv", ("password",)))
+                study = get_study(session, "demo")
+                "".join(iter_export(session, study, "csv", extra_columns=("password",)))
         finally:
             session.close()
     rows = list(csv.DictReader(io.StringIO(text)))
