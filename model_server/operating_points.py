@@ -110,3 +110,52 @@ def hintable(points: dict[str, Point | None] | None) -> bool:
     :data:`MIN_HINT_F1` (True when no points are stored: older heads were always used)."""
     best = (points or {}).get("best_f1")
     return best is None or float(best["f1"]) >= MIN_HINT_F1
+
+
+CONFIDENT_POINT = "precision_90"
+
+
+def confident_calibration(
+    points: dict[str, dict[str, Point | None]],
+    labels: dict[str, str],
+    version: str,
+    dev: dict[str, dict[str, Point | None]] | None = None,
+) -> dict:
+    """What a detector version stores as ``detector_versions.calibration``: per category its
+    ``precision_90`` operating point (chosen out-of-fold on train) as the **confident
+    threshold**, with the train figures it was chosen on and the dev figures it was reported
+    with (``dev``: category -> point -> figures, absent when not measured). ``labels`` maps
+    category -> detector label. A category without the point gets ``threshold: None`` and why.
+    """
+    categories: dict[str, dict] = {}
+    for category, label in labels.items():
+        chosen = (points.get(category) or {}).get(CONFIDENT_POINT)
+        if not hintable(points.get(category)):
+            categories[category] = {
+                "label": label,
+                "threshold": None,
+                "reason": f"never suggested (out-of-fold train F1 under {MIN_HINT_F1})",
+            }
+        elif chosen is None:
+            categories[category] = {
+                "label": label,
+                "threshold": None,
+                "reason": "out-of-fold train precision never reaches 0.90 "
+                f"with at least {MIN_TRUE_POSITIVES} correct sentences",
+            }
+        else:
+            on_dev = ((dev or {}).get(category) or {}).get(CONFIDENT_POINT) or {}
+            categories[category] = {
+                "label": label,
+                "threshold": chosen["threshold"],
+                "train_precision": chosen["precision"],
+                "train_recall": chosen["recall"],
+                "dev_precision": on_dev.get("precision"),
+                "dev_recall": on_dev.get("recall"),
+            }
+    return {
+        "version": version,
+        "point": CONFIDENT_POINT,
+        "chosen_on": "out-of-fold train",
+        "categories": categories,
+    }
