@@ -183,21 +183,6 @@ GENERIC_HEADS = {
     "place",
     "help",
 }
-# people named by their role ("the cook", "the Queen", "a white-haired gentleman"): CharE
-# candidates too when the role word is new to the context
-PERSON_ROLES = set(
-    (
-        "king queen prince princess duke duchess lord lady count countess emperor empress "
-        "captain general colonel commandant sergeant officer soldier guard doctor nurse cook "
-        "porter maid servant butler clown fool jester poet painter merchant shepherd priest "
-        "monk nun friar bishop abbot orator prisoner stranger gentleman girl boy man woman "
-        "child baby widow landlord landlady innkeeper sheriff judge lawyer detective dealer "
-        "thief killer murderer waiter waitress driver sailor pirate witch wizard ghost knight "
-        "squire page messenger herald queen's king's teacher professor student mayor governor "
-        "boss agent spy hunter farmer peasant beggar hermit stepmother stepfather uncle aunt "
-        "grandmother grandfather"
-    ).split()
-)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
 
@@ -278,47 +263,6 @@ def _recent_context(context: str, n_chars: int = 600) -> str:
     return context[-n_chars:]
 
 
-def _role_candidates(doc, inp: DetectionInput, ctx_lower, n_ctx_words, taken) -> list[Candidate]:
-    """CharE candidates for people named by a role noun: "the cook", "the Queen", "a
-    white-haired gentleman" (the noun with its modifiers, without the determiner); the same
-    features as names, with ``is_role`` set."""
-    out = []
-    for chunk in doc.noun_chunks:
-        head = chunk.root
-        if head.lemma_.lower() not in PERSON_ROLES or head.tag_ in ("NNS", "NNPS"):
-            continue
-        first = chunk[0]
-        if first.lower_ not in ("the", "a", "an") and not head.text[:1].isupper():
-            continue
-        span = doc[first.i + 1 if first.lower_ in ("the", "a", "an") else first.i : head.i + 1]
-        if not len(span) or span.start_char in taken:
-            continue
-        start, end, sentence, context = span.start_char, span.end_char, inp.sentence, inp.context
-        seen = head.lower_ in ctx_lower or head.lemma_.lower() in ctx_lower
-        feats = {
-            "is_person": 0.0,
-            "is_propn": 0.0,
-            "is_other_ent": 0.0,
-            "all_new": float(not seen),
-            "any_new": float(not seen),
-            "frac_seen": float(seen),
-            "full_in_ctx": float(span.text.lower() in context.lower()),
-            "appos": float(any(c.dep_ == "appos" for c in head.children)),
-            "comma_after": float(sentence[end : end + 1] == ","),
-            "possessive": float(sentence[end : end + 2] == "'s"),
-            "sent_initial": float(first.i == 0),
-            "n_tokens": float(len(span)),
-            "is_subject": float(head.dep_ in ("nsubj", "nsubjpass")),
-            "ctx_empty": float(n_ctx_words == 0),
-            "log_ctx": min(1.0, n_ctx_words / 1000),
-            "opens_segment": float(inp.opens_segment),
-            "is_role": 1.0,
-        }
-        feats.update(introduction_features(sentence, start, end, context))
-        out.append(Candidate("character", start, end, span.text, feats))
-    return out
-
-
 def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
     sentence, context = inp.sentence, inp.context
     ctx_lower = _words(context)
@@ -363,10 +307,8 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "log_ctx": min(1.0, n_ctx_words / 1000),
             "opens_segment": float(inp.opens_segment),
         }
-        feats["is_role"] = 0.0
         feats.update(introduction_features(sentence, start, end, context))
         candidates.append(Candidate("character", start, end, text, feats))
-    candidates += _role_candidates(doc, inp, ctx_lower, n_ctx_words, {c.start for c in candidates})
     # definite / possessive noun phrases and pronouns (RefE)
     for chunk in doc.noun_chunks:
         first = chunk[0].lower_

@@ -125,7 +125,7 @@ def train_head(
     folds: int = 4,
     min_votes: int = 1,
     seed: int = 0,
-    version: str = "3",
+    version: str = "2",
     dev_path: str | Path | None = None,
 ) -> dict:
     """Fit the heads on SNaC train and write ``head.json`` (heads + operating points); with

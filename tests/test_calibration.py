@@ -25,7 +25,10 @@ def test_confident_threshold_is_the_stored_precision_90_point():
     gold = [True, True, True, True, True, False, True, False, True, False]
     # the lowest grid threshold (step .01) with precision >= .9 and >= 5 true positives:
     # t in (.70, .75]: 5/5 = 1.0; t in (.6, .7]: 5/6 = .83; t in (.5, .6]: 6/7 = .86; lower: less
-    points = {"CharE": choose(scores, gold), "RefE": choose([0.9] * 6, [True] + [False] * 5)}
+    points = {
+        "CharE": choose(scores, gold, min_true_positives=5),
+        "RefE": choose([0.9] * 6, [True] + [False] * 5),
+    }
     assert points["CharE"]["precision_90"] == {
         "threshold": 0.71,
         "precision": 1.0,
@@ -49,6 +52,7 @@ def test_confident_threshold_is_the_stored_precision_90_point():
     }
     assert got["categories"]["RefE"]["threshold"] is None
     assert "never reaches 0.90" in got["categories"]["RefE"]["reason"]
+    assert "at least 20 correct sentences" in got["categories"]["RefE"]["reason"]
     assert got["categories"]["InconE"]["threshold"] is None
     assert "never suggested" in got["categories"]["InconE"]["reason"]
 
