@@ -102,6 +102,7 @@ def test_llm_hints_show_their_reasons_and_feed_the_recall_in_the_report(
     listed = page.locator("#confident-thresholds").inner_text()
     assert "IncomCoref: all its suggestions, uncalibrated" in listed
     assert "IncomDisco: all its suggestions, uncalibrated" in listed
-    page.set_viewport_size({"width": 1440, "height": 900})
-    page.locator("#workers-heading").scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts / "dashboard-llm-recall-1440.png"), full_page=True)
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.locator("#workers-heading").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"dashboard-llm-recall-{width}.png"))
