@@ -250,8 +250,9 @@ class Suggestion(Base):
 
 class DetectorVersion(Base):
     """One version of a detector that stored suggestions, with what is known of its quality:
-    ``calibration`` is its ``calibration.json`` (per category the confident threshold at dev
-    precision >= 0.9, or none and why), ``{}`` when the version has none."""
+    ``calibration`` is its confident thresholds (per category the ``precision_90`` operating
+    point, chosen out-of-fold on train, with its dev figures, or none and why; see
+    ``model_server.operating_points.confident_calibration``), ``{}`` when the version has none."""
 
     __tablename__ = "detector_versions"
     __table_args__ = (UniqueConstraint("detector", "version"),)

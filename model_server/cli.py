@@ -1,4 +1,4 @@
-"""``marginalia detector ...`` commands: train, evaluate, calibrate, predict (a click group the main
+"""``marginalia detector ...`` commands: train, evaluate, predict (a click group the main
 CLI registers with ``cli.add_command(detector)``)."""
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ def train_cmd(
     if backend == "minilm":
         from model_server.minilm_train import train_head
 
-        summary = train_head(train_file, out_dir, min_votes=min_votes)
+        dev = dev_file or _default("dev")
+        dev = dev if Path(dev).exists() else None
+        summary = train_head(train_file, out_dir, min_votes=min_votes, dev_path=dev)
     else:
         from model_server.train import TrainConfig, train
 
@@ -199,33 +201,6 @@ def evaluate_cmd(model, data, min_votes, as_json, points) -> None:
     )
     if missing:
         click.echo("; ".join(missing) + " (nothing predicted there)")
-
-
-@detector.command("calibrate")
-@click.option(
-    "--model",
-    "model_dir",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="A MiniLM head folder (default: the packaged model_server/models/minilm).",
-)
-@click.option(
-    "--data",
-    type=click.Path(exists=True, dir_okay=False),
-    default=lambda: _default("dev"),
-    show_default="shared SNaC dev.json",
-    help="SNaC-format JSON with gold errors.",
-)
-def calibrate_cmd(model_dir, data) -> None:
-    """Store per-category confident thresholds (dev precision >= 0.9) in calibration.json."""
-    from model_server.detector import _default_model_dir
-    from model_server.minilm import calibrate_head
-
-    folder = Path(model_dir) if model_dir else _default_model_dir()
-    if not (folder / "head.json").exists():
-        raise click.ClickException(f"{folder}: no head.json (calibrate takes a MiniLM head)")
-    payload = calibrate_head(folder, data)
-    click.echo(json.dumps(payload["categories"], indent=2))
 
 
 @detector.command("predict")

@@ -23,16 +23,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model_server.calibrate import (
-    MIN_FLAGGED,
-    TARGET_PRECISION,
-    choose_threshold,
-    load_calibration,
-    write_calibration,
-)
 from model_server.features import SentenceCandidates, analyse, parse_inputs
 from model_server.interface import DetectionInput, RawSuggestion, as_inputs
-from model_server.operating_points import DEFAULT_HINTS, hintable, threshold_for
+from model_server.operating_points import (
+    DEFAULT_HINTS,
+    confident_calibration,
+    hintable,
+    threshold_for,
+)
 
 NAME = "minilm"
 HEAD_FILE = "head.json"
@@ -121,10 +119,10 @@ class MiniLMDetector:
         version: str,
         operating_points: dict[str, dict] | None = None,
         level: str = DEFAULT_HINTS,
-        calibration: dict | None = None,
+        dev_points: dict[str, dict] | None = None,
     ):
         self.operating_points: dict[str, dict] = operating_points or {}
-        self.calibration = calibration  # confident thresholds (model_server.calibrate)
+        self.dev_points = dev_points or {}  # the points' figures on SNaC dev (reported only)
         self.level = level
         self.heads = {
             label: {
@@ -160,7 +158,7 @@ class MiniLMDetector:
                 self._base_version,
                 self.operating_points,
                 level,
-                calibration=self.calibration,
+                dev_points=self.dev_points,
             )
         return self._levels[level]
 
@@ -174,7 +172,16 @@ class MiniLMDetector:
             data["heads"],
             version,
             data.get("operating_points"),
-            calibration=load_calibration(path, version),
+            dev_points=data.get("dev_points"),
+        )
+
+    @property
+    def calibration(self) -> dict:
+        """The confident thresholds stored with this version (``detector_versions``): each
+        category's ``precision_90`` operating point, chosen out-of-fold on train."""
+        labels = {CATEGORY_OF[label]: label for label in self._raw_heads}
+        return confident_calibration(
+            self.operating_points, labels, self._base_version, self.dev_points
         )
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
@@ -199,40 +206,3 @@ class MiniLMDetector:
                     )
                 )
         return out
-
-
-def calibrate_head(model_dir: str | Path, dev_path: str | Path, *, min_votes: int = 1) -> dict:
-    """Confident thresholds of the heads in ``model_dir`` on SNaC dev (sentence level,
-    :func:`model_server.calibrate.choose_threshold`); writes ``calibration.json``."""
-    from model_server.evaluate import example_inputs
-    from model_server.snac_data import load_documents, sentence_examples
-
-    detector = MiniLMDetector.load(model_dir)
-    examples = sentence_examples(load_documents(dev_path))
-    best: dict[str, dict[int, float]] = {label: {} for label in detector.heads}
-    for k, _, label, prob in detector.probabilities(example_inputs(examples)):
-        if label in best:
-            best[label][k] = max(best[label].get(k, 0.0), float(prob))
-    categories = {}
-    for label, head in detector.heads.items():
-        category = CATEGORY_OF[label]
-        scores = [
-            (score, any(g.category == category and g.votes >= min_votes for g in examples[k].gold))
-            for k, score in best[label].items()
-        ]
-        categories[category] = {"label": label, **choose_threshold(scores, head["threshold"])}
-    raw = (Path(model_dir) / HEAD_FILE).read_bytes()
-    payload = {
-        "detector": detector.name,
-        "version": detector.version,
-        "head_sha256": hashlib.sha256(raw).hexdigest(),
-        "data": Path(dev_path).name,
-        "sentences": len(examples),
-        "level": "sentence",
-        "target_precision": TARGET_PRECISION,
-        "min_flagged": MIN_FLAGGED,
-        "min_votes": min_votes,
-        "categories": categories,
-    }
-    write_calibration(model_dir, payload)
-    return payload

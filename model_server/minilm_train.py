@@ -126,8 +126,10 @@ def train_head(
     min_votes: int = 1,
     seed: int = 0,
     version: str = "2",
+    dev_path: str | Path | None = None,
 ) -> dict:
-    """Fit the heads on SNaC train and write ``head.json`` (heads + operating points)."""
+    """Fit the heads on SNaC train and write ``head.json`` (heads + operating points); with
+    ``dev_path``, also each point's dev figures (``dev_points``: reported, never chosen on)."""
     from model_server.evaluate import example_inputs
     from model_server.snac_data import load_documents, sentence_examples
 
@@ -138,8 +140,34 @@ def train_head(
     heads, points, summary = fit_heads(
         examples, rows, l2=l2, folds=folds, min_votes=min_votes, seed=seed
     )
-    write_head(out_dir, heads, points, version, Path(train_path).name, l2, min_votes)
+    path = write_head(out_dir, heads, points, version, Path(train_path).name, l2, min_votes)
+    if dev_path is not None:
+        summary["dev_points"] = add_dev_points(path, dev_path, min_votes)
     return summary
+
+
+def add_dev_points(head_path: Path, dev_path: str | Path, min_votes: int = 1) -> dict:
+    """Score every stored operating point on ``dev_path`` and store the figures in
+    ``head.json`` as ``dev_points`` (category -> point -> precision, recall, f1, gold)."""
+    from model_server.evaluate import evaluate_points
+    from model_server.minilm import MiniLMDetector
+    from model_server.snac_data import load_documents, sentence_examples
+
+    examples = sentence_examples(load_documents(dev_path))
+    tables = evaluate_points(MiniLMDetector.load(head_path.parent), examples, min_votes)
+    dev: dict[str, dict] = {}
+    for name, table in tables.items():
+        for category, row in table.items():
+            figures = None
+            if not row.get("missing"):
+                figures = {k: round(float(row[k]), 4) for k in ("p", "r", "f1")}
+                figures = {"precision": figures["p"], "recall": figures["r"], "f1": figures["f1"]}
+            dev.setdefault(category, {})[name] = figures
+    payload = json.loads(head_path.read_text(encoding="utf-8"))
+    payload["dev"] = Path(dev_path).name
+    payload["dev_points"] = dev
+    head_path.write_text(json.dumps(payload), encoding="utf-8")
+    return dev
 
 
 def write_head(out_dir, heads, points, version, train_name, l2, min_votes) -> Path:

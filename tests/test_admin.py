@@ -509,6 +509,9 @@ def test_dashboard_names_each_recall_and_shows_the_detector_precision(app, admin
     sure = re.search(r'<td class="num confident-recall">(.*?)</td>', row, re.DOTALL).group(1)
     assert "100%" in sure and "(1/1)" in sure  # Bob at 0.5 is below CharE's 0.9666
     listed = re.search(r'<ul class="confident" id="confident-thresholds">(.*?)</ul>', page, re.S)
-    assert "CharE: score ≥ 0.97, detector precision 0.91 on SNaC dev" in listed.group(1)
+    assert (
+        "CharE: score ≥ 0.97 (precision ≥ 0.9 out-of-fold on SNaC train), detector precision 0.91 on SNaC dev"
+        in listed.group(1)
+    )
     assert "RefE: n/a (never reaches 0.90)" in listed.group(1)
     assert "Suggestions marked" in page and "Recall on confident suggestions" in page

@@ -1,5 +1,6 @@
-"""Confident thresholds (dev precision >= 0.9, stored with the detector version), hand-computed;
-the stored MiniLM calibration; detector version rows; the migration matches the models."""
+"""Confident thresholds (the precision_90 operating point, out-of-fold on train, stored with the
+detector version), hand-computed; the shipped MiniLM's; detector version rows; the migration
+matches the models."""
 
 from __future__ import annotations
 
@@ -12,50 +13,67 @@ from sqlalchemy import create_engine, select
 
 from app.migrate import upgrade
 from app.models import Base, DetectorVersion
-from model_server.calibrate import choose_threshold, load_calibration
+from model_server.operating_points import choose, confident_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = ROOT / "model_server" / "models" / "minilm"
 
 
-def test_lowest_threshold_with_precision_at_least_target():
-    # best score per sentence, correct?   flagged at t: precision
-    scores = [(0.95, True), (0.9, True), (0.85, False), (0.8, True), (0.7, False), (0.6, False)]
-    # t=.95: 1/1; .9: 2/2; .85: 2/3; .8: 3/4 = .75; .7: 3/5; .6: 3/6
-    got = choose_threshold(scores, 0.5, target=0.75, min_flagged=2)
-    assert got == {"threshold": 0.8, "dev_precision": 0.75, "dev_flagged": 4, "dev_recall": 1.0}
-    # at least 3 flagged and precision 0.9: none qualifies (best with 3+ is 0.75)
-    none = choose_threshold(scores, 0.5, target=0.9, min_flagged=3)
-    assert none["threshold"] is None and none["best_precision"] == 0.75
-    assert "never reaches 0.90" in none["reason"]
-    # the head's own threshold is a floor: below it nothing is ever suggested
-    floor = choose_threshold(scores, 0.88, target=0.75, min_flagged=2)
-    assert floor["threshold"] == 0.9 and floor["dev_flagged"] == 2
+def test_confident_threshold_is_the_stored_precision_90_point():
+    # out-of-fold train scores of 10 sentences (score, gold?)          at t: tp fp -> precision
+    scores = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5, 0.3, 0.1]
+    gold = [True, True, True, True, True, False, True, False, True, False]
+    # the lowest grid threshold (step .01) with precision >= .9 and >= 5 true positives:
+    # t in (.70, .75]: 5/5 = 1.0; t in (.6, .7]: 5/6 = .83; t in (.5, .6]: 6/7 = .86; lower: less
+    points = {
+        "CharE": choose(scores, gold, min_true_positives=5),
+        "RefE": choose([0.9] * 6, [True] + [False] * 5),
+    }
+    assert points["CharE"]["precision_90"] == {
+        "threshold": 0.71,
+        "precision": 1.0,
+        "recall": round(5 / 7, 4),
+        "f1": round(2 * 5 / (2 * 5 + 0 + 2), 4),
+    }
+    assert points["RefE"]["precision_90"] is None  # 1/6 at every threshold
+    points["RefE"]["best_f1"]["f1"] = 0.31  # good enough to hint, never precise enough
+    dev = {"CharE": {"precision_90": {"precision": 0.875, "recall": 0.4, "f1": 0.55}}}
+    labels = {"CharE": "character", "RefE": "event", "InconE": "inconsistent"}
+    points["InconE"] = {"best_f1": {"threshold": 0.5, "f1": 0.1}, "precision_90": None}
+    got = confident_calibration(points, labels, "3+abc", dev)
+    assert got["version"] == "3+abc" and got["point"] == "precision_90"
+    assert got["categories"]["CharE"] == {
+        "label": "character",
+        "threshold": 0.71,
+        "train_precision": 1.0,
+        "train_recall": 0.7143,
+        "dev_precision": 0.875,  # reported on dev, never chosen there
+        "dev_recall": 0.4,
+    }
+    assert got["categories"]["RefE"]["threshold"] is None
+    assert "never reaches 0.90" in got["categories"]["RefE"]["reason"]
+    assert "at least 20 correct sentences" in got["categories"]["RefE"]["reason"]
+    assert got["categories"]["InconE"]["threshold"] is None
+    assert "never suggested" in got["categories"]["InconE"]["reason"]
 
 
-def test_ties_are_flagged_together():
-    scores = [(0.9, True), (0.9, False), (0.8, True)]
-    # t=.9 flags both .9 sentences (1/2), never just the correct one
-    assert choose_threshold(scores, 0.0, target=0.6, min_flagged=1)["threshold"] == 0.8
-
-
-def test_too_few_flagged_sentences_give_no_threshold():
-    got = choose_threshold([(0.99, True)] * 3, 0.0, min_flagged=10)
-    assert got["threshold"] is None and "fewer than 10" in got["reason"]
-
-
-def test_the_shipped_minilm_calibration_belongs_to_the_shipped_head():
+def test_the_shipped_minilm_calibration_is_its_precision_90_points():
     from model_server.minilm import MiniLMDetector
 
-    data = json.loads((MINILM / "calibration.json").read_text(encoding="utf-8"))
+    head = json.loads((MINILM / "head.json").read_text(encoding="utf-8"))
     detector = MiniLMDetector.load(MINILM)
-    assert data["version"] == detector.version and detector.calibration == data
-    cats = data["categories"]
-    # measured on SNaC dev (model_server/models/minilm/README.md): RefE never gets there
-    assert cats["RefE"]["threshold"] is None and "never reaches 0.90" in cats["RefE"]["reason"]
-    for cat in ("CharE", "SceneE"):
-        assert cats[cat]["dev_precision"] >= 0.9 and cats[cat]["dev_flagged"] >= 10
-    assert load_calibration(MINILM, "some-other-version") is None
+    cats = detector.calibration["categories"]
+    assert detector.calibration["version"] == detector.version
+    assert not (MINILM / "calibration.json").exists()  # one mechanism: the operating points
+    for category, entry in cats.items():
+        stored = head["operating_points"][category]["precision_90"]
+        if entry["threshold"] is None:
+            assert entry["reason"]
+            continue
+        assert entry["threshold"] == stored["threshold"] and stored["precision"] >= 0.9
+        on_dev = head["dev_points"][category]["precision_90"]
+        assert entry["dev_precision"] == on_dev["precision"]
+    assert cats["CharE"]["threshold"] is not None
 
 
 def test_detector_version_row_is_made_once_with_its_calibration(app):

@@ -23,7 +23,7 @@ GOLD = [True, True, True, True, True, False, True, False, True, False]
 
 
 def test_points_match_the_hand_computed_figures():
-    chosen = choose(SCORES, GOLD)
+    chosen = choose(SCORES, GOLD, min_true_positives=5)
     # t in (0.2, 0.3]: tp 7, fp 2, fn 0 -> P 7/9, R 1, F1 14/16 = 0.875 (the best F1; also
     # the best F2 = 35/37); the lowest grid threshold there is 0.21
     assert chosen["best_f1"] == {"threshold": 0.21, "precision": 0.7778, "recall": 1.0, "f1": 0.875}
@@ -43,11 +43,17 @@ def test_precision_90_is_none_when_never_reached():
     assert choose(scores, gold)["precision_90"] is None
 
 
-def test_precision_90_needs_five_true_positives():
+def test_precision_90_needs_enough_true_positives():
     # four sure hits, then a miss: precision 1.0 on four is not enough evidence
     scores = [0.9, 0.9, 0.9, 0.9, 0.5, 0.4]
     gold = [True, True, True, True, False, True]
-    assert precision_threshold(scores, gold) is None
+    assert precision_threshold(scores, gold, min_true_positives=5) is None
+    # 19 sure hits above 0.8 then a miss: the default asks for 20 true positives (19/19 has a
+    # Wilson lower bound of 0.83): only thresholds <= 0.5 (20 of 21 = 0.952) qualify
+    scores = [0.9] * 19 + [0.7, 0.5]
+    gold = [True] * 19 + [False, True]
+    assert precision_threshold(scores, gold) == 0.05  # lowest grid t: 20 of 21 still >= 0.9
+    assert precision_threshold(scores[:20], gold[:20]) is None  # 19 hits at most
 
 
 def test_point_counts_scores_at_the_threshold_as_predicted():

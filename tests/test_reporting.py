@@ -600,6 +600,7 @@ def test_recall_on_confident_suggestions_hand_computed(session, study):
     assert report["detector"]["version"] == "1"
     assert confident["CharE"] == {
         "threshold": 0.8,
+        "basis": "operating point",
         "detector_precision": 0.93,
         "detector_version": "1",
     }
@@ -624,11 +625,89 @@ def test_recall_on_confident_suggestions_hand_computed(session, study):
     assert "1.00 (1/1)" in text
 
 
-def test_no_detector_version_row_means_no_threshold(session, study):
+def test_an_uncalibrated_version_reports_the_share_marked_with_its_caveat(session, study):
+    """Version 1 stored no thresholds and has no suggestions on gold documents: every one of
+    its suggestions counts (basis uncalibrated), in the categories it suggested."""
     report = study_report(session, study)
-    reason = report["detector"]["confident"]["CharE"]["reason"]
-    assert reason == "detector version 1 has no stored thresholds"
-    assert all(w["confident_recall"]["recall"] is None for w in report["workers"])
+    confident = report["detector"]["confident"]
+    assert confident["CharE"]["basis"] == "uncalibrated"
+    assert confident["CharE"]["threshold"] is None
+    assert confident["CharE"]["detector_precision"] is None
+    assert "uncalibrated" in confident["SceneE"]["note"]
+    # never suggested in this study: nothing to estimate
+    assert confident["RefE"]["reason"] == "detector version 1 has no stored thresholds"
+    workers = {w["worker_id"]: w for w in report["workers"]}
+    # b1's distinct suggestions: Claudio, Hero (CharE), "Bob dances." (SceneE). A marked
+    # Claudio and "Bob" (a shared sentence): 2 of 3; B marked "Claudio meets": 1 of 3.
+    a = workers["A"]["confident_recall"]
+    assert (a["basis"], a["recall"], a["caught"], a["total"]) == ("uncalibrated", 2 / 3, 2, 3)
+    assert a["per_category"]["CharE"]["recall"] == pytest.approx(1 / 2)
+    assert a["per_category"]["SceneE"]["recall"] == 1.0
+    assert a["per_category"]["RefE"]["recall"] is None
+    b = workers["B"]["confident_recall"]
+    assert (b["recall"], b["caught"], b["total"]) == (1 / 3, 1, 3)
+    c = workers["C"]["confident_recall"]
+    assert c["recall"] is None and c["total"] == 0
+    assert "0.67 (2/3) uncalibrated" in format_report(report)
+
+
+def test_an_uncalibrated_version_imprecise_on_gold_documents_is_na(session, study):
+    """Five RefE suggestions of version 1 on the gold document g1; one (the party) is a
+    gold error: precision 1/5 = 0.20 < 0.9, so RefE says n/a and why."""
+    g1 = session.query(Document).filter_by(external_id="g1").one()
+    for start, end in [(0, 7), (8, 13), (14, 18), (19, 21), (22, 31)]:
+        session.add(
+            Suggestion(
+                document_id=g1.id,
+                segment=0,
+                start=start,
+                end=end,
+                text=PARTY[start:end],
+                category="RefE",
+                detector="rules",
+                detector_version="1",
+            )
+        )
+    session.commit()
+    report = study_report(session, study)
+    refe = report["detector"]["confident"]["RefE"]
+    assert refe["threshold"] is None and refe["detector_precision"] == pytest.approx(0.2)
+    assert refe["reason"] == (
+        "its precision on the study's gold documents is 0.20 (1/5), under 0.90"
+    )
+    a = {w["worker_id"]: w for w in report["workers"]}["A"]["confident_recall"]
+    assert a["per_category"]["RefE"]["recall"] is None
+    assert (a["caught"], a["total"]) == (2, 3)  # CharE and SceneE stay uncalibrated
+
+
+def test_gold_documents_calibrate_an_uncalibrated_version_hand_computed():
+    """9 of 10 IncomCoref suggestions on gold documents were right (0.90 >= 0.9): all its
+    IncomCoref suggestions are confident; IncomDisco had 2 there (< 5): uncalibrated."""
+    from app.quality.confident import confident_recall, confident_thresholds
+    from app.quality.spans import Span
+
+    taxonomy = {"categories": [{"id": "IncomCoref"}, {"id": "IncomDisco"}, {"id": "Other"}]}
+    on_gold = {"IncomCoref": (9, 10), "IncomDisco": (2, 2)}
+    thresholds = confident_thresholds(
+        taxonomy, "openai:m", {}, on_gold, {"IncomCoref", "IncomDisco"}
+    )
+    assert thresholds["IncomCoref"]["basis"] == "gold documents"
+    assert thresholds["IncomCoref"]["detector_precision"] == pytest.approx(0.9)
+    assert thresholds["IncomDisco"]["basis"] == "uncalibrated"
+    assert thresholds["Other"]["reason"] == "the detector does not suggest this category"
+    llm = [
+        Span("d", 0, 0, 3, "IncomCoref", "openai", score=1.0),
+        Span("d", 0, 10, 14, "IncomCoref", "openai", score=1.0),
+        Span("d", 1, 0, 5, "IncomCoref", "openai", score=1.0),
+        Span("d", 1, 20, 30, "IncomDisco", "openai", score=1.0),
+    ]
+    marked = [Span("d", 0, 1, 2, "IncomCoref", "w"), Span("d", 1, 25, 26, "IncomDisco", "w")]
+    got = confident_recall(marked, llm, thresholds)
+    assert got["basis"] == "mixed" and (got["caught"], got["total"]) == (2, 4)
+    assert got["per_category"]["IncomCoref"]["recall"] == pytest.approx(1 / 3)
+    assert got["per_category"]["IncomCoref"]["basis"] == "gold documents"
+    assert got["per_category"]["IncomDisco"]["recall"] == 1.0
+    assert got["per_category"]["Other"]["recall"] is None
 
 
 def test_every_reported_figure_is_defined_in_metrics_md(session, study):

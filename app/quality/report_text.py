@@ -73,17 +73,18 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     if confident:
         table = Table(
             title=f"Confident suggestions (detector {detector.get('version') or 'none'}): "
-            "threshold where its SNaC dev precision >= 0.9"
+            "its precision >= 0.9 (operating point or gold documents), else uncalibrated"
         )
-        for column in ("category", "threshold", "detector precision (dev)", "why n/a"):
+        for column in ("category", "basis", "threshold", "detector precision", "note / why n/a"):
             table.add_column(column)
         for cat, entry in confident.items():
             _row(
                 table,
                 cat,
-                "n/a" if entry.get("threshold") is None else _num(entry["threshold"]),
+                entry.get("basis") or "n/a",
+                "-" if entry.get("threshold") is None else _num(entry["threshold"]),
                 _num(entry.get("detector_precision")),
-                entry.get("reason") or "",
+                entry.get("reason") or entry.get("note") or "",
             )
         console.print(table)
 
@@ -113,7 +114,8 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             f"{_num(rec['recall'])} ({rec['caught']}/{rec['total']})",
             "n/a"
             if sure.get("recall") is None
-            else f"{_num(sure['recall'])} ({sure['caught']}/{sure['total']})",
+            else f"{_num(sure['recall'])} ({sure['caught']}/{sure['total']})"
+            + (" uncalibrated" if sure.get("basis") == "uncalibrated" else ""),
         )
     console.print(workers)
     scored = [row for row in report["workers"] if row["gold"]]

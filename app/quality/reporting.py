@@ -26,7 +26,12 @@ from app.models import (
     Suggestion,
 )
 from app.quality.agreement import agreement_report, groups_from_taxonomy
-from app.quality.confident import confident_recall, confident_thresholds, main_version
+from app.quality.confident import (
+    confident_recall,
+    confident_thresholds,
+    gold_precision,
+    main_version,
+)
 from app.quality.report_text import format_report
 from app.quality.time_on_task import add_to_report
 
@@ -180,13 +185,11 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             select(DetectorVersion).where(DetectorVersion.version == version)
         )
     }
-    thresholds = confident_thresholds(taxonomy, version, calibrations)
     # thresholds belong to one detector version: only its suggestions can be confident
     calibrated = {
         doc: [s for s in spans if versions.get(s.ref or -1) == version]
         for doc, spans in suggestions.items()
     }
-
     gold: dict[str, list[Span]] = defaultdict(list)
     for err in session.scalars(
         select(GoldError)
@@ -199,6 +202,14 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             Span(doc, err.segment, err.start, err.end, err.category, "gold", err.text, err.id)
         )
     gold_docs = {doc.external_id for doc in documents if doc.is_gold} | set(gold)
+    on_gold = gold_precision(
+        [s for doc in sorted(gold_docs) for s in calibrated.get(doc, [])],
+        [g for doc in sorted(gold_docs) for g in gold.get(doc, [])],
+        texts=texts,
+        scopes=scopes,
+    )
+    suggested = {s.category for spans in calibrated.values() for s in spans}
+    thresholds = confident_thresholds(taxonomy, version, calibrations, on_gold, suggested)
 
     report = {
         "study": {

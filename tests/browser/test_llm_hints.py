@@ -78,3 +78,31 @@ def test_llm_hints_show_their_reasons_and_feed_the_recall_in_the_report(
     assert worker["suggestion_recall"]["total"] == 2
     assert worker["suggestion_recall"]["recall"] == pytest.approx(0.5)
     assert "0.50 (1/2)" in format_report(report)
+    # the recall estimate for an uncalibrated backend (no gold documents here): the share of
+    # its suggestions marked, stated as uncalibrated (docs/METRICS.md)
+    sure = worker["confident_recall"]
+    assert (sure["basis"], sure["caught"], sure["total"]) == ("uncalibrated", 1, 2)
+    assert sure["recall"] == pytest.approx(0.5)
+    confident = report["detector"]["confident"]
+    assert confident["IncomCoref"]["basis"] == "uncalibrated"
+    assert "0.50 (1/2) uncalibrated" in format_report(report)
+
+    # ... and the researcher sees it on the dashboard
+    with app.app_context(), session_scope() as session:
+        from app.researchers.accounts import create_researcher
+
+        create_researcher(session, "lead@example.org", "llm hints password 1", role="admin")
+    page.goto(f"{live_server.url}/admin/login")
+    page.fill('input[name="email"]', "lead@example.org")
+    page.fill('input[name="password"]', "llm hints password 1")
+    page.click('button:has-text("Log in")')
+    page.goto(f"{live_server.url}/admin/studies/exteval")
+    cell = page.locator("#worker-table tbody tr").first.locator("td.confident-recall")
+    assert cell.inner_text() == "50% (1/2) uncalibrated"
+    listed = page.locator("#confident-thresholds").inner_text()
+    assert "IncomCoref: all its suggestions, uncalibrated" in listed
+    assert "IncomDisco: all its suggestions, uncalibrated" in listed
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.locator("#workers-heading").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"dashboard-llm-recall-{width}.png"))
