@@ -229,7 +229,7 @@ def set_position(session: Session, token: str, body: Any) -> None:
     """:func:`app.annotation.assignments.set_position` for a token: one statement (a
     segment past the end is refused after it, and the caller's rollback undoes it)."""
     segment = body.get("segment") if isinstance(body, dict) else None
-    if type(segment) is int and segment >= 0:
+    if type(segment) is int and 0 <= segment <= rules.MAX_ID:
         keys = claim(session, token, current_segment=segment)
         if keys is not None:
             count = len(texts_of(session, keys))
