@@ -180,6 +180,29 @@ class Gunicorn:
                 ACCESS_FORMAT,
             ]
         command.append(self.app_spec)
+        if os.environ.get("BENCH_SERVER") == "granian":
+            # The WSGI server with a native (Rust) HTTP stack, evaluated beside gunicorn:
+            # same processes and threads; no access log (client-side latencies only).
+            command = [
+                sys.executable,
+                "-m",
+                "granian",
+                "--interface",
+                "wsgi",
+                "--workers",
+                str(self.workers),
+                "--blocking-threads",
+                str(self.threads),
+                "--runtime-threads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-access-log",
+                "--factory",
+                self.app_spec.removesuffix("()"),
+            ]
         self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(
             command,
