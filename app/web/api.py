@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, jsonify, request
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.annotation import admission, fast
 from app.annotation import assignments as service
@@ -15,7 +15,7 @@ from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
-from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
+from app.models import Entity, EntityMention, Segment, Suggestion, SuggestionEvent
 from app.researchers import access, keys
 from app.web.limits import arrival_limit, limiter
 
@@ -99,7 +99,11 @@ def open_assignment():
     session.commit()
     answer = {
         "token": assignment.token,
-        "segments": len(assignment.document.segments),
+        "segments": session.scalar(  # a count, not every segment loaded as an object
+            select(func.count())
+            .select_from(Segment)
+            .where(Segment.document_id == assignment.document_id)
+        ),
         "resume_segment": assignment.current_segment,
     }
     return jsonify(answer), 201 if created else 200
