@@ -59,7 +59,8 @@ from app.documents.taxonomy import load_taxonomy  # noqa: E402
 
 
 def make_app():
-    """A FALTE-style app: GET the whole document, POST everything at submit, commit per row."""
+    """A FALTE-style app: the page, a GET per sentence, everything POSTed at submit, a commit
+    per row."""
     from flask import Flask, abort, jsonify, render_template_string, request
     from sqlalchemy import (
         Column,
@@ -74,6 +75,7 @@ def make_app():
         insert,
         select,
     )
+    from sqlalchemy.exc import DBAPIError
 
     from app.config import normalise_database_url
     from app.models import Document, Segment
@@ -101,7 +103,10 @@ def make_app():
         Column("comment", Text),
         Column("created_at", DateTime(timezone=True), server_default=func.now()),
     )
-    metadata.create_all(engine)
+    try:
+        metadata.create_all(engine)
+    except DBAPIError:  # the other gunicorn worker created it at the same moment
+        metadata.create_all(engine)
     taxonomy = load_taxonomy(REPO / "taxonomies" / "snac.yaml")
     app = Flask(__name__)
 
