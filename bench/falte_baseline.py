@@ -2,13 +2,15 @@
 
 FALTE keeps a worker's annotations in the browser and posts the whole document's annotations
 at submit; the server then stores them one row at a time, committing after each row. Nothing
-reaches the server before submit, so a closed tab or a crash loses all of it.
+reaches the server before submit, so a closed tab or a crash loses all of it. Its requests, as
+the original's: the page (rendered with the taxonomy), then one GET per sentence that
+re-renders the context so far, then one form submit (marks as JSON in a hidden field).
 
 This file reproduces that design on the same stack (Flask + SQLAlchemy + Postgres under the
 same gunicorn.conf.py), so the comparison isolates the design:
 
     .venv/bin/python bench/falte_baseline.py --concurrency 300 --duration 60
-    .venv/bin/python bench/falte_baseline.py --compare --think-scale 0 --concurrency 16
+    .venv/bin/python bench/falte_baseline.py --compare --think-scale 0 --concurrency 32,128
 
 ``--compare`` also runs Marginalia (bench/load.py's simulated workers) on the same workload
 and prints the ratios: server CPU per submitted document, documents/s, submit latency.
@@ -51,12 +53,15 @@ from load_harness import (  # noqa: E402
     start_postgres,
 )
 
+from app.documents.taxonomy import load_taxonomy  # noqa: E402
+
 # --- the FALTE-style server -----------------------------------------------------------------
 
 
 def make_app():
-    """A FALTE-style app: GET the whole document, POST everything at submit, commit per row."""
-    from flask import Flask, abort, jsonify, request
+    """A FALTE-style app: the page, a GET per sentence, everything POSTed at submit, a commit
+    per row."""
+    from flask import Flask, abort, jsonify, render_template_string, request
     from sqlalchemy import (
         Column,
         DateTime,
@@ -70,9 +75,9 @@ def make_app():
         insert,
         select,
     )
+    from sqlalchemy.exc import DBAPIError
 
     from app.config import normalise_database_url
-    from app.documents.taxonomy import load_taxonomy
     from app.models import Document, Segment
 
     engine = create_engine(
@@ -98,7 +103,10 @@ def make_app():
         Column("comment", Text),
         Column("created_at", DateTime(timezone=True), server_default=func.now()),
     )
-    metadata.create_all(engine)
+    try:
+        metadata.create_all(engine)
+    except DBAPIError:  # the other gunicorn worker created it at the same moment
+        metadata.create_all(engine)
     taxonomy = load_taxonomy(REPO / "taxonomies" / "snac.yaml")
     app = Flask(__name__)
 
@@ -106,29 +114,48 @@ def make_app():
     def healthz():
         return jsonify(ok=True)
 
-    @app.get("/falte/document/<external_id>")
-    def document(external_id: str):
+    def texts_of(external_id: str, upto: int | None = None) -> list[str]:
+        query = (
+            select(Segment.text)
+            .join(Document, Document.id == Segment.document_id)
+            .where(Document.external_id == external_id)
+            .order_by(Segment.index)
+        )
+        if upto is not None:
+            query = query.where(Segment.index <= upto)
         with engine.connect() as connection:
-            texts = connection.scalars(
-                select(Segment.text)
-                .join(Document, Document.id == Segment.document_id)
-                .where(Document.external_id == external_id)
-                .order_by(Segment.index)
-            ).all()
+            return list(connection.scalars(query))
+
+    @app.get("/falte/<external_id>")
+    def page(external_id: str):
+        """The annotation page: the taxonomy's buttons and instructions, rendered per visit."""
+        texts = texts_of(external_id)
         if not texts:
             abort(404)
-        return jsonify(document=external_id, sentences=list(texts), taxonomy=taxonomy)
+        return render_template_string(
+            PAGE, document=external_id, count=len(texts), taxonomy=taxonomy
+        )
+
+    @app.get("/falte/<external_id>/segment/<int:index>")
+    def segment(external_id: str, index: int):
+        """The next sentence: the context so far re-rendered, as the original's AJAX call."""
+        texts = texts_of(external_id, index)
+        if len(texts) != index + 1:
+            abort(404)
+        html = render_template_string(CONTEXT, texts=texts)
+        return jsonify(html=html, sentence=texts[-1], index=index)
 
     @app.post("/falte/submit")
     def submit():
-        body = request.get_json()
-        for mark in body["annotations"]:  # FALTE: one INSERT and one COMMIT per row
+        """The page's one form, its marks as JSON in a hidden field: a commit per row."""
+        marks = json.loads(request.form["annotations"])
+        for mark in marks:
             paired = mark.get("paired") or {}
             with engine.begin() as connection:
                 connection.execute(
                     insert(table).values(
-                        worker_id=body["worker_id"],
-                        document=body["document"],
+                        worker_id=request.form["worker_id"],
+                        document=request.form["document"],
                         segment=mark["segment"],
                         start_offset=mark["start"],
                         end_offset=mark["end"],
@@ -139,9 +166,22 @@ def make_app():
                         comment=mark.get("comment", ""),
                     )
                 )
-        return jsonify(completion_code=secrets.token_hex(5))
+        return render_template_string(DONE, code=secrets.token_hex(5))
 
     return app
+
+
+PAGE = """<!doctype html><html><head><title>Annotate {{ document }}</title></head><body>
+<h1>{{ taxonomy.get("name", "") }}</h1><ol id="instructions">
+{% for c in taxonomy["categories"] %}<li><button data-id="{{ c.id }}">{{ c.get("label", c.id) }}
+</button> {{ c.get("description", "") }}</li>{% endfor %}</ol>
+<div id="context"></div><p>Sentence <span id="at">1</span> of {{ count }}</p>
+<form method="post" action="/falte/submit"><input type="hidden" name="annotations">
+<input type="hidden" name="document" value="{{ document }}"><button>Submit</button></form>
+</body></html>"""
+CONTEXT = """{% for t in texts %}<p class="sentence{{ ' current' if loop.last else '' }}">{{ t }}</p>
+{% endfor %}"""
+DONE = """<!doctype html><html><body><p>Thank you. Your code: <b>{{ code }}</b></p></body></html>"""
 
 
 # --- the FALTE-style client -----------------------------------------------------------------
@@ -157,7 +197,8 @@ async def falte_worker(
     tag: str,
     start_delay: float,
 ) -> None:
-    """Same behaviour and think times as bench/load.py's worker; marks stay in the page."""
+    """Same behaviour and think times as bench/load.py's worker; marks stay in the page,
+    every sentence is fetched when the worker reaches it."""
     rng = random.Random(f"{tag}-{number}")
     await asyncio.sleep(start_delay)
     host, port = base_url.removeprefix("http://").split(":")
@@ -181,19 +222,25 @@ async def _falte_work(
     number: int,
 ) -> None:
     worker_id = f"{tag}-worker-{number}"
+    categories = load_taxonomy(REPO / "taxonomies" / "snac.yaml")["categories"]
     for doc_index in rng.sample(range(len(documents)), len(documents)):
         if time.monotonic() >= deadline:
             return
         external_id, texts = documents[doc_index]
         started = time.perf_counter()
-        page = await client.request("GET", f"/falte/document/{external_id}")
-        stats.record("falte_get", time.perf_counter() - started)
+        page = await client.request("GET", f"/falte/{external_id}")
+        stats.record("falte_page", time.perf_counter() - started)
         if page.status_code != 200:
-            stats.error("falte_get", f"HTTP {page.status_code}")
+            stats.error("falte_page", f"HTTP {page.status_code}")
             return
-        categories = page.json()["taxonomy"]["categories"]
         marks: list[dict[str, Any]] = []
         for segment in range(len(texts)):
+            started = time.perf_counter()
+            shown = await client.request("GET", f"/falte/{external_id}/segment/{segment}")
+            stats.record("falte_segment", time.perf_counter() - started)
+            if shown.status_code != 200:
+                stats.error("falte_segment", f"HTTP {shown.status_code}")
+                return
             await pace.think(rng, pace.read_segment)
             for _ in range(choose_count(rng)):
                 await pace.think(rng, pace.mark)
@@ -209,11 +256,8 @@ async def _falte_work(
         if time.monotonic() >= deadline:
             return
         started = time.perf_counter()
-        answer = await client.request(
-            "POST",
-            "/falte/submit",
-            {"worker_id": worker_id, "document": external_id, "annotations": marks},
-        )
+        form = {"worker_id": worker_id, "document": external_id, "annotations": json.dumps(marks)}
+        answer = await client.request("POST", "/falte/submit", form=form)
         stats.record("falte_submit", time.perf_counter() - started)
         if answer.status_code != 200:
             stats.error("falte_submit", f"HTTP {answer.status_code}")

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -105,8 +106,14 @@ def fresh_database(cluster, name: str) -> str:
     return pg_cluster.create_database(cluster, name)
 
 
-def prepare_study(url: str, slug: str, documents: list[tuple[str, list[str]]]) -> None:
-    """Migrate ``url`` and create study ``slug`` holding ``documents`` (no entity cues)."""
+def prepare_study(
+    url: str, slug: str, documents: list[tuple[str, list[str]]], annotators_per_doc: int = 1000
+) -> None:
+    """Migrate ``url`` and create study ``slug`` holding ``documents`` (no entity cues).
+
+    Each document takes ``annotators_per_doc`` workers: a closed loop without think time
+    goes through a hundred documents many times, and should measure the server, not the
+    study running out of work."""
     from app import create_app
     from app.db import session_scope
     from app.documents.studies import create_study, import_documents
@@ -121,7 +128,7 @@ def prepare_study(url: str, slug: str, documents: list[tuple[str, list[str]]]) -
             slug,
             REPO / "taxonomies" / "snac.yaml",
             suggestions="hidden",
-            annotators_per_doc=3,
+            annotators_per_doc=annotators_per_doc,
         )
         import_documents(session, study, [DocumentInput(d, list(s)) for d, s in documents])
     app.extensions["db_engine"].dispose()
@@ -153,6 +160,9 @@ class Gunicorn:
             "GUNICORN_THREADS": str(self.threads),
             "SECRET_KEY": "bench",
             "GUNICORN_LOG_LEVEL": "warning",
+            # Every simulated worker arrives from 127.0.0.1: one address's arrival limit
+            # would refuse most of them.
+            "ARRIVAL_RATE_LIMIT": "1000000 per minute",
             **self.extra_env,
         }
         command = [
@@ -170,6 +180,29 @@ class Gunicorn:
                 ACCESS_FORMAT,
             ]
         command.append(self.app_spec)
+        if os.environ.get("BENCH_SERVER") == "granian":
+            # The WSGI server with a native (Rust) HTTP stack, evaluated beside gunicorn:
+            # same processes and threads; no access log (client-side latencies only).
+            command = [
+                sys.executable,
+                "-m",
+                "granian",
+                "--interface",
+                "wsgi",
+                "--workers",
+                str(self.workers),
+                "--blocking-threads",
+                str(self.threads),
+                "--runtime-threads",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-access-log",
+                "--factory",
+                self.app_spec.removesuffix("()"),
+            ]
         self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(
             command,
@@ -308,13 +341,21 @@ class MiniHttp:
                 await self.writer.wait_closed()
         self.reader = self.writer = None
 
-    async def request(self, method: str, path: str, body: Any = None) -> HttpResponse:
-        payload = b"" if body is None else json.dumps(body).encode()
+    async def request(
+        self, method: str, path: str, body: Any = None, form: dict[str, str] | None = None
+    ) -> HttpResponse:
+        """``body`` goes as JSON, ``form`` as an HTML form would send it."""
+        if form is not None:
+            payload = urllib.parse.urlencode(form).encode()
+        else:
+            payload = b"" if body is None else json.dumps(body).encode()
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Content-Length: {len(payload)}\r\n"
         )
-        if body is not None:
+        if form is not None:
+            head += "Content-Type: application/x-www-form-urlencoded\r\n"
+        elif body is not None:
             head += "Content-Type: application/json\r\n"
         message = (head + "\r\n").encode() + payload
         for attempt in range(2):
@@ -536,7 +577,8 @@ SERVER_ENDPOINTS = [
     (r"DELETE /api/assignments/[^/]+/annotations/\d+", "remove"),
     (r"POST /api/assignments/[^/]+/position", "position"),
     (r"POST /api/assignments/[^/]+/submit", "submit"),
-    (r"GET /falte/document/[^/]+", "falte_get"),
+    (r"GET /falte/[^/]+/segment/\d+", "falte_segment"),
+    (r"GET /falte/[^/]+", "falte_page"),
     (r"POST /falte/submit", "falte_submit"),
 ]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,9 +19,10 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
-from app.annotation.pairing import paired_values
+from app.annotation.values import MAX_ID as MAX_ID
+from app.annotation.values import _int, _span, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
-from app.documents.text import normalise_newlines, storable, text_problem
+from app.documents.text import storable, text_problem
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -30,16 +30,13 @@ from app.models import (
     Document,
     Segment,
     Study,
-    Suggestion,
     isoformat,
 )
 
-MAX_COMMENT_CHARS = 5_000
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
 
 
 def now() -> datetime:
@@ -178,41 +175,6 @@ def _require_active(assignment: Assignment) -> None:
         raise Conflict(f"this assignment is {assignment.status} and can no longer be changed")
 
 
-def _int(body: dict[str, Any], key: str, where: str = "") -> int:
-    value = body.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInput(f"{where}{key} must be an integer")
-    return value
-
-
-def _span(body: Any, texts: list[str], where: str) -> tuple[int, int, int, str]:
-    """Validate a (segment, start, end, text) span against the document's segments."""
-    if not isinstance(body, dict):
-        raise InvalidInput(f"{where or 'span'} must be an object")
-    segment = _int(body, "segment", where)
-    start = _int(body, "start", where)
-    end = _int(body, "end", where)
-    text = body.get("text")
-    if not isinstance(text, str):
-        raise InvalidInput(f"{where}text must be the span's text")
-    if not 0 <= segment < len(texts):
-        raise InvalidInput(f"{where}segment {segment} is out of range (0..{len(texts) - 1})")
-    segment_text = texts[segment]
-    if not 0 <= start < end <= len(segment_text):
-        raise InvalidInput(
-            f"{where}offsets {start}..{end} are out of range for segment {segment} "
-            f"({len(segment_text)} characters)"
-        )
-    if segment_text[start:end] != text:
-        raise InvalidInput(
-            f"{where}text does not match the segment at {start}..{end}: "
-            f"expected {segment_text[start:end]!r}"
-        )
-    if not text.strip():
-        raise InvalidInput(f"{where}span is only whitespace")
-    return segment, start, end, text
-
-
 check_span = _span  # the same checks for researchers' spans (app/quality/adjudication.py)
 
 
@@ -224,75 +186,13 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     """Validate and store one annotation; returns ``(annotation, created)``.
 
     A repeated ``client_id`` returns the annotation first stored under it (idempotent
-    retries); the same ``client_id`` with different content is a conflict.
+    retries); the same ``client_id`` with different content is a conflict. The web API takes
+    the same rules through :func:`app.annotation.fast.add` (fewer round trips).
     """
     _require_active(assignment)
-    if not isinstance(body, dict):
-        raise InvalidInput("the body must be a JSON object")
-    unknown = set(body) - {
-        "segment",
-        "start",
-        "end",
-        "text",
-        "category",
-        "paired",
-        "comment",
-        "client_id",
-        "suggestion_id",
-    }
-    if unknown:
-        raise InvalidInput(f"unknown field {sorted(unknown)[0]!r}")
     texts = segment_texts(session, assignment.document_id)
-    segment, start, end, text = _span(body, texts, "")
-    categories = categories_by_id(assignment.study.taxonomy)
-    category_id = body.get("category")
-    if not isinstance(category_id, str) or category_id not in categories:
-        raise InvalidInput(
-            f"unknown category {category_id!r} (this study has: {', '.join(categories)})"
-        )
-    category = categories[category_id]
-    paired = body.get("paired")
-    values: dict[str, Any] = {
-        "segment": segment,
-        "start": start,
-        "end": end,
-        "text": text,
-        "category": category_id,
-        "paired_segment": None,
-        "paired_start": None,
-        "paired_end": None,
-        "paired_text": None,
-        "paired_end_segment": None,
-    }
-    if category["kind"] == "paired":
-        if paired is None:
-            raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
-        values.update(paired_values(paired, category, texts, segment, start, _span))
-    elif paired is not None:
-        raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
-    comment = body.get("comment") or ""
-    if not isinstance(comment, str):
-        raise InvalidInput("comment must be text")
-    if len(comment) > MAX_COMMENT_CHARS:
-        raise InvalidInput(f"comment is longer than {MAX_COMMENT_CHARS} characters")
-    # Spaces and line breaks around a comment go; a leading tab stays (the CSV export
-    # neutralises it, JSONL keeps it).
-    values["comment"] = normalise_newlines(comment).strip(" \n")
-    client_id = body.get("client_id")
-    if client_id is None:
-        client_id = uuid.uuid4().hex
-    if not isinstance(client_id, str) or not 1 <= len(client_id) <= 100:
-        raise InvalidInput("client_id must be text of 1 to 100 characters")
-    suggestion_id = body.get("suggestion_id")
-    if suggestion_id is not None:
-        if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
-            raise InvalidInput("suggestion_id must be an integer")
-        if not 0 < suggestion_id <= MAX_ID:
-            raise InvalidInput("suggestion_id is not a suggestion of this document")
-        owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
-        if owner != assignment.document_id:
-            raise InvalidInput("suggestion_id is not a suggestion of this document")
-    values["suggestion_id"] = suggestion_id
+    values, client_id = annotation_values(body, texts, categories_by_id(assignment.study.taxonomy))
+    check_suggestion(session, assignment.document_id, values["suggestion_id"])
 
     def earlier() -> Annotation | None:
         return session.scalar(

@@ -15,6 +15,13 @@ class ResearcherSessionInterface(SecureCookieSessionInterface):
         configured = bool(app.config["SESSION_COOKIE_SECURE"])
         return configured or (has_request_context() and request.is_secure)
 
+    def open_session(self, app: Flask, request):  # type: ignore[no-untyped-def]
+        """No cookie, nothing to verify: an empty session without building the signer (the
+        worker API's requests carry no cookie)."""
+        if not request.cookies.get(self.get_cookie_name(app)) and app.secret_key:
+            return self.session_class()
+        return super().open_session(app, request)
+
 
 def configure_sessions(app: Flask) -> None:
     """Cookie attributes for researcher logins (Flask's defaults are SameSite unset, 31 days)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flask import Flask, jsonify, request
+from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.csp import DEFAULT_CSP, HSTS
@@ -60,6 +61,17 @@ def register(app: Flask) -> None:
         if exc.status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
         return response, exc.status
+
+    @app.errorhandler(DBAPIError)
+    def _database_gone(exc: DBAPIError):
+        # A connection that broke while pooled (the database restarted): nothing was stored,
+        # and SQLAlchemy has replaced the pool's older connections, so a retry goes through
+        # (the annotate page's outbox retries every 5xx). Anything else stays a 500.
+        if not exc.connection_invalidated:
+            raise exc
+        response = jsonify(error="the database connection was lost; nothing was stored, try again")
+        response.headers["Retry-After"] = "1"
+        return response, 503
 
     @app.errorhandler(RequestEntityTooLarge)
     def _too_large(_exc):

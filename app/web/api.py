@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, jsonify, request
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from app.annotation import admission
+from app.annotation import admission, fast
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect, hint_limits
@@ -15,7 +15,7 @@ from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
-from app.models import Entity, EntityMention, Suggestion, SuggestionEvent
+from app.models import Entity, EntityMention, Segment, Suggestion, SuggestionEvent
 from app.researchers import access, keys
 from app.web.limits import arrival_limit, limiter
 
@@ -99,7 +99,11 @@ def open_assignment():
     session.commit()
     answer = {
         "token": assignment.token,
-        "segments": len(assignment.document.segments),
+        "segments": session.scalar(  # a count, not every segment loaded as an object
+            select(func.count())
+            .select_from(Segment)
+            .where(Segment.document_id == assignment.document_id)
+        ),
         "resume_segment": assignment.current_segment,
     }
     return jsonify(answer), 201 if created else 200
@@ -219,17 +223,15 @@ def read_assignment(token: str):
 def add_annotation(token: str):
     body = json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True)
-    annotation, created = service.add_annotation(session, assignment, body)
+    annotation, created = fast.add(session, token, body)
     session.commit()
-    return jsonify(service.annotation_json(annotation)), 201 if created else 200
+    return jsonify(annotation), 201 if created else 200
 
 
 @bp.delete("/assignments/<token>/annotations/<int:annotation_id>")
 def remove_annotation(token: str, annotation_id: int):
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True, related=False)
-    service.remove_annotation(session, assignment, annotation_id)
+    fast.remove(session, token, annotation_id)
     session.commit()
     return "", 204
 
@@ -238,8 +240,7 @@ def remove_annotation(token: str, annotation_id: int):
 def set_position(token: str):
     body = json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True, related=False)
-    service.set_position(session, assignment, body)
+    fast.set_position(session, token, body)
     session.commit()
     return "", 204
 
@@ -250,8 +251,7 @@ def heartbeat(token: str):
     one), which keeps the assignment's slot."""
     json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True, related=False)
-    service.heartbeat(assignment)
+    fast.heartbeat(session, token)
     session.commit()
     return "", 204
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from flask import current_app
+from flask import current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
@@ -22,3 +22,10 @@ def arrival_limit() -> str:
         or os.environ.get("ARRIVAL_RATE_LIMIT")
         or DEFAULT_ARRIVAL_LIMIT
     )
+
+
+@limiter.request_filter
+def _token_request() -> bool:
+    """A request on an assignment's token (add, remove, position, ...) has no rate limit: the
+    limiter's per-request work is skipped for it (arrivals keep theirs)."""
+    return bool(request.view_args and "token" in request.view_args)

@@ -1,0 +1,137 @@
+"""An add's body checked against its document and its study's taxonomy: the annotation's
+values, or :class:`InvalidInput` naming what is wrong (shared by
+:func:`app.annotation.assignments.add_annotation` and :func:`app.annotation.fast.add`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.annotation.pairing import paired_values
+from app.documents.text import normalise_newlines
+from app.errors import InvalidInput
+from app.models import Suggestion
+
+MAX_COMMENT_CHARS = 5_000
+MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
+
+
+def _int(body: dict[str, Any], key: str, where: str = "") -> int:
+    value = body.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidInput(f"{where}{key} must be an integer")
+    return value
+
+
+def _span(body: Any, texts: list[str], where: str) -> tuple[int, int, int, str]:
+    """Validate a (segment, start, end, text) span against the document's segments."""
+    if not isinstance(body, dict):
+        raise InvalidInput(f"{where or 'span'} must be an object")
+    segment = _int(body, "segment", where)
+    start = _int(body, "start", where)
+    end = _int(body, "end", where)
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise InvalidInput(f"{where}text must be the span's text")
+    if not 0 <= segment < len(texts):
+        raise InvalidInput(f"{where}segment {segment} is out of range (0..{len(texts) - 1})")
+    segment_text = texts[segment]
+    if not 0 <= start < end <= len(segment_text):
+        raise InvalidInput(
+            f"{where}offsets {start}..{end} are out of range for segment {segment} "
+            f"({len(segment_text)} characters)"
+        )
+    if segment_text[start:end] != text:
+        raise InvalidInput(
+            f"{where}text does not match the segment at {start}..{end}: "
+            f"expected {segment_text[start:end]!r}"
+        )
+    if not text.strip():
+        raise InvalidInput(f"{where}span is only whitespace")
+    return segment, start, end, text
+
+
+ANNOTATION_FIELDS = frozenset(
+    (
+        "segment",
+        "start",
+        "end",
+        "text",
+        "category",
+        "paired",
+        "comment",
+        "client_id",
+        "suggestion_id",
+    )
+)
+
+
+def annotation_values(
+    body: Any, texts: list[str], categories: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], str]:
+    """An add's body checked against the document's ``texts`` and the study's ``categories``:
+    the row's values and its ``client_id`` (a new one when the body has none)."""
+    if not isinstance(body, dict):
+        raise InvalidInput("the body must be a JSON object")
+    unknown = set(body) - ANNOTATION_FIELDS
+    if unknown:
+        raise InvalidInput(f"unknown field {sorted(unknown)[0]!r}")
+    segment, start, end, text = _span(body, texts, "")
+    category_id = body.get("category")
+    if not isinstance(category_id, str) or category_id not in categories:
+        raise InvalidInput(
+            f"unknown category {category_id!r} (this study has: {', '.join(categories)})"
+        )
+    category = categories[category_id]
+    paired = body.get("paired")
+    values: dict[str, Any] = {
+        "segment": segment,
+        "start": start,
+        "end": end,
+        "text": text,
+        "category": category_id,
+        "paired_segment": None,
+        "paired_start": None,
+        "paired_end": None,
+        "paired_text": None,
+        "paired_end_segment": None,
+    }
+    if category["kind"] == "paired":
+        if paired is None:
+            raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
+        values.update(paired_values(paired, category, texts, segment, start, _span))
+    elif paired is not None:
+        raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
+    comment = body.get("comment") or ""
+    if not isinstance(comment, str):
+        raise InvalidInput("comment must be text")
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise InvalidInput(f"comment is longer than {MAX_COMMENT_CHARS} characters")
+    # Spaces and line breaks around a comment go; a leading tab stays (the CSV export
+    # neutralises it, JSONL keeps it).
+    values["comment"] = normalise_newlines(comment).strip(" \n")
+    client_id = body.get("client_id")
+    if client_id is None:
+        client_id = uuid.uuid4().hex
+    if not isinstance(client_id, str) or not 1 <= len(client_id) <= 100:
+        raise InvalidInput("client_id must be text of 1 to 100 characters")
+    suggestion_id = body.get("suggestion_id")
+    if suggestion_id is not None:
+        if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
+            raise InvalidInput("suggestion_id must be an integer")
+        if not 0 < suggestion_id <= MAX_ID:
+            raise InvalidInput("suggestion_id is not a suggestion of this document")
+    values["suggestion_id"] = suggestion_id
+    return values, client_id
+
+
+def check_suggestion(session: Session, document_id: int, suggestion_id: int | None) -> None:
+    """Refuse a ``suggestion_id`` that is not one of this document's suggestions."""
+    if suggestion_id is None:
+        return
+    owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
+    if owner != document_id:
+        raise InvalidInput("suggestion_id is not a suggestion of this document")

@@ -1,0 +1,152 @@
+"""Issue 17: the per-action writes on their short path (app/annotation/fast.py) and the pool
+without a ping per request (app/db.py), on SQLite and Postgres.
+
+The statement counts are the design (a claim, then the write), not a timing; the refusals
+must change nothing, the claim's activity stamp included; a connection that broke while
+pooled gets a 503 the outbox retries, and the retry is stored once.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event, select
+
+from app import db as app_db
+from app.db import get_session
+from app.models import Annotation, Assignment
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import DOCUMENTS, annotation_body, api_add, db_snapshot, open_token
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def token(app, client):
+    make_study(app, documents=DOCUMENTS)
+    return open_token(client)
+
+
+def statements(app, call) -> list[str]:
+    """The first word of every data statement ``call`` sends (BEGIN/COMMIT left out)."""
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args):
+        word = statement.lstrip().split(None, 1)[0].upper()
+        if word in ("SELECT", "INSERT", "UPDATE", "DELETE"):
+            seen.append(word)
+
+    engine = app.extensions["db_engine"]
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    return seen
+
+
+def test_an_add_is_a_claim_and_an_insert(app, client, token):
+    api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="warm"))  # fills caches
+    answers = []
+    sent = statements(
+        app,
+        lambda: answers.append(
+            api_add(client, token, annotation_body(1, "brother", "CharE", client_id="second"))
+        ),
+    )
+    assert answers[0].status_code == 201, answers[0].get_json()
+    assert sent == ["UPDATE", "INSERT"]
+    with app.app_context():
+        stored = get_session().scalar(
+            select(Annotation).where(Annotation.id == answers[0].get_json()["id"])
+        )
+        assert (stored.segment, stored.text, stored.client_id) == (1, "brother", "second")
+
+
+def test_position_is_one_update_and_remove_two(app, client, token):
+    added = api_add(client, token, annotation_body(0, "Zoë", "CharE")).get_json()["id"]
+    client.post(f"/api/assignments/{token}/position", json={"segment": 0})  # fills the cache
+    moved = statements(
+        app, lambda: client.post(f"/api/assignments/{token}/position", json={"segment": 1})
+    )
+    removed = statements(
+        app, lambda: client.delete(f"/api/assignments/{token}/annotations/{added}")
+    )
+    assert moved == ["UPDATE"]
+    assert removed == ["UPDATE", "UPDATE"]
+    again = client.get(f"/api/assignments/{token}").get_json()
+    assert again["current_segment"] == 1
+    assert again["annotations"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        annotation_body(0, "Zoë", "NoSuchCategory"),
+        {**annotation_body(0, "Zoë", "CharE"), "text": "Zoe"},
+        {**annotation_body(0, "Zoë", "CharE"), "segment": 99},
+        {**annotation_body(0, "Zoë", "CharE"), "suggestion_id": 12345},
+    ],
+)
+def test_a_refused_add_changes_nothing_not_even_the_activity_stamp(app, client, token, body):
+    before = db_snapshot(app)
+    answer = api_add(client, token, body)
+    assert answer.status_code == 400, answer.get_json()
+    assert db_snapshot(app) == before
+
+
+def test_a_position_past_the_end_is_refused_and_changes_nothing(app, client, token):
+    before = db_snapshot(app)
+    answer = client.post(f"/api/assignments/{token}/position", json={"segment": 4})
+    assert answer.status_code == 400
+    assert "out of range" in answer.get_json()["error"]
+    assert db_snapshot(app) == before
+
+
+def test_the_first_action_engages_the_assignment(app, client, token):
+    assert client.post(f"/api/assignments/{token}/heartbeat", json={}).status_code == 204
+    with app.app_context():
+        row = get_session().scalar(select(Assignment).where(Assignment.token == token))
+        assert row.engaged_at is not None
+        assert row.last_seen_at >= row.engaged_at
+
+
+@pytest.mark.parametrize("idle_ping_s", [60.0, 0.0])
+def test_a_connection_broken_while_pooled(
+    monkeypatch, postgres_cluster, request, tmp_path, idle_ping_s
+):
+    """Postgres restarts between two adds: without a ping (pooled for less than the idle
+    threshold) the add answers 503 try-again and its retry is stored once; with a ping the
+    pool replaces the dead connection and the add goes through at once."""
+    from app import create_app
+
+    monkeypatch.setattr(app_db, "PING_AFTER_IDLE_S", idle_ping_s)
+    url = make_database_url("postgres", request, tmp_path)
+    web = create_app({"DATABASE_URL": url, "TESTING": False, "SECRET_KEY": "test"})
+    web.config["PROPAGATE_EXCEPTIONS"] = False
+    try:
+        make_study(web, documents=DOCUMENTS)
+        client = web.test_client()
+        token = open_token(client)
+        assert api_add(client, token, annotation_body(0, "Zoë", "CharE")).status_code == 201
+        postgres_cluster.restart()
+        body = annotation_body(1, "brother", "CharE", client_id="after-restart")
+        answer = api_add(client, token, body)
+        if idle_ping_s:
+            assert answer.status_code == 503, answer.get_data(as_text=True)
+            assert answer.headers["Retry-After"] == "1"
+            assert "try again" in answer.get_json()["error"]
+            answer = api_add(client, token, body)
+        assert answer.status_code == 201, answer.get_data(as_text=True)
+        assert api_add(client, token, body).status_code == 200  # the outbox's retry
+        with web.app_context():
+            rows = (
+                get_session()
+                .scalars(select(Annotation).where(Annotation.client_id == "after-restart"))
+                .all()
+            )
+            assert len(rows) == 1
+    finally:
+        web.extensions["db_engine"].dispose()
