@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import event, select
 
 from app import db as app_db
-from app.db import get_session
-from app.models import Annotation, Assignment
+from app.db import get_session, session_scope
+from app.models import Annotation, Assignment, SegmentTime
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, annotation_body, api_add, db_snapshot, open_token
 
@@ -65,17 +65,21 @@ def test_an_add_is_a_claim_and_an_insert(app, client, token):
         assert (stored.segment, stored.text, stored.client_id) == (1, "brother", "second")
 
 
-def test_position_is_one_update_and_remove_two(app, client, token):
+def test_position_is_one_update_plus_its_time_and_remove_two(app, client, token):
     added = api_add(client, token, annotation_body(0, "Zoë", "CharE")).get_json()["id"]
     client.post(f"/api/assignments/{token}/position", json={"segment": 0})  # fills the cache
-    moved = statements(
-        app, lambda: client.post(f"/api/assignments/{token}/position", json={"segment": 1})
-    )
+    move = {"segment": 1, "active": {"0": 1.5}}
+    moved = statements(app, lambda: client.post(f"/api/assignments/{token}/position", json=move))
     removed = statements(
         app, lambda: client.delete(f"/api/assignments/{token}/annotations/{added}")
     )
-    assert moved == ["UPDATE"]
+    # the claim, then the time record (app/annotation/timing.py): its rows, segment 1 seen
+    # (a new row) and segment 0's seconds added
+    assert moved[:2] == ["UPDATE", "SELECT"] and sorted(moved[2:]) == ["INSERT", "UPDATE"]
     assert removed == ["UPDATE", "UPDATE"]
+    with app.app_context(), session_scope() as session:
+        times = dict(session.execute(select(SegmentTime.segment, SegmentTime.active_seconds)).all())
+    assert times == {0: 1.5, 1: 0.0}
     again = client.get(f"/api/assignments/{token}").get_json()
     assert again["current_segment"] == 1
     assert again["annotations"] == []

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, joinedload
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.values import MAX_ID as MAX_ID
-from app.annotation.values import _int, _span, annotation_values, check_suggestion
+from app.annotation.values import _int, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import storable, text_problem
 from app.errors import Conflict, InvalidInput, NotFound
@@ -173,9 +173,6 @@ def _require_active(assignment: Assignment) -> None:
         raise Conflict("this assignment has been submitted and can no longer be changed")
     if assignment.status != "active":
         raise Conflict(f"this assignment is {assignment.status} and can no longer be changed")
-
-
-check_span = _span  # the same checks for researchers' spans (app/quality/adjudication.py)
 
 
 def _same_content(annotation: Annotation, values: dict[str, Any]) -> bool:

@@ -135,3 +135,6 @@ def check_suggestion(session: Session, document_id: int, suggestion_id: int | No
     owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
     if owner != document_id:
         raise InvalidInput("suggestion_id is not a suggestion of this document")
+
+
+check_span = _span  # the same checks for researchers' spans (app/quality/adjudication.py)

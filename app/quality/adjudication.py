@@ -18,8 +18,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.annotation.assignments import MAX_COMMENT_CHARS, check_span, segment_texts
+from app.annotation.assignments import segment_texts
 from app.annotation.pairing import paired_values
+from app.annotation.values import MAX_COMMENT_CHARS, check_span
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
