@@ -26,6 +26,7 @@ from app.models import (
     Suggestion,
 )
 from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.attention import attention_report
 from app.quality.confident import confident_recall, confident_thresholds, main_version
 from app.quality.report_text import format_report
 
@@ -77,6 +78,10 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments, per taxonomy category and group.
+    * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
+      ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
+      ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
+      worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
       sources sorted; documents without a source under ``""``).
@@ -188,7 +193,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     for err in session.scalars(
         select(GoldError)
         .join(Document, GoldError.document_id == Document.id)
-        .where(Document.study_id == study.id)
+        .where(Document.study_id == study.id, GoldError.is_check.is_(False))
         .order_by(GoldError.id)
     ):
         doc = external[err.document_id]
@@ -196,6 +201,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             Span(doc, err.segment, err.start, err.end, err.category, "gold", err.text, err.id)
         )
     gold_docs = {doc.external_id for doc in documents if doc.is_gold} | set(gold)
+    attention = attention_report(session, study)
 
     return {
         "study": {
@@ -231,6 +237,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         ),
         "categories": _distribution(documents, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
+        "attention": attention,
     }
 
 

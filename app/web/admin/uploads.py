@@ -73,6 +73,7 @@ def upload_documents(slug: str):
             options={
                 "sentences_per_segment": per_segment,
                 "gold": request.form.get("gold") == "1",
+                "checks": request.form.get("checks") == "1",
                 "ner": request.form.get("ner") == "1",
             },
             created_by=researcher.email if researcher else None,
