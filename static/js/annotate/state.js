@@ -194,4 +194,6 @@ export const page = {
   visibleSuggestions: null, // hints.js
   goTo: null, // nav.js
   flashAnnotation: null, // list.js
+  holdForFeedback: null, // practice.js
+  renderPractice: null, // practice.js
 };
