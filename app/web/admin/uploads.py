@@ -73,7 +73,8 @@ def upload_documents(slug: str):
             options={
                 "sentences_per_segment": per_segment,
                 "gold": request.form.get("gold") == "1",
-                "checks": request.form.get("checks") == "1",
+                # attention checks (only when ticked: older jobs' options stay as they were)
+                **({"checks": True} if request.form.get("checks") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
             },
             created_by=researcher.email if researcher else None,
