@@ -350,3 +350,34 @@ def test_checks_upload_from_the_admin_and_dashboard_table(app, client, cli, tmp_
     assert '<tr class="flagged" data-worker="B">' in page
     assert '<tr class="" data-worker="A">' in page
     assert "Workers catching less than 90% are flagged." in page
+
+
+def test_checks_uploaded_in_the_admin_are_imported_as_checks(app, client):
+    from app.researchers.accounts import create_researcher
+    from tests.test_admin import EMAIL, PASSWORD, login, upload
+
+    make_study(app, documents=REAL, suggestions="off")
+    with app.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
+    assert login(client).status_code == 302
+    snac = {
+        "up-1": {"0": {"text": CHECK_2[0], "errors": [{"span": "at dawn", "error_type": "GramE"}]}}
+    }
+    answer = upload(client, json.dumps(snac).encode(), "checks.json", checks="1")
+    assert answer.status_code == 302
+    with app.app_context(), session_scope() as session:
+        up = session.scalar(select(Document).where(Document.external_id == "up-1"))
+        assert up is not None and up.is_gold is False
+        errors = session.scalars(select(GoldError).where(GoldError.document_id == up.id)).all()
+        assert [(e.text, e.is_check) for e in errors] == [("at dawn", True)]
+
+
+def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
+    make_study(app, documents=REAL)
+    snac = {"p-1": {"0": {"text": PRACTICE[0], "errors": [{"span": "Anna", "error_type": "RefE"}]}}}
+    (tmp_path / "p.json").write_text(json.dumps(snac))
+    result = cli("import", "demo", "p.json", "--practice", "--no-ner")
+    assert result.exit_code == 0, result.output
+    assert "1 gold error" in result.output and "has no pass mark yet" in result.output
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(Document.is_gold).where(Document.external_id == "p-1"))

@@ -113,6 +113,12 @@ def import_command(
     if result.detection_jobs:
         parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
     click.echo(", ".join(parts))
+    if practice and not (study.settings or {}).get("qualification"):
+        click.echo(
+            "note: this study has no pass mark yet, so these documents are handed out as real "
+            "work: set one with `marginalia study settings "
+            f"{slug} --qualification-f1 F` to make them practice documents"
+        )
 
 
 @click.command("export", cls=OneLineCommand)
