@@ -69,11 +69,17 @@ def _check_spans(session: Session, study: Study) -> dict[int, list[Span]]:
 
 
 def caught_per_assignment(
-    session: Session, study: Study, *, worker_id: str | None = None
+    session: Session,
+    study: Study,
+    *,
+    worker_id: str | None = None,
+    checks: dict[int, list[Span]] | None = None,
 ) -> dict[int, tuple[str, int, int]]:
     """{assignment id: (worker id, checks met, checks caught)} for the study's submitted
-    assignments on documents carrying checks (one worker's, with ``worker_id``)."""
-    checks = _check_spans(session, study)
+    assignments on documents carrying checks (one worker's, with ``worker_id``): the hook
+    for per-assignment rows (the assignment export)."""
+    if checks is None:
+        checks = _check_spans(session, study)
     if not checks:
         return {}
     query = select(Assignment).where(
@@ -122,17 +128,20 @@ def caught_per_assignment(
 
 
 def catch_rates(
-    session: Session, study: Study, *, worker_id: str | None = None
+    session: Session,
+    study: Study,
+    *,
+    worker_id: str | None = None,
+    checks: dict[int, list[Span]] | None = None,
 ) -> dict[str, CatchRate]:
     """{worker id: :class:`CatchRate`} for every worker who met a check (or one worker).
 
     The hook the report, the dashboard and the assignment export call."""
     threshold = min_catch_rate(study)
     met: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for worker, checks, caught in caught_per_assignment(
-        session, study, worker_id=worker_id
-    ).values():
-        met[worker][0] += checks
+    per_assignment = caught_per_assignment(session, study, worker_id=worker_id, checks=checks)
+    for worker, planted, caught in per_assignment.values():
+        met[worker][0] += planted
         met[worker][1] += caught
     return {
         worker: CatchRate(
@@ -150,5 +159,5 @@ def attention_report(session: Session, study: Study) -> dict[str, Any]:
         "checks": sum(len(spans) for spans in planted.values()),
         "documents": len(planted),
         "min_catch_rate": min_catch_rate(study),
-        "workers": {w: r.as_dict() for w, r in catch_rates(session, study).items()},
+        "workers": {w: r.as_dict() for w, r in catch_rates(session, study, checks=planted).items()},
     }
