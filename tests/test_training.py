@@ -363,6 +363,8 @@ def test_checks_uploaded_in_the_admin_are_imported_as_checks(app, client):
     snac = {
         "up-1": {"0": {"text": CHECK_2[0], "errors": [{"span": "at dawn", "error_type": "GramE"}]}}
     }
+    both = upload(client, json.dumps(snac).encode(), "checks.json", checks="1", gold="1")
+    assert both.status_code == 400 and "not both" in both.get_data(as_text=True)
     answer = upload(client, json.dumps(snac).encode(), "checks.json", checks="1")
     assert answer.status_code == 302
     with app.app_context(), session_scope() as session:
