@@ -191,6 +191,23 @@ class GoldError(Base):
     category: Mapped[str] = mapped_column(String(100))
     votes: Mapped[int] = mapped_column(Integer, default=1)
     antecedents: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # An attention check (``marginalia import --checks``): planted in a real document, counted
+    # in each worker's catch rate (app/quality/attention.py), never in gold scores.
+    is_check: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+
+
+class PracticeCheck(Base):
+    """A worker asked for feedback on one segment of a practice document: from then on that
+    segment's marks are frozen (app/annotation/practice.py) and ``feedback`` is what they saw."""
+
+    __tablename__ = "practice_checks"
+    __table_args__ = (UniqueConstraint("assignment_id", "segment"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    feedback: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Entity(Base):

@@ -261,13 +261,13 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     _, second = arrive(client, "weak")
     assert document_of(app, second) == "gold-2"
     submit(client, second)  # nothing marked: F1 0 again
-    status, _ = arrive(client, "weak")
-    assert status == 409
-    # the final done page is a normal completion page with the code
+    status, token = arrive(client, "weak")
+    assert status == 200 and token is None  # screened out: no new document
+    # the final done page is the screen-out page, never the completion code (that would
+    # send a failed worker to the platform as having completed the study)
     final = client.get(f"/a/{second}/done")
-    assert (
-        final.status_code == 200 and assignment(app, second).completion_code.encode() in final.data
-    )
+    assert final.status_code == 200 and b"Thank you for trying" in final.data
+    assert assignment(app, second).completion_code.encode() not in final.data
 
 
 def test_whole_segment_marks_do_not_qualify(app, client):
@@ -292,10 +292,9 @@ def test_gold_scores_stored_under_the_old_rule_are_redone(app, client):
         stored = session.scalar(select(Assignment).where(Assignment.token == token))
         old = {"documents": 1, "per_category": {}, "overall": {"f1": 1.0}}  # no "rule"
         stored.scores = {**stored.scores, "gold": old}
-    status, _ = arrive(client, "gamer")
-    assert (
-        status == 409
-    )  # re-scored strictly: not qualified (the old 1.0 let them in), no attempt left
+    status, again = arrive(client, "gamer")
+    # re-scored strictly: not qualified (the old 1.0 let them in), no attempt left: screened out
+    assert status == 200 and again is None
 
 
 def test_qualification_off_gold_documents_are_ordinary(app, client):

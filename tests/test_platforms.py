@@ -310,6 +310,8 @@ def test_configure_study_validates_and_describes(app):
         "max_hints_per_segment": 3,
         "min_hint_score": 0.0,
         "hints": "balanced",
+        "screen_out_url": None,
+        "min_catch_rate": None,
     }
     assert configure(app, hints="precise")["hints"] == "precise"
     for bad, message in [

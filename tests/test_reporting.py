@@ -303,7 +303,22 @@ def test_category_distribution(session, study):
 
 def test_report_is_json_and_formats_for_a_terminal(session, study):
     report = study_report(session, study)
-    assert list(report) == ["study", "progress", "workers", "agreement", "categories", "detector"]
+    assert list(report) == [
+        "study",
+        "progress",
+        "workers",
+        "agreement",
+        "categories",
+        "detector",
+        "attention",
+    ]
+    assert report["attention"] == {
+        "checks": 0,
+        "documents": 0,
+        "min_catch_rate": None,
+        "workers": {},
+    }
+    assert "Attention checks" not in format_report(report)  # no table without checks
     assert report["study"]["slug"] == "demo" and report["study"]["annotators_per_doc"] == 2
     assert json.loads(json.dumps(report)) == report
     text = format_report(report)

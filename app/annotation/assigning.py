@@ -22,7 +22,8 @@ Rules, all per study:
 * with ``settings["qualification"] = {"min_f1": F, "attempts": K}`` a worker first does
   gold documents (``Document.is_gold``), at most K of them, scored on submission against
   their :class:`GoldError` rows, and gets real documents only once one of them reaches
-  F1 >= F. Gold documents are then test items: they do not count against
+  F1 >= F (the training phase: :mod:`app.annotation.practice` gives feedback per segment;
+  a worker out of attempts is :class:`ScreenedOut`). Gold documents are then test items: they do not count against
   ``annotators_per_doc`` and are never handed out as real work.
 """
 
@@ -54,6 +55,18 @@ TAKEN = ("active", "submitted")
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+class ScreenedOut(Conflict):
+    """The worker used every practice attempt without reaching the pass mark: no real
+    documents for them; the worker pages send them back with the platform's screen-out
+    return (:func:`app.crowd.platforms.screen_out_url`)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "thank you — your answers on the practice documents did not reach the "
+            "accuracy this study needs, so there are no more documents for you"
+        )
 
 
 class WorkInProgress(Conflict):
@@ -279,10 +292,7 @@ def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Doc
     if state.qualified:
         return None
     if not state.can_try_again:
-        raise Conflict(
-            "thank you — your answers on the practice documents did not reach the "
-            "accuracy this study needs, so there are no more documents for you"
-        )
+        raise ScreenedOut()
     gold = session.scalar(
         select(Document)
         .where(

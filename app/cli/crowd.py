@@ -64,6 +64,18 @@ from app.cli.base import with_app as _run
     default=None,
     help="Detector operating point for hints and suggestions (default balanced).",
 )
+@click.option(
+    "--screen-out-url",
+    default=None,
+    help="Where a worker who fails the practice documents goes ('' clears; on Prolific a "
+    "completion URL whose code has the 'screened out' action).",
+)
+@click.option(
+    "--min-catch-rate",
+    default=None,
+    help="Flag workers who catch fewer than this share (0-1) of the attention checks ('off' "
+    "disables).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -77,6 +89,8 @@ def study_settings(
     max_hints_per_segment: int | None,
     min_hint_score: float | None,
     hints: str | None,
+    screen_out_url: str | None,
+    min_catch_rate: str | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings."""
@@ -115,6 +129,11 @@ def study_settings(
             changes["qualification_attempts"] = qualification_attempts
         if max_hints_per_segment is not None:
             changes["max_hints_per_segment"] = max_hints_per_segment
+        if screen_out_url is not None:
+            changes["screen_out_url"] = screen_out_url
+        if min_catch_rate is not None:
+            off = min_catch_rate.strip().lower() in ("off", "none", "")
+            changes["min_catch_rate"] = None if off else min_catch_rate
         if min_hint_score is not None:
             changes["min_hint_score"] = min_hint_score
         with session_scope() as session:

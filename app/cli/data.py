@@ -29,19 +29,44 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     help="Store the file's annotations as gold (snac, thresh, labelstudio, brat); without it "
     "they are kept as submitted work of imported workers.",
 )
+@click.option(
+    "--practice",
+    is_flag=True,
+    help="The documents are practice documents for the training phase (gold, with feedback "
+    "per segment); the same as --gold in a study with a pass mark (study settings "
+    "--qualification-f1).",
+)
+@click.option(
+    "--checks",
+    is_flag=True,
+    help="The file's errors are attention checks: the documents are real work, each worker's "
+    "catch rate of the checks is reported.",
+)
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
 @with_app
 def import_command(
-    slug: str, file: Path, fmt: str, sentences_per_segment: int | None, gold: bool, no_ner: bool
+    slug: str,
+    file: Path,
+    fmt: str,
+    sentences_per_segment: int | None,
+    gold: bool,
+    practice: bool,
+    checks: bool,
+    no_ner: bool,
 ) -> None:
     """Load documents (a file; for brat a folder or zip) into a study in one transaction."""
+    gold = gold or practice
+    if gold and checks:
+        raise InvalidInput("--checks cannot be combined with --gold or --practice")
     from flask import current_app
 
     from app.db import session_scope
     from app.documents.studies import analyse_entities, get_study, import_documents
     from app.formats import parse_documents
 
-    documents = parse_documents(file, fmt, sentences_per_segment=sentences_per_segment, gold=gold)
+    documents = parse_documents(
+        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks
+    )
     nlp = None
     if not no_ner:
         from app.entities import load_pipeline
@@ -53,7 +78,9 @@ def import_command(
     # A fresh session: its first statement takes SQLite's write lock (begin_write), so the
     # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
     with session_scope() as session:
-        result = import_documents(session, study, documents, gold=gold, nlp=nlp, entities=entities)
+        result = import_documents(
+            session, study, documents, gold=gold, checks=checks, nlp=nlp, entities=entities
+        )
     parts = [
         f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
     ]
@@ -64,8 +91,11 @@ def import_command(
         )
     if result.imported_suggestions:
         parts.append(counted(result.imported_suggestions, "imported suggestion"))
-    if gold:
-        parts.append(counted(result.gold_errors, "gold error"))
+    if checks:
+        parts.append(counted(result.gold_errors, "attention check"))
+    if gold or checks:
+        if not checks:
+            parts.append(counted(result.gold_errors, "gold error"))
         if result.unlocated_gold:
             parts.append(
                 f"{counted(result.unlocated_gold, 'gold span')} not found verbatim in their segment"
@@ -83,6 +113,12 @@ def import_command(
     if result.detection_jobs:
         parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
     click.echo(", ".join(parts))
+    if practice and not (study.settings or {}).get("qualification"):
+        click.echo(
+            "note: this study has no pass mark yet, so these documents are handed out as real "
+            "work: set one with `marginalia study settings "
+            f"{slug} --qualification-f1 F` to make them practice documents"
+        )
 
 
 @click.command("export", cls=OneLineCommand)

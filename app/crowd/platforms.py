@@ -198,6 +198,14 @@ def after_submit_redirect(assignment: Assignment) -> str | None:
     return completion_url(assignment)
 
 
+def screen_out_url(study: Study) -> str | None:
+    """Where a worker screened out by the training phase is sent: the study's screen-out URL
+    (on Prolific a completion URL whose code has the *screened out* action, e.g.
+    ``https://app.prolific.com/submissions/complete?cc=SCREENOUT``); None: the page asks
+    them to return the task on their platform."""
+    return (study.settings or {}).get("screen_out_url") or None
+
+
 def mturk_submit_form(assignment: Assignment) -> tuple[str, dict[str, str]] | None:
     """The (action, fields) of the form that reports an MTurk assignment as done."""
     data = assignment.platform_data or {}
@@ -226,18 +234,18 @@ DEFAULT_MIN_HINT_SCORE = 0.0
 MAX_HINTS_LIMIT = 50
 
 
-def _check_url(url: str) -> str:
+def _check_url(url: str, what: str = "completion URL") -> str:
     problem = text_problem(url, allow="")
     if problem:
-        raise InvalidInput(f"completion URL {problem}")
+        raise InvalidInput(f"{what} {problem}")
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise InvalidInput(f"completion URL {url!r} cannot be read: {exc}") from None
+        raise InvalidInput(f"{what} {url!r} cannot be read: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidInput(f"completion URL {url!r} must be an http(s) address")
+        raise InvalidInput(f"{what} {url!r} must be an http(s) address")
     if len(url) > 2000:
-        raise InvalidInput("completion URL is longer than 2000 characters")
+        raise InvalidInput(f"{what} is longer than 2000 characters")
     return url
 
 
@@ -254,6 +262,8 @@ def configure_study(
     max_hints_per_segment: int = UNSET,
     min_hint_score: float = UNSET,
     hints: str = UNSET,
+    screen_out_url: str | None = UNSET,
+    min_catch_rate: float | None = UNSET,
 ) -> dict[str, Any]:
     """Validate and apply platform and assignment settings; returns :func:`describe`.
 
@@ -287,6 +297,7 @@ def configure_study(
         settings["hold_minutes"] = minutes if minutes % 1 else int(minutes)
     if randomise_conditions is not UNSET:
         settings["randomise_conditions"] = bool(randomise_conditions)
+    settings.update(_training_settings(settings, screen_out_url, min_catch_rate))
     if hints is not UNSET:
         if hints not in HINT_LEVELS:
             raise InvalidInput(f"hints must be one of {', '.join(HINT_LEVELS)}")
@@ -316,6 +327,32 @@ def configure_study(
     study.completion_url = new_url
     study.settings = settings
     return describe(study)
+
+
+def _training_settings(settings: dict[str, Any], url: Any, rate: Any) -> dict[str, Any]:
+    """The screen-out URL and the attention checks' flagging threshold given (validated), as
+    settings entries; None (or an empty URL) removes one from ``settings``."""
+    changes: dict[str, Any] = {}
+    if url is not UNSET:
+        url = (url or "").strip()
+        if url:
+            changes["screen_out_url"] = _check_url(url, "screen-out URL")
+        else:
+            settings.pop("screen_out_url", None)
+    if rate is not UNSET:
+        if rate is None:
+            settings.pop("attention", None)
+        else:
+            try:
+                value = float(rate)
+            except (TypeError, ValueError):
+                raise InvalidInput("the attention checks' catch rate must be a number") from None
+            if not 0 < value <= 1:
+                raise InvalidInput(
+                    "the attention checks' catch rate must be more than 0 and at most 1"
+                )
+            changes["attention"] = {"min_catch_rate": value}
+    return changes
 
 
 def _hint_settings(max_hints: Any, min_score: Any) -> dict[str, Any]:
@@ -366,4 +403,6 @@ def describe(study: Study) -> dict[str, Any]:
         "max_hints_per_segment": hint_limits(study)[0],
         "min_hint_score": hint_limits(study)[1],
         "hints": settings.get("hints", DEFAULT_HINTS),
+        "screen_out_url": settings.get("screen_out_url"),
+        "min_catch_rate": (settings.get("attention") or {}).get("min_catch_rate"),
     }

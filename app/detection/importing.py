@@ -45,7 +45,7 @@ def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
     per_segment = options.get("sentences_per_segment")
     return (
         int(per_segment) if per_segment else None,
-        bool(options.get("gold")),
+        bool(options.get("gold") or options.get("checks")),
         bool(options.get("ner")),
     )
 
@@ -99,7 +99,8 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     _, gold, ner = _options(job)
     nlp = load_nlp() if ner else None
     entities = _entities(session, job, study, documents, nlp)
-    prepared = prepare_import(study, documents, gold=gold, entities=entities)
+    checks = bool((job.options or {}).get("checks"))
+    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
     if session.in_transaction():
         session.commit()  # nothing pending: ends any read, so the write starts with the lock
     begin_write(session)
@@ -110,7 +111,8 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     counts = {
         "documents": result.documents,
         "segments": result.segments,
-        "gold": gold,
+        "gold": gold and not checks,
+        "checks": checks,
         "gold_errors": result.gold_errors,
         "unlocated_gold": result.unlocated_gold,
         "ambiguous_gold": result.ambiguous_gold,

@@ -50,6 +50,8 @@ class PreparedImport:
 
     documents: list[DocumentInput]
     gold: bool
+    # the file's errors are attention checks in real documents (``import --checks``)
+    checks: bool = False
     gold_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     entity_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     mention_rows: list[list[dict[str, Any]]] = field(default_factory=list)
@@ -115,19 +117,27 @@ def check_gold_categories(study: Study, documents: list[DocumentInput]) -> None:
 
 
 def prepare_import(
-    study: Study, documents: list[DocumentInput], *, gold: bool, entities: list[Any]
+    study: Study,
+    documents: list[DocumentInput],
+    *,
+    gold: bool,
+    entities: list[Any],
+    checks: bool = False,
 ) -> PreparedImport:
     """Check gold categories and imported work, and build every row but the ids (no
-    database access)."""
+    database access). ``checks``: the file's errors are attention checks planted in real
+    documents (stored as gold errors with ``is_check``; the documents stay real work)."""
+    gold = gold or checks
     if gold:
         check_gold_categories(study, documents)
     for document in documents:
         check_spans(study, document)  # annotations and hints that came inside the file
-    prepared = PreparedImport(documents=documents, gold=gold, ner_available=bool(entities))
+    prepared = PreparedImport(
+        documents=documents, gold=gold, checks=checks, ner_available=bool(entities)
+    )
     for document in documents:
-        prepared.gold_rows.append(
-            _gold_rows(document.segments, document.gold, prepared.placed) if gold else []
-        )
+        rows = _gold_rows(document.segments, document.gold, prepared.placed) if gold else []
+        prepared.gold_rows.append([{**row, "is_check": checks} for row in rows])
     for result in entities:
         prepared.entity_rows.append(
             [
@@ -181,7 +191,7 @@ def _insert_documents(session: Session, study: Study, prepared: PreparedImport) 
             "external_id": document.external_id,
             "source": document.source[:100],
             "meta": document.meta,
-            "is_gold": prepared.gold,
+            "is_gold": prepared.gold and not prepared.checks,
             "position": position + offset,
         }
         for offset, document in enumerate(prepared.documents, start=1)

@@ -122,6 +122,7 @@ def import_documents(
     documents: list[DocumentInput],
     *,
     gold: bool = False,
+    checks: bool = False,
     nlp: Any = None,
     progress: bool = False,
     entities: list[Any] | None = None,
@@ -132,6 +133,7 @@ def import_documents(
     ``study`` may come loaded from another, closed session: on SQLite the write transaction
     must start here with the write lock (``begin_write``); a ``session`` that has read
     already would fail with "database is locked" once a concurrent write got in between.
+    ``checks``: the file's errors are attention checks (:func:`prepare_import`).
     ``nlp`` is a loaded spaCy pipeline or None (no entity cues). ``entities`` are results
     of :func:`analyse_entities` computed beforehand. Rows are built first and inserted in
     bulk (:mod:`app.documents.storing`), so the write lock is held only for the inserts.
@@ -139,7 +141,7 @@ def import_documents(
     documents = [checked(document) for document in documents]
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
-    prepared = prepare_import(study, documents, gold=gold, entities=entities)
+    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
     begin_write(session)
     result = store_prepared(session, study, prepared)
     result.ner_available = nlp is not None or bool(entities)

@@ -74,7 +74,9 @@ def score_against_gold(session: Session, assignment: Assignment) -> dict[str, An
     """
     document: Document = assignment.document
     errors = session.scalars(
-        select(GoldError).where(GoldError.document_id == document.id).order_by(GoldError.id)
+        select(GoldError)
+        .where(GoldError.document_id == document.id, GoldError.is_check.is_(False))
+        .order_by(GoldError.id)
     ).all()
     if not errors and not document.is_gold:
         return None

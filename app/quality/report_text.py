@@ -188,4 +188,22 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     for cat, count in categories["overall"].items():
         _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
     console.print(dist)
+    _attention(console, report.get("attention") or {})
     return buffer.getvalue()
+
+
+def _attention(console: Console, attention: Mapping[str, Any]) -> None:
+    """The attention checks table: each worker's catch rate and flag."""
+    if not attention.get("checks"):
+        return
+    threshold = attention.get("min_catch_rate")
+    table = Table(
+        title=f"Attention checks ({attention['checks']} in {attention['documents']} documents; "
+        + ("no flagging threshold)" if threshold is None else f"flagged below {_pct(threshold)})")
+    )
+    for column in ("worker", "checks met", "caught", "catch rate", "flag"):
+        table.add_column(column)
+    for worker_id, row in attention["workers"].items():
+        flag = "FLAGGED" if row["flagged"] else ""
+        _row(table, worker_id, row["checks"], row["caught"], _pct(row["catch_rate"]), flag)
+    console.print(table)

@@ -26,6 +26,7 @@ from app.models import (
     Suggestion,
 )
 from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.attention import attention_report
 from app.quality.confident import (
     confident_recall,
     confident_thresholds,
@@ -85,6 +86,10 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       (:func:`app.quality.time_on_task.add_to_report`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments, per taxonomy category and group.
+    * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
+      ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
+      ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
+      worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
       sources sorted; documents without a source under ``""``).
@@ -194,7 +199,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     for err in session.scalars(
         select(GoldError)
         .join(Document, GoldError.document_id == Document.id)
-        .where(Document.study_id == study.id)
+        .where(Document.study_id == study.id, GoldError.is_check.is_(False))
         .order_by(GoldError.id)
     ):
         doc = external[err.document_id]
@@ -210,6 +215,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     )
     suggested = {s.category for spans in calibrated.values() for s in spans}
     thresholds = confident_thresholds(taxonomy, version, calibrations, on_gold, suggested)
+    attention = attention_report(session, study)
 
     report = {
         "study": {
@@ -245,6 +251,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         ),
         "categories": _distribution(documents, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
+        "attention": attention,
     }
     add_to_report(session, study, report["workers"])
     return report

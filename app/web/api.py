@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from sqlalchemy import func, select
 
-from app.annotation import admission, fast
+from app.annotation import admission, fast, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect, hint_limits
@@ -209,6 +209,7 @@ def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[
         "annotations": [
             service.annotation_json(a) for a in service.live_annotations(session, assignment.id)
         ],
+        **practice.payload(session, assignment),
     }
 
 
@@ -223,6 +224,8 @@ def read_assignment(token: str):
 def add_annotation(token: str):
     body = json_body()
     session = begin_write(get_session())
+    if isinstance(body, dict):  # a checked practice segment is frozen (one indexed query)
+        practice.refuse_if_checked_by_token(session, token, segment=body.get("segment"))
     annotation, created = fast.add(session, token, body)
     session.commit()
     return jsonify(annotation), 201 if created else 200
@@ -231,6 +234,8 @@ def add_annotation(token: str):
 @bp.delete("/assignments/<token>/annotations/<int:annotation_id>")
 def remove_annotation(token: str, annotation_id: int):
     session = begin_write(get_session())
+    if 0 < annotation_id <= service.MAX_ID:
+        practice.refuse_if_checked_by_token(session, token, annotation_id=annotation_id)
     fast.remove(session, token, annotation_id)
     session.commit()
     return "", 204
@@ -263,6 +268,18 @@ def submit(token: str):
     code = service.submit(session, assignment)
     session.commit()
     return jsonify(completion_code=code, redirect_url=after_submit_redirect(assignment))
+
+
+@bp.post("/assignments/<token>/practice/<int:segment>")
+def practice_feedback(token: str, segment: int):
+    """Check one segment of a practice document: its marks freeze, the feedback comes back
+    (:mod:`app.annotation.practice`). A JSON body (no cross-site form can send one)."""
+    json_body()
+    session = begin_write(get_session())
+    assignment = service.get_assignment(session, token, for_update=True)
+    feedback = practice.check_segment(session, assignment, segment)
+    session.commit()
+    return jsonify(feedback)
 
 
 @bp.post("/assignments/<token>/suggestions/<int:suggestion_id>/events")

@@ -25,6 +25,7 @@ from app.annotation import admission
 from app.annotation import assignments as service
 from app.annotation.assigning import (
     NoDocumentsLeft,
+    ScreenedOut,
     WorkInProgress,
     assign,
     preview_document,
@@ -104,6 +105,26 @@ def _researcher_preview(session, study: Study, external_id: str):
     return _preview(study, segments, researcher=True, document_id=document.external_id)
 
 
+PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "generic": "the task page"}
+
+
+def _screened_out(session, study: Study, worker_id: str, platform: str, assignment=None):
+    """The training phase's end for a worker who did not reach the pass mark: the study's
+    screen-out return (:func:`app.crowd.platforms.screen_out_url`), never real work."""
+    state = qualification_state(session, study, worker_id)
+    rule = qualification(study)
+    body = render_template(
+        "screened_out.html",
+        title=study.title or study.slug,
+        url=platforms.screen_out_url(study),
+        platform=platform,
+        platform_name=PLATFORM_NAMES.get(platform, "the task page"),
+        best_f1=state.best_f1,
+        min_f1=rule.min_f1 if rule else None,
+    )
+    return _worker_page(body, 200, study, assignment)
+
+
 def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
     body = render_template(
         "resume.html", study=study, worker_id=worker_id, error=str(exc), tried=tried
@@ -167,6 +188,10 @@ def start(slug: str):
     except WorkInProgress as exc:
         session.rollback()
         return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
+    except ScreenedOut:  # out of practice attempts: the platform's screen-out return
+        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
+        session.rollback()
+        return answer
     except NoDocumentsLeft as exc:  # still a 409, now a page with the platform's return
         session.rollback()
         return journey.return_page(study, arrival.platform, "no_places", exc.status)
@@ -229,11 +254,15 @@ def done(token: str):
                 ),
             )
             return _worker_page(body, 200, study, assignment)
-    else:
+        answer = _screened_out(
+            session, study, assignment.worker_id, assignment.platform, assignment
+        )
         session.commit()
-        questions = journey.questionnaire_page(session, assignment)
-        if questions is not None:
-            return questions
+        return answer
+    session.commit()
+    questions = journey.questionnaire_page(session, assignment)
+    if questions is not None:
+        return questions
     form = platforms.mturk_submit_form(assignment)
     if form is not None:
         action, fields = form

@@ -12,6 +12,7 @@
 //   segments.js   the context and the current segment, drawn from layered ranges
 //   list.js       the list of annotations, jump to one, remove one
 //   nav.js        progress, Previous / Next (buttons and keys), jump to a segment, Submit
+//   practice.js   practice documents: a segment's feedback before moving on
 
 import { wireEntityHover } from "./entities.js";
 import { load, outbox, renderAll } from "./annotate/controller.js";
@@ -19,6 +20,7 @@ import { renderForm, resetForm, wireForm } from "./annotate/form.js";
 import { renderHints, visibleSuggestions, wireHints } from "./annotate/hints.js";
 import { flashAnnotation } from "./annotate/list.js";
 import { goTo, wireNav } from "./annotate/nav.js";
+import { holdForFeedback, renderPractice } from "./annotate/practice.js";
 import { renderText } from "./annotate/segments.js";
 import { wireSelection } from "./annotate/selection.js";
 import { takeActive, wireTimer } from "./annotate/timer.js";
@@ -36,6 +38,8 @@ Object.assign(page, {
   goTo,
   flashAnnotation,
   takeActive,
+  holdForFeedback,
+  renderPractice,
 });
 for (const [name, value] of Object.entries(page)) {
   if (!value) throw new Error(`annotate: page.${name} is not bound`);

@@ -156,6 +156,16 @@ def report_json(slug: str):
     return jsonify(study_report(db, study_or_404(db, slug)))
 
 
+def _training_form(form) -> dict:
+    """The training fields of the settings form (absent fields change nothing)."""
+    changes = {}
+    if "screen_out_url" in form:
+        changes["screen_out_url"] = form.get("screen_out_url") or None
+    if "min_catch_rate" in form:
+        changes["min_catch_rate"] = (form.get("min_catch_rate") or "").strip() or None
+    return changes
+
+
 @bp.post("/studies/<slug>/settings")
 @auth.login_required
 def update_settings(slug: str):
@@ -186,6 +196,7 @@ def update_settings(slug: str):
             qualification_attempts=attempts,
             max_hints_per_segment=most_hints,
             min_hint_score=lowest_score,
+            **_training_form(form),
         )
         db.commit()
     except MarginaliaError as exc:

@@ -18,6 +18,7 @@ import {
   el,
   emptyForm,
   loadSet,
+  page,
   root,
   setHint,
   showStatus,
@@ -190,4 +191,5 @@ export function renderAll(opts = {}) {
   renderNav();
   renderList();
   renderEntities();
+  page.renderPractice();
 }

@@ -51,6 +51,7 @@ function unfinishedForm() {
 export function goTo(segment) {
   const target = clampSegment(segment);
   if (target === state.current || unfinishedForm()) return;
+  if (target > state.current && page.holdForFeedback(state.current)) return; // practice
   setHint(el.navHint, "");
   setHint(el.formHint, "");
   const active = page.takeActive(); // the time belongs to the segment being left
@@ -63,6 +64,7 @@ export function goTo(segment) {
 
 async function submit() {
   if (state.readOnly || state.submitting || unfinishedForm()) return;
+  if (page.holdForFeedback(state.current)) return; // practice: the last segment's feedback
   state.submitting = true;
   renderNav();
   setHint(el.navHint, "Submitting…");

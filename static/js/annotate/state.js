@@ -195,4 +195,6 @@ export const page = {
   goTo: null, // nav.js
   flashAnnotation: null, // list.js
   takeActive: null, // timer.js
+  holdForFeedback: null, // practice.js
+  renderPractice: null, // practice.js
 };

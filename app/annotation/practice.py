@@ -1,0 +1,214 @@
+"""The training phase's feedback: a worker's marks on one practice segment against gold.
+
+A *practice document* is a gold document of a study with a pass mark
+(``settings["qualification"]``, :func:`app.annotation.assigning.qualification`): the worker
+does it before any real document, and it is scored on submission as before. Here, segment by
+segment: the worker asks to *check* a segment (``POST /api/assignments/<token>/practice/<n>``)
+once their marks for it are sent; the answer compares their live spans in that segment with
+the segment's gold errors under the **strict** rule of :mod:`app.quality.matching` and lists
+
+* ``found``: their spans matched one-to-one to a gold error;
+* ``missed``: gold errors no span of theirs matched, with the category's definition;
+* ``wrong``: their spans that matched no gold error (``reference``: the category the gold
+  gives an overlapping error, when it gives one).
+
+Checking freezes the segment: later adds or removes there are refused
+(:func:`refuse_if_checked`), so the answer key, once read, cannot be copied into the marks it
+scores. The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes
+back on reload. Only a token on a practice document can check anything: any other token
+gets the same 404 as a missing one, and attention checks (``GoldError.is_check``) are never
+part of practice feedback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.annotation.assigning import qualification
+from app.errors import Conflict, NotFound
+from app.models import Annotation, Assignment, GoldError, PracticeCheck, Segment
+from app.quality.matching import match
+from app.quality.scoring import Span, scopes_from_taxonomy
+
+MAX_SEGMENT = 2**31 - 1
+FROZEN = (
+    "you have checked your marks on this practice segment: they can no longer be changed. "
+    "Go on to the next segment"
+)
+
+
+def is_practice(assignment: Assignment) -> bool:
+    """Whether the assignment is on a practice document (a gold document of a study with a
+    pass mark)."""
+    return qualification(assignment.study) is not None and bool(assignment.document.is_gold)
+
+
+def refuse_if_checked(
+    session: Session, assignment_id: int, *, segment: Any = None, annotation_id: int | None = None
+) -> None:
+    """Refuse an add in ``segment`` (or the removal of ``annotation_id``) when that practice
+    segment's feedback was already read: one indexed query on ``practice_checks``, where an
+    assignment that is no practice has no rows. A segment that is not a whole number is left
+    to the add's own checks."""
+    query = select(PracticeCheck.id).where(PracticeCheck.assignment_id == assignment_id)
+    if annotation_id is not None:
+        query = query.join(
+            Annotation,
+            (Annotation.assignment_id == PracticeCheck.assignment_id)
+            & (Annotation.segment == PracticeCheck.segment),
+        ).where(Annotation.id == annotation_id)
+    elif isinstance(segment, int) and not isinstance(segment, bool):
+        query = query.where(PracticeCheck.segment == segment)
+    else:
+        return
+    if session.scalar(query.limit(1)) is not None:
+        raise Conflict(FROZEN)
+
+
+def refuse_if_checked_by_token(
+    session: Session, token: str, *, segment: Any = None, annotation_id: int | None = None
+) -> None:
+    """:func:`refuse_if_checked` for the hot path, which has only the token (no load: the
+    assignment is a subquery of the same indexed query)."""
+    assignment_id = select(Assignment.id).where(Assignment.token == token).scalar_subquery()
+    refuse_if_checked(session, assignment_id, segment=segment, annotation_id=annotation_id)
+
+
+def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
+    """The assignment payload's ``practice`` entry: present on practice documents only, with
+    the feedback of the segments already checked ({segment index as text: feedback})."""
+    if not is_practice(assignment):
+        return {}
+    checked = {
+        str(row.segment): row.feedback
+        for row in session.scalars(
+            select(PracticeCheck)
+            .where(PracticeCheck.assignment_id == assignment.id)
+            .order_by(PracticeCheck.segment)
+        )
+    }
+    return {"practice": {"checked": checked}}
+
+
+def _describe(span: Span, categories: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    category = categories.get(span.category, {})
+    return {
+        "segment": span.segment,
+        "start": span.start,
+        "end": span.end,
+        "text": span.text,
+        "category": span.category,
+        "label": category.get("label", span.category),
+    }
+
+
+def segment_feedback(session: Session, assignment: Assignment, segment: int) -> dict[str, Any]:
+    """Found / missed / wrong of the assignment's live spans in ``segment`` against the
+    segment's gold errors (strict rule); reads nothing but this assignment's own rows."""
+    document = assignment.document
+    text = session.scalar(
+        select(Segment.text).where(Segment.document_id == document.id, Segment.index == segment)
+    )
+    if text is None:
+        raise NotFound(f"this document has no segment {segment}")
+    key = document.external_id
+    gold = [
+        Span(key, e.segment, e.start, e.end, e.category, "gold", e.text, e.id)
+        for e in session.scalars(
+            select(GoldError)
+            .where(
+                GoldError.document_id == document.id,
+                GoldError.segment == segment,
+                GoldError.is_check.is_(False),
+            )
+            .order_by(GoldError.start, GoldError.id)
+        )
+    ]
+    marks = [
+        Span(key, a.segment, a.start, a.end, a.category, "worker", a.text, a.id)
+        for a in session.scalars(
+            select(Annotation)
+            .where(
+                Annotation.assignment_id == assignment.id,
+                Annotation.segment == segment,
+                Annotation.removed_at.is_(None),
+            )
+            .order_by(Annotation.start, Annotation.id)
+        )
+    ]
+    taxonomy = assignment.study.taxonomy or {}
+    categories = {c["id"]: c for c in taxonomy.get("categories", [])}
+    pairs = match(
+        marks, gold, "strict", texts={(key, segment): text}, scopes=scopes_from_taxonomy(taxonomy)
+    )
+    matched_marks = {i for i, _ in pairs}
+    matched_gold = {j for _, j in pairs}
+    found = [_describe(marks[i], categories) for i, _ in pairs]
+    missed = []
+    for j, span in enumerate(gold):
+        if j in matched_gold:
+            continue
+        entry = _describe(span, categories)
+        entry["definition"] = categories.get(span.category, {}).get("definition", "")
+        missed.append(entry)
+    wrong = []
+    for i, span in enumerate(marks):
+        if i in matched_marks:
+            continue
+        entry = _describe(span, categories)
+        entry["reference"] = next(
+            (
+                categories.get(g.category, {}).get("label", g.category)
+                for g in gold
+                if g.located
+                and g.start < span.end
+                and span.start < g.end  # type: ignore[operator]
+                and g.category != span.category
+            ),
+            None,
+        )
+        wrong.append(entry)
+    return {
+        "segment": segment,
+        "rule": "strict",
+        "gold": len(gold),
+        "found": found,
+        "missed": missed,
+        "wrong": wrong,
+    }
+
+
+def check_segment(session: Session, assignment: Assignment, segment: int) -> dict[str, Any]:
+    """Freeze ``segment`` of a practice assignment and return its feedback (stored once: a
+    second check returns what the first one said)."""
+    if not is_practice(assignment) or not 0 <= segment <= MAX_SEGMENT:
+        raise NotFound("no assignment with this token has practice feedback")
+    if assignment.status not in ("active", "submitted"):
+        raise Conflict("this practice document is no longer open")
+    stored = session.scalar(
+        select(PracticeCheck).where(
+            PracticeCheck.assignment_id == assignment.id, PracticeCheck.segment == segment
+        )
+    )
+    if stored is not None:
+        return stored.feedback
+    feedback = segment_feedback(session, assignment, segment)
+    try:
+        with session.begin_nested():
+            session.add(
+                PracticeCheck(assignment_id=assignment.id, segment=segment, feedback=feedback)
+            )
+    except IntegrityError:  # the same check from another tab got there first
+        stored = session.scalar(
+            select(PracticeCheck).where(
+                PracticeCheck.assignment_id == assignment.id, PracticeCheck.segment == segment
+            )
+        )
+        if stored is None:
+            raise
+        return stored.feedback
+    return feedback
