@@ -1,0 +1,397 @@
+"""Issue 13's acceptance, the whole paid-study loop in Chromium over real HTTP: a worker arriving
+from Prolific consents, fails a practice document once (feedback on the missed span), passes the
+second attempt, annotates a real document carrying an attention check (and misses it), answers
+the questionnaires and is returned to Prolific; the researcher sees the worker's time, catch
+rate and flag, rejects them, and the exports (annotation CSV / JSONL / SNaC, assignment CSV),
+the agreement of ``marginalia report --json`` and the reopened slot change accordingly.
+
+Prolific is a stand-in: Playwright answers every request to app.prolific.com (no network)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from app.cli import main
+from app.crowd import platforms
+from app.db import session_scope
+from app.documents import journey
+from app.documents.studies import create_study, import_documents
+from app.formats import DocumentInput, GoldSpan
+from app.models import Assignment, Consent, QuestionnaireAnswer, SegmentTime, Study
+from tests.browser.helpers import (
+    category_button,
+    drag_select,
+    progress_text,
+    wait_loaded,
+    wait_saved,
+    wait_value,
+)
+from tests.conftest import REPO
+from tests.helpers import export_text
+
+pytestmark = pytest.mark.browser
+
+EMAIL, PASSWORD = "paid@example.org", "researcher password 13e"
+SLUG = "paid"
+DONE = "https://app.prolific.com/submissions/complete?cc=DONE13"
+SCREENED = "https://app.prolific.com/submissions/complete?cc=SCREEN13"
+SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "/work/notes/shots/h13-e2e"))
+PRACTICE = [
+    "Anna met Bob at the station. Bob said hello to the wrong person.",
+    "Then Carla leaved the house and walked to the harbour.",
+]
+PRACTICE_GOLD = [
+    (0, "the wrong person", "CharE"),
+    (0, "Anna", "RefE"),
+    (1, "leaved", "GramE"),
+]
+REAL = [
+    "Mara keeps the lighthouse on the cliff. She has never once seen the sea.",
+    "Her brother Tomas visits in spring and they argues about the lamp.",
+    "Tomas leaves before dawn, and Mara lights the lamp alone.",
+]
+SCENE = "Mara keeps the lighthouse on the cliff."
+CHECK = (0, "She has never once seen the sea", "CharE")  # any attentive worker marks it
+QUESTIONNAIRE = """\
+consent: |
+  ## Taking part
+  You will read short stories and mark errors. Your answers are **anonymous**.
+consent_button: I agree to take part
+after_document:
+  - id: difficulty
+    type: likert
+    prompt: The story was easy to follow.
+    scale: 5
+    low: Strongly disagree
+    high: Strongly agree
+after_study:
+  - id: device
+    type: choice
+    prompt: Which device did you use?
+    options: [Computer, Tablet, Phone]
+"""
+
+
+def seed(app) -> None:
+    """The study as a researcher sets it up: one real document with a planted check (two
+    workers each), two practice documents, pass mark F1 0.6 in two attempts, flag below 50%."""
+    gold = [GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in PRACTICE_GOLD]
+    practice = [DocumentInput(f"practice-{n}", list(PRACTICE), gold=gold) for n in (1, 2)]
+    story = DocumentInput(
+        "story-7", list(REAL), gold=[GoldSpan(segment=0, text=CHECK[1], category="CharE", votes=1)]
+    )
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(
+            session, SLUG, REPO / "taxonomies/snac.yaml", suggestions="off", annotators_per_doc=2
+        )
+        import_documents(session, study, [story], checks=True)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        import_documents(session, study, practice, gold=True)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        platforms.configure_study(
+            study,
+            platform="prolific",
+            completion_url=DONE,
+            screen_out_url=SCREENED,
+            qualification_f1=0.6,
+            qualification_attempts=2,
+            min_catch_rate=0.5,
+        )
+        journey.set_definition(study, QUESTIONNAIRE, "q.yaml")
+
+
+def body(texts: list[str], segment: int, text: str, category: str) -> dict:
+    start = texts[segment].index(text)
+    return {
+        "segment": segment,
+        "start": start,
+        "end": start + len(text),
+        "text": text,
+        "category": category,
+    }
+
+
+def api_work(client, worker: str, texts: list[str], marks) -> tuple[str, str]:
+    """An arrival through the JSON API: the next document for ``worker``, marked, submitted."""
+    answer = client.post("/api/assignments", json={"study": SLUG, "worker_id": worker})
+    assert answer.status_code in (200, 201), answer.get_json()
+    token = answer.get_json()["token"]
+    for mark in marks:
+        added = client.post(f"/api/assignments/{token}/annotations", json=body(texts, *mark))
+        assert added.status_code == 201, added.get_json()
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    with client.application.app_context(), session_scope() as session:
+        row = session.scalar(select(Assignment).where(Assignment.token == token))
+        return token, row.document.external_id
+
+
+def arrive_api(client, worker: str) -> tuple[int, str | None]:
+    answer = client.post("/api/assignments", json={"study": SLUG, "worker_id": worker})
+    data = answer.get_json() or {}
+    return answer.status_code, (data.get("document") or {}).get("external_id") or data.get(
+        "document_id"
+    )
+
+
+def busy(page, seconds: float) -> None:
+    """A reader at work: the pointer moves now and then for ``seconds``."""
+    end = time.monotonic() + seconds
+    x = 200
+    while time.monotonic() < end:
+        x = 200 + (x + 37) % 400
+        page.mouse.move(x, 300)
+        page.wait_for_timeout(150)
+
+
+def mark(page, segment: int, text: str, category: str) -> None:
+    drag_select(page, segment, text)
+    wait_value(page, "#span-field", text)
+    category_button(page, category).click()
+    page.click("#add-button")
+    wait_saved(page)
+
+
+def feedback(page, kind: str) -> list[str]:
+    return page.locator(f'#practice-panel [data-kind="{kind}"] .practice-mark').all_inner_texts()
+
+
+def shoot(page, name: str, *, selector: str | None = None) -> None:
+    """Screenshots at 1440, 1024 and 390 px wide (full page, or ``selector`` in view)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        if selector:
+            page.locator(selector).scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / f"{name}-{width}.png"))
+        else:
+            page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+        overflow = page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 1, f"{name} at {width}px scrolls sideways by {overflow}px"
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+
+def report_json(database_url: str, monkeypatch) -> dict:
+    """``marginalia report paid --json``, run in-process against the test database."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+    result = CliRunner().invoke(main, ["report", SLUG, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def exports(app) -> dict:
+    """What each export says about who marked what."""
+    rows = list(csv.DictReader(io.StringIO(export_text(app, SLUG, "csv"))))
+    lines = [json.loads(x) for x in export_text(app, SLUG, "jsonl").splitlines() if x.strip()]
+    snac = json.loads(export_text(app, SLUG, "snac"))
+    per_assignment = list(csv.DictReader(io.StringIO(export_text(app, SLUG, "assignments-csv"))))
+    return {
+        "csv": sorted((r["worker_id"], r["document"], r["span_text"]) for r in rows),
+        "jsonl": sorted((r["worker_id"], r["document"], r["span_text"]) for r in lines),
+        "snac": sorted(
+            (e["span"] if "span" in e else e.get("text"), e["votes"])
+            for segment in snac["story-7"].values()
+            for e in segment["errors"]
+        ),
+        "assignments": per_assignment,
+    }
+
+
+def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, monkeypatch):
+    from app.researchers.accounts import create_researcher
+
+    seed(app)
+    with app.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
+    # Another worker (through the API) qualifies and annotates story-7: catches the check and
+    # marks the agreement error the Prolific worker will mark too.
+    api_work(client, "api-worker", PRACTICE, PRACTICE_GOLD)
+    _, document = api_work(
+        client, "api-worker", REAL, [CHECK, (1, "they argues", "GramE")]
+    )
+    assert document == "story-7"
+    # The next worker qualifies too and waits for a place.
+    api_work(client, "next-worker", PRACTICE, PRACTICE_GOLD)
+
+    # --- the Prolific worker ------------------------------------------------------------
+    prolific: list[str] = []
+
+    def answer(route):
+        prolific.append(route.request.url)
+        route.fulfill(status=200, content_type="text/html", body="<h1>Prolific stand-in</h1>")
+
+    page = pw_page
+    page.route("https://app.prolific.com/**", answer)
+    page.goto(f"{live_server.url}/s/{SLUG}?PROLIFIC_PID=P1&STUDY_ID=st1&SESSION_ID=se-P1")
+    page.wait_for_selector("#consent-text")
+    assert page.locator("#consent-text strong").inner_text() == "anonymous"
+    shoot(page, "consent")
+    page.click("#consent-agree")
+    wait_loaded(page)
+
+    # Practice, attempt 1: "Anna" (RefE) missed; the feedback shows it with its definition.
+    mark(page, 0, "the wrong person", "CharE")
+    page.click("#next-button")
+    page.wait_for_selector("#practice-panel:not([hidden])")
+    assert feedback(page, "found") == ["the wrong person"]
+    assert feedback(page, "missed") == ["Anna"]
+    missed = page.locator('#practice-panel [data-kind="missed"]').inner_text()
+    assert "as if the reader already knew it" in missed
+    shoot(page, "practice-feedback", selector="#practice-panel")
+    page.click("#next-button")
+    assert progress_text(page) == "Segment 2 of 2"
+    page.click("#submit-button")
+    page.wait_for_selector("#practice-panel:not([hidden])")
+    assert feedback(page, "missed") == ["leaved"]
+    page.click("#submit-button")
+    page.wait_for_selector("#qualification")
+    assert "Not quite yet" in page.inner_text("#qualification")
+    assert "F1 0.50" in page.inner_text("#qualification")  # P 1/1, R 1/3
+
+    # Practice, attempt 2: everything found.
+    page.click("#continue-link")
+    wait_loaded(page)
+    mark(page, 0, "the wrong person", "CharE")
+    mark(page, 0, "Anna", "RefE")
+    page.click("#next-button")
+    page.wait_for_selector("#practice-panel:not([hidden])")
+    assert feedback(page, "missed") == [] and feedback(page, "wrong") == []
+    page.click("#next-button")
+    mark(page, 1, "leaved", "GramE")
+    page.click("#submit-button")
+    page.wait_for_selector("#practice-panel:not([hidden])")
+    page.click("#submit-button")
+    page.wait_for_selector("#qualification")
+    assert "You qualified" in page.inner_text("#qualification")
+    page.click("#continue-link")
+    wait_loaded(page)
+
+    # The real document: the check in segment 1 goes unmarked; time is spent on each segment.
+    assert "lighthouse" in page.inner_text("#current")
+    assert page.locator("#practice-panel").is_hidden()
+    token = page.url.rstrip("/").rsplit("/", 1)[-1]
+    started = time.monotonic()
+    busy(page, 1.5)
+    mark(page, 0, "lighthouse", "SceneE")
+    page.click("#next-button")
+    busy(page, 1.0)
+    mark(page, 1, "they argues", "GramE")
+    page.click("#next-button")
+    busy(page, 1.0)
+    page.click("#submit-button")
+    elapsed = time.monotonic() - started
+
+    page.wait_for_selector("#questionnaire")
+    assert "easy to follow" in page.inner_text("#questionnaire")
+    page.check('input[name="difficulty"][value="2"]')
+    page.click("#questionnaire-submit")
+    page.wait_for_selector("text=Which device did you use?")
+    page.check('input[name="device"][value="Phone"]')
+    page.click("#questionnaire-submit")
+    page.wait_for_url("https://app.prolific.com/**")
+    assert prolific == [DONE]
+
+    with app.app_context(), session_scope() as session:
+        consent = session.scalar(select(Consent).where(Consent.worker_id == "P1"))
+        assert consent is not None and consent.agreed
+        mine = session.scalar(select(Assignment).where(Assignment.token == token))
+        assert (mine.worker_id, mine.document.external_id, mine.status) == (
+            "P1",
+            "story-7",
+            "submitted",
+        )
+        seconds = {
+            t.segment: t.active_seconds
+            for t in session.scalars(select(SegmentTime).where(SegmentTime.assignment_id == mine.id))
+        }
+        # every segment of the worker's submitted documents, practice included (METRICS.md)
+        every = []
+        for a in session.scalars(select(Assignment).where(Assignment.worker_id == "P1")):
+            times = {
+                t.segment: t.active_seconds
+                for t in session.scalars(select(SegmentTime).where(SegmentTime.assignment_id == a.id))
+            }
+            every += [times.get(i, 0.0) for i in range(len(a.document.segments))]
+        answers = {
+            (a.stage, a.question): a.answer
+            for a in session.scalars(select(QuestionnaireAnswer))
+        }
+    assert set(seconds) == {0, 1, 2} and seconds[0] >= 1.0, seconds
+    assert sum(seconds.values()) <= elapsed + 1, (seconds, elapsed)
+    assert answers == {("document", "difficulty"): "2", ("study", "device"): "Phone"}
+
+    # --- the researcher ------------------------------------------------------------------
+    page.goto(f"{live_server.url}/admin/login")
+    page.fill('input[name="email"]', EMAIL)
+    page.fill('input[name="password"]', PASSWORD)
+    page.click('button:has-text("Log in")')
+    page.goto(f"{live_server.url}/admin/studies/{SLUG}")
+    flagged = page.locator("#attention-table tr.flagged")
+    assert flagged.count() == 1 and flagged.get_attribute("data-worker") == "P1"
+    assert "0%" in flagged.inner_text() and "flagged" in flagged.inner_text()
+    assert "100%" in page.locator('#attention-table tr[data-worker="api-worker"]').inner_text()
+    page.goto(f"{live_server.url}/admin/studies/{SLUG}/worker?id=P1")
+    page.wait_for_selector("#worker-id")
+    median = float(page.locator("#median-seconds").inner_text())
+    assert median > 0 and median == pytest.approx(statistics.median(every), abs=0.051)
+    assert "story-7" in page.locator("#worker-assignments").inner_text()
+    shoot(page, "worker")
+
+    before = exports(app)
+    story = {(w, text) for w, doc, text in before["csv"] if doc == "story-7"}
+    assert story == {
+        ("api-worker", CHECK[1]),
+        ("api-worker", "they argues"),
+        ("P1", "they argues"),
+        ("P1", SCENE),  # SceneE marks a whole sentence
+    }
+    assert before["jsonl"] == before["csv"]
+    assert ("they argues", 2) in before["snac"] and (SCENE, 1) in before["snac"]
+    p1_rows = [r for r in before["assignments"] if r["worker_id"] == "P1"]
+    assert {r["document"] for r in p1_rows} == {"practice-1", "practice-2", "story-7"}
+    real_row = next(r for r in p1_rows if r["document"] == "story-7")
+    assert (real_row["prolific_pid"], real_row["prolific_session_id"]) == ("P1", "se-P1")
+    assert real_row["status"] == "submitted" and float(real_row["active_seconds"]) > 0
+    agreement = report_json(database_url, monkeypatch)["agreement"]
+    assert agreement["workers"] == 2 and agreement["documents"] == 1
+    alpha_before = agreement["all"]["token"]["alpha"]
+    assert alpha_before is not None
+    assert arrive_api(client, "next-worker")[0] == 409  # story-7 has both its workers
+
+    page.click("#action-reject")
+    page.wait_for_selector(".flash-ok")
+    assert "reject" in page.locator("#worker-log").inner_text()
+
+    after = exports(app)
+    assert {w for w, _, _ in after["csv"]} == {"api-worker"}
+    assert after["jsonl"] == after["csv"]
+    assert ("they argues", 1) in after["snac"] and SCENE not in dict(after["snac"])
+    p1_after = {r["document"]: r["status"] for r in after["assignments"] if r["worker_id"] == "P1"}
+    assert p1_after.get("story-7") == "rejected", p1_after
+    agreement = report_json(database_url, monkeypatch)["agreement"]
+    assert agreement["workers"] == 1 and agreement["documents"] == 0
+    assert agreement["all"]["token"]["alpha"] is None
+    status, _ = arrive_api(client, "next-worker")
+    assert status == 201  # the reopened slot goes to the next worker
+    with app.app_context(), session_scope() as session:
+        given = session.scalar(
+            select(Assignment).where(
+                Assignment.worker_id == "next-worker", Assignment.status == "active"
+            )
+        )
+        assert given.document.external_id == "story-7"
+    assert arrive_api(client, "P1")[0] == 409  # the rejected worker is blocked
