@@ -58,10 +58,11 @@ PRACTICE_GOLD = [
 REAL = [
     "Mara keeps the lighthouse on the cliff. She has never once seen the sea.",
     "Her brother Tomas visits in spring and they argues about the lamp.",
-    "Tomas leaves before dawn, and Mara lights the lamp alone.",
+    "Tomas and Piet leave before dawn, and he lights the lamp alone.",
 ]
 SCENE = "Mara keeps the lighthouse on the cliff."
 CHECK = (0, "She has never once seen the sea", "CharE")  # any attentive worker marks it
+COREF = (2, "he", "CorefE")  # both workers mark it: the one category only story-7 has
 QUESTIONNAIRE = """\
 consent: |
   ## Taking part
@@ -220,9 +221,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     # Another worker (through the API) qualifies and annotates story-7: catches the check and
     # marks the agreement error the Prolific worker will mark too.
     api_work(client, "api-worker", PRACTICE, PRACTICE_GOLD)
-    _, document = api_work(
-        client, "api-worker", REAL, [CHECK, (1, "they argues", "GramE")]
-    )
+    _, document = api_work(client, "api-worker", REAL, [CHECK, COREF])
     assert document == "story-7"
     # The next worker qualifies too and waits for a place.
     api_work(client, "next-worker", PRACTICE, PRACTICE_GOLD)
@@ -292,6 +291,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     mark(page, 1, "they argues", "GramE")
     page.click("#next-button")
     busy(page, 1.0)
+    mark(page, *COREF)
     page.click("#submit-button")
     elapsed = time.monotonic() - started
 
@@ -316,19 +316,22 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
         )
         seconds = {
             t.segment: t.active_seconds
-            for t in session.scalars(select(SegmentTime).where(SegmentTime.assignment_id == mine.id))
+            for t in session.scalars(
+                select(SegmentTime).where(SegmentTime.assignment_id == mine.id)
+            )
         }
         # every segment of the worker's submitted documents, practice included (METRICS.md)
         every = []
         for a in session.scalars(select(Assignment).where(Assignment.worker_id == "P1")):
             times = {
                 t.segment: t.active_seconds
-                for t in session.scalars(select(SegmentTime).where(SegmentTime.assignment_id == a.id))
+                for t in session.scalars(
+                    select(SegmentTime).where(SegmentTime.assignment_id == a.id)
+                )
             }
             every += [times.get(i, 0.0) for i in range(len(a.document.segments))]
         answers = {
-            (a.stage, a.question): a.answer
-            for a in session.scalars(select(QuestionnaireAnswer))
+            (a.stage, a.question): a.answer for a in session.scalars(select(QuestionnaireAnswer))
         }
     assert set(seconds) == {0, 1, 2} and seconds[0] >= 1.0, seconds
     assert sum(seconds.values()) <= elapsed + 1, (seconds, elapsed)
@@ -355,21 +358,31 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     story = {(w, text) for w, doc, text in before["csv"] if doc == "story-7"}
     assert story == {
         ("api-worker", CHECK[1]),
-        ("api-worker", "they argues"),
+        ("api-worker", "he"),
+        ("P1", "he"),
         ("P1", "they argues"),
         ("P1", SCENE),  # SceneE marks a whole sentence
     }
     assert before["jsonl"] == before["csv"]
-    assert ("they argues", 2) in before["snac"] and (SCENE, 1) in before["snac"]
+    assert sorted(before["snac"]) == sorted(
+        [(CHECK[1], 1), ("he", 2), ("they argues", 1), (SCENE, 1)]
+    )
     p1_rows = [r for r in before["assignments"] if r["worker_id"] == "P1"]
     assert {r["document"] for r in p1_rows} == {"practice-1", "practice-2", "story-7"}
     real_row = next(r for r in p1_rows if r["document"] == "story-7")
     assert (real_row["prolific_pid"], real_row["prolific_session_id"]) == ("P1", "se-P1")
     assert real_row["status"] == "submitted" and float(real_row["active_seconds"]) > 0
+    # Agreement (METRICS.md) is over every submitted assignment, practice documents too:
+    # story-7 and practice-1 (api-worker, next-worker, P1) have two or more workers. CorefE
+    # is marked only on story-7, by both workers, on the same token: alpha 1, two-agree 1/1.
     agreement = report_json(database_url, monkeypatch)["agreement"]
-    assert agreement["workers"] == 2 and agreement["documents"] == 1
-    alpha_before = agreement["all"]["token"]["alpha"]
-    assert alpha_before is not None
+    assert (agreement["workers"], agreement["documents"]) == (3, 2)
+    assert agreement["per_category"]["CorefE"]["token"] == {
+        "alpha": 1.0,
+        "two_agree": 1.0,
+        "marked_units": 1,
+    }
+    alpha_all = agreement["all"]["token"]["alpha"]
     assert arrive_api(client, "next-worker")[0] == 409  # story-7 has both its workers
 
     page.click("#action-reject")
@@ -377,14 +390,20 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     assert "reject" in page.locator("#worker-log").inner_text()
 
     after = exports(app)
-    assert {w for w, _, _ in after["csv"]} == {"api-worker"}
+    assert after["csv"] == [row for row in before["csv"] if row[0] != "P1"]
     assert after["jsonl"] == after["csv"]
-    assert ("they argues", 1) in after["snac"] and SCENE not in dict(after["snac"])
+    assert sorted(after["snac"]) == sorted([(CHECK[1], 1), ("he", 1)])
     p1_after = {r["document"]: r["status"] for r in after["assignments"] if r["worker_id"] == "P1"}
     assert p1_after.get("story-7") == "rejected", p1_after
+    # P1's work is gone: story-7 has one worker left, practice-1 two (who marked no CorefE).
     agreement = report_json(database_url, monkeypatch)["agreement"]
-    assert agreement["workers"] == 1 and agreement["documents"] == 0
-    assert agreement["all"]["token"]["alpha"] is None
+    assert (agreement["workers"], agreement["documents"]) == (2, 1)
+    assert agreement["per_category"]["CorefE"]["token"] == {
+        "alpha": None,
+        "two_agree": None,
+        "marked_units": 0,
+    }
+    assert agreement["all"]["token"]["alpha"] != alpha_all
     status, _ = arrive_api(client, "next-worker")
     assert status == 201  # the reopened slot goes to the next worker
     with app.app_context(), session_scope() as session:
