@@ -3,6 +3,10 @@ left, consent, questionnaires; and the lifecycle rules behind them (SQLite and P
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
 from sqlalchemy import select
 
@@ -13,7 +17,7 @@ from app.documents.taxonomy import TaxonomyError
 from app.errors import Conflict, InvalidInput
 from app.models import Annotation, Assignment, Consent, Document, QuestionnaireAnswer, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
-from tests.helpers import annotation_body
+from tests.helpers import annotation_body, export_text
 
 QUESTIONNAIRE = """\
 consent: |
@@ -172,6 +176,12 @@ def test_questionnaires_after_the_document_and_the_study_then_prolific(app, clie
             }
         ]
         assert session.query(QuestionnaireAnswer).count() == 3
+    # the answers ride in the assignment-level export (CSV: one JSON cell)
+    (row,) = [json.loads(line) for line in export_text(app, fmt="assignments-jsonl").splitlines()]
+    assert row["questionnaire"]["study.feedback"] == '=HYPERLINK("x")'
+    (csv_row,) = csv.DictReader(io.StringIO(export_text(app, fmt="assignments-csv")))
+    cell = json.loads(csv_row["questionnaire"])  # JSON, which no spreadsheet evaluates
+    assert cell["document.genre"] == "story" and csv_row["questionnaire"].startswith("{")
 
 
 def test_questionnaire_yaml_errors_name_file_line_and_field() -> None:

@@ -17,6 +17,7 @@ from app.formats import DocumentInput, GoldSpan
 from app.models import Annotation, Assignment, Document, GoldError, PracticeCheck, Study
 from app.quality.reporting import format_report, study_report
 from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import export_text
 
 PRACTICE = ["Anna met Bob. Bob said hello to the wrong person.", "Then Carla leaved the house."]
 REAL = [("doc-1", ["A real text.", "Its second part."])]
@@ -383,3 +384,36 @@ def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
     assert "1 gold error" in result.output and "has no pass mark yet" in result.output
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Document.is_gold).where(Document.external_id == "p-1"))
+
+
+def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
+    app, client, cli, tmp_path
+):
+    """The hand-computed rates above, per assignment in ``assignments-jsonl`` and per worker
+    on the researcher's worker pages (A 2/3, B 1/3 flagged at 0.5, C met no check)."""
+    from app.web.admin.workers import worker_rows
+
+    checks_study(app, cli, tmp_path)
+    work(
+        client,
+        "A",
+        "check-1",
+        [span(0, "The cat was a dog", "CharE", CHECK_1), span(1, "Nothing", "GramE", CHECK_1)],
+    )
+    work(client, "A", "check-2", [span(0, "dawn again", "GramE", CHECK_2)])
+    work(client, "B", "check-1", [span(1, "odd here", "GramE", CHECK_1)])
+    work(client, "B", "check-2", [])
+    work(client, "C", "doc-1", [])
+    configure(app, min_catch_rate=0.5)
+    rows = [json.loads(line) for line in export_text(app, fmt="assignments-jsonl").splitlines()]
+    by_worker = {(r["worker_id"], r["document"]): r for r in rows}
+    assert by_worker[("A", "check-1")]["check_catch_rate"] == pytest.approx(2 / 3)
+    assert by_worker[("A", "check-2")]["check_flagged"] is False
+    assert by_worker[("B", "check-2")]["check_catch_rate"] == pytest.approx(1 / 3)
+    assert by_worker[("B", "check-1")]["check_flagged"] is True
+    assert by_worker[("C", "doc-1")]["check_catch_rate"] is None
+    with app.test_request_context(), session_scope() as session:
+        pages = {r["worker_id"]: r for r in worker_rows(session, session.scalar(select(Study)))}
+    assert pages["A"]["catch_rate"] == pytest.approx(2 / 3) and not pages["A"]["check_flagged"]
+    assert pages["B"]["catch_rate"] == pytest.approx(1 / 3) and pages["B"]["check_flagged"]
+    assert pages["C"]["catch_rate"] is None and not pages["C"]["check_flagged"]

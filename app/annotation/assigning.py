@@ -30,13 +30,16 @@ Rules, all per study:
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from app.annotation.qualification import (
+    qualification,
+    qualification_state,
+)
 from app.annotation.reviews import refuse_blocked
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
@@ -48,7 +51,6 @@ from app.models import (
 
 DEFAULT_ABANDON_MINUTES = 45
 DEFAULT_HOLD_MINUTES = 5
-DEFAULT_QUALIFICATION_ATTEMPTS = 2
 CONDITIONS = ("assisted", "unassisted")
 TAKEN = ("active", "submitted")
 
@@ -105,23 +107,6 @@ def randomises_conditions(study: Study) -> bool:
     return bool((study.settings or {}).get("randomise_conditions"))
 
 
-@dataclass(frozen=True)
-class Qualification:
-    min_f1: float
-    attempts: int
-
-
-def qualification(study: Study) -> Qualification | None:
-    """The study's qualification rule, or None when workers go straight to real documents."""
-    rule = (study.settings or {}).get("qualification")
-    if not rule:
-        return None
-    return Qualification(
-        min_f1=float(rule["min_f1"]),
-        attempts=int(rule.get("attempts", DEFAULT_QUALIFICATION_ATTEMPTS)),
-    )
-
-
 # --- abandoned assignments -----------------------------------------------------------------
 
 
@@ -159,67 +144,6 @@ def release_abandoned(
         query = query.where(Assignment.worker_id != keep_worker)
     result = session.execute(query)
     return result.rowcount or 0
-
-
-# --- gold scoring and qualification ----------------------------------------------------------
-
-
-def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | None:
-    """P/R/F1 of a submitted assignment's live spans against its document's gold errors.
-
-    Stored in ``assignment.scores["gold"]`` (computed once); None for non-gold documents
-    and for assignments not yet submitted.
-    """
-    if assignment.status != "submitted" or not assignment.document.is_gold:
-        return None
-    scores = dict(assignment.scores or {})
-    if (scores.get("gold") or {}).get("rule") == "strict":
-        return scores["gold"]  # scores from before the one-to-one strict rule are redone
-    from app.quality.assignment_scores import score_against_gold
-
-    result = score_against_gold(session, assignment)
-    scores["gold"] = result
-    assignment.scores = scores
-    return result
-
-
-@dataclass(frozen=True)
-class QualificationState:
-    qualified: bool
-    attempts_used: int
-    best_f1: float | None
-    can_try_again: bool
-
-
-def qualification_state(session: Session, study: Study, worker_id: str) -> QualificationState:
-    """Whether ``worker_id`` has qualified (scoring any unscored gold submissions first)."""
-    rule = qualification(study)
-    if rule is None:
-        return QualificationState(True, 0, None, False)
-    gold_done = session.scalars(
-        select(Assignment)
-        .join(Document, Document.id == Assignment.document_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.worker_id == worker_id,
-            Assignment.status == "submitted",
-            Document.is_gold.is_(True),
-        )
-        .order_by(Assignment.id)
-    ).all()
-    f1s = []
-    for assignment in gold_done:
-        score = score_gold(session, assignment)
-        f1 = (score or {}).get("overall", {}).get("f1")
-        f1s.append(f1 if f1 is not None else 0.0)
-    best = max(f1s) if f1s else None
-    qualified = best is not None and best >= rule.min_f1
-    return QualificationState(
-        qualified=qualified,
-        attempts_used=len(gold_done),
-        best_f1=best,
-        can_try_again=not qualified and len(gold_done) < rule.attempts,
-    )
 
 
 # --- conditions ------------------------------------------------------------------------------

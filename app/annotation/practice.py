@@ -1,7 +1,7 @@
 """The training phase's feedback: a worker's marks on one practice segment against gold.
 
 A *practice document* is a gold document of a study with a pass mark
-(``settings["qualification"]``, :func:`app.annotation.assigning.qualification`): the worker
+(``settings["qualification"]``, :func:`app.annotation.qualification.qualification`): the worker
 does it before any real document, and it is scored on submission as before. Here, segment by
 segment: the worker asks to *check* a segment (``POST /api/assignments/<token>/practice/<n>``)
 once their marks for it are sent; the answer compares their live spans in that segment with
@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.annotation.assigning import qualification
+from app.annotation.qualification import qualification
 from app.errors import Conflict, NotFound
 from app.models import Annotation, Assignment, GoldError, PracticeCheck, Segment
 from app.quality.matching import match

@@ -189,7 +189,7 @@ def after_submit_redirect(assignment: Assignment) -> str | None:
     and qualification documents (the done page scores them and lets the worker go on).
     Else the study's completion URL, if any.
     """
-    from app.annotation.assigning import qualification
+    from app.annotation.qualification import qualification
 
     if qualification(assignment.study) is not None and assignment.document.is_gold:
         return None
@@ -270,7 +270,7 @@ def configure_study(
     ``qualification_f1=None`` turns qualification mode off; any value in (0, 1] turns it on.
     Raises :class:`InvalidInput` (changing nothing) on a bad value.
     """
-    from app.annotation.assigning import DEFAULT_QUALIFICATION_ATTEMPTS
+    from app.annotation.qualification import DEFAULT_QUALIFICATION_ATTEMPTS
 
     settings = dict(study.settings or {})
     new_platform = study.platform if platform is UNSET else platform

@@ -1,10 +1,11 @@
 """The assignment-level export's rows (one per assignment of the study), shared by the
 ``assignments-csv`` and ``assignments-jsonl`` writers; CONTRACT.md lists the columns.
 
-Columns that other features own join through :data:`EXTRA_COLUMNS`: a name and a function
-``(session, study) -> {assignment id: value}`` (or ``{worker ID: value}`` with
-``per_worker=True``), called once per export. Attention checks' catch rate and questionnaire
-answers plug in there (:func:`register_column`); without a provider their columns are empty.
+The worker's attention-check catch rate and flag come from ``app/quality/attention.py``, the
+questionnaire answers from ``app/documents/journey.py``. A further feature can add a column
+through :data:`EXTRA_COLUMNS`: a name and a function ``(session, study) -> {assignment id:
+value}`` (or ``{worker ID: value}`` with ``per_worker=True``), called once per export
+(:func:`register_column`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.annotation.reviews import reviews
+from app.documents.journey import answers_by_assignment
 from app.models import (
     Annotation,
     Assignment,
@@ -27,6 +29,7 @@ from app.models import (
     SuggestionEvent,
     isoformat,
 )
+from app.quality.attention import catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 
 
@@ -46,8 +49,8 @@ def register_column(name: str, values, *, per_worker: bool = False) -> None:
     EXTRA_COLUMNS.append(ExtraColumn(name, values, per_worker))
 
 
-# Filled by other features at merge (issue 13 items 2 and 6); empty until then.
-HOOKED = ("check_catch_rate", "questionnaire")
+# The attention checks' and the questionnaires' columns (their own features fill them).
+HOOKED = ("check_catch_rate", "check_flagged", "questionnaire")
 
 BASE_COLUMNS = (
     "study",
@@ -125,6 +128,8 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     times = worker_times(session, study)
     verdicts = reviews(session, study)
     extras = [(c, c.values(session, study)) for c in EXTRA_COLUMNS]
+    rates = catch_rates(session, study)
+    answers = answers_by_assignment(session, study)
     for a, external_id in assignments:
         data = a.platform_data or {}
         prolific, mturk = a.platform == "prolific", a.platform == "mturk"
@@ -162,7 +167,9 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "speeder": bool(times.get(a.worker_id, {}).get("speeder")),
             "review_status": verdict.status if verdict else None,
             "blocked": bool(verdict.blocked) if verdict else False,
-            **dict.fromkeys(HOOKED),
+            "check_catch_rate": rates[a.worker_id].rate if a.worker_id in rates else None,
+            "check_flagged": rates[a.worker_id].flagged if a.worker_id in rates else False,
+            "questionnaire": answers.get(a.id) or None,
         }
         for column, values in extras:
             row[column.name] = values.get(a.worker_id if column.per_worker else a.id)

@@ -29,9 +29,8 @@ from app.annotation.assigning import (
     WorkInProgress,
     assign,
     preview_document,
-    qualification,
-    qualification_state,
 )
+from app.annotation.qualification import qualification, qualification_state
 from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session

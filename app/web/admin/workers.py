@@ -16,18 +16,19 @@ from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import assignment_rows
 from app.models import Assignment, Document, Study
+from app.quality.attention import catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
 
 def _catch_rates(db, study: Study) -> dict[str, float]:
-    """Worker ID -> attention-check catch rate, from the ``check_catch_rate`` column the
-    attention-check feature registers (per worker) in the assignment export; {} without."""
+    """Worker ID -> attention-check catch rate (``app/quality/attention.py``), for workers who
+    met a check; a column registered in the assignment export under the same name wins."""
     for column in assignment_rows.EXTRA_COLUMNS:
         if column.name == "check_catch_rate" and column.per_worker:
             return column.values(db, study)
-    return {}
+    return {w: r.rate for w, r in catch_rates(db, study).items()}
 
 
 DONE_MESSAGES = {
@@ -49,6 +50,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     catch = _catch_rates(db, study)
+    flagged = {w for w, r in catch_rates(db, study).items() if r.flagged}
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
@@ -68,6 +70,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
                 "speeder": bool(time.get("speeder")),
                 "gold_f1": max(f1s) if f1s else None,
                 "catch_rate": catch.get(worker_id),
+                "check_flagged": worker_id in flagged,
                 "review": verdict.status if verdict else None,
                 "blocked": bool(verdict and verdict.blocked),
                 "note": verdict.note if verdict else "",

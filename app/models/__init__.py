@@ -1,0 +1,46 @@
+"""Typed SQLAlchemy 2.x models: the whole schema, one module per domain, all importable from
+``app.models``.
+
+Offsets are Unicode code-point offsets into a segment's plain text, end exclusive
+(``text[start:end]``). Annotations are never deleted: Remove stamps ``removed_at``.
+"""
+
+from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
+from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
+from app.models.detection import DetectionJob, DetectorVersion, ImportJob, Suggestion
+from app.models.journey import Consent, QuestionnaireAnswer
+from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
+from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
+from app.models.work import Annotation, Assignment, PracticeCheck, SegmentTime, SuggestionEvent
+
+__all__ = [
+    "AdjudicatedError",
+    "Annotation",
+    "ApiKey",
+    "Assignment",
+    "Base",
+    "Consent",
+    "DetectionJob",
+    "DetectorVersion",
+    "Document",
+    "DocumentReview",
+    "Entity",
+    "EntityMention",
+    "GoldError",
+    "ImportJob",
+    "LoginFailure",
+    "NAMING_CONVENTION",
+    "PracticeCheck",
+    "QuestionnaireAnswer",
+    "Researcher",
+    "Segment",
+    "SegmentTime",
+    "Study",
+    "StudyCollaborator",
+    "Suggestion",
+    "SuggestionEvent",
+    "WorkerAction",
+    "WorkerReview",
+    "isoformat",
+    "utcnow",
+]

@@ -1,0 +1,111 @@
+"""The detector and the background queues: suggestions, detector versions, detection and import jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, utcnow
+
+
+class Suggestion(Base):
+    """A span the detector suspects, in one segment, under one of the study's categories."""
+
+    __tablename__ = "suggestions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    score: Mapped[float] = mapped_column(Float, default=1.0)
+    detector: Mapped[str] = mapped_column(String(100))
+    detector_version: Mapped[str] = mapped_column(String(100))
+    reason: Mapped[str | None] = mapped_column(Text)
+    paired_segment: Mapped[int | None] = mapped_column(Integer)
+    paired_start: Mapped[int | None] = mapped_column(Integer)
+    paired_end: Mapped[int | None] = mapped_column(Integer)
+    paired_text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DetectorVersion(Base):
+    """One version of a detector that stored suggestions, with what is known of its quality:
+    ``calibration`` is its confident thresholds (per category the ``precision_90`` operating
+    point, chosen out-of-fold on train, with its dev figures, or none and why; see
+    ``model_server.operating_points.confident_calibration``), ``{}`` when the version has none."""
+
+    __tablename__ = "detector_versions"
+    __table_args__ = (UniqueConstraint("detector", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    detector: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(100))
+    calibration: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DetectionJob(Base):
+    """One document waiting for (or done with) the detector; claimed by workers."""
+
+    __tablename__ = "detection_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ImportJob(Base):
+    """An uploaded document file waiting to be parsed and stored by the worker.
+
+    ``status``: queued, running, done or failed. The upload's bytes stay in ``payload``
+    (the database, not the disk: Heroku's disk is ephemeral) until the job ends.
+    """
+
+    __tablename__ = "import_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    filename: Mapped[str] = mapped_column(String(300))
+    format: Mapped[str] = mapped_column(String(20), default="auto")
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    total_documents: Mapped[int | None] = mapped_column(Integer)
+    processed_documents: Mapped[int] = mapped_column(Integer, default=0)
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

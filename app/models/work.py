@@ -1,0 +1,133 @@
+"""A worker's work: assignments, annotations, suggestion events, active time, practice feedback."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.models.base import Base, utcnow
+
+if TYPE_CHECKING:  # relationships name these; SQLAlchemy resolves them by name
+    from app.models.studies import Document, Study
+
+
+class Assignment(Base):
+    """One worker doing one document in one study; identified by its unguessable token."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("study_id", "document_id", "worker_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    worker_id: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(20), default="generic")
+    platform_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    condition: Mapped[str | None] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    current_segment: Mapped[int] = mapped_column(Integer, default=0)
+    completion_code: Mapped[str | None] = mapped_column(String(64))
+    scores: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # When the worker first did something (annotation, position, heartbeat); until then the
+    # slot is only held briefly (app/annotation/assigning.py).
+    engaged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    study: Mapped[Study] = relationship()
+    document: Mapped[Document] = relationship()
+    annotations: Mapped[list[Annotation]] = relationship(
+        back_populates="assignment", order_by="Annotation.id"
+    )
+
+
+class Annotation(Base):
+    """One error span a worker marked, optionally paired with an earlier span."""
+
+    __tablename__ = "annotations"
+    __table_args__ = (
+        UniqueConstraint("assignment_id", "client_id"),
+        Index("ix_annotations_assignment_live", "assignment_id", "removed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    paired_segment: Mapped[int | None] = mapped_column(Integer)
+    paired_start: Mapped[int | None] = mapped_column(Integer)
+    paired_end: Mapped[int | None] = mapped_column(Integer)
+    paired_text: Mapped[str | None] = mapped_column(Text)
+    # Set only when the earlier span runs on into later segments (app/annotation/pairing.py):
+    # it ends at paired_end in this segment. None: it ends in paired_segment.
+    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    client_id: Mapped[str] = mapped_column(String(100))
+    suggestion_id: Mapped[int | None] = mapped_column(
+        ForeignKey("suggestions.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    assignment: Mapped[Assignment] = relationship(back_populates="annotations")
+
+
+class SuggestionEvent(Base):
+    """What became of a suggestion shown to a worker: shown, accepted or dismissed."""
+
+    __tablename__ = "suggestion_events"
+    __table_args__ = (UniqueConstraint("assignment_id", "suggestion_id", "event"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    suggestion_id: Mapped[int] = mapped_column(ForeignKey("suggestions.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SegmentTime(Base):
+    """A worker's active seconds on one segment of an assignment (visible, focused, idle gaps
+    over a minute left out); a row also records that the segment was seen."""
+
+    __tablename__ = "segment_times"
+    __table_args__ = (UniqueConstraint("assignment_id", "segment"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    active_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PracticeCheck(Base):
+    """A worker asked for feedback on one segment of a practice document: from then on that
+    segment's marks are frozen (app/annotation/practice.py) and ``feedback`` is what they saw."""
+
+    __tablename__ = "practice_checks"
+    __table_args__ = (UniqueConstraint("assignment_id", "segment"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
+    segment: Mapped[int] = mapped_column(Integer)
+    feedback: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
