@@ -29,7 +29,7 @@ from app.models import (
     SuggestionEvent,
     isoformat,
 )
-from app.quality.attention import catch_rates
+from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 
 
@@ -128,7 +128,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     times = worker_times(session, study)
     verdicts = reviews(session, study)
     extras = [(c, c.values(session, study)) for c in EXTRA_COLUMNS]
-    rates = catch_rates(session, study)
+    rates = catch_rates(session, study, statuses=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
     for a, external_id in assignments:
         data = a.platform_data or {}

@@ -4,7 +4,9 @@ and each worker's catch rate of them (``docs/METRICS.md``, *Attention checks*).
 A check is **caught** by an assignment when one of the worker's live spans matches it under
 the strict rule of :mod:`app.quality.matching` (same segment and category, token IoU >= 0.5,
 one-to-one). A worker's **catch rate** = checks caught / checks met, over the checks of the
-documents of their *submitted* assignments; None when they met none. With the study setting
+documents of their *submitted* assignments (the worker pages and the assignment export also
+count *rejected* ones, as they do for time: a rejected worker's catch rate stays in view);
+None when they met none. With the study setting
 ``settings["attention"] = {"min_catch_rate": T}`` a worker whose catch rate is below T is
 **flagged**. Checks are never shown to workers as anything special: they are not
 suggestions, not in the assignment payload, and not in gold scores.
@@ -22,6 +24,9 @@ from sqlalchemy.orm import Session
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.matching import match
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
+
+# A rejected worker's work leaves every figure, but the pages about them keep their rate.
+WITH_REJECTED = ("submitted", "rejected")
 
 
 @dataclass(frozen=True)
@@ -74,17 +79,18 @@ def caught_per_assignment(
     *,
     worker_id: str | None = None,
     checks: dict[int, list[Span]] | None = None,
+    statuses: tuple[str, ...] = ("submitted",),
 ) -> dict[int, tuple[str, int, int]]:
-    """{assignment id: (worker id, checks met, checks caught)} for the study's submitted
-    assignments on documents carrying checks (one worker's, with ``worker_id``): the hook
-    for per-assignment rows (the assignment export)."""
+    """{assignment id: (worker id, checks met, checks caught)} for the study's assignments
+    with one of ``statuses`` on documents carrying checks (one worker's, with
+    ``worker_id``): the hook for per-assignment rows (the assignment export)."""
     if checks is None:
         checks = _check_spans(session, study)
     if not checks:
         return {}
     query = select(Assignment).where(
         Assignment.study_id == study.id,
-        Assignment.status == "submitted",
+        Assignment.status.in_(statuses),
         Assignment.document_id.in_(checks),
     )
     if worker_id is not None:
@@ -133,13 +139,16 @@ def catch_rates(
     *,
     worker_id: str | None = None,
     checks: dict[int, list[Span]] | None = None,
+    statuses: tuple[str, ...] = ("submitted",),
 ) -> dict[str, CatchRate]:
-    """{worker id: :class:`CatchRate`} for every worker who met a check (or one worker).
-
-    The hook the report, the dashboard and the assignment export call."""
+    """{worker id: :class:`CatchRate`} for every worker who met a check (or one worker), over
+    their assignments with one of ``statuses``: submitted ones for the report and the
+    dashboard; :data:`WITH_REJECTED` for the worker pages and the assignment export."""
     threshold = min_catch_rate(study)
     met: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    per_assignment = caught_per_assignment(session, study, worker_id=worker_id, checks=checks)
+    per_assignment = caught_per_assignment(
+        session, study, worker_id=worker_id, checks=checks, statuses=statuses
+    )
     for worker, planted, caught in per_assignment.values():
         met[worker][0] += planted
         met[worker][1] += caught

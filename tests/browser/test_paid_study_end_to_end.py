@@ -352,6 +352,9 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     median = float(page.locator("#median-seconds").inner_text())
     assert median > 0 and median == pytest.approx(statistics.median(every), abs=0.051)
     assert "story-7" in page.locator("#worker-assignments").inner_text()
+    summary = page.locator("#worker-summary").inner_text()
+    assert "CATCH RATE\t0%" in summary.upper(), summary  # 0 of the 1 check caught
+    assert "missed checks" in page.locator(".page-head").inner_text()
     shoot(page, "worker")
 
     before = exports(app)
@@ -372,6 +375,11 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     real_row = next(r for r in p1_rows if r["document"] == "story-7")
     assert (real_row["prolific_pid"], real_row["prolific_session_id"]) == ("P1", "se-P1")
     assert real_row["status"] == "submitted" and float(real_row["active_seconds"]) > 0
+    assert (real_row["check_catch_rate"], real_row["check_flagged"]) == ("0.0", "true")
+    assert json.loads(real_row["questionnaire"]) == {
+        "document.difficulty": "2",
+        "study.device": "Phone",
+    }
     # Agreement (METRICS.md) is over every submitted assignment, practice documents too:
     # story-7 and practice-1 (api-worker, next-worker, P1) have two or more workers. CorefE
     # is marked only on story-7, by both workers, on the same token: alpha 1, two-agree 1/1.
@@ -388,6 +396,11 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
     assert "reject" in page.locator("#worker-log").inner_text()
+    # the worker page still shows why: their time, catch rate and flag (METRICS.md)
+    assert "CATCH RATE\t0%" in page.locator("#worker-summary").inner_text().upper()
+    head = page.locator(".page-head").inner_text()
+    assert "missed checks" in head and "rejected" in head
+    shoot(page, "worker-rejected")
 
     after = exports(app)
     assert after["csv"] == [row for row in before["csv"] if row[0] != "P1"]
@@ -395,6 +408,11 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     assert sorted(after["snac"]) == sorted([(CHECK[1], 1), ("he", 1)])
     p1_after = {r["document"]: r["status"] for r in after["assignments"] if r["worker_id"] == "P1"}
     assert p1_after.get("story-7") == "rejected", p1_after
+    rejected_row = next(
+        r for r in after["assignments"] if r["worker_id"] == "P1" and r["document"] == "story-7"
+    )
+    assert (rejected_row["check_catch_rate"], rejected_row["check_flagged"]) == ("0.0", "true")
+    assert rejected_row["review_status"] == "rejected"
     # P1's work is gone: story-7 has one worker left, practice-1 two (who marked no CorefE).
     agreement = report_json(database_url, monkeypatch)["agreement"]
     assert (agreement["workers"], agreement["documents"]) == (2, 1)

@@ -16,7 +16,7 @@ from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import assignment_rows
 from app.models import Assignment, Document, Study
-from app.quality.attention import catch_rates
+from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
@@ -28,7 +28,7 @@ def _catch_rates(db, study: Study) -> dict[str, float]:
     for column in assignment_rows.EXTRA_COLUMNS:
         if column.name == "check_catch_rate" and column.per_worker:
             return column.values(db, study)
-    return {w: r.rate for w, r in catch_rates(db, study).items()}
+    return {w: r.rate for w, r in catch_rates(db, study, statuses=WITH_REJECTED).items()}
 
 
 DONE_MESSAGES = {
@@ -50,7 +50,8 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     catch = _catch_rates(db, study)
-    flagged = {w for w, r in catch_rates(db, study).items() if r.flagged}
+    rates = catch_rates(db, study, statuses=WITH_REJECTED)
+    flagged = {w for w, r in rates.items() if r.flagged}
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
