@@ -185,6 +185,21 @@ def shoot(page, name: str, *, selector: str | None = None) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
 
 
+CONTRAST_JS = """(el) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const [r, g, b] = rgb(c).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const style = getComputedStyle(el);
+  const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
 def report_json(database_url: str, monkeypatch) -> dict:
     """``marginalia report paid --json``, run in-process against the test database."""
     monkeypatch.setenv("DATABASE_URL", database_url)
@@ -393,6 +408,10 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     alpha_all = agreement["all"]["token"]["alpha"]
     assert arrive_api(client, "next-worker")[0] == 409  # story-7 has both its workers
 
+    # the Reject button's label is readable (two slices' button.danger rules once made it
+    # red on red)
+    assert page.locator("#action-reject").evaluate(CONTRAST_JS) >= 4.5
+    assert page.locator("#action-reject").inner_text() == "Reject"
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
     assert "reject" in page.locator("#worker-log").inner_text()
