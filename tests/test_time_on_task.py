@@ -165,3 +165,33 @@ def test_report_median_and_speeder_hand_computed(app, client):
     assert rows["slow"]["speeder"] is False
     assert rows["script"]["active_seconds_per_segment"] is None  # no measurement, no flag
     assert rows["script"]["speeder"] is False
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_study_made_by_a_researcher_refuses_unseen_submits_unless_allowed(
+    app, client, database_url, monkeypatch, tmp_path, allow
+):
+    """`study create` turns the all-segments-seen rule on unless --allow-unseen-submit."""
+    import json
+
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+    args = ["study", "create", "made", "--taxonomy", "taxonomies/snac.yaml"]
+    result = CliRunner().invoke(main, args + (["--allow-unseen-submit"] if allow else []))
+    assert result.exit_code == 0, result.output
+    docs = tmp_path / "docs.json"
+    docs.write_text(json.dumps({"d1": ["First segment here.", "Second segment here."]}))
+    result = CliRunner().invoke(main, ["import", "made", str(docs), "--no-ner"])
+    assert result.exit_code == 0, result.output
+    token = open_token(client, worker="w1", document="d1", study="made")
+    answer = client.post(f"/api/assignments/{token}/submit")
+    if allow:
+        assert answer.status_code == 200
+        return
+    assert answer.status_code == 409 and "segment 2 of 2" in answer.get_json()["error"]
+    assert client.post(f"/api/assignments/{token}/position", json={"segment": 1}).status_code == 204
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200

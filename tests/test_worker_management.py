@@ -126,6 +126,9 @@ def test_reject_removes_work_everywhere_and_reopens_the_slot(app, client, study)
     # w2 is blocked: no new document
     status, error = arrive(client, "w2")
     assert status == 409 and "cannot take part" in error
+    # ... and at the worker page, the platform's "no places" return page (not the ID form)
+    page = client.get("/s/demo?worker_id=w2")
+    assert page.status_code == 409 and "No documents left" in page.get_data(as_text=True)
     # the rejected token is read-only
     answer = api_add(client, study["w2"], annotation_body(1, "brother", "CharE"))
     assert answer.status_code == 409

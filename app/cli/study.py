@@ -62,6 +62,11 @@ def study() -> None:
     default=None,
     help="The researcher who owns it; without one only admins see the study.",
 )
+@click.option(
+    "--allow-unseen-submit",
+    is_flag=True,
+    help="Let workers submit before opening every segment (default: refused).",
+)
 @with_app
 def study_create(
     slug: str,
@@ -70,6 +75,7 @@ def study_create(
     suggestions: str,
     title: str | None,
     owner: str | None,
+    allow_unseen_submit: bool,
 ) -> None:
     """Create a study (the same arguments again change nothing)."""
     from app.db import session_scope
@@ -88,6 +94,11 @@ def study_create(
         )
         if created and owner_row is not None:
             created_study.owner_id = owner_row.id
+        if created:  # a new study refuses a submit before every segment was opened
+            created_study.settings = {
+                **(created_study.settings or {}),
+                "require_all_segments_seen": not allow_unseen_submit,
+            }
         verb = "created" if created else "already exists, unchanged:"
         click.echo(
             f"study {created_study.slug} {verb} ({created_study.taxonomy_name}, "

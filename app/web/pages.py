@@ -31,6 +31,7 @@ from app.annotation.assigning import (
     preview_document,
 )
 from app.annotation.qualification import qualification, qualification_state
+from app.annotation.reviews import Blocked
 from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
@@ -191,7 +192,8 @@ def start(slug: str):
         answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
         session.rollback()
         return answer
-    except NoDocumentsLeft as exc:  # still a 409, now a page with the platform's return
+    except (NoDocumentsLeft, Blocked) as exc:  # 409, a page with the platform's return
+        # (a worker a researcher blocked is told no document is left for them, as on Prolific)
         session.rollback()
         return journey.return_page(study, arrival.platform, "no_places", exc.status)
     except StudyUnavailable:  # a proven return whose abandoned slot went to someone else

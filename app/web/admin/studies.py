@@ -113,6 +113,10 @@ def new_study():
                 completion_url=request.form.get("completion_url") or None,
             )
             study.owner_id = auth.current_researcher().id
+            study.settings = {  # a new study refuses a submit before every segment was opened
+                **(study.settings or {}),
+                "require_all_segments_seen": not request.form.get("allow_unseen_submit"),
+            }
             db.commit()
         except MarginaliaError as exc:
             db.rollback()
