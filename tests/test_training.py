@@ -417,3 +417,45 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     assert pages["A"]["catch_rate"] == pytest.approx(2 / 3) and not pages["A"]["check_flagged"]
     assert pages["B"]["catch_rate"] == pytest.approx(1 / 3) and pages["B"]["check_flagged"]
     assert pages["C"]["catch_rate"] is None and not pages["C"]["check_flagged"]
+
+
+def test_practice_documents_are_left_out_of_agreement_while_a_pass_mark_is_set(app):
+    """Two workers submit practice-1 with the same mark: with a pass mark it is a practice
+    item and agreement counts no document; without one it is data (1 document, α 1.0)."""
+    from datetime import UTC, datetime
+
+    training_study(app)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        practice = session.scalar(select(Document).where(Document.external_id == "practice-1"))
+        for n, worker in enumerate(("W1", "W2")):
+            assignment = Assignment(
+                token=f"tok-{n}",
+                study_id=study.id,
+                document_id=practice.id,
+                worker_id=worker,
+                status="submitted",
+                submitted_at=datetime.now(UTC),
+            )
+            session.add(assignment)
+            session.flush()
+            body = span(1, "leaved", "GramE")
+            session.add(
+                Annotation(
+                    assignment_id=assignment.id,
+                    segment=1,
+                    start=body["start"],
+                    end=body["end"],
+                    text="leaved",
+                    category="GramE",
+                    client_id=f"c{n}",
+                )
+            )
+    with app.app_context(), session_scope() as session:
+        agreement = study_report(session, session.scalar(select(Study)))["agreement"]
+    assert agreement["documents"] == 0
+    configure(app, qualification_f1=None)  # no pass mark (the CLI's "off")
+    with app.app_context(), session_scope() as session:
+        agreement = study_report(session, session.scalar(select(Study)))["agreement"]
+    assert agreement["documents"] == 1
+    assert agreement["per_category"]["GramE"]["token"]["alpha"] == 1.0

@@ -85,7 +85,8 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
       (:func:`app.quality.time_on_task.add_to_report`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
-      assignments, per taxonomy category and group.
+      assignments (practice documents left out while the study has a pass mark), per
+      taxonomy category and group.
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -244,7 +245,7 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         "agreement": agreement_report(
             [span for spans in worker_spans.values() for span in spans],
             texts,
-            annotated,
+            _agreement_documents(study, documents, annotated),
             categories=category_ids,
             groups=groups,
             scopes=scopes,
@@ -255,6 +256,17 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     }
     add_to_report(session, study, report["workers"])
     return report
+
+
+def _agreement_documents(
+    study: Study, documents: list[Document], annotated: dict[str, set[str]]
+) -> dict[str, set[str]]:
+    """Each worker's documents that count in agreement: with a pass mark (a training phase),
+    the gold documents are practice items, not data, and are left out."""
+    if not (study.settings or {}).get("qualification"):
+        return annotated
+    practice = {doc.external_id for doc in documents if doc.is_gold}
+    return {worker: docs - practice for worker, docs in annotated.items()}
 
 
 def _progress(

@@ -392,11 +392,11 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
         "document.difficulty": "2",
         "study.device": "Phone",
     }
-    # Agreement (METRICS.md) is over every submitted assignment, practice documents too:
-    # story-7 and practice-1 (api-worker, next-worker, P1) have two or more workers. CorefE
-    # is marked only on story-7, by both workers, on the same token: alpha 1, two-agree 1/1.
+    # Agreement (METRICS.md) is over the submitted assignments of real documents: with a pass
+    # mark the practice documents are left out, so only story-7 counts (P1 and api-worker).
+    # CorefE is marked only on story-7, by both workers, on the same token: alpha 1, 1/1.
     agreement = report_json(database_url, monkeypatch)["agreement"]
-    assert (agreement["workers"], agreement["documents"]) == (3, 2)
+    assert (agreement["workers"], agreement["documents"]) == (2, 1)
     assert agreement["per_category"]["CorefE"]["token"] == {
         "alpha": 1.0,
         "two_agree": 1.0,
@@ -429,9 +429,9 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     )
     assert (rejected_row["check_catch_rate"], rejected_row["check_flagged"]) == ("0.0", "true")
     assert rejected_row["review_status"] == "rejected"
-    # P1's work is gone: story-7 has one worker left, practice-1 two (who marked no CorefE).
+    # P1's work is gone: story-7 has one worker left, so no document has two workers.
     agreement = report_json(database_url, monkeypatch)["agreement"]
-    assert (agreement["workers"], agreement["documents"]) == (2, 1)
+    assert (agreement["workers"], agreement["documents"]) == (1, 0)
     assert agreement["per_category"]["CorefE"]["token"] == {
         "alpha": None,
         "two_agree": None,
