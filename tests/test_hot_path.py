@@ -47,7 +47,7 @@ def statements(app, call) -> list[str]:
     return seen
 
 
-def test_an_add_is_a_claim_and_an_insert(app, client, token):
+def test_an_add_is_the_freeze_check_a_claim_and_an_insert(app, client, token):
     api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="warm"))  # fills caches
     answers = []
     sent = statements(
@@ -57,7 +57,8 @@ def test_an_add_is_a_claim_and_an_insert(app, client, token):
         ),
     )
     assert answers[0].status_code == 201, answers[0].get_json()
-    assert sent == ["UPDATE", "INSERT"]
+    # the practice freeze (one indexed SELECT on practice_checks), the claim, the insert
+    assert sent == ["SELECT", "UPDATE", "INSERT"]
     with app.app_context():
         stored = get_session().scalar(
             select(Annotation).where(Annotation.id == answers[0].get_json()["id"])
@@ -76,7 +77,7 @@ def test_position_is_one_update_plus_its_time_and_remove_two(app, client, token)
     # the claim, then the time record (app/annotation/timing.py): its rows, segment 1 seen
     # (a new row) and segment 0's seconds added
     assert moved[:2] == ["UPDATE", "SELECT"] and sorted(moved[2:]) == ["INSERT", "UPDATE"]
-    assert removed == ["UPDATE", "UPDATE"]
+    assert removed == ["SELECT", "UPDATE", "UPDATE"]  # the practice freeze, claim, stamp
     with app.app_context(), session_scope() as session:
         times = dict(session.execute(select(SegmentTime.segment, SegmentTime.active_seconds)).all())
     assert times == {0: 1.5, 1: 0.0}

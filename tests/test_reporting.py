@@ -479,6 +479,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
         "3",
         "--suggestions",
         "off",
+        "--allow-unseen-submit",  # the synthetic workers submit without moving through segments
     )
     run("import", "snac-dev", str(dev_path), "--format", "snac", "--gold", "--no-ner")
 
