@@ -459,3 +459,39 @@ def test_practice_documents_are_left_out_of_agreement_while_a_pass_mark_is_set(a
         agreement = study_report(session, session.scalar(select(Study)))["agreement"]
     assert agreement["documents"] == 1
     assert agreement["per_category"]["GramE"]["token"]["alpha"] == 1.0
+
+
+def test_practice_time_is_left_out_of_the_median_while_a_pass_mark_is_set(app):
+    """W1 spent 100 s on each practice segment and 2 s and 4 s on the real document's two:
+    median 3 with a pass mark (real work only), 52 without (2, 4, 100, 100)."""
+    from datetime import UTC, datetime
+
+    from app.models import SegmentTime
+    from app.quality.time_on_task import worker_times
+
+    training_study(app)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        for external_id, seconds in (("practice-1", [100.0, 100.0]), ("doc-1", [2.0, 4.0])):
+            document = session.scalar(select(Document).where(Document.external_id == external_id))
+            assignment = Assignment(
+                token=f"tok-{external_id}",
+                study_id=study.id,
+                document_id=document.id,
+                worker_id="W1",
+                status="submitted",
+                submitted_at=datetime.now(UTC),
+            )
+            session.add(assignment)
+            session.flush()
+            for segment, value in enumerate(seconds):
+                session.add(
+                    SegmentTime(assignment_id=assignment.id, segment=segment, active_seconds=value)
+                )
+    with app.app_context(), session_scope() as session:
+        median = worker_times(session, session.scalar(select(Study)))["W1"]
+    assert median["median_seconds_per_segment"] == 3.0
+    configure(app, qualification_f1=None)
+    with app.app_context(), session_scope() as session:
+        median = worker_times(session, session.scalar(select(Study)))["W1"]
+    assert median["median_seconds_per_segment"] == 52.0

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Assignment, Segment, SegmentTime, Study
+from app.models import Assignment, Document, Segment, SegmentTime, Study
 
 COUNTED = ("submitted", "rejected")
 
@@ -54,12 +54,16 @@ def worker_times(
     session: Session, study: Study, *, statuses: tuple[str, ...] = COUNTED
 ) -> dict[str, dict[str, Any]]:
     """Worker ID -> ``median_seconds_per_segment``, ``active_seconds`` (total), ``measured``
-    (segments counted), ``speeder``; over their assignments with one of ``statuses``."""
-    rows = session.execute(
-        select(Assignment.id, Assignment.worker_id, Assignment.document_id).where(
-            Assignment.study_id == study.id, Assignment.status.in_(statuses)
+    (segments counted), ``speeder``; over their assignments with one of ``statuses`` (not
+    the practice documents while the study has a pass mark)."""
+    query = select(Assignment.id, Assignment.worker_id, Assignment.document_id).where(
+        Assignment.study_id == study.id, Assignment.status.in_(statuses)
+    )
+    if (study.settings or {}).get("qualification"):  # practice documents are not the work
+        query = query.join(Document, Document.id == Assignment.document_id).where(
+            Document.is_gold.is_(False)
         )
-    ).all()
+    rows = session.execute(query).all()
     counts = (
         dict(
             session.execute(
