@@ -115,3 +115,29 @@ def test_datasets_loads_the_folder_where_it_is_installed(app, client, tmp_path, 
     assert rows.num_rows == 1 and rows[0]["text"] == "Anna" and rows[0]["worker_id"] == "w1"
     by_card = datasets.load_dataset(str(out), "documents", cache_dir=cache)["train"]
     assert by_card["document"] == ["doc-1", "doc-2"]
+
+
+def test_the_card_names_the_licence_the_researcher_set(app, database_url, monkeypatch):
+    """`marginalia study license` sets what the card's YAML says; a bad value changes
+    nothing; --clear goes back to unknown."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    make_study(app, documents=DOCUMENTS, suggestions="off")
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+
+    def run(*args: str):
+        return CliRunner().invoke(main, ["study", "license", "demo", *args])
+
+    def card_licence() -> str:
+        card = export(app)["README.md"].decode()
+        return yaml.safe_load(card.split("---")[1])["license"]
+
+    assert run().output.strip() == "unknown" and card_licence() == "unknown"
+    assert run("cc-by-4.0").exit_code == 0 and card_licence() == "cc-by-4.0"
+    bad = run("<script>alert(1)</script>")
+    assert bad.exit_code == 1 and "identifier such as cc-by-4.0" in bad.output
+    assert card_licence() == "cc-by-4.0"
+    assert run("--clear").output.strip() == "unknown" and card_licence() == "unknown"

@@ -227,3 +227,21 @@ def taxonomy_from_thresh(template: Path) -> None:
 
     with one_line_errors():
         click.echo(template_to_yaml(template), nl=False)
+
+
+@study.command("license")
+@click.argument("slug")
+@click.argument("licence", required=False)
+@click.option("--clear", is_flag=True, help="Forget the licence (the card says unknown).")
+@with_app
+def study_license(slug: str, licence: str | None, clear: bool) -> None:
+    """Show or set the licence the parquet export's dataset card names (e.g. cc-by-4.0)."""
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.formats.dataset_card import DEFAULT_LICENSE, set_license
+
+    with session_scope() as session:
+        found = get_study(session, slug)
+        if clear or licence is not None:
+            set_license(found, None if clear else licence)
+        click.echo((found.settings or {}).get("license") or DEFAULT_LICENSE)

@@ -7,16 +7,35 @@ Taxonomy text is untrusted: it is HTML-escaped and kept on one line in table cel
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from typing import Any
 
 import yaml
 from sqlalchemy.orm import Session
 
+from app.errors import InvalidInput
 from app.models import Study
 from app.quality.reporting import study_report
 
 DEFAULT_LICENSE = "unknown"
+LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")  # e.g. cc-by-4.0, mit, other
+
+
+def set_license(study: Study, licence: str | None) -> None:
+    """The licence the dataset card names (a Hugging Face / SPDX identifier); None clears it."""
+    settings = dict(study.settings or {})
+    if licence is None or not licence.strip():
+        settings.pop("license", None)
+    else:
+        licence = licence.strip()
+        if not LICENSE_PATTERN.match(licence):
+            raise InvalidInput(
+                "a licence is an identifier such as cc-by-4.0, cc-by-sa-4.0, mit or other "
+                "(letters, digits, '.', '+', '-'; at most 64 characters)"
+            )
+        settings["license"] = licence
+    study.settings = settings
 
 
 def cell(value: Any) -> str:
