@@ -49,6 +49,22 @@ def test_earlier_span_across_a_segment_break_is_stored_shown_and_exported(app, c
     (error,) = snac["doc-1"]["2"]["errors"]
     assert error["antecedants"] == [EARLIER["text"]]
     assert error["antecedant_offsets"] == [{"segment": 0, "start": 11, "end": 19, "end_segment": 1}]
+    # CSV/JSONL carry it as the optional column paired_end_segment
+    with app.app_context():
+        from app.db import session_scope
+        from app.documents.studies import get_study
+        from app.formats import iter_export
+
+        with session_scope() as session:
+            study = get_study(session, "demo")
+            lines = "".join(
+                iter_export(session, study, "jsonl", extra_columns=("paired_end_segment",))
+            )
+            plain = "".join(iter_export(session, study, "jsonl"))
+    (row,) = [json.loads(line) for line in lines.splitlines()]
+    assert (row["paired_segment"], row["paired_start"], row["paired_end"]) == (0, 11, 19)
+    assert row["paired_end_segment"] == 1
+    assert "paired_end_segment" not in json.loads(plain.splitlines()[0])
 
 
 @pytest.mark.parametrize(

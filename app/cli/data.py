@@ -143,7 +143,10 @@ def import_command(
     "--columns",
     "extra",
     default="",
-    help="Optional columns after the default ones (csv, jsonl): category_label,segment_text.",
+    help=(
+        "Optional columns after the default ones (csv, jsonl): "
+        "category_label,segment_text,paired_end_segment."
+    ),
 )
 @with_app
 def export_command(slug: str, fmt: str, out: Path | None, layer: str, extra: str) -> None:

@@ -57,8 +57,10 @@ def adjudicated_select(study: Study, *columns: Any) -> Select:
 
 
 # Optional columns, after CSV_COLUMNS in this order when asked for: the category's label
-# from the study's taxonomy, and the whole text of the annotated segment.
-OPTIONAL_COLUMNS = ("category_label", "segment_text")
+# from the study's taxonomy, the whole text of the annotated segment, and the segment where
+# the paired (earlier) span ends (it may run across segment breaks: paired_end is an offset
+# in that segment; empty without a pair).
+OPTIONAL_COLUMNS = ("category_label", "segment_text", "paired_end_segment")
 
 
 def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -129,6 +131,7 @@ def row_values(
         Assignment.completion_code,
         Annotation.created_at,
         Assignment.submitted_at,
+        Annotation.paired_end_segment,
         *([Segment.text] if "segment_text" in extra_columns else []),
     )
     if "segment_text" in extra_columns:  # joined only when asked for
@@ -146,7 +149,8 @@ def row_values(
         for row in rows:
             extra = {
                 "category_label": labels.get(row[5]) if row[5] is not None else None,
-                "segment_text": row[16] if len(row) > 16 else None,
+                "segment_text": row[17] if len(row) > 17 else None,
+                "paired_end_segment": row[6] if row[16] is None else row[16],
             }
             yield (
                 slug,
@@ -174,6 +178,7 @@ def _adjudicated_values(
         row.paired_end,
         row.comment,
         row.decided_at,
+        row.paired_end_segment,
         *([Segment.text] if "segment_text" in extra_columns else []),
     )
     if "segment_text" in extra_columns:
@@ -184,7 +189,8 @@ def _adjudicated_values(
     for values in session.execute(query):
         extra = {
             "category_label": labels.get(values[5]),
-            "segment_text": values[12] if len(values) > 12 else None,
+            "segment_text": values[13] if len(values) > 13 else None,
+            "paired_end_segment": values[6] if values[12] is None else values[12],
         }
         yield (
             study.slug,
