@@ -11,12 +11,8 @@ from typing import Any
 
 import click
 
+from app.documents.text import counted as counted  # the commands' plurals
 from app.errors import MarginaliaError
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 document``, ``2 documents``, ``1 entity``, ``0 entities``: a number and its noun."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def fail(message: str) -> None:

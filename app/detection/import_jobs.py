@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, defer
 
 from app.db import begin_write
+from app.documents.text import counted
 from app.errors import Conflict
 from app.models import ImportJob, isoformat, utcnow
 
@@ -222,37 +223,32 @@ def retry(session: Session, job_id: int, error: str) -> str:
     return status
 
 
-def _counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 document``, ``2 documents``: a number and its noun (as the CLI writes them)."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
-
-
 def describe(job: ImportJob) -> dict[str, Any]:
     """What the dashboard shows of one job (its progress JSON and its page)."""
     counts = job.counts or {}
     if job.status == "done":
-        documents = _counted(counts.get("documents", 0), "document")
-        parts = [f"Imported {documents} ({_counted(counts.get('segments', 0), 'segment')})"]
+        documents = counted(counts.get("documents", 0), "document")
+        parts = [f"Imported {documents} ({counted(counts.get('segments', 0), 'segment')})"]
         if counts.get("imported_annotations"):
             assignments = counts.get("imported_assignments", 0)
             parts.append(
-                f"{_counted(counts['imported_annotations'], 'annotation')} kept as "
+                f"{counted(counts['imported_annotations'], 'annotation')} kept as "
                 f"{assignments} imported "
                 + ("worker's assignment" if assignments == 1 else "workers' assignments")
             )
         if counts.get("imported_suggestions"):
-            parts.append(f"{_counted(counts['imported_suggestions'], 'imported suggestion')}")
+            parts.append(f"{counted(counts['imported_suggestions'], 'imported suggestion')}")
         if counts.get("gold"):
-            parts.append(_counted(counts.get("gold_errors", 0), "gold error"))
+            parts.append(counted(counts.get("gold_errors", 0), "gold error"))
             for key, what in (
                 ("unlocated_gold", "not found verbatim in their segment"),
                 ("ambiguous_gold", "at one of several word-boundary occurrences"),
                 ("mid_word_gold", "found only inside a word"),
             ):
                 if counts.get(key):
-                    parts.append(f"{_counted(counts[key], 'gold span')} {what}")
+                    parts.append(f"{counted(counts[key], 'gold span')} {what}")
         if counts.get("entities"):
-            parts.append(_counted(counts["entities"], "entity", "entities"))
+            parts.append(counted(counts["entities"], "entity", "entities"))
         message = ", ".join(parts) + "."
     elif job.status == "failed":
         message = f"Import failed: {job.error or 'unknown error'}"

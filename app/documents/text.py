@@ -83,3 +83,9 @@ def json_problem(value: Any) -> str | None:
         else:
             return f"has a value that is not JSON ({type(item).__name__})"
     return None
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 document``, ``2 documents``, ``1 entity``, ``0 entities``: a number and its noun
+    (the CLI's lines and the import jobs' dashboard messages)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
