@@ -74,6 +74,10 @@ class Settings:
     max_content_length: int = field(
         default_factory=lambda: int(os.environ.get("MAX_CONTENT_LENGTH", 64 * 1024))
     )
+    # 0: don't prepare the hot path's statements on Postgres (a PgBouncer in transaction mode)
+    prepared_statements: bool = field(
+        default_factory=lambda: os.environ.get("PREPARED_STATEMENTS", "1") != "0"
+    )
     max_upload_length: int = field(
         default_factory=lambda: int(os.environ.get("MAX_UPLOAD_LENGTH", 32 * 1024 * 1024))
     )
@@ -90,6 +94,7 @@ class Settings:
             "SECRET_KEY": self.secret_key or local_secret_key(),
             "MAX_CONTENT_LENGTH": self.max_content_length,
             "MAX_UPLOAD_LENGTH": self.max_upload_length,
+            "PREPARED_STATEMENTS": self.prepared_statements,
             "SPACY_MODEL": self.spacy_model,
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,

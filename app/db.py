@@ -14,8 +14,13 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine with the settings each backend needs for concurrent annotators."""
+def make_engine(url: str, *, prepared_statements: bool = True) -> Engine:
+    """Create an engine with the settings each backend needs for concurrent annotators.
+
+    ``prepared_statements=False`` (``PREPARED_STATEMENTS=0``): the hot path's statements are
+    not prepared on the server (app/annotation/hot_sql.py), for a connection pooler in
+    transaction mode (PgBouncer), which cannot keep them.
+    """
     if url.startswith("sqlite"):
         create_private_sqlite_file(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -41,7 +46,12 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    engine = create_engine(url, pool_size=10, max_overflow=20)
+    engine = create_engine(
+        url,
+        pool_size=10,
+        max_overflow=20,
+        execution_options={"marginalia_prepared": prepared_statements},
+    )
     ping_when_idle(engine)
     return engine
 
@@ -89,7 +99,10 @@ def create_private_sqlite_file(url: str) -> None:
 
 def init_app(app: Flask) -> None:
     """Attach an engine and session factory to the app and close sessions after each request."""
-    engine = make_engine(app.config["DATABASE_URL"])
+    engine = make_engine(
+        app.config["DATABASE_URL"],
+        prepared_statements=bool(app.config.get("PREPARED_STATEMENTS", True)),
+    )
     app.extensions["db_engine"] = engine
     app.extensions["db_sessionmaker"] = sessionmaker(engine, expire_on_commit=False)
 

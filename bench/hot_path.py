@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             def __exit__(self, *_exc) -> None:
                 cpu[self.phase][1] += postgres_cpu(cluster) - self.before
 
-        profiles = {p: cProfile.Profile() for p in PHASES if p == args.profile}
+        profiles = {p: cProfile.Profile(time.thread_time) for p in PHASES if p == args.profile}
         with phase_of("open"):
             for index, (external_id, texts) in enumerate(documents):
                 body = {"study": "hot", "worker_id": f"w{index}", "document": external_id}

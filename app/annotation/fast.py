@@ -1,19 +1,22 @@
 """The per-action writes (add, remove, position, heartbeat) in as few round trips as
-durability allows: SQLAlchemy Core statements, no ORM loads or flushes.
+durability allows: prepared SQL (:mod:`app.annotation.hot_sql`), no ORM loads or flushes,
+no statement building per request.
 
-Each call starts with :func:`claim`: one ``UPDATE assignments … RETURNING`` that finds the
-token's live assignment, locks its row (so two racing adds cannot both pass the duplicate
-guard), and notes the worker's activity (``last_seen_at``, ``engaged_at``). An add then
-stores its row with one ``INSERT … SELECT … WHERE NOT EXISTS (duplicate) ON CONFLICT
-(assignment_id, client_id) DO NOTHING RETURNING``. The rules are those of
-:mod:`app.annotation.assignments` (the same checks, messages and answers); when the short path
-finds nothing, the answer comes from those functions, so every refusal reads the same.
+A token's fixed keys (assignment, document, study, their timestamps and the taxonomy's hash)
+are cached per process after the first lookup, and so are the document's segment texts and
+the study's categories, so an add is checked in Python and then stored by two statements:
+a **claim**, one ``UPDATE assignments … WHERE`` the token's assignment is live (and, for an
+add or remove, the practice segment is not frozen) that locks the row and stamps the worker's
+activity, and the **write**, whose ``WHERE`` carries the rest of the rule (no live duplicate;
+the unique ``(assignment_id, client_id)`` decides a retry). When either finds nothing (an
+unknown, submitted or rejected token, a retry, a duplicate, a frozen segment, or a body the
+checks refuse), the answer comes from :mod:`app.annotation.assignments`, so every status and
+message reads the same as before.
 
 The caller commits; on any refusal it must roll back (the request's session is closed
-unbegun), which undoes the claim's activity stamp too. A document's segment texts and a
-study's categories are cached per engine (they never change once stored; a document's key
-carries its ``created_at`` and a study's its taxonomy's hash, so a reused SQLite id cannot hit
-an old entry).
+unbegun), which undoes the claim's activity stamp too. Cache keys carry the document's
+``created_at`` and the taxonomy's hash, so a reused SQLite id cannot hit an old entry; a
+token whose claim fails is dropped from the cache.
 """
 
 from __future__ import annotations
@@ -21,29 +24,22 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, cast, exists, func, literal, null, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Engine, Row, select
 from sqlalchemy.orm import Session
 
 from app.annotation import assignments as rules
-from app.annotation import timing
-from app.annotation.duplicates import DUPLICATE_KEYS
+from app.annotation import hot_sql, practice, timing
 from app.documents.taxonomy import categories_by_id
 from app.errors import InvalidInput
-from app.models import Annotation, Assignment, Document, Segment, Study
+from app.models import Study
 
-ASSIGNMENTS = Assignment.__table__
-ANNOTATIONS = Annotation.__table__
-STUDIES = Study.__table__
-DOCUMENTS = Document.__table__
-SEGMENTS = Segment.__table__
-INSERT = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 CACHED_DOCUMENTS = 4096
-# Model attribute -> the annotations table's column (``start`` is ``start_offset``).
-COLUMNS = {attr.key: attr.columns[0].name for attr in Annotation.__mapper__.column_attrs}
+CACHED_TOKENS = 65536
+# The short paths run on the request's ORM session or, in the web's fast lane, on a bare
+# connection (app/web/fast_lane.py): both execute the same statements.
+Database = Session | Connection
 
 
 class _Cache:
@@ -69,185 +65,181 @@ class _Cache:
             while len(entries) > self.size:
                 entries.popitem(last=False)
 
+    def drop(self, engine: Engine, key: Any) -> None:
+        with self.lock:
+            entries = self.by_engine.get(engine)
+            if entries is not None:
+                entries.pop(key, None)
 
+
+_tokens = _Cache(CACHED_TOKENS)
 _texts = _Cache(CACHED_DOCUMENTS)
 _categories = _Cache(256)
 
 
-def live_conditions(token: str) -> list[Any]:
-    """What makes a token's assignment writable, on the assignments table: one place to add a
-    condition (another table's through a subquery, e.g. ``study_id.in_(select(...))``)."""
-    return [ASSIGNMENTS.c.token == token, ASSIGNMENTS.c.status == "active"]
+def _engine(db: Database) -> Engine:
+    return db.engine if isinstance(db, Connection) else db.get_bind()
 
 
-# Returned with the claim (SQLite's RETURNING names only the updated table: subqueries).
-DOCUMENT_CREATED = (
-    select(DOCUMENTS.c.created_at)
-    .where(DOCUMENTS.c.id == ASSIGNMENTS.c.document_id)
-    .scalar_subquery()
-    .label("document_created_at")
-)
-TAXONOMY_HASH = (
-    select(STUDIES.c.taxonomy_hash)
-    .where(STUDIES.c.id == ASSIGNMENTS.c.study_id)
-    .scalar_subquery()
-    .label("taxonomy_hash")
-)
-
-
-def claim(session: Session, token: str, **changes: Any) -> Row | None:
-    """Lock ``token``'s live assignment, stamp the worker's activity and apply ``changes``,
-    in one statement; the row's keys, or None when no live assignment has this token."""
+def keys_of(db: Database, token: str) -> Row | None:
+    """The token's assignment keys (id, document_id, study_id, created_at,
+    document_created_at, taxonomy_hash), cached; None for a token no assignment has."""
     if not rules.TOKEN_PATTERN.match(token):
         return None
-    stamp = literal(rules.now(), ASSIGNMENTS.c.last_seen_at.type)
-    statement = (
-        update(ASSIGNMENTS)
-        .where(*live_conditions(token))
-        .values(
-            last_seen_at=stamp,
-            engaged_at=func.coalesce(ASSIGNMENTS.c.engaged_at, stamp),
-            **changes,
-        )
-        .returning(
-            ASSIGNMENTS.c.id,
-            ASSIGNMENTS.c.document_id,
-            ASSIGNMENTS.c.study_id,
-            ASSIGNMENTS.c.created_at,
-            DOCUMENT_CREATED,
-            TAXONOMY_HASH,
-        )
-    )
-    return session.execute(statement).first()
+    engine = _engine(db)
+    keys = _tokens.get(engine, token)
+    if keys is None:
+        keys = hot_sql.execute(db, "keys", hot_sql.KEYS, {"token": token}).first()
+        if keys is not None:
+            _tokens.put(engine, token, keys)
+    return keys
 
 
-def texts_of(session: Session, keys: Row) -> list[str]:
+def _claimed(db: Database, name: str, keys: Row, token: str, **values: Any) -> bool:
+    """Run the claim ``hot_sql.<name>``; False (and the token forgotten) when the
+    assignment is not live."""
+    params = {"assignment_id": keys.id, "token": token, "now": rules.now(), **values}
+    statement = getattr(hot_sql, name)
+    if hot_sql.execute(db, name.lower(), statement, params).rowcount == 1:
+        return True
+    _tokens.drop(_engine(db), token)
+    return False
+
+
+def texts_of(db: Database, keys: Row) -> list[str]:
     """The document's segment texts, in order (cached)."""
-    engine = session.get_bind()
+    engine = _engine(db)
     key = (keys.document_id, keys.document_created_at)
     texts = _texts.get(engine, key)
     if texts is None:
-        texts = rules.segment_texts(session, keys.document_id)
+        texts = rules.segment_texts(db, keys.document_id)
         _texts.put(engine, key, texts)
     return texts
 
 
-def categories_of(session: Session, keys: Row) -> dict[str, dict[str, Any]]:
+def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
     """The study's categories by id, from its taxonomy snapshot (cached by its hash)."""
-    engine = session.get_bind()
+    engine = _engine(db)
     key = (keys.study_id, keys.taxonomy_hash)  # the hash is of the snapshot itself
     categories = _categories.get(engine, key)
     if categories is None:
-        taxonomy = session.scalar(select(Study.taxonomy).where(Study.id == keys.study_id))
+        taxonomy = db.scalar(select(Study.taxonomy).where(Study.id == keys.study_id))
         categories = categories_by_id(taxonomy)
         _categories.put(engine, key, categories)
     return categories
 
 
-def _not_duplicate(assignment_id: int, client_id: str, values: dict[str, Any]):
-    """No other live annotation of the assignment with the same span, category and pair."""
-    same = [
-        ANNOTATIONS.c[COLUMNS[key]].is_(None)
-        if values[key] is None
-        else ANNOTATIONS.c[COLUMNS[key]] == values[key]
-        for key in DUPLICATE_KEYS
-    ]
-    return ~exists().where(
-        ANNOTATIONS.c.assignment_id == assignment_id,
-        ANNOTATIONS.c.removed_at.is_(None),
-        ANNOTATIONS.c.client_id != client_id,
-        and_(*same),
+# The short paths: each stores the action and answers, or returns None having stored
+# nothing the caller's rollback would not undo (then the rules below give the answer).
+
+
+def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
+    """Store a new annotation in two statements: its JSON, or None."""
+    keys = keys_of(db, token)
+    if keys is None:
+        return None
+    try:
+        values, client_id = rules.annotation_values(
+            body, texts_of(db, keys), categories_of(db, keys)
+        )
+        rules.check_suggestion(db, keys.document_id, values["suggestion_id"])
+    except InvalidInput:  # the rules give the answer, in their order (status first)
+        return None
+    row = {**values, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
+    if not _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=values["segment"]):
+        return None
+    dialect = _engine(db).dialect.name
+    stored = hot_sql.execute(
+        db,
+        "insert_annotation",
+        hot_sql.insert_annotation(dialect),
+        {**row, "assignment_id": keys.id, "now": row["created_at"]},
+    ).first()
+    if stored is None:  # a retry of a stored client_id, or a duplicate
+        return None
+    return rules.annotation_json(_Stored(id=stored.id, assignment_id=keys.id, **row))
+
+
+def try_remove(db: Database, token: str, annotation_id: int) -> bool:
+    """Mark one of the assignment's annotations removed in two statements: whether done."""
+    keys = keys_of(db, token) if 0 < annotation_id <= rules.MAX_ID else None
+    return (
+        keys is not None
+        and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id)
+        and hot_sql.execute(
+            db,
+            "remove",
+            hot_sql.REMOVE,
+            {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()},
+        ).rowcount
+        == 1
     )
+
+
+def try_set_position(db: Database, token: str, body: Any) -> bool:
+    """Store the worker's segment, the segment seen and its active seconds: whether done."""
+    segment = body.get("segment") if isinstance(body, dict) else None
+    keys = keys_of(db, token) if type(segment) is int else None
+    if keys is None:
+        return False
+    count = len(texts_of(db, keys))
+    try:
+        active = timing.parse_active(body.get("active"), count)
+    except InvalidInput:
+        return False
+    if 0 <= segment < count and _claimed(db, "CLAIM_POSITION", keys, token, segment=segment):
+        timing.record_fast(db, keys, segment, active, rules.now())
+        return True
+    return False
+
+
+def try_heartbeat(db: Database, token: str) -> bool:
+    """Keep the assignment's slot in one statement: whether done."""
+    keys = keys_of(db, token)
+    return keys is not None and _claimed(db, "CLAIM", keys, token)
+
+
+class _Stored:
+    """The stored row's fields, as :func:`rules.annotation_json` reads an annotation."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+
+# The whole actions, for the API's Flask routes: the short path, else the rules.
 
 
 def add(session: Session, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     """:func:`app.annotation.assignments.add_annotation` for a token: the stored
-    annotation's JSON and whether it is new. Two statements when all is well."""
-    keys = claim(session, token)
-    if keys is None:  # unknown or no longer active: the ORM path gives the answer
-        return _add_by_rules(session, token, body)
-    values, client_id = rules.annotation_values(
-        body, texts_of(session, keys), categories_of(session, keys)
-    )
-    rules.check_suggestion(session, keys.document_id, values["suggestion_id"])
-    row = {
-        "assignment_id": keys.id,
-        "client_id": client_id,
-        "created_at": rules.now(),
-        "removed_at": None,
-        **values,
-    }
-    names = [COLUMNS[key] for key in row]
-    chosen = select(
-        *(_value(ANNOTATIONS.c[n], value) for n, value in zip(names, row.values(), strict=True))
-    ).where(_not_duplicate(keys.id, client_id, values))
-    statement = (
-        INSERT[session.get_bind().dialect.name](ANNOTATIONS)
-        .from_select(names, chosen)
-        .on_conflict_do_nothing(index_elements=["assignment_id", "client_id"])
-        .returning(*ANNOTATIONS.c)
-    )
-    stored = session.execute(statement).first()
-    if stored is None:  # a retry of a stored client_id, or a duplicate
-        return _add_by_rules(session, token, body)
-    fields = stored._mapping
-    return rules.annotation_json(
-        SimpleNamespace(**{k: fields[c] for k, c in COLUMNS.items()})
-    ), True
-
-
-def _value(target: Any, value: Any) -> Any:
-    """A bound value of an INSERT … SELECT: a NULL is cast to its column's type (Postgres
-    would read an untyped one as text)."""
-    if value is None:
-        return cast(null(), target.type)
-    return literal(value, target.type)
-
-
-def _add_by_rules(session: Session, token: str, body: Any) -> tuple[dict[str, Any], bool]:
+    annotation's JSON and whether it is new."""
+    stored = try_add(session, token, body)
+    if stored is not None:
+        return stored, True
     assignment = rules.get_assignment(session, token, for_update=True)
+    if isinstance(body, dict):
+        practice.refuse_if_checked(session, assignment.id, segment=body.get("segment"))
     annotation, created = rules.add_annotation(session, assignment, body)
     return rules.annotation_json(annotation), created
 
 
 def remove(session: Session, token: str, annotation_id: int) -> None:
-    """:func:`app.annotation.assignments.remove_annotation` for a token: two statements."""
-    keys = claim(session, token) if 0 < annotation_id <= rules.MAX_ID else None
-    if keys is not None:
-        stamp = literal(rules.now(), ANNOTATIONS.c.removed_at.type)
-        found = session.execute(
-            update(ANNOTATIONS)
-            .where(ANNOTATIONS.c.id == annotation_id, ANNOTATIONS.c.assignment_id == keys.id)
-            .values(removed_at=func.coalesce(ANNOTATIONS.c.removed_at, stamp))
-            .returning(ANNOTATIONS.c.id)
-        ).first()
-        if found is not None:
-            return
+    """:func:`app.annotation.assignments.remove_annotation` for a token."""
+    if try_remove(session, token, annotation_id):
+        return
     assignment = rules.get_assignment(session, token, for_update=True, related=False)
+    if 0 < annotation_id <= rules.MAX_ID:
+        practice.refuse_if_checked(session, assignment.id, annotation_id=annotation_id)
     rules.remove_annotation(session, assignment, annotation_id)
 
 
 def set_position(session: Session, token: str, body: Any) -> None:
-    """:func:`app.annotation.assignments.set_position` for a token: one statement (a
-    segment past the end is refused after it, and the caller's rollback undoes it)."""
-    segment = body.get("segment") if isinstance(body, dict) else None
-    if type(segment) is int and 0 <= segment <= rules.MAX_ID:
-        keys = claim(session, token, current_segment=segment)
-        if keys is not None:
-            count = len(texts_of(session, keys))
-            if segment >= count:
-                raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
-            # The segment is seen; the active seconds measured since the last report are
-            # added (app/annotation/timing.py): one query and the changed rows.
-            active = timing.parse_active(body.get("active"), count)
-            owner = SimpleNamespace(id=keys.id, created_at=keys.created_at)
-            timing.record(session, owner, segment, active, rules.now())
-            return
-    assignment = rules.get_assignment(session, token, for_update=True, related=False)
-    rules.set_position(session, assignment, body)
+    """:func:`app.annotation.assignments.set_position` for a token."""
+    if not try_set_position(session, token, body):
+        assignment = rules.get_assignment(session, token, for_update=True, related=False)
+        rules.set_position(session, assignment, body)
 
 
 def heartbeat(session: Session, token: str) -> None:
-    """:func:`app.annotation.assignments.heartbeat` for a token: one statement."""
-    if claim(session, token) is None:
+    """:func:`app.annotation.assignments.heartbeat` for a token."""
+    if not try_heartbeat(session, token):
         rules.heartbeat(rules.get_assignment(session, token, for_update=True, related=False))

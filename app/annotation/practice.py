@@ -69,15 +69,6 @@ def refuse_if_checked(
         raise Conflict(FROZEN)
 
 
-def refuse_if_checked_by_token(
-    session: Session, token: str, *, segment: Any = None, annotation_id: int | None = None
-) -> None:
-    """:func:`refuse_if_checked` for the hot path, which has only the token (no load: the
-    assignment is a subquery of the same indexed query)."""
-    assignment_id = select(Assignment.id).where(Assignment.token == token).scalar_subquery()
-    refuse_if_checked(session, assignment_id, segment=segment, annotation_id=annotation_id)
-
-
 def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
     """The assignment payload's ``practice`` entry: present on practice documents only, with
     the feedback of the segments already checked ({segment index as text: feedback})."""

@@ -25,6 +25,22 @@ def trust_proxy(app: Flask) -> None:
         )
 
 
+FRAMING_HEADERS = ("Content-Security-Policy", "X-Frame-Options")
+
+
+def security_headers(secure: bool) -> list[tuple[str, str]]:
+    """The headers every answer carries unless it set its own (the fast lane's too)."""
+    headers = [
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "same-origin"),
+        ("Content-Security-Policy", DEFAULT_CSP),
+        ("X-Frame-Options", "DENY"),
+    ]
+    if secure:
+        headers.append(("Strict-Transport-Security", HSTS))
+    return headers
+
+
 def _size(limit: int) -> str:
     """A byte count as people say it: 32 MB, 64 KB."""
     for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
@@ -38,9 +54,10 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, assets, health, journey, pages
+    from app.web import admin, api, assets, fast_lane, health, journey, pages
     from app.web.limits import limiter
 
+    fast_lane.install(app)
     trust_proxy(app)
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
     limiter.init_app(app)
@@ -90,12 +107,9 @@ def register(app: Flask) -> None:
     @app.after_request
     def _security_headers(response):
         headers = response.headers
-        headers.setdefault("X-Content-Type-Options", "nosniff")
-        headers.setdefault("Referrer-Policy", "same-origin")
-        if "Content-Security-Policy" not in headers:
-            # Pages a crowd platform must frame set their own CSP (frame-ancestors naming it).
-            headers["Content-Security-Policy"] = DEFAULT_CSP
-            headers.setdefault("X-Frame-Options", "DENY")
-        if request.is_secure:
-            headers.setdefault("Strict-Transport-Security", HSTS)
+        # Pages a crowd platform must frame set their own CSP (frame-ancestors naming it).
+        framed = "Content-Security-Policy" in headers
+        for name, value in security_headers(request.is_secure):
+            if not (framed and name in FRAMING_HEADERS):
+                headers.setdefault(name, value)
         return response

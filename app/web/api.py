@@ -41,11 +41,11 @@ def json_body() -> Any:
         raise InvalidInput("the JSON body is nested too deeply") from None
     if body is None:
         raise InvalidInput("the body is not valid JSON")
-    _check_strings(body)
+    check_strings(body)
     return body
 
 
-def _check_strings(body: Any) -> None:
+def check_strings(body: Any) -> None:
     """Refuse text no database can store: NUL characters and unpaired surrogates."""
     pending = [body]
     while pending:
@@ -224,8 +224,6 @@ def read_assignment(token: str):
 def add_annotation(token: str):
     body = json_body()
     session = begin_write(get_session())
-    if isinstance(body, dict):  # a checked practice segment is frozen (one indexed query)
-        practice.refuse_if_checked_by_token(session, token, segment=body.get("segment"))
     annotation, created = fast.add(session, token, body)
     session.commit()
     return jsonify(annotation), 201 if created else 200
@@ -234,8 +232,6 @@ def add_annotation(token: str):
 @bp.delete("/assignments/<token>/annotations/<int:annotation_id>")
 def remove_annotation(token: str, annotation_id: int):
     session = begin_write(get_session())
-    if 0 < annotation_id <= service.MAX_ID:
-        practice.refuse_if_checked_by_token(session, token, annotation_id=annotation_id)
     fast.remove(session, token, annotation_id)
     session.commit()
     return "", 204

@@ -1,0 +1,195 @@
+"""The hot path's SQL (:mod:`app.annotation.fast`), written once per dialect.
+
+Plain ``text()`` statements built at import: a request binds its values and runs them, with
+no statement construction, cache-key walk or ORM unit of work (issue 17's profile: building
+Core statements per request cost more than running them). Each writing statement carries the
+whole rule it enforces in its ``WHERE``, so it changes nothing unless every condition holds:
+
+- :data:`CLAIM` and friends: the token's assignment is live (``status = 'active'``; one place:
+  :data:`LIVE`), it is locked (an ``UPDATE`` takes the row lock, so two racing adds cannot both
+  pass the duplicate guard), and the worker's activity is stamped;
+- :func:`insert_annotation`: no live duplicate from another ``client_id``; the unique
+  ``(assignment_id, client_id)`` decides a retry (``ON CONFLICT DO NOTHING``);
+- a checked practice segment is frozen (``practice_checks``, empty outside practice).
+
+Postgres and SQLite differ in two spellings only: typed NULLs (``CAST``) and null-safe
+equality (``IS NOT DISTINCT FROM`` / ``IS``). On Postgres, :func:`execute` runs each
+statement as a server-side prepared statement (``PREPARE`` once per connection, then
+``EXECUTE``): planning was most of Postgres's CPU per add (0.65 -> 0.24 ms measured, see
+docs/PERFORMANCE.md). An engine made with ``execution_options={"marginalia_prepared":
+False}`` (``PREPARED_STATEMENTS=0``, e.g. behind a transaction-pooling PgBouncer, which
+cannot keep them) runs them as plain statements.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    DateTime,
+    Float,
+    Integer,
+    TextClause,
+    bindparam,
+    text,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import Session
+
+TIMESTAMP = DateTime(timezone=True)
+
+# What makes an assignment writable: the one place to add a condition on the row.
+LIVE = "assignments.id = :assignment_id AND assignments.token = :token AND status = 'active'"
+STAMP = "last_seen_at = :now, engaged_at = COALESCE(engaged_at, :now)"
+NOT_FROZEN_SEGMENT = (
+    "NOT EXISTS (SELECT 1 FROM practice_checks WHERE practice_checks.assignment_id = "
+    ":assignment_id AND practice_checks.segment = :segment)"
+)
+NOT_FROZEN_ANNOTATION = (
+    "NOT EXISTS (SELECT 1 FROM practice_checks JOIN annotations ON annotations.assignment_id "
+    "= practice_checks.assignment_id AND annotations.segment = practice_checks.segment "
+    "WHERE practice_checks.assignment_id = :assignment_id AND annotations.id = :annotation_id)"
+)
+
+
+def _stamped(sql: str) -> TextClause:
+    return text(sql).bindparams(bindparam("now", type_=TIMESTAMP))
+
+
+# The token's fixed keys (cached per process by :mod:`app.annotation.fast`): they never change.
+KEYS = text(
+    "SELECT assignments.id, assignments.document_id, assignments.study_id, "
+    "assignments.created_at, documents.created_at AS document_created_at, "
+    "studies.taxonomy_hash FROM assignments "
+    "JOIN documents ON documents.id = assignments.document_id "
+    "JOIN studies ON studies.id = assignments.study_id WHERE assignments.token = :token"
+).columns(
+    id=Integer,
+    document_id=Integer,
+    study_id=Integer,
+    created_at=TIMESTAMP,
+    document_created_at=TIMESTAMP,
+)
+
+CLAIM = _stamped(f"UPDATE assignments SET {STAMP} WHERE {LIVE}")
+CLAIM_FOR_ADD = _stamped(f"UPDATE assignments SET {STAMP} WHERE {LIVE} AND {NOT_FROZEN_SEGMENT}")
+CLAIM_FOR_REMOVE = _stamped(
+    f"UPDATE assignments SET {STAMP} WHERE {LIVE} AND {NOT_FROZEN_ANNOTATION}"
+)
+CLAIM_POSITION = _stamped(
+    f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
+)
+
+REMOVE = _stamped(
+    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
+    "WHERE id = :annotation_id AND assignment_id = :assignment_id"
+)
+
+LAST_REPORT = text(
+    "SELECT MAX(updated_at) AS last FROM segment_times WHERE assignment_id = :assignment_id"
+).columns(last=TIMESTAMP)
+
+ADD_SECONDS = text(
+    "INSERT INTO segment_times (assignment_id, segment, active_seconds, updated_at) "
+    "VALUES (:assignment_id, :segment, :seconds, :now) "
+    "ON CONFLICT (assignment_id, segment) DO UPDATE SET "
+    "active_seconds = segment_times.active_seconds + excluded.active_seconds, "
+    "updated_at = excluded.updated_at"
+).bindparams(bindparam("now", type_=TIMESTAMP), bindparam("seconds", type_=Float))
+
+# The annotations columns an add writes, in order, with the SQL type a NULL needs on Postgres.
+ANNOTATION_COLUMNS = (
+    ("segment", "segment", "INTEGER"),
+    ("start", "start_offset", "INTEGER"),
+    ("end", "end_offset", "INTEGER"),
+    ("text", "text", "TEXT"),
+    ("category", "category", "TEXT"),
+    ("paired_segment", "paired_segment", "INTEGER"),
+    ("paired_start", "paired_start", "INTEGER"),
+    ("paired_end", "paired_end", "INTEGER"),
+    ("paired_text", "paired_text", "TEXT"),
+    ("paired_end_segment", "paired_end_segment", "INTEGER"),
+    ("comment", "comment", "TEXT"),
+    ("client_id", "client_id", "TEXT"),
+    ("suggestion_id", "suggestion_id", "INTEGER"),
+)
+# A duplicate: the same span, category and pair (app/annotation/duplicates.py's keys).
+DUPLICATE_COLUMNS = (
+    "segment",
+    "start_offset",
+    "end_offset",
+    "category",
+    "paired_segment",
+    "paired_start",
+    "paired_end",
+)
+
+
+@cache
+def insert_annotation(dialect: str) -> TextClause:
+    """``INSERT … SELECT … WHERE NOT EXISTS (live duplicate) ON CONFLICT DO NOTHING
+    RETURNING id`` for ``dialect`` (``postgresql`` or ``sqlite``)."""
+    postgres = dialect == "postgresql"
+    name_of = {column: name for name, column, _type in ANNOTATION_COLUMNS}
+
+    def value(name: str, sql_type: str) -> str:
+        return f"CAST(:{name} AS {sql_type})" if postgres else f":{name}"
+
+    same = " AND ".join(
+        f"a.{column} IS NOT DISTINCT FROM {value(name_of[column], 'INTEGER' if column != 'category' else 'TEXT')}"
+        if postgres
+        else f"a.{column} IS :{name_of[column]}"
+        for column in DUPLICATE_COLUMNS
+    )
+    columns = ", ".join(column for _name, column, _type in ANNOTATION_COLUMNS)
+    values = ", ".join(value(name, sql_type) for name, _column, sql_type in ANNOTATION_COLUMNS)
+    null_time = "CAST(NULL AS TIMESTAMP WITH TIME ZONE)" if postgres else "NULL"
+    return text(
+        f"INSERT INTO annotations (assignment_id, {columns}, created_at, removed_at) "
+        f"SELECT :assignment_id, {values}, :now, {null_time} "
+        "WHERE NOT EXISTS (SELECT 1 FROM annotations a WHERE a.assignment_id = :assignment_id "
+        f"AND a.removed_at IS NULL AND a.client_id <> :client_id AND {same}) "
+        "ON CONFLICT (assignment_id, client_id) DO NOTHING RETURNING id"
+    ).bindparams(bindparam("now", type_=TIMESTAMP))
+
+
+PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a DBAPI connection
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+@cache
+def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
+    """``statement`` for ``PREPARE`` (``$1``, ``$2`` …) and its parameters' names in order."""
+    names: list[str] = []
+
+    def number(match: re.Match) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    sql = str(statement.compile(dialect=postgresql.psycopg2.dialect()))
+    return _PLACEHOLDER.sub(number, sql), tuple(names)
+
+
+def execute(
+    db: Session | Connection, name: str, statement: TextClause, params: dict[str, Any]
+) -> CursorResult:
+    """Run ``statement`` (one of this module's) with ``params``: prepared on Postgres under
+    ``name`` (once per connection), as it is elsewhere."""
+    connection = db if isinstance(db, Connection) else db.connection()
+    if connection.dialect.name != "postgresql" or not connection.get_execution_options().get(
+        PREPARED_KEY, True
+    ):
+        return connection.execute(statement, params)
+    body, names = _postgres_form(statement)
+    prepared = connection.info.setdefault(PREPARED_KEY, set())
+    if name not in prepared:
+        # Not undone by a rollback: a prepared statement lives as long as the connection.
+        connection.exec_driver_sql(f"PREPARE marginalia_{name} AS {body}")
+        prepared.add(name)
+    arguments = ", ".join(f"%({key})s" for key in names)
+    return connection.exec_driver_sql(f"EXECUTE marginalia_{name}({arguments})", params)
