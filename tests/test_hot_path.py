@@ -171,3 +171,32 @@ def test_a_connection_broken_while_pooled(
             assert len(rows) == 1
     finally:
         web.extensions["db_engine"].dispose()
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_prepared_statements_on_postgres_can_be_turned_off(
+    postgres_cluster, request, tmp_path, prepared
+):
+    """PREPARED_STATEMENTS=0 (a PgBouncer in transaction mode cannot keep them): the same
+    adds, as plain statements."""
+    from app import create_app
+
+    url = make_database_url("postgres", request, tmp_path)
+    web = create_app(
+        {"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "t", "PREPARED_STATEMENTS": prepared}
+    )
+    try:
+        make_study(web, documents=DOCUMENTS)
+        client = web.test_client()
+        token = open_token(client)
+        sent: list[str] = []
+        engine = web.extensions["db_engine"]
+        event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2].split()[0]))
+        for n, word in enumerate(("Zoë", "Paris")):
+            answer = api_add(client, token, annotation_body(0, word, "CharE", client_id=f"c{n}"))
+            assert answer.status_code == 201, answer.get_json()
+        assert ("EXECUTE" in sent) is prepared
+        assert ("PREPARE" in sent) is prepared
+        assert sent.count("PREPARE") == (3 if prepared else 0)  # keys, claim, insert: once
+    finally:
+        web.extensions["db_engine"].dispose()

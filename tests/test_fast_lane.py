@@ -1,0 +1,176 @@
+"""Issue 17: the fast lane (app/web/fast_lane.py) answers the annotate page's frequent writes
+before Flask, and only those it stored. The same conversation, with the lane on and off,
+must give the same statuses, bodies, headers and stored rows, on SQLite and Postgres; the
+lane must really have served the happy path (Flask never saw those requests)."""
+
+from __future__ import annotations
+
+import pytest
+from flask import request
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Annotation, Assignment, SegmentTime
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import DOCUMENTS, annotation_body, open_token
+
+HEADERS = (
+    "Cache-Control",
+    "Content-Type",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "Strict-Transport-Security",
+)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def flask_saw(app):
+    """The API paths that reached Flask (the lane answered the others)."""
+    seen: list[str] = []
+
+    @app.before_request
+    def _seen():
+        if request.path.startswith("/api/assignments/"):
+            seen.append(f"{request.method} {request.path.rsplit('/', 1)[-1]}")
+
+    return seen
+
+
+def conversation(client, token: str) -> list[tuple]:
+    """A worker's requests, happy and not, each as (status, body without ids, headers)."""
+    base = f"/api/assignments/{token}"
+    zoe = annotation_body(0, "Zoë", "CharE", client_id="c1")
+    answers = [
+        client.post(f"{base}/annotations", json=zoe),  # stored: 201
+        client.post(f"{base}/annotations", json=zoe),  # the outbox's retry: 200, same row
+        client.post(f"{base}/annotations", json={**zoe, "client_id": "c2"}),  # duplicate 409
+        client.post(f"{base}/annotations", json={**zoe, "category": "Nope", "client_id": "c3"}),
+        client.post(f"{base}/annotations", data="{}", content_type="text/plain"),
+        client.post(f"{base}/annotations", data=b'{"segment": ', content_type="application/json"),
+        client.post(f"{base}/position", json={"segment": 1, "active": {"0": 2.5}}),
+        client.post(f"{base}/position", json={"segment": 9}),
+        client.post(f"{base}/position", json={"segment": 1, "active": {"0": -1}}),
+        client.post(f"{base}/heartbeat", json={}),
+    ]
+    stored = answers[0].get_json()["id"]
+    answers += [
+        client.delete(f"{base}/annotations/{stored}"),  # 204
+        client.delete(f"{base}/annotations/{stored}"),  # again: 204 (idempotent)
+        client.delete(f"{base}/annotations/999999"),  # 404
+        client.post(f"{base}/submit"),
+        client.post(
+            f"{base}/annotations", json=annotation_body(1, "brother", "CharE", client_id="c9")
+        ),  # 409 submitted
+        client.post(f"{base}/heartbeat", json={}),
+        client.post(f"/api/assignments/{'x' * 24}/annotations", json=zoe),  # 404
+        client.post(f"/api/assignments/a'b;--/annotations", json=zoe),  # 404
+    ]
+    return [
+        (
+            answer.status_code,
+            _without_ids(answer.get_json(silent=True)),
+            # A 204 has no body: Flask still names text/html, the lane names nothing.
+            {
+                name: answer.headers.get(name)
+                for name in HEADERS
+                if not (answer.status_code == 204 and name == "Content-Type")
+            },
+        )
+        for answer in answers
+    ]
+
+
+def _without_ids(body):
+    if isinstance(body, dict):
+        return {
+            k: v
+            for k, v in body.items()
+            if k not in ("id", "existing_id", "created_at", "completion_code", "redirect_url")
+        }
+    return body
+
+
+def stored_rows(app, token: str) -> dict:
+    with app.app_context(), session_scope() as session:
+        assignment = session.scalar(select(Assignment).where(Assignment.token == token))
+        annotations = session.scalars(
+            select(Annotation).where(Annotation.assignment_id == assignment.id)
+        ).all()
+        times = session.execute(
+            select(SegmentTime.segment, SegmentTime.active_seconds).where(
+                SegmentTime.assignment_id == assignment.id
+            )
+        ).all()
+        return {
+            "status": assignment.status,
+            "current_segment": assignment.current_segment,
+            "engaged": assignment.engaged_at is not None,
+            "annotations": sorted(
+                (a.client_id, a.segment, a.start, a.end, a.text, a.removed_at is not None)
+                for a in annotations
+            ),
+            "times": sorted(times),
+        }
+
+
+def test_the_lane_and_the_route_answer_alike(app, client, flask_saw):
+    make_study(app, documents=DOCUMENTS)
+    app.config["FAST_LANE"] = False
+    route_token = open_token(client, worker="route")
+    flask_saw.clear()
+    by_route = conversation(client, route_token)
+    route_saw = list(flask_saw)
+
+    app.config["FAST_LANE"] = True
+    lane_token = open_token(client, worker="lane")
+    flask_saw.clear()
+    by_lane = conversation(client, lane_token)
+
+    for step, (route, lane) in enumerate(zip(by_route, by_lane, strict=True)):
+        assert route == lane, f"request {step}: route {route} != lane {lane}"
+    assert [status for status, _body, _headers in by_lane] == [
+        201, 200, 409, 400, 400, 400, 204, 400, 400, 204, 204, 204, 404, 200, 409, 204, 404, 404
+    ]  # fmt: skip
+    assert stored_rows(app, route_token) == stored_rows(app, lane_token)
+    assert stored_rows(app, lane_token)["annotations"] == [("c1", 0, 36, 39, "Zoë", True)]
+    assert stored_rows(app, lane_token)["times"] == [(0, 2.5), (1, 0.0)]
+    # The route saw all 18 requests; the lane kept the first add, the first position, the
+    # first heartbeat and both removes of a stored row from Flask.
+    assert len(route_saw) == 18
+    assert len(flask_saw) == 18 - 5
+    assert "POST position" in flask_saw  # only the refused ones
+    assert flask_saw.count("POST position") == 2
+
+
+def test_the_lane_answers_with_the_security_headers_over_https(app, client, flask_saw):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    answer = client.post(
+        f"/api/assignments/{token}/annotations",
+        json=annotation_body(0, "Zoë", "CharE"),
+        base_url="https://localhost",
+    )
+    assert answer.status_code == 201
+    assert flask_saw == []  # the lane answered
+    assert answer.headers["Strict-Transport-Security"].startswith("max-age=")
+    assert answer.headers["X-Frame-Options"] == "DENY"
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert answer.get_json()["text"] == "Zoë"
+
+
+def test_a_body_over_the_limit_goes_to_the_route(app, client, flask_saw):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    app.config["MAX_CONTENT_LENGTH"] = 100
+    body = annotation_body(0, "Zoë", "CharE", comment="x" * 200)
+    answer = client.post(f"/api/assignments/{token}/annotations", json=body)
+    assert answer.status_code == 413
+    assert "larger than the limit" in answer.get_json()["error"]
+    assert flask_saw == ["POST annotations"]
