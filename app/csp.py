@@ -11,6 +11,23 @@ DEFAULT_CSP = CSP_TEMPLATE.format(ancestors="'none'")
 HSTS = "max-age=31536000; includeSubDomains"
 
 
+FRAMING_HEADERS = ("Content-Security-Policy", "X-Frame-Options")
+
+
+def security_headers(secure: bool) -> list[tuple[str, str]]:
+    """The headers every answer carries unless it set its own (a framed page sets its
+    ``FRAMING_HEADERS``): the Flask hook and the fast lane both send these."""
+    headers = [
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "same-origin"),
+        ("Content-Security-Policy", DEFAULT_CSP),
+        ("X-Frame-Options", "DENY"),
+    ]
+    if secure:
+        headers.append(("Strict-Transport-Security", HSTS))
+    return headers
+
+
 def content_security_policy(ancestors: str) -> str:
     """The app-wide policy with only frame-ancestors varying."""
     return CSP_TEMPLATE.format(ancestors=ancestors)

@@ -6,7 +6,7 @@ from flask import Flask, jsonify, request
 from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from app.csp import DEFAULT_CSP, HSTS
+from app.csp import FRAMING_HEADERS, security_headers
 from app.errors import MarginaliaError
 
 
@@ -23,22 +23,6 @@ def trust_proxy(app: Flask) -> None:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
             app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops
         )
-
-
-FRAMING_HEADERS = ("Content-Security-Policy", "X-Frame-Options")
-
-
-def security_headers(secure: bool) -> list[tuple[str, str]]:
-    """The headers every answer carries unless it set its own (the fast lane's too)."""
-    headers = [
-        ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "same-origin"),
-        ("Content-Security-Policy", DEFAULT_CSP),
-        ("X-Frame-Options", "DENY"),
-    ]
-    if secure:
-        headers.append(("Strict-Transport-Security", HSTS))
-    return headers
 
 
 def _size(limit: int) -> str:

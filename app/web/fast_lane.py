@@ -10,7 +10,7 @@ It answers only what it has stored. Everything else (an unknown or submitted tok
 a duplicate, a frozen practice segment, a body the checks refuse, a database error) is rolled
 back and handed to the Flask route unchanged, body included, which gives the one answer and
 message the API has always given. So the lane can only make the happy path cheaper: it never
-decides a refusal. Its answers carry the same headers as Flask's (``security_headers``,
+decides a refusal. Its answers carry the same headers as Flask's (``app.csp.security_headers``,
 ``Cache-Control: no-store``); ``FAST_LANE = False`` in the config turns it off.
 """
 
@@ -27,7 +27,7 @@ from flask import Flask
 from sqlalchemy import Connection
 
 from app.annotation import fast
-from app.web import security_headers
+from app.csp import security_headers
 from app.web.api import check_strings
 
 log = logging.getLogger(__name__)
