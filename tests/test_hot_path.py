@@ -25,6 +25,10 @@ def database_url(request, tmp_path):
 
 @pytest.fixture
 def token(app, client):
+    # The statement counts below are those of the route's short path (the session's
+    # connection, where SQLAlchemy's events see them); the fast lane runs the same
+    # functions, on Postgres through the driver (tests/test_fast_lane.py checks its answers).
+    app.config["FAST_LANE"] = False
     make_study(app, documents=DOCUMENTS)
     return open_token(client)
 
@@ -183,7 +187,13 @@ def test_prepared_statements_on_postgres_can_be_turned_off(
 
     url = make_database_url("postgres", request, tmp_path)
     web = create_app(
-        {"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "t", "PREPARED_STATEMENTS": prepared}
+        {
+            "DATABASE_URL": url,
+            "TESTING": True,
+            "SECRET_KEY": "t",
+            "PREPARED_STATEMENTS": prepared,
+            "FAST_LANE": False,  # the route's statements, seen through SQLAlchemy's events
+        }
     )
     try:
         make_study(web, documents=DOCUMENTS)

@@ -37,9 +37,9 @@ from app.models import Study
 
 CACHED_DOCUMENTS = 4096
 CACHED_TOKENS = 65536
-# The short paths run on the request's ORM session or, in the web's fast lane, on a bare
-# connection (app/web/fast_lane.py): both execute the same statements.
-Database = Session | Connection
+# The short paths run on the request's ORM session or, in the web's fast lane
+# (app/web/fast_lane.py), on a bare connection or Postgres's driver: all run the same statements.
+Database = Session | Connection | hot_sql.Driver
 
 
 class _Cache:
@@ -78,7 +78,7 @@ _categories = _Cache(256)
 
 
 def _engine(db: Database) -> Engine:
-    return db.engine if isinstance(db, Connection) else db.get_bind()
+    return db.get_bind() if isinstance(db, Session) else db.engine
 
 
 def keys_of(db: Database, token: str) -> Row | None:

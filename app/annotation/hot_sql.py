@@ -24,6 +24,8 @@ cannot keep them) runs them as plain statements.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
+from contextlib import suppress
 from functools import cache
 from typing import Any
 
@@ -175,11 +177,18 @@ def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
     return _PLACEHOLDER.sub(number, sql), tuple(names)
 
 
+def _execute_sql(name: str, names: tuple[str, ...]) -> str:
+    arguments = ", ".join(f"%({key})s" for key in names)
+    return f"EXECUTE marginalia_{name}({arguments})"
+
+
 def execute(
-    db: Session | Connection, name: str, statement: TextClause, params: dict[str, Any]
-) -> CursorResult:
+    db: Session | Connection | Driver, name: str, statement: TextClause, params: dict[str, Any]
+) -> CursorResult | DriverResult:
     """Run ``statement`` (one of this module's) with ``params``: prepared on Postgres under
     ``name`` (once per connection), as it is elsewhere."""
+    if isinstance(db, Driver):
+        return db.run(name, statement, params)
     connection = db if isinstance(db, Connection) else db.connection()
     if connection.dialect.name != "postgresql" or not connection.get_execution_options().get(
         PREPARED_KEY, True
@@ -191,5 +200,90 @@ def execute(
         # Not undone by a rollback: a prepared statement lives as long as the connection.
         connection.exec_driver_sql(f"PREPARE marginalia_{name} AS {body}")
         prepared.add(name)
-    arguments = ", ".join(f"%({key})s" for key in names)
-    return connection.exec_driver_sql(f"EXECUTE marginalia_{name}({arguments})", params)
+    return connection.exec_driver_sql(_execute_sql(name, names), params)
+
+
+@cache
+def _row_type(names: tuple[str, ...]) -> type:
+    return namedtuple("Row", names)  # noqa: PYI024 - attribute access like SQLAlchemy's Row
+
+
+class DriverResult:
+    """What the short paths read of a result: ``first()``, ``scalar()``, ``rowcount``."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.rowcount = cursor.rowcount
+        self.names = tuple(column.name for column in cursor.description or ())
+        self.rows = cursor.fetchall() if cursor.description else []
+
+    def first(self) -> Any:
+        return _row_type(self.names)(*self.rows[0]) if self.rows else None
+
+    def scalar(self) -> Any:
+        return self.rows[0][0] if self.rows else None
+
+
+class Driver:
+    """A pooled Postgres connection used through its psycopg2 cursor, for the fast lane
+    (app/web/fast_lane.py): this module's prepared statements without SQLAlchemy's execution
+    context (a third of the lane's CPU per add). ``scalar``/``scalars`` run a Core select
+    compiled for it (the short paths' cache misses; plain columns only). One transaction:
+    :meth:`commit` or :meth:`rollback`, then :meth:`close` (back to the pool)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.connection = engine.raw_connection()
+        self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
+
+    def run(self, name: str, statement: TextClause, params: dict[str, Any]) -> DriverResult:
+        body, names = _postgres_form(statement)
+        cursor = self.connection.cursor()
+        if name not in self.prepared:
+            cursor.execute(f"PREPARE marginalia_{name} AS {body}")
+            self.prepared.add(name)
+        cursor.execute(_execute_sql(name, names), params)
+        return DriverResult(cursor)
+
+    def _select(self, query: Any) -> list[tuple]:
+        compiled = query.compile(dialect=self.engine.dialect)
+        cursor = self.connection.cursor()
+        cursor.execute(str(compiled), compiled.params)
+        return cursor.fetchall()
+
+    def scalar(self, query: Any) -> Any:
+        rows = self._select(query)
+        return rows[0][0] if rows else None
+
+    def scalars(self, query: Any) -> list[Any]:
+        return [row[0] for row in self._select(query)]
+
+    def commit(self) -> None:
+        self.connection.commit()
+
+    def rollback(self) -> None:
+        self.connection.rollback()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def fail(self, error: Exception) -> None:
+        """End after ``error``. A lost connection is dropped, and the pool with it (a
+        restarted database left every pooled connection dead: the next request gets a fresh
+        one); otherwise the transaction is rolled back and the connection goes back."""
+        dbapi = self.engine.dialect.loaded_dbapi
+        if isinstance(error, (dbapi.OperationalError, dbapi.InterfaceError)):
+            self.connection.invalidate()
+            self.engine.dispose(close=False)
+            return
+        with suppress(Exception):
+            self.connection.rollback()
+        self.connection.close()
+
+
+def driver_for(engine: Any) -> Driver | None:
+    """A :class:`Driver` when ``engine`` is Postgres with prepared statements on, else None."""
+    if engine.dialect.name != "postgresql":
+        return None
+    if not engine.get_execution_options().get(PREPARED_KEY, True):
+        return None
+    return Driver(engine)

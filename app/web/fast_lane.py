@@ -24,9 +24,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import Connection
 
-from app.annotation import fast
+from app.annotation import fast, hot_sql
 from app.csp import security_headers
 from app.web.api import check_strings
 
@@ -102,9 +101,32 @@ class FastLane:
             return raw, None
         return raw, body
 
-    def _run(self, action: Callable[[Connection], Answer | None]) -> Answer | None:
-        """``action`` in one transaction: committed when it answers, else rolled back."""
+    def _run(self, action: Callable[[Any], Answer | None]) -> Answer | None:
+        """``action`` in one transaction: committed when it answers, else rolled back. On
+        Postgres through the driver (:class:`app.annotation.hot_sql.Driver`), elsewhere
+        through a SQLAlchemy connection."""
         engine = self.app.extensions["db_engine"]
+        try:
+            driver = hot_sql.driver_for(engine)
+        except Exception:  # noqa: BLE001 - no connection: the route answers (503)
+            log.warning("fast lane: no connection, handing the request to the route", exc_info=True)
+            return None
+        if driver is None:
+            return self._run_on_connection(engine, action)
+        try:
+            answer = action(driver)
+            if answer is None:
+                driver.rollback()
+            else:
+                driver.commit()
+        except Exception as error:  # noqa: BLE001 - the Flask route answers
+            log.warning("fast lane: handing the request to the route", exc_info=True)
+            driver.fail(error)
+            return None
+        driver.close()
+        return answer
+
+    def _run_on_connection(self, engine, action: Callable[[Any], Answer | None]):
         try:
             with engine.connect() as connection:
                 if engine.dialect.name == "sqlite":
