@@ -43,6 +43,9 @@ SPAN_LABELS = ("character",)
 """Labels whose head reads the candidate's contextual span embedding (reduced by PCA)
 instead of the sentence embedding."""
 SPAN_MAX_TOKENS = 256
+SPAN_LAYER = 3
+"""The encoder layer the span embedding is read from: a middle layer (out-of-fold CharE F1
+0.803 vs 0.794 for the last, 0.795 for the input embeddings without context)."""
 CATEGORY_OF = {"character": "CharE", "event": "RefE", "scene": "SceneE", "inconsistent": "InconE"}
 
 
@@ -85,9 +88,9 @@ def span_embeddings(
     sentences: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], batch_size: int = 32
 ) -> list[np.ndarray]:
     """Per sentence, one L2-normalised row per ``(start, end)`` span: the mean of the
-    encoder's last-layer vectors of the word pieces overlapping the span, with the whole
-    sentence as input (the span in context). A span past the truncation gets the sentence's
-    mean."""
+    encoder's layer-:data:`SPAN_LAYER` vectors of the word pieces overlapping the span, with
+    the whole sentence as input (the span in context). A span past the truncation gets the
+    sentence's mean."""
     tok, model = encoder()
     out = [np.zeros((len(s), model.config.hidden_size), np.float32) for s in spans]
     order = sorted((i for i in range(len(sentences)) if spans[i]), key=lambda i: len(sentences[i]))
@@ -102,7 +105,7 @@ def span_embeddings(
             return_offsets_mapping=True,
         )
         offsets = enc.pop("offset_mapping")
-        hidden = model(**enc).last_hidden_state
+        hidden = model(**enc, output_hidden_states=True).hidden_states[SPAN_LAYER]
         for j, i in enumerate(idx):
             starts, ends = offsets[j, :, 0], offsets[j, :, 1]
             for n, (start, end) in enumerate(spans[i]):
