@@ -61,9 +61,10 @@ def _span_logit(detector, sentence, start, end):
     return float(((vec[cut:] - head["mean"][cut:]) / head["std"][cut:]) @ head["w"][cut:])
 
 
-def test_the_shipped_chare_head_reads_a_place_as_less_of_a_character_than_a_speaker():
+def test_the_shipped_chare_head_reads_a_place_or_an_abstraction_as_less_of_a_character():
     detector = MiniLMDetector.load(MINILM)
     assert detector.heads["character"]["reduce"]["components"].shape == (32, 384)
     speaker = _span_logit(detector, "Claudio said that he would marry Hero.", 0, 7)
     place = _span_logit(detector, "The soldiers rode on to Padua.", 24, 29)
-    assert speaker > place
+    abstraction = _span_logit(detector, "Death comes for the old king.", 0, 5)
+    assert speaker > place and speaker > abstraction  # measured: -0.03 vs -1.15 and -1.04
