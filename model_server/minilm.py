@@ -260,6 +260,8 @@ class MiniLMDetector:
             if head is None:
                 continue
             vec = head_input(vec, head)
+            if label in SPAN_LABELS and head["reduce"] is None:  # a v2 head: hand features only
+                vec = vec[: head["w"].shape[0]]
             if vec.shape[0] != head["w"].shape[0]:
                 continue
             z = float(((vec - head["mean"]) / head["std"]) @ head["w"] + head["b"])

