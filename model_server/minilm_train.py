@@ -11,10 +11,36 @@ import numpy as np
 import torch
 
 from model_server.features import analyse, parse_inputs
-from model_server.minilm import CATEGORY_OF, HEAD_FILE, HEAD_LABELS, vectors
+from model_server.minilm import (
+    CATEGORY_OF,
+    HEAD_FILE,
+    HEAD_LABELS,
+    SPAN_LABELS,
+    encoder,
+    vectors,
+)
 from model_server.operating_points import choose
 
 SENTENCE_LABELS = ("scene", "inconsistent")
+SPAN_COMPONENTS = 32
+"""PCA components of the name's contextual embedding the CharE head reads (fitted inside
+each training fold; 32 chosen on out-of-fold train F1 among 8-64)."""
+
+
+def fit_reduction(x: np.ndarray, cut: int, components: int = SPAN_COMPONENTS) -> dict:
+    """PCA of the dimensions ``x[:, cut:]`` (the span embedding): mean and top components."""
+    emb = x[:, cut:]
+    mean = emb.mean(0)
+    _, _, vt = np.linalg.svd(emb - mean, full_matrices=False)
+    return {"from": cut, "mean": mean, "components": vt[:components]}
+
+
+def project(x: np.ndarray, reduce: dict | None) -> np.ndarray:
+    """Rows of ``x`` as the head reads them (:func:`model_server.minilm.head_input`)."""
+    if reduce is None:
+        return x
+    cut = reduce["from"]
+    return np.hstack([x[:, :cut], (x[:, cut:] - reduce["mean"]) @ reduce["components"].T])
 
 
 def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, epochs: int = 300):
@@ -70,14 +96,17 @@ def sentence_scores(examples, rows, probs, label: str, min_votes: int):
     return scores, gold
 
 
-def out_of_fold(x, y, fold, folds: int, l2: float) -> np.ndarray:
-    """Each candidate's probability from a head fitted without its document's fold."""
+def out_of_fold(x, y, fold, folds: int, l2: float, cut: int | None = None) -> np.ndarray:
+    """Each candidate's probability from a head fitted without its document's fold; with
+    ``cut``, the span embedding ``x[:, cut:]`` is PCA-reduced inside each training fold."""
     oof = np.zeros(len(y), dtype=np.float32)
     for f in range(folds):
-        if not (fold == f).any() or y[fold != f].sum() == 0:
+        train, held = fold != f, fold == f
+        if not held.any() or y[train].sum() == 0:
             continue
-        w, b, mean, std = _fit_logistic(x[fold != f], y[fold != f], l2)
-        oof[fold == f] = 1 / (1 + np.exp(-(((x[fold == f] - mean) / std) @ w + b)))
+        reduce = fit_reduction(x[train], cut) if cut is not None else None
+        w, b, mean, std = _fit_logistic(project(x[train], reduce), y[train], l2)
+        oof[held] = 1 / (1 + np.exp(-(((project(x[held], reduce) - mean) / std) @ w + b)))
     return oof
 
 
@@ -96,10 +125,12 @@ def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
             continue
         x = np.stack([rows[i][3] for i in idx])
         fold = np.asarray([fold_of[examples[rows[i][0]].doc_id] for i in idx])
-        oof = out_of_fold(x, y, fold, folds, l2)
+        cut = x.shape[1] - encoder()[1].config.hidden_size if label in SPAN_LABELS else None
+        oof = out_of_fold(x, y, fold, folds, l2, cut)
         scores, gold = sentence_scores(examples, [rows[i] for i in idx], oof, label, min_votes)
         chosen = choose(scores, gold)
-        w, b, mean, std = _fit_logistic(x, y, l2)
+        reduce = fit_reduction(x, cut) if cut is not None else None
+        w, b, mean, std = _fit_logistic(project(x, reduce), y, l2)
         heads[label] = {
             "w": [round(float(v), 6) for v in w],
             "b": b,
@@ -107,11 +138,18 @@ def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
             "std": [round(float(v), 6) for v in std],
             "threshold": chosen["best_f1"]["threshold"],
         }
+        if reduce is not None:
+            heads[label]["reduce"] = {
+                "from": cut,
+                "mean": [round(float(v), 6) for v in reduce["mean"]],
+                "components": [[round(float(v), 6) for v in row] for row in reduce["components"]],
+            }
         points[CATEGORY_OF[label]] = chosen
         summary[label] = {
             "candidates": len(idx),
             "positives": int(y.sum()),
             "threshold": chosen["best_f1"]["threshold"],
+            "out_of_fold_f1": chosen["best_f1"]["f1"],
             "precision_90": chosen["precision_90"],
         }
     return heads, points, summary
@@ -125,7 +163,7 @@ def train_head(
     folds: int = 4,
     min_votes: int = 1,
     seed: int = 0,
-    version: str = "2",
+    version: str = "3",
     dev_path: str | Path | None = None,
 ) -> dict:
     """Fit the heads on SNaC train and write ``head.json`` (heads + operating points); with
