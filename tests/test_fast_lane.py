@@ -70,7 +70,7 @@ def conversation(client, token: str) -> list[tuple]:
         ),  # 409 submitted
         client.post(f"{base}/heartbeat", json={}),
         client.post(f"/api/assignments/{'x' * 24}/annotations", json=zoe),  # 404
-        client.post(f"/api/assignments/a'b;--/annotations", json=zoe),  # 404
+        client.post("/api/assignments/a'b;--/annotations", json=zoe),  # 404
     ]
     return [
         (
