@@ -189,6 +189,7 @@ class MiniLMDetector:
     """Candidates scored by logistic heads over hand features and MiniLM embeddings."""
 
     name = NAME
+    suggested_as = SUGGESTED_AS
 
     def __init__(
         self,

@@ -73,3 +73,20 @@ def test_the_shipped_role_head_is_suggested_as_a_character(tmp_path):
     role = [s for s in found if (s.start, s.end) == (0, 8)]
     assert len(role) == 1 and role[0].label == "character" and role[0].score == 1.0
     assert detector.calibration["categories"]["CharE"]["label"] == "character"
+
+
+def test_dev_points_count_the_role_head_as_chare(tmp_path):
+    """evaluate_points (what `dev_points` store) scores a role suggestion as CharE."""
+    from model_server.evaluate import evaluate_points
+    from model_server.minilm import MiniLMDetector
+    from model_server.snac_data import GoldError, SentenceExample
+
+    head = json.loads((Path(MINILM) / "head.json").read_text(encoding="utf-8"))
+    head["heads"]["role"]["b"] = 30.0  # every role candidate sure
+    (tmp_path / "head.json").write_text(json.dumps(head), encoding="utf-8")
+    sentence = "The cook hands her a letter."
+    gold = [GoldError("CharE", "The cook", 0, 8)]
+    example = SentenceExample("d", 0, 0, 0, len(sentence), sentence, "Anna walks.", gold)
+    tables = evaluate_points(MiniLMDetector.load(tmp_path), [example])
+    # one gold CharE sentence, flagged through "The cook": P 1, R 1
+    assert tables["best_f1"]["CharE"]["p"] == tables["best_f1"]["CharE"]["r"] == 1.0
