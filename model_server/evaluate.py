@@ -121,10 +121,12 @@ def evaluate_points(
     if not points or probabilities is None:
         return {}
     scored = probabilities(example_inputs(examples))
+    suggested_as = getattr(detector, "suggested_as", {})
     tables = {}
     for name in POINTS:
         predictions: list[list[RawSuggestion]] = [[] for _ in examples]
-        for k, cand, label, prob in scored:
+        for k, cand, head, prob in scored:
+            label = suggested_as.get(head, head)  # MiniLM's `role` head suggests `character`
             category = SNAC_CATEGORY.get(label, "")
             threshold = threshold_for(points.get(category), name)
             if threshold is not None and prob >= threshold:

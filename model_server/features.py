@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from model_server.interface import DetectionInput
 from model_server.introductions import introduction_features
+from model_server.roles import role_chunks, role_features
 from model_server.text import nlp
 
 TITLES = {
@@ -198,7 +199,7 @@ def _cased_words(text: str) -> set[str]:
 class Candidate:
     """A span in the sentence that may carry an error, with numeric features."""
 
-    label: str  # character | event | scene
+    label: str  # character | role | event | scene
     start: int
     end: int
     text: str
@@ -309,6 +310,11 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
         }
         feats.update(introduction_features(sentence, start, end, context))
         candidates.append(Candidate("character", start, end, text, feats))
+    # people named only by a role ("the cook"): CharE candidates of their own label
+    names_at = [(c.start, c.end) for c in candidates]
+    for chunk in role_chunks(doc, ctx_lower, names_at):
+        feats = role_features(chunk, inp, ctx_lower, n_ctx_words)
+        candidates.append(Candidate("role", chunk.start_char, chunk.end_char, chunk.text, feats))
     # definite / possessive noun phrases and pronouns (RefE)
     for chunk in doc.noun_chunks:
         first = chunk[0].lower_

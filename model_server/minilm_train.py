@@ -22,12 +22,12 @@ from model_server.minilm import (
 from model_server.operating_points import choose
 
 SENTENCE_LABELS = ("scene", "inconsistent")
-SPAN_COMPONENTS = 32
-"""PCA components of the name's contextual embedding the CharE head reads (fitted inside
-each training fold; 32 chosen on out-of-fold train F1 among 8-64)."""
+SPAN_COMPONENTS = {"character": 32, "role": 8}
+"""PCA components of the contextual span embedding each head reads (fitted inside each
+training fold; chosen on out-of-fold train F1: names 32 among 8-64, roles 8 among 0-16)."""
 
 
-def fit_reduction(x: np.ndarray, cut: int, components: int = SPAN_COMPONENTS) -> dict:
+def fit_reduction(x: np.ndarray, cut: int, components: int = 32) -> dict:
     """PCA of the dimensions ``x[:, cut:]`` (the span embedding): mean and top components."""
     emb = x[:, cut:]
     mean = emb.mean(0)
@@ -83,12 +83,13 @@ def _candidate_targets(examples, rows, min_votes: int):
 
 
 def sentence_scores(examples, rows, probs, label: str, min_votes: int):
-    """Per sentence: the best candidate probability of ``label`` (0 without a candidate)
-    and whether the sentence is gold-positive for the label's category."""
+    """Per sentence: the best candidate probability of ``label`` or of another label of its
+    category (0 without a candidate) and whether the sentence is gold-positive for the
+    label's category."""
     category = CATEGORY_OF[label]
     scores = [0.0] * len(examples)
     for (k, _, lab, _), p in zip(rows, probs, strict=True):
-        if lab == label:
+        if CATEGORY_OF[lab] == category:
             scores[k] = max(scores[k], float(p))
     gold = [
         any(g.category == category and g.votes >= min_votes for g in ex.gold) for ex in examples
@@ -96,7 +97,9 @@ def sentence_scores(examples, rows, probs, label: str, min_votes: int):
     return scores, gold
 
 
-def out_of_fold(x, y, fold, folds: int, l2: float, cut: int | None = None) -> np.ndarray:
+def out_of_fold(
+    x, y, fold, folds: int, l2: float, cut: int | None = None, components: int = 32
+) -> np.ndarray:
     """Each candidate's probability from a head fitted without its document's fold; with
     ``cut``, the span embedding ``x[:, cut:]`` is PCA-reduced inside each training fold."""
     oof = np.zeros(len(y), dtype=np.float32)
@@ -104,20 +107,22 @@ def out_of_fold(x, y, fold, folds: int, l2: float, cut: int | None = None) -> np
         train, held = fold != f, fold == f
         if not held.any() or y[train].sum() == 0:
             continue
-        reduce = fit_reduction(x[train], cut) if cut is not None else None
+        reduce = fit_reduction(x[train], cut, components) if cut is not None else None
         w, b, mean, std = _fit_logistic(project(x[train], reduce), y[train], l2)
         oof[held] = 1 / (1 + np.exp(-(((project(x[held], reduce) - mean) / std) @ w + b)))
     return oof
 
 
 def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
-    """(heads, operating points per category, summary) from candidate rows of train."""
+    """(heads, operating points per category, summary) from candidate rows of train. Heads
+    of one category (CharE: names and roles) share its operating points, chosen on the
+    sentences' best out-of-fold probability over all their candidates."""
     torch.manual_seed(seed)
     ys = _candidate_targets(examples, rows, min_votes)
     docs = sorted({ex.doc_id for ex in examples})
     random.Random(seed).shuffle(docs)
     fold_of = {d: i % folds for i, d in enumerate(docs)}
-    heads, points, summary = {}, {}, {}
+    heads, summary, scored = {}, {}, {}
     for label in HEAD_LABELS:
         idx = [i for i, r in enumerate(rows) if r[2] == label]
         y = ys[idx]
@@ -126,17 +131,18 @@ def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
         x = np.stack([rows[i][3] for i in idx])
         fold = np.asarray([fold_of[examples[rows[i][0]].doc_id] for i in idx])
         cut = x.shape[1] - encoder()[1].config.hidden_size if label in SPAN_LABELS else None
-        oof = out_of_fold(x, y, fold, folds, l2, cut)
-        scores, gold = sentence_scores(examples, [rows[i] for i in idx], oof, label, min_votes)
-        chosen = choose(scores, gold)
-        reduce = fit_reduction(x, cut) if cut is not None else None
+        components = SPAN_COMPONENTS.get(label, 32)
+        oof = out_of_fold(x, y, fold, folds, l2, cut, components)
+        scored.setdefault(CATEGORY_OF[label], []).extend(
+            (rows[i], p) for i, p in zip(idx, oof, strict=True)
+        )
+        reduce = fit_reduction(x, cut, components) if cut is not None else None
         w, b, mean, std = _fit_logistic(project(x, reduce), y, l2)
         heads[label] = {
             "w": [round(float(v), 6) for v in w],
             "b": b,
             "mean": [round(float(v), 6) for v in mean],
             "std": [round(float(v), 6) for v in std],
-            "threshold": chosen["best_f1"]["threshold"],
         }
         if reduce is not None:
             heads[label]["reduce"] = {
@@ -144,14 +150,22 @@ def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
                 "mean": [round(float(v), 6) for v in reduce["mean"]],
                 "components": [[round(float(v), 6) for v in row] for row in reduce["components"]],
             }
-        points[CATEGORY_OF[label]] = chosen
-        summary[label] = {
-            "candidates": len(idx),
-            "positives": int(y.sum()),
-            "threshold": chosen["best_f1"]["threshold"],
-            "out_of_fold_f1": chosen["best_f1"]["f1"],
-            "precision_90": chosen["precision_90"],
-        }
+        summary[label] = {"candidates": len(idx), "positives": int(y.sum())}
+    points = {}
+    for category, pairs in scored.items():
+        label = next(lab for lab in heads if CATEGORY_OF[lab] == category)
+        scores, gold = sentence_scores(
+            examples, [r for r, _ in pairs], [p for _, p in pairs], label, min_votes
+        )
+        points[category] = chosen = choose(scores, gold)
+        for lab in heads:
+            if CATEGORY_OF[lab] == category:
+                heads[lab]["threshold"] = chosen["best_f1"]["threshold"]
+        summary[label].update(
+            threshold=chosen["best_f1"]["threshold"],
+            out_of_fold_f1=chosen["best_f1"]["f1"],
+            precision_90=chosen["precision_90"],
+        )
     return heads, points, summary
 
 
@@ -163,7 +177,7 @@ def train_head(
     folds: int = 4,
     min_votes: int = 1,
     seed: int = 0,
-    version: str = "3",
+    version: str = "4",
     dev_path: str | Path | None = None,
 ) -> dict:
     """Fit the heads on SNaC train and write ``head.json`` (heads + operating points); with
