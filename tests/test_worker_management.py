@@ -6,7 +6,6 @@ a reject took; every action is logged with who and when; CSRF and access are che
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 import re
@@ -22,16 +21,6 @@ from tests.helpers import DOCUMENTS, SEGMENTS, annotation_body, api_add, export_
 PASSWORD = "a long enough password"
 ADMIN, OUTSIDER = "ada@example.org", "bob@example.org"
 TOKEN_PATTERN = re.compile(r'name="csrf_token" value="([^"]+)"')
-
-
-@pytest.fixture(autouse=True)
-def _collect_leftover_connections():
-    """Collect garbage after each test, at a safe point. A pooled Postgres connection left
-    for the garbage collector was once finalised (a rollback, Python code) inside the next
-    test's werkzeug ``ast.parse``, which Python 3.11.7 reports as "AST constructor recursion
-    depth mismatch" (cpython gh-106905): a flaky setup error, not our code."""
-    yield
-    gc.collect()
 
 
 @pytest.fixture(params=BACKENDS)
