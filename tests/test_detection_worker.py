@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from app.crowd.platforms import DEFAULT_MAX_HINTS_PER_SEGMENT
 from app.db import session_scope
 from app.formats import DocumentInput
 from app.models import DetectionJob, Suggestion
@@ -99,7 +100,15 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
     token = opened.get_json()["token"]
     payload = client.get(f"/api/assignments/{token}").get_json()
     shown = payload["suggestions"]
-    assert len(shown) == len(stored)
+    # The page shows at most DEFAULT_MAX_HINTS_PER_SEGMENT per segment, the best-scored
+    # first: a detector trained for 90 s on this machine sometimes suggests more in one.
+    per_segment: dict[int, list[Suggestion]] = {}
+    for s in sorted(stored, key=lambda s: (s.segment, -s.score, s.start, s.id)):
+        per_segment.setdefault(s.segment, []).append(s)
+    expected = sorted(
+        s.id for kept in per_segment.values() for s in kept[:DEFAULT_MAX_HINTS_PER_SEGMENT]
+    )
+    assert sorted(s["id"] for s in shown) == expected
 
     caught = shown[0]
     added = client.post(
@@ -126,10 +135,12 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
         for s in shown
         if s["category"] == caught["category"] and s["segment"] == caught["segment"]
     ]
-    assert scores["total"] == len(shown)
+    # Recall counts every suggestion of the document (one per place), shown or not.
+    places = {(s.segment, s.start, s.end, s.category) for s in stored}
+    assert scores["total"] == len(places)
     assert 1 <= scores["caught"] <= len(same)
-    assert scores["recall"] == pytest.approx(scores["caught"] / len(shown))
-    assert len(scores["missed"]) == len(shown) - scores["caught"]
+    assert scores["recall"] == pytest.approx(scores["caught"] / len(places))
+    assert len(scores["missed"]) == len(places) - scores["caught"]
 
 
 class ExplodingOnMarker:
