@@ -40,8 +40,18 @@ export async function requestJson(method, url, body, { keepalive = false } = {})
 const retryable = (err) =>
   !(err instanceof HttpError) || err.status >= 500 || err.status === 429 || err.status === 408;
 
+/** Suggestion ids per event kind in one request (the server's limit). */
+const MAX_EVENT_IDS = 200;
+
 /** Writes that stamp the worker's activity on the server (a heartbeat after one is redundant). */
 const STAMPING = new Set(["add", "remove", "position"]);
+
+/** Would merging `from` into `into` (event -> ids) pass the server's limit? */
+function overflows(into, from) {
+  return Object.entries(from || {}).some(
+    ([event, ids]) => (into[event] || []).length + ids.length > MAX_EVENT_IDS,
+  );
+}
 
 /** Merge event -> [suggestion id] maps (no id twice per event). */
 function mergeEvents(into, from) {
@@ -124,10 +134,11 @@ export class Outbox {
       this.ops = this.ops.filter((o) => {
         if (o === this.inFlight) return true;
         if (o.kind === "events" && o.defer) {
+          if (overflows(events, { [o.event]: o.suggestions })) return true; // the next move's
           mergeEvents(events, { [o.event]: o.suggestions });
           return false;
         }
-        if (o.kind !== "position") return true;
+        if (o.kind !== "position" || overflows(events, o.events)) return true;
         for (const [segment, seconds] of Object.entries(o.active || {})) {
           active[segment] = Math.round(((active[segment] || 0) + seconds) * 10) / 10;
         }
@@ -138,7 +149,13 @@ export class Outbox {
     }
     if (op.kind === "events" && op.defer) {
       // One waiting op per event kind: a later view's hints join it.
-      const waiting = this.ops.find((o) => o.kind === "events" && o.defer && o.event === op.event);
+      const waiting = this.ops.find(
+        (o) =>
+          o.kind === "events" &&
+          o.defer &&
+          o.event === op.event &&
+          o.suggestions.length + op.suggestions.length <= MAX_EVENT_IDS,
+      );
       if (waiting) {
         waiting.suggestions = [...new Set([...waiting.suggestions, ...op.suggestions])];
         this.#save();
