@@ -306,9 +306,6 @@ def suggestion_event(token: str, suggestion_id: int):
     return "", 204
 
 
-MAX_EVENT_BATCH = hint_events.MAX_BATCH
-
-
 @bp.post("/assignments/<token>/suggestions/events")
 def suggestion_events(token: str):
     """One event for many suggestions at once: one request instead of one per hint. All or
