@@ -320,10 +320,12 @@ export class Outbox {
           { event: op.event },
         );
       case "events":
-        return requestJson("POST", `${base}/suggestions/events`, {
-          event: op.event,
-          suggestions: op.suggestions,
-        });
+        return requestJson(
+          "POST",
+          `${base}/suggestions/events`,
+          { event: op.event, suggestions: op.suggestions },
+          { keepalive: true }, // released as the tab is hidden: let it outlive the page
+        );
       default:
         return null;
     }

@@ -197,3 +197,24 @@ def test_no_heartbeat_within_a_minute_of_a_stored_write(app, live_server, pw_pag
     page.wait_for_function("() => true")
     page.wait_for_timeout(300)
     assert counts["heartbeat"] == 2, counts
+
+
+def test_a_hidden_tab_sends_the_hint_events_still_waiting(app, live_server, pw_page):
+    ids = make_long_study(app, None, [(0, first_word(0))])
+    page = pw_page
+    token = open_assignment(page, live_server.url, "long", "w1")
+    wait_saved(page)
+    assert stored(app, token)[1] == set()  # shown, waiting for a move
+    page.evaluate(
+        """() => {
+            Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+            document.dispatchEvent(new Event('visibilitychange'));
+            delete document.visibilityState;
+        }"""
+    )
+    wait_saved(page)
+    page.wait_for_function(
+        "() => !localStorage.getItem('marginalia.outbox.' +"
+        " document.getElementById('annotate').dataset.token)"
+    )
+    assert stored(app, token)[1] == {(ids[0], "shown")}
