@@ -12,8 +12,10 @@ same gunicorn.conf.py), so the comparison isolates the design:
     .venv/bin/python bench/falte_baseline.py --concurrency 300 --duration 60
     .venv/bin/python bench/falte_baseline.py --compare --think-scale 0 --concurrency 32,128
 
-``--compare`` also runs Marginalia (bench/load.py's simulated workers) on the same workload
-and prints the ratios: server CPU per submitted document, documents/s, submit latency.
+``--compare`` also runs Marginalia (bench/load.py's simulated workers, sending the annotate
+page's requests: bench/page_pattern.py's ``page`` pattern, heartbeats and each move's position
+with its active seconds; no hints here, FALTE has none) on the same workload and prints the
+ratios: server CPU per submitted document, documents/s, submit latency.
 gunicorn serves ``bench.falte_baseline:make_app()``.
 """
 

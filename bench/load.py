@@ -3,10 +3,14 @@
 Each simulated worker opens an assignment, loads the annotate page's data, reads the document
 segment by segment with human-like think time, adds annotations (about one per segment, a
 quarter of them paired with an earlier span), takes some back, stores its position on every
-Next, sometimes reloads the page, and submits; then it takes another document.
+Next, sometimes reloads the page, and submits; then it takes another document. Its hint
+events, active seconds and heartbeats follow the page's request pattern (bench/page_pattern.py:
+``--pattern page``, the page now, or ``two-requests``, the page before issue 17), with
+``--hints`` detector suggestions shown on each segment.
 
     .venv/bin/python bench/load.py --concurrency 50,150,300 --duration 60
     .venv/bin/python bench/load.py --concurrency 20 --duration 10       # a quick check
+    .venv/bin/python bench/load.py --concurrency 20 --duration 30 --pattern two-requests
 
 Starts its own Postgres (tests/pg_cluster.py, fsync on) and gunicorn (gunicorn.conf.py) and
 stops them at the end. Prints requests/s, documents/s, p50/p99 per endpoint (client side, and
@@ -23,6 +27,7 @@ import random
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +52,13 @@ from load_harness import (  # noqa: E402
     server_latencies,
     start_postgres,
 )
+from page_pattern import (  # noqa: E402
+    PATTERNS,
+    PageBookkeeping,
+    hints_by_segment,
+    per_document,
+    store_hints,
+)
 
 RELOAD_PROBABILITY = 0.05  # per segment: the worker reloads the page (GET the assignment)
 TARGET_MS = 20.0
@@ -57,8 +69,9 @@ class Caller:
     """Sends one request on a worker's connection, measures it, retries failures like the
     page's outbox (the same body, so the same client_id)."""
 
-    def __init__(self, stats: Stats, deadline: float):
-        self.stats, self.deadline = stats, deadline
+    def __init__(self, stats: Stats, deadline: float, pattern: str = "page"):
+        self.stats, self.deadline, self.pattern = stats, deadline, pattern
+        self.documents: list[Counter] = []  # each submitted document's requests by endpoint
 
     async def __call__(
         self,
@@ -68,8 +81,11 @@ class Caller:
         path: str,
         expect: tuple[int, ...],
         body: Any = None,
+        tally: Counter | None = None,
     ) -> HttpResponse | None:
         for attempt in range(4):
+            if tally is not None:
+                tally[endpoint] += 1
             started = time.perf_counter()
             try:
                 response = await http.request(method, path, body)
@@ -126,8 +142,12 @@ async def _work(
         if time.monotonic() >= deadline:
             return
         document, texts = documents[doc_index]
-        opened = await caller(
-            http,
+        tally: Counter = Counter()
+
+        async def call(endpoint, method, path, expect, body=None, tally=tally):
+            return await caller(http, endpoint, method, path, expect, body, tally)
+
+        opened = await call(
             "open",
             "POST",
             "/api/assignments",
@@ -138,43 +158,54 @@ async def _work(
             return
         token = opened.json()["token"]
         base = f"/api/assignments/{token}"
-        page = await caller(http, "get", "GET", base, (200,))
+        page = await call("get", "GET", base, (200,))
         if page is None:
             return
-        categories = page.json()["taxonomy"]["categories"]
+        payload = page.json()
+        categories = payload["taxonomy"]["categories"]
+        tab = PageBookkeeping(caller.pattern, base, hints_by_segment(payload), call)
+        await tab.loaded()
         mine: list[int] = []
         for segment in range(len(texts)):
-            await pace.think(rng, pace.read_segment)
+            await tab.view(segment, rng)
+            tab.spent(segment, await pace.think(rng, pace.read_segment))
             for _ in range(choose_count(rng)):
-                await pace.think(rng, pace.mark)
+                tab.spent(segment, await pace.think(rng, pace.mark))
                 if time.monotonic() >= deadline:
                     return
                 body = random_annotation(rng, texts, segment, categories)
                 if body is None:
                     continue
                 body["client_id"] = uuid.uuid4().hex
+                await tab.interaction()
                 # 409: a random mark that exactly repeats one of this worker's (refused, as the
                 # page would refuse it before sending)
-                added = await caller(http, "add", "POST", f"{base}/annotations", (201, 409), body)
+                added = await call("add", "POST", f"{base}/annotations", (201, 409), body)
                 if added is not None and added.status_code == 201:
                     mine.append(added.json()["id"])
+                    tab.wrote()
             if mine and rng.random() < REMOVE_PROBABILITY:
-                await pace.think(rng, pace.mark)
+                tab.spent(segment, await pace.think(rng, pace.mark))
                 victim = mine.pop(rng.randrange(len(mine)))
-                await caller(http, "remove", "DELETE", f"{base}/annotations/{victim}", (204,))
+                await tab.interaction()
+                await call("remove", "DELETE", f"{base}/annotations/{victim}", (204,))
+                tab.wrote()
             if time.monotonic() >= deadline:
                 return
             if rng.random() < RELOAD_PROBABILITY:
-                await caller(http, "get", "GET", base, (200,))
+                await call("get", "GET", base, (200,))
+                await tab.loaded()
             if segment + 1 < len(texts):
-                await caller(
-                    http, "position", "POST", f"{base}/position", (204,), {"segment": segment + 1}
-                )
-        await pace.think(rng, pace.read_segment)
+                await tab.interaction()
+                await tab.move(segment + 1)
+        tab.spent(len(texts) - 1, await pace.think(rng, pace.read_segment))
         if time.monotonic() >= deadline:
             return
-        if await caller(http, "submit", "POST", f"{base}/submit", (200,)) is not None:
+        await tab.interaction()
+        await tab.before_submit(len(texts) - 1)
+        if await call("submit", "POST", f"{base}/submit", (200,)) is not None:
             caller.stats.documents += 1
+            caller.documents.append(tally)
 
 
 async def run_level(
@@ -186,9 +217,10 @@ async def run_level(
     ramp: float,
     pace: Pace,
     tag: str,
+    pattern: str = "page",
 ) -> Stats:
     stats = Stats()
-    caller = Caller(stats, time.monotonic() + ramp + duration)
+    caller = Caller(stats, time.monotonic() + ramp + duration, pattern)
     rng = random.Random(tag)
     await asyncio.gather(
         *(
@@ -197,7 +229,17 @@ async def run_level(
         )
     )
     stats.finished = time.perf_counter()
+    stats.per_document = per_document(caller.documents)  # type: ignore[attr-defined]
     return stats
+
+
+def print_per_document(stats: Stats, pattern: str) -> None:
+    """Requests per submitted document, by endpoint (retries included)."""
+    mean, by_endpoint = stats.per_document  # type: ignore[attr-defined]
+    print(
+        f"   requests per submitted document ({pattern} pattern): {mean:.1f} = "
+        + ", ".join(f"{name} {n}" for name, n in by_endpoint.items())
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,6 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per gunicorn process")
     parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument(
+        "--pattern",
+        choices=PATTERNS,
+        default="page",
+        help="the page's bookkeeping requests: now (page) or before issue 17 (two-requests)",
+    )
+    parser.add_argument(
+        "--hints", type=int, default=1, help="detector suggestions shown per segment (0: none)"
+    )
     parser.add_argument("--max-segments", type=int, default=10)
     parser.add_argument(
         "--server-nice",
@@ -243,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = fresh_database(cluster, "bench_load")
         prepare_study(url, "bench", documents)
+        store_hints(url, "bench", args.hints)
         access_log = OUT / f"access-{int(time.time())}.log"
         server = Gunicorn(
             "app:create_app()",
@@ -274,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.ramp,
                     pace,
                     f"c{level}-{uuid.uuid4().hex[:6]}",
+                    args.pattern,
                 )
             )
             web_after, db_after = server_cpu_split(server, cluster)
@@ -290,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             summary["postgres_cpu_s"] = round(db_after - db_before, 2)
             summary["steady"] = stats.steady(args.ramp + 5)
             print_summary(f"{level} simulated workers", summary, server_side)
+            print_per_document(stats, args.pattern)
+            mean, by_endpoint = stats.per_document  # type: ignore[attr-defined]
+            summary["requests_per_document"] = {"mean": round(mean, 2), **by_endpoint}
             print(
                 f"   after everyone arrived (from {args.ramp + 5:.0f} s): "
                 + ", ".join(

@@ -411,9 +411,13 @@ class Pace:
     mark: tuple[float, float] = (1.0, 4.0)  # selecting a span and choosing a category
     scale: float = 1.0
 
-    async def think(self, rng: random.Random, kind: tuple[float, float]) -> None:
-        if self.scale > 0:
-            await asyncio.sleep(rng.uniform(*kind) * self.scale)
+    async def think(self, rng: random.Random, kind: tuple[float, float]) -> float:
+        """Wait a think time; return it in seconds (the page's timer counts it as active)."""
+        if self.scale <= 0:
+            return 0.0
+        seconds = rng.uniform(*kind) * self.scale
+        await asyncio.sleep(seconds)
+        return seconds
 
 
 ANNOTATIONS_PER_SEGMENT = ((0, 0.45), (1, 0.30), (2, 0.17), (3, 0.08))
@@ -576,6 +580,9 @@ SERVER_ENDPOINTS = [
     (r"POST /api/assignments/[^/]+/annotations", "add"),
     (r"DELETE /api/assignments/[^/]+/annotations/\d+", "remove"),
     (r"POST /api/assignments/[^/]+/position", "position"),
+    (r"POST /api/assignments/[^/]+/heartbeat", "heartbeat"),
+    (r"POST /api/assignments/[^/]+/suggestions/events", "events"),
+    (r"POST /api/assignments/[^/]+/suggestions/\d+/events", "event"),
     (r"POST /api/assignments/[^/]+/submit", "submit"),
     (r"GET /falte/[^/]+/segment/\d+", "falte_segment"),
     (r"GET /falte/[^/]+", "falte_page"),

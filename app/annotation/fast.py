@@ -30,7 +30,7 @@ from sqlalchemy import Connection, Engine, Row, select
 from sqlalchemy.orm import Session
 
 from app.annotation import assignments as rules
-from app.annotation import hot_sql, practice, timing
+from app.annotation import hint_events, hot_sql, practice, timing
 from app.documents.taxonomy import categories_by_id
 from app.errors import InvalidInput
 from app.models import Study
@@ -177,7 +177,8 @@ def try_remove(db: Database, token: str, annotation_id: int) -> bool:
 
 
 def try_set_position(db: Database, token: str, body: Any) -> bool:
-    """Store the worker's segment, the segment seen and its active seconds: whether done."""
+    """Store the worker's segment, the segment seen, its active seconds and the suggestion
+    events riding along (every id checked before any write): whether done."""
     segment = body.get("segment") if isinstance(body, dict) else None
     keys = keys_of(db, token) if type(segment) is int else None
     if keys is None:
@@ -185,10 +186,15 @@ def try_set_position(db: Database, token: str, body: Any) -> bool:
     count = len(texts_of(db, keys))
     try:
         active = timing.parse_active(body.get("active"), count)
+        events = hint_events.parse_events(body.get("events"))
     except InvalidInput:
         return False
-    if 0 <= segment < count and _claimed(db, "CLAIM_POSITION", keys, token, segment=segment):
-        timing.record_fast(db, keys, segment, active, rules.now())
+    if not (0 <= segment < count and hint_events.owned_fast(db, keys, events)):
+        return False
+    if _claimed(db, "CLAIM_POSITION", keys, token, segment=segment):
+        moment = rules.now()
+        timing.record_fast(db, keys, segment, active, moment)
+        hint_events.insert_fast(db, keys, events, moment)
         return True
     return False
 
@@ -233,10 +239,16 @@ def remove(session: Session, token: str, annotation_id: int) -> None:
 
 
 def set_position(session: Session, token: str, body: Any) -> None:
-    """:func:`app.annotation.assignments.set_position` for a token."""
+    """:func:`app.annotation.assignments.set_position` for a token, and the suggestion
+    events it carries (stored as ``POST …/suggestions/events`` would, even once submitted;
+    an id not of the document is a 400 and nothing is stored)."""
     if not try_set_position(session, token, body):
         assignment = rules.get_assignment(session, token, for_update=True, related=False)
         rules.set_position(session, assignment, body)
+        events = hint_events.parse_events(body.get("events")) if isinstance(body, dict) else {}
+        hint_events.record(
+            session, assignment.id, assignment.document_id, events, unknown=InvalidInput
+        )
 
 
 def heartbeat(session: Session, token: str) -> None:

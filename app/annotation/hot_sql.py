@@ -103,6 +103,17 @@ ADD_SECONDS = text(
     "updated_at = excluded.updated_at"
 ).bindparams(bindparam("now", type_=TIMESTAMP), bindparam("seconds", type_=Float))
 
+# A position update's suggestion events (app/annotation/hint_events.py): each id checked
+# before any write, then each (suggestion, event) stored once.
+SUGGESTION_OWNED = text(
+    "SELECT 1 AS owned FROM suggestions WHERE id = :suggestion_id AND document_id = :document_id"
+)
+INSERT_EVENT = _stamped(
+    "INSERT INTO suggestion_events (assignment_id, suggestion_id, event, created_at) "
+    "VALUES (:assignment_id, :suggestion_id, :event, :now) "
+    "ON CONFLICT (assignment_id, suggestion_id, event) DO NOTHING"
+)
+
 # The annotations columns an add writes, in order, with the SQL type a NULL needs on Postgres.
 ANNOTATION_COLUMNS = (
     ("segment", "segment", "INTEGER"),

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 from sqlalchemy import func, select
 
-from app.annotation import admission, fast, practice
+from app.annotation import admission, fast, hint_events, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect, hint_limits
@@ -21,7 +21,7 @@ from app.web.limits import arrival_limit, limiter
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
-SUGGESTION_EVENTS = ("shown", "accepted", "dismissed")
+SUGGESTION_EVENTS = hint_events.EVENTS
 
 
 @bp.after_request
@@ -306,55 +306,18 @@ def suggestion_event(token: str, suggestion_id: int):
     return "", 204
 
 
-MAX_EVENT_BATCH = 200
-
-
 @bp.post("/assignments/<token>/suggestions/events")
 def suggestion_events(token: str):
-    """One event for many suggestions at once (a segment view's "shown" hints): one request
-    instead of one per hint. All or nothing: any unknown id refuses the whole batch."""
+    """One event for many suggestions at once: one request instead of one per hint. All or
+    nothing: any unknown id refuses the whole batch. (The annotate page sends its segment
+    views' "shown" hints in its position updates instead: ``app/annotation/hint_events.py``.)"""
     body = json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
-    event = body.get("event")
-    if event not in SUGGESTION_EVENTS:
-        raise InvalidInput(f"event must be one of {', '.join(SUGGESTION_EVENTS)}")
-    ids = body.get("suggestions")
-    if (
-        not isinstance(ids, list)
-        or not ids
-        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-    ):
-        raise InvalidInput("suggestions must be a non-empty list of suggestion ids")
-    if len(ids) > MAX_EVENT_BATCH:
-        raise InvalidInput(f"at most {MAX_EVENT_BATCH} suggestions per request")
-    wanted = set(ids)
+    event = hint_events.parse_event(body.get("event"))
+    ids = hint_events.parse_ids(body.get("suggestions"))
     session = begin_write(get_session())
     assignment = service.get_assignment(session, token)
-    if not all(0 < i <= service.MAX_ID for i in wanted):
-        raise NotFound("this assignment's document has no such suggestion")
-    owned = set(
-        session.scalars(
-            select(Suggestion.id).where(
-                Suggestion.id.in_(wanted), Suggestion.document_id == assignment.document_id
-            )
-        )
-    )
-    if owned != wanted:
-        missing = min(wanted - owned)
-        raise NotFound(f"this assignment's document has no suggestion {missing}")
-    stored = set(
-        session.scalars(
-            select(SuggestionEvent.suggestion_id).where(
-                SuggestionEvent.assignment_id == assignment.id,
-                SuggestionEvent.suggestion_id.in_(wanted),
-                SuggestionEvent.event == event,
-            )
-        )
-    )
-    for suggestion_id in sorted(wanted - stored):
-        session.add(
-            SuggestionEvent(assignment_id=assignment.id, suggestion_id=suggestion_id, event=event)
-        )
+    hint_events.record(session, assignment.id, assignment.document_id, {event: sorted(set(ids))})
     session.commit()
     return "", 204

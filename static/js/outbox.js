@@ -15,9 +15,11 @@ export class HttpError extends Error {
   }
 }
 
-/** fetch + JSON, throwing HttpError for non-2xx answers and TypeError for network errors. */
-export async function requestJson(method, url, body) {
+/** fetch + JSON, throwing HttpError for non-2xx answers and TypeError for network errors.
+ * `keepalive`: the request outlives the page (a position sent as the tab closes). */
+export async function requestJson(method, url, body, { keepalive = false } = {}) {
   const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (keepalive) init.keepalive = true;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -38,12 +40,41 @@ export async function requestJson(method, url, body) {
 const retryable = (err) =>
   !(err instanceof HttpError) || err.status >= 500 || err.status === 429 || err.status === 408;
 
+/** Suggestion ids per event kind in one request (the server's limit). */
+const MAX_EVENT_IDS = 200;
+
+/** Writes that stamp the worker's activity on the server (a heartbeat after one is redundant). */
+const STAMPING = new Set(["add", "remove", "position"]);
+
+/** Would merging `from` into `into` (event -> ids) pass the server's limit? */
+function overflows(into, from) {
+  return Object.entries(from || {}).some(
+    ([event, ids]) => (into[event] || []).length + ids.length > MAX_EVENT_IDS,
+  );
+}
+
+/** Merge event -> [suggestion id] maps (no id twice per event). */
+function mergeEvents(into, from) {
+  for (const [event, ids] of Object.entries(from || {})) {
+    const merged = new Set([...(into[event] || []), ...ids]);
+    into[event] = [...merged];
+  }
+  return into;
+}
+
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
- * | {kind: "position", segment, active?: {segment: seconds}} | {kind: "event", suggestion, event, client_id?}
- * | {kind: "events", suggestions: [id, ...], event} (one request for many, e.g. "shown").
+ * | {kind: "position", segment, active?: {segment: seconds}, events?: {event: [id, ...]}}
+ * | {kind: "event", suggestion, event, client_id?}
+ * | {kind: "events", suggestions: [id, ...], event, defer?} (one request for many, e.g. "shown").
+ * A deferred "events" op (a segment view's hints) is kept, in localStorage like any op, until
+ * the next position update takes it along (one request per move instead of two); release()
+ * sends what is still waiting on its own (before submit, when the tab is hidden).
+ * Unsent position updates coalesce: the newest replaces older ones, their active seconds
+ * summed per segment and their events merged, so nothing measured is lost.
  * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
+ * After each stored add, remove or position the window gets a "marginalia:stamped" event.
  */
 export class Outbox {
   constructor(apiBase, token, hooks) {
@@ -52,6 +83,7 @@ export class Outbox {
     this.hooks = hooks;
     this.ops = this.#load();
     this.running = false;
+    this.inFlight = null; // the operation being sent
     this.delay = FIRST_DELAY_MS;
     this.timer = null;
     this.stopped = false;
@@ -86,20 +118,52 @@ export class Outbox {
     return this.ops.length === 0;
   }
 
+  /** The first operation to send (deferred ones wait), or -1. */
+  #next() {
+    return this.ops.findIndex((o) => !o.defer);
+  }
+
   push(op) {
     if (this.stopped) return;
     if (op.kind === "position") {
       // Only the latest position matters; keep the one in flight, drop queued ones, whose
-      // measured active seconds (timer.js) are carried over into this one.
+      // measured active seconds (timer.js) and events are carried over into this one, and
+      // take along the hint events waiting for a move.
       const active = { ...(op.active || {}) };
-      this.ops = this.ops.filter((o, i) => {
-        if (o.kind !== "position" || (i === 0 && this.running)) return true;
+      const events = mergeEvents({}, op.events);
+      this.ops = this.ops.filter((o) => {
+        if (o === this.inFlight) return true;
+        if (o.kind === "events" && o.defer) {
+          if (overflows(events, { [o.event]: o.suggestions })) return true; // the next move's
+          mergeEvents(events, { [o.event]: o.suggestions });
+          return false;
+        }
+        if (o.kind !== "position" || overflows(events, o.events)) return true;
         for (const [segment, seconds] of Object.entries(o.active || {})) {
           active[segment] = Math.round(((active[segment] || 0) + seconds) * 10) / 10;
         }
+        mergeEvents(events, o.events);
         return false;
       });
-      op = { ...op, active };
+      op = { ...op, active, ...(Object.keys(events).length ? { events } : {}) };
+    }
+    if (op.kind === "events" && op.defer) {
+      // One waiting op per event kind: a later view's hints join it.
+      const waiting = this.ops.find(
+        (o) =>
+          o.kind === "events" &&
+          o.defer &&
+          o.event === op.event &&
+          o.suggestions.length + op.suggestions.length <= MAX_EVENT_IDS,
+      );
+      if (waiting) {
+        waiting.suggestions = [...new Set([...waiting.suggestions, ...op.suggestions])];
+        this.#save();
+        return;
+      }
+      this.ops.push(op);
+      this.#save();
+      return;
     }
     if (op.kind === "remove") {
       // An add never sent can simply be forgotten with its remove. One that was sent, even
@@ -107,7 +171,7 @@ export class Outbox {
       const i = this.ops.findIndex(
         (o) => o.kind === "add" && o.client_id === op.client_id && !o.attempts,
       );
-      if (i >= 0 && !(i === 0 && this.running)) {
+      if (i >= 0 && this.ops[i] !== this.inFlight) {
         this.ops.splice(i, 1);
         // ...and so can a suggestion's "accepted" that only that add carried.
         this.ops = this.ops.filter(
@@ -120,6 +184,14 @@ export class Outbox {
       }
     }
     this.ops.push(op);
+    this.#save();
+    this.kick(true);
+  }
+
+  /** Send the deferred events still waiting for a move on their own, now. */
+  release() {
+    if (!this.ops.some((o) => o.defer)) return;
+    this.ops = this.ops.map((o) => (o.defer ? { ...o, defer: false } : o));
     this.#save();
     this.kick(true);
   }
@@ -139,7 +211,7 @@ export class Outbox {
       this.delay = FIRST_DELAY_MS;
     }
     if (this.running || this.timer || this.stopped) return;
-    if (this.ops.length === 0) {
+    if (this.#next() < 0) {
       this.hooks.status("saved");
       return;
     }
@@ -148,6 +220,7 @@ export class Outbox {
 
   /** Resolves once the queue is empty (or rejects after `ms`). */
   drain(ms = 20000) {
+    this.release();
     return new Promise((resolve, reject) => {
       const started = Date.now();
       const check = () => {
@@ -163,17 +236,28 @@ export class Outbox {
   async #run() {
     this.running = true;
     this.hooks.status("saving");
-    while (this.ops.length && !this.stopped) {
-      const op = this.ops[0];
+    while (this.#next() >= 0 && !this.stopped) {
+      const op = this.ops[this.#next()];
       op.attempts = (op.attempts || 0) + 1;
       this.#save();
+      this.inFlight = op;
       try {
         const result = await this.#send(op);
-        this.ops.shift();
-        this.#save();
+        this.inFlight = null;
+        this.#remove(op);
         this.delay = FIRST_DELAY_MS;
         this.hooks.done(op, result);
+        if (STAMPING.has(op.kind)) window.dispatchEvent(new CustomEvent("marginalia:stamped"));
       } catch (err) {
+        this.inFlight = null;
+        if (op.kind === "position" && op.events && !retryable(err) && err.status !== 409) {
+          // Refused for its events (e.g. a hint the detector has since replaced): the
+          // position and its measured time still go, without them.
+          delete op.events;
+          op.attempts = 0;
+          this.#save();
+          continue;
+        }
         // A server error on a bookkeeping call (position, suggestion event) must not hold
         // back the annotations queued behind it: give up on it after a few tries.
         const minor = op.kind === "position" || op.kind === "event" || op.kind === "events";
@@ -189,13 +273,18 @@ export class Outbox {
           this.delay = Math.min(this.delay * 2, MAX_DELAY_MS);
           return;
         }
-        this.ops.shift();
-        this.#save();
+        this.#remove(op);
         this.hooks.failed(op, err);
       }
     }
     this.running = false;
-    if (!this.stopped) this.hooks.status(this.ops.length ? "saving" : "saved");
+    if (!this.stopped) this.hooks.status(this.#next() >= 0 ? "saving" : "saved");
+  }
+
+  #remove(op) {
+    const i = this.ops.indexOf(op);
+    if (i >= 0) this.ops.splice(i, 1);
+    this.#save();
   }
 
   async #send(op) {
@@ -214,10 +303,16 @@ export class Outbox {
         }
       }
       case "position":
-        return requestJson("POST", `${base}/position`, {
-          segment: op.segment,
-          ...(op.active && Object.keys(op.active).length ? { active: op.active } : {}),
-        });
+        return requestJson(
+          "POST",
+          `${base}/position`,
+          {
+            segment: op.segment,
+            ...(op.active && Object.keys(op.active).length ? { active: op.active } : {}),
+            ...(op.events && Object.keys(op.events).length ? { events: op.events } : {}),
+          },
+          { keepalive: true },
+        );
       case "event":
         return requestJson(
           "POST",
@@ -225,10 +320,12 @@ export class Outbox {
           { event: op.event },
         );
       case "events":
-        return requestJson("POST", `${base}/suggestions/events`, {
-          event: op.event,
-          suggestions: op.suggestions,
-        });
+        return requestJson(
+          "POST",
+          `${base}/suggestions/events`,
+          { event: op.event, suggestions: op.suggestions },
+          { keepalive: true }, // released as the tab is hidden: let it outlive the page
+        );
       default:
         return null;
     }

@@ -72,11 +72,12 @@ def category_button(page, category_id: str):
 
 
 def wait_saved(page, timeout: float = 10_000) -> None:
-    """Wait until the save-status region says everything is stored."""
+    """Wait until the save-status region says everything is stored: nothing left in the
+    outbox but hint events waiting for the next move (which takes them along)."""
     page.wait_for_function(
         "() => document.getElementById('save-status').dataset.state === 'saved'"
-        " && !localStorage.getItem('marginalia.outbox.' +"
-        " document.getElementById('annotate').dataset.token)",
+        " && JSON.parse(localStorage.getItem('marginalia.outbox.' +"
+        " document.getElementById('annotate').dataset.token) || '[]').every((o) => o.defer)",
         timeout=timeout,
     )
 

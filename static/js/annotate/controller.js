@@ -133,8 +133,11 @@ function replayOutbox() {
       state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
     } else if (op.kind === "position") {
       state.current = clampSegment(op.segment);
+      for (const id of (op.events && op.events.dismissed) || []) state.dismissed.add(String(id));
     } else if (op.kind === "event" && op.event === "dismissed") {
       state.dismissed.add(String(op.suggestion));
+    } else if (op.kind === "events" && op.event === "dismissed") {
+      for (const id of op.suggestions) state.dismissed.add(String(id));
     }
   }
 }

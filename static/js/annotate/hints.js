@@ -1,6 +1,7 @@
 // Detector suggestions ("hints") on the annotate page: which ones show in the current
-// segment, the hint list with Use and Dismiss, and logging them as shown (one batched request
-// per segment view), accepted or dismissed. A hint is applied only by its Use button, or by
+// segment, the hint list with Use and Dismiss, and logging them as shown or dismissed (kept in
+// the outbox until the next move's position update takes them along: no request of their
+// own) or accepted (with its add). A hint is applied only by its Use button, or by
 // Enter on a hint focused in the text: clicking or double-clicking hinted text selects text
 // like anywhere else.
 
@@ -38,7 +39,7 @@ function useSuggestion(s) {
 function dismissSuggestion(s) {
   state.dismissed.add(String(s.id));
   saveSet("dismissed", state.dismissed);
-  page.outbox.push({ kind: "event", suggestion: s.id, event: "dismissed" });
+  page.outbox.push({ kind: "events", suggestions: [s.id], event: "dismissed", defer: true });
   if (state.form.suggestion === s.id) page.resetForm();
   page.renderAll();
 }
@@ -47,7 +48,7 @@ function logShown(list) {
   const fresh = list.filter((s) => !state.shown.has(String(s.id))).map((s) => s.id);
   if (!fresh.length) return;
   for (const id of fresh) state.shown.add(String(id));
-  page.outbox.push({ kind: "events", suggestions: fresh, event: "shown" });
+  page.outbox.push({ kind: "events", suggestions: fresh, event: "shown", defer: true });
   saveSet("shown", state.shown);
 }
 

@@ -1,7 +1,8 @@
 // Active time on task, per segment: time counts while the page is visible and focused; the
 // time since the worker's last input (key, pointer, wheel, touch, scroll) counts once they
 // act again within a minute, so an idle gap over a minute is left out entirely. The seconds
-// go to the server with the position updates (nav.js), and when the tab is hidden.
+// go to the server with the position updates (nav.js), and when the tab is hidden (with the
+// hint events still waiting for a move).
 
 import { page, state } from "./state.js";
 
@@ -60,10 +61,12 @@ export function wireTimer() {
     document.addEventListener(name, input, { capture: true, passive: true });
   }
   window.setInterval(tick, TICK_MS);
-  // Leaving the tab (or closing it): what was measured on this segment goes out now.
+  // Leaving the tab (or closing it): what was measured on this segment goes out now, and
+  // the hint events waiting for a move with it (or on their own).
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState !== "hidden" || state.readOnly || !state.data) return;
     const active = takeActive();
     if (Object.keys(active).length) page.outbox.push({ kind: "position", segment: state.current, active });
+    page.outbox.release();
   });
 }
