@@ -1,7 +1,8 @@
-"""Server CPU per request of the hot endpoints over real HTTP: gunicorn (as deployed, from
-gunicorn.conf.py) and Postgres, each measured from /proc, the client in its own process.
+"""Server CPU per request of the hot endpoints over real HTTP: the web server (as deployed,
+webserver.py: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Postgres, each
+measured from /proc, the client in its own process.
 
-Issue 17's acceptance names gunicorn's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
+Issue 17's acceptance names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
 this measures exactly that. N assignments are opened, then each phase (add, position,
 remove, heartbeat) is sent by C keep-alive connections, one request at a time each, and the
 servers' CPU over the phase is divided by its requests:
@@ -98,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             for s in range(len(texts))
         ]
         beats = [("POST", f"/api/assignments/{token}/heartbeat", {}) for token, _ in opened]
-        print(f"gunicorn {server.workers} x {server.threads} threads, {args.clients} clients")
-        print(f"{'request':>9} {'n':>6} {'statuses':>16} {'gunicorn ms':>11} {'postgres ms':>11}")
+        print(f"{server.kind} {server.workers} x {server.threads} threads, {args.clients} clients")
+        print(f"{'request':>9} {'n':>6} {'statuses':>16} {'web ms':>11} {'postgres ms':>11}")
         phases = [("add", adds), ("position", positions), ("heartbeat", beats)]
         stored_ids: list[tuple[str, int]] = []
         for name, requests in phases + [("remove", None)]:
