@@ -20,7 +20,8 @@ app/web/__init__.py), exactly as under gunicorn; granian itself trusts no forwar
 What gunicorn did and what stands in for it:
 
 - a killed or crashed worker process is started again (``respawn_failed_workers``, after
-  ``WEB_RESPAWN_SECONDS``, 1 s);
+  ``WEB_RESPAWN_SECONDS``, 1 s; and the whole server when granian gives up, see
+  :func:`main`);
 - SIGTERM stops gracefully: requests in flight finish; workers still busy after
   ``WEB_GRACEFUL_TIMEOUT`` (20 s, gunicorn's ``graceful_timeout``) are killed;
 - ``max_requests`` (recycle now and then against a slow leak) becomes a lifetime:
@@ -111,10 +112,30 @@ def settings() -> dict:
 
 
 def main() -> None:
-    """Serve until SIGTERM/SIGINT."""
+    """Serve until SIGTERM/SIGINT.
+
+    granian gives up when a worker it respawned dies again within 5.5 s (its "crash loop"
+    check: ``tests/test_faults.py`` kills one worker, then all of them, seconds apart); the
+    whole server then exits. Here it is started again after 1 s, then 2, 4 … 30 s
+    while such restarts keep coming within a minute of each other."""
+    import logging
+    import time
+
     from granian.server import Server
 
-    Server(**settings()).serve()
+    pause = 0.0
+    while True:
+        server = Server(**settings())
+        started = time.monotonic()
+        try:
+            server.serve()
+            return
+        except SystemExit:
+            if server.interrupt_signal:  # stopped on purpose
+                raise
+        pause = 0.0 if time.monotonic() - started > 60 else min(30.0, max(1.0, 2 * pause))
+        logging.getLogger("_granian").error("web server exited: starting again in %.0f s", pause)
+        time.sleep(pause)
 
 
 if __name__ == "__main__":
