@@ -266,6 +266,39 @@ def server_cpu_split(server: Gunicorn, cluster) -> tuple[float, float]:
     return web, database
 
 
+BACKGROUND = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum",
+    "logical replication",
+    "io worker",
+    "archiver",
+)
+
+
+def postgres_cpu_by_role(cluster) -> dict[str, float]:
+    """Postgres's CPU seconds so far by process role, from the process titles: ``backend``
+    (the sessions), one of :data:`BACKGROUND`, ``postmaster``, and ``exited`` (children
+    already reaped: mostly autovacuum workers)."""
+    import psutil
+
+    roles: dict[str, float] = defaultdict(float)
+    with contextlib.suppress(OSError, ValueError, psutil.Error):
+        pid = int((Path(cluster.data_dir) / "postmaster.pid").read_text().split()[0])
+        root = psutil.Process(pid)
+        times = root.cpu_times()
+        roles["postmaster"] += times.user + times.system
+        roles["exited"] += times.children_user + times.children_system
+        for child in root.children():
+            with contextlib.suppress(psutil.Error):
+                title = " ".join(child.cmdline()).removeprefix("postgres: ")
+                role = next((r for r in BACKGROUND if title.startswith(r)), "backend")
+                child_times = child.cpu_times()
+                roles[role] += child_times.user + child_times.system
+    return dict(roles)
+
+
 def server_cpu_seconds(server: Gunicorn, cluster) -> float:
     """CPU used so far by gunicorn (all workers) plus Postgres (all backends)."""
     return sum(server_cpu_split(server, cluster))

@@ -30,6 +30,7 @@ from load_harness import (  # noqa: E402
     MiniHttp,
     fresh_database,
     load_documents,
+    postgres_cpu_by_role,
     prepare_study,
     random_annotation,
     server_cpu_split,
@@ -110,14 +111,26 @@ def main(argv: list[str] | None = None) -> int:
                     for token, i in stored_ids[::3]
                 ]
             web_before, db_before = server_cpu_split(server, cluster)
+            roles_before = postgres_cpu_by_role(cluster)
             started = time.perf_counter()
             statuses = asyncio.run(run_phase(server, requests, args.clients))
             seconds = time.perf_counter() - started
             web_after, db_after = server_cpu_split(server, cluster)
+            roles_after = postgres_cpu_by_role(cluster)
             n = len(requests)
             print(
                 f"{name:>9} {n:6d} {str(statuses):>16} {1000 * (web_after - web_before) / n:11.3f}"
                 f" {1000 * (db_after - db_before) / n:11.3f}   ({n / seconds:.0f}/s)"
+            )
+            split = {
+                role: 1000 * (seconds - roles_before.get(role, 0.0)) / n
+                for role, seconds in roles_after.items()
+                if seconds - roles_before.get(role, 0.0) > 0
+            }
+            print(
+                " " * 10
+                + "postgres by role: "
+                + ", ".join(f"{r} {ms:.3f}" for r, ms in split.items())
             )
             if name == "add":
                 stored_ids = _stored(url)

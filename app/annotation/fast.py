@@ -146,18 +146,27 @@ def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
     except InvalidInput:  # the rules give the answer, in their order (status first)
         return None
     row = {**values, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
+    params = {**row, "assignment_id": keys.id, "token": token, "now": row["created_at"]}
+    if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
+        stored = db.claim_and_run(
+            ("claim_for_add", hot_sql.CLAIM_FOR_ADD),
+            ("insert_checked", hot_sql.insert_annotation("postgresql", checked=True)),
+            params,
+        ).first()
+        return None if stored is None else _json(stored.id, keys, row)
     if not _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=values["segment"]):
         return None
     dialect = _engine(db).dialect.name
     stored = hot_sql.execute(
-        db,
-        "insert_annotation",
-        hot_sql.insert_annotation(dialect),
-        {**row, "assignment_id": keys.id, "now": row["created_at"]},
+        db, "insert_annotation", hot_sql.insert_annotation(dialect), params
     ).first()
     if stored is None:  # a retry of a stored client_id, or a duplicate
         return None
-    return rules.annotation_json(_Stored(id=stored.id, assignment_id=keys.id, **row))
+    return _json(stored.id, keys, row)
+
+
+def _json(annotation_id: int, keys: Row, row: dict[str, Any]) -> dict[str, Any]:
+    return rules.annotation_json(_Stored(id=annotation_id, assignment_id=keys.id, **row))
 
 
 def try_remove(db: Database, token: str, annotation_id: int) -> bool:
