@@ -96,3 +96,21 @@ def test_an_add_racing_the_submit_is_stored_before_it_or_refused(app, token, rou
     # submit locks the assignment's row, which every add holds from its claim to its commit,
     # so the submit's transaction saw every add that was stored.)
     assert {a.id for a in stored(app, token)} == acknowledged
+
+
+def test_a_remove_racing_the_submit_is_done_before_it_or_refused(app, client, token):
+    base = f"/api/assignments/{token}"
+    spans = [(0, "Zoë"), (0, "Paris"), (1, "brother"), (2, "Pedro")]
+    ids = [
+        client.post(
+            f"{base}/annotations", json=annotation_body(*s, "CharE", client_id=f"rm-{i}")
+        ).get_json()["id"]
+        for i, s in enumerate(spans)
+    ]
+    sends = [lambda c, i=i: c.delete(f"{base}/annotations/{i}") for i in ids]
+    sends.insert(2, lambda c: c.post(f"{base}/submit"))
+    answers = race(app, sends)
+    assert answers.pop(2).status_code == 200
+    assert all(a.status_code in (204, 409) for a in answers), [a.get_json() for a in answers]
+    done = {i for i, a in zip(ids, answers, strict=True) if a.status_code == 204}
+    assert {a.id for a in stored(app, token) if a.removed_at is not None} == done

@@ -134,7 +134,8 @@ def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
 
 
 def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
-    """Store a new annotation in two statements: its JSON, or None."""
+    """Store a new annotation in two statements (in one round trip on the driver): its JSON,
+    or None."""
     keys = keys_of(db, token)
     if keys is None:
         return None
@@ -170,8 +171,14 @@ def _json(annotation_id: int, keys: Row, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def try_remove(db: Database, token: str, annotation_id: int) -> bool:
-    """Mark one of the assignment's annotations removed in two statements: whether done."""
+    """Mark one of the assignment's annotations removed in two statements (in one round trip
+    on the driver): whether done."""
     keys = keys_of(db, token) if 0 < annotation_id <= rules.MAX_ID else None
+    if keys is not None and isinstance(db, hot_sql.Driver):  # one round trip
+        params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
+        claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
+        write = ("remove_checked", hot_sql.REMOVE_CHECKED)
+        return db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount == 1
     return (
         keys is not None
         and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id)

@@ -90,6 +90,13 @@ REMOVE = _stamped(
     "WHERE id = :annotation_id AND assignment_id = :assignment_id"
 )
 
+# REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
+REMOVE_CHECKED = _stamped(
+    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
+    "WHERE id = :annotation_id AND assignment_id = :assignment_id "
+    f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
+)
+
 LAST_REPORT = text(
     "SELECT MAX(updated_at) AS last FROM segment_times WHERE assignment_id = :assignment_id"
 ).columns(last=TIMESTAMP)
@@ -241,8 +248,8 @@ class Driver:
     Round trips are most of Postgres's CPU for such short transactions, so the driver sends
     ``BEGIN`` with the transaction's first statement (psycopg2 would send it alone: the
     connection is in autocommit mode while the driver holds it, and back out of it when
-    returned), and :meth:`claim_and_run` sends a claim and its write together: an add is two
-    round trips (``BEGIN; claim; insert``, then ``COMMIT``) instead of four."""
+    returned), and :meth:`claim_and_run` sends a claim and its write together: an add or a
+    remove is two round trips (``BEGIN; claim; write``, then ``COMMIT``) instead of four."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
