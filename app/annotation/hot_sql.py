@@ -257,9 +257,13 @@ class Driver:
         self.dbapi = self.connection.dbapi_connection
         self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
         self.begun = False
-        if self.dbapi.info.transaction_status != _IDLE:  # the pool's checkout ping (app/db.py)
-            self.dbapi.rollback()
-        self.dbapi.autocommit = True
+        try:
+            if self.dbapi.info.transaction_status != _IDLE:  # the pool's ping (app/db.py)
+                self.dbapi.rollback()
+            self.dbapi.autocommit = True
+        except Exception:
+            self.connection.invalidate()
+            raise
 
     def _sql(self, name: str, statement: TextClause) -> str:
         """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection, and led by
