@@ -88,7 +88,8 @@ def settings() -> dict:
         "port": _int("PORT", 5000),
         "workers": _int("WEB_CONCURRENCY", max(2, os.cpu_count() or 1)),
         # Annotation requests spend most of their time waiting on the database: threads are
-        # cheap concurrency (gunicorn gthread's ``threads``). One runtime thread does the I/O.
+        # cheap concurrency (gunicorn gthread's ``threads``; granian's start-up warning that 8
+        # is many for the cores is expected). One runtime thread does the I/O.
         "blocking_threads": _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
         "runtime_threads": 1,
         "backlog": _int("WEB_BACKLOG", 2048),
