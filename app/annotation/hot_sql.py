@@ -330,8 +330,9 @@ class Driver:
         self.connection.close()
 
     def fail(self, error: Exception) -> None:
-        """End after ``error``: the connection is dropped (a statement that failed may have
-        left its transaction open, or a ``PREPARE`` of this connection undone). A lost
+        """End after ``error``: the connection is dropped (its transaction may be left open
+        and aborted, and a ``PREPARE`` counted as done may never have run, when a statement
+        before it in the same query string failed). A lost
         connection drops the pool with it (a restarted database left every pooled connection
         dead: the next request gets a fresh one)."""
         self.connection.invalidate()
