@@ -210,7 +210,7 @@ def export_http(url: str) -> dict[str, Any]:
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
     with app.app_context(), session_scope() as session:
-        create_researcher(session, "bench@example.org", "bench-password-123")
+        create_researcher(session, "bench@example.org", "bench-password-123", role="admin")
     app.extensions["db_engine"].dispose()
     server = Gunicorn("app:create_app()", url, workers=1, threads=4).start()
     try:

@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.server_nice is not None:
             renice_servers(server, cluster, args.server_nice)
         print(
-            f"gunicorn {args.workers}x{args.threads} gthread on {server.url}, Postgres "
+            f"{server.kind} {args.workers}x{args.threads} on {server.url}, Postgres "
             f"{'durable' if not args.no_durable else 'fsync=off'}, {len(documents)} documents, "
             f"think scale {args.think_scale}, server nice {args.server_nice or 0}, "
             f"load average before {os.getloadavg()[0]:.1f}"

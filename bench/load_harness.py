@@ -31,7 +31,8 @@ if str(REPO) not in sys.path:
 SHARED_DATA = Path(os.environ.get("MARGINALIA_SHARED_DATA", REPO.parent / "shared" / "data"))
 BIN = Path(sys.executable).parent
 OUT = REPO / "bench" / "out"
-ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"
+ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"  # gunicorn's: method, path, status, microseconds
+GRANIAN_ACCESS = "%(method)s %(path)s %(status)d %(dt_ms).3f"  # granian's: milliseconds
 
 
 # --- documents ------------------------------------------------------------------------------
@@ -136,7 +137,9 @@ def prepare_study(
 
 @dataclass
 class Gunicorn:
-    """gunicorn with gunicorn.conf.py as a child process (its own process group)."""
+    """The web server as a child process (its own process group): by default the deployed
+    one (webserver.py, granian); ``BENCH_SERVER=gunicorn`` runs gunicorn with
+    gunicorn.conf.py instead."""
 
     app_spec: str
     database_url: str
@@ -146,6 +149,7 @@ class Gunicorn:
     access_log: Path | None = None
     process: subprocess.Popen | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    kind: str = field(default_factory=lambda: os.environ.get("BENCH_SERVER", "granian"))
 
     @property
     def url(self) -> str:
@@ -180,29 +184,17 @@ class Gunicorn:
                 ACCESS_FORMAT,
             ]
         command.append(self.app_spec)
-        if os.environ.get("BENCH_SERVER") == "granian":
-            # The WSGI server with a native (Rust) HTTP stack, evaluated beside gunicorn:
-            # same processes and threads; no access log (client-side latencies only).
-            command = [
-                sys.executable,
-                "-m",
-                "granian",
-                "--interface",
-                "wsgi",
-                "--workers",
-                str(self.workers),
-                "--blocking-threads",
-                str(self.threads),
-                "--runtime-threads",
-                "1",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--no-access-log",
-                "--factory",
-                self.app_spec.removesuffix("()"),
-            ]
+        if self.kind == "granian":
+            # The deployed web process (webserver.py: granian, same processes and threads).
+            env.update(WEB_HOST="127.0.0.1", WEB_THREADS=str(self.threads), WEB_LOG_LEVEL="warning")
+            if self.access_log:
+                env.update(
+                    WEB_ACCESS_LOG=str(self.access_log), WEB_ACCESS_LOG_FORMAT=GRANIAN_ACCESS
+                )
+            module, _, factory = self.app_spec.removesuffix("()").partition(":")
+            command = [sys.executable, "webserver.py"]
+            env["WEB_APP"] = f"{module}:{factory}"
+        OUT.mkdir(parents=True, exist_ok=True)
         self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(
             command,
@@ -272,6 +264,39 @@ def server_cpu_split(server: Gunicorn, cluster) -> tuple[float, float]:
         with contextlib.suppress(OSError, ValueError):
             database = process_cpu_seconds(int(pid_file.read_text().split()[0]))
     return web, database
+
+
+BACKGROUND = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum",
+    "logical replication",
+    "io worker",
+    "archiver",
+)
+
+
+def postgres_cpu_by_role(cluster) -> dict[str, float]:
+    """Postgres's CPU seconds so far by process role, from the process titles: ``backend``
+    (the sessions), one of :data:`BACKGROUND`, ``postmaster``, and ``exited`` (children
+    already reaped: mostly autovacuum workers)."""
+    import psutil
+
+    roles: dict[str, float] = defaultdict(float)
+    with contextlib.suppress(OSError, ValueError, psutil.Error):
+        pid = int((Path(cluster.data_dir) / "postmaster.pid").read_text().split()[0])
+        root = psutil.Process(pid)
+        times = root.cpu_times()
+        roles["postmaster"] += times.user + times.system
+        roles["exited"] += times.children_user + times.children_system
+        for child in root.children():
+            with contextlib.suppress(psutil.Error):
+                title = " ".join(child.cmdline()).removeprefix("postgres: ")
+                role = next((r for r in BACKGROUND if title.startswith(r)), "backend")
+                child_times = child.cpu_times()
+                roles[role] += child_times.user + child_times.system
+    return dict(roles)
 
 
 def server_cpu_seconds(server: Gunicorn, cluster) -> float:
@@ -548,7 +573,7 @@ class Stats:
 
 
 def server_latencies(access_log: Path, since_line: int = 0) -> tuple[dict[str, dict], int]:
-    """p50/p99 per endpoint as gunicorn measured them (request in to response out)."""
+    """p50/p99 per endpoint as the web server measured them (request in to response out)."""
     patterns = [(re.compile(p), n) for p, n in SERVER_ENDPOINTS]
     seen: dict[str, list[float]] = defaultdict(list)
     lines = access_log.read_text().splitlines() if access_log.exists() else []
@@ -556,10 +581,11 @@ def server_latencies(access_log: Path, since_line: int = 0) -> tuple[dict[str, d
         parts = line.split()
         if len(parts) != 4:
             continue
-        method, path, _status, micros = parts
+        method, path, _status, duration = parts
+        seconds = float(duration) / 1e3 if "." in duration else int(duration) / 1e6
         for pattern, name in patterns:
             if pattern.fullmatch(f"{method} {path}"):
-                seen[name].append(int(micros) / 1e6)
+                seen[name].append(seconds)
                 break
     return (
         {

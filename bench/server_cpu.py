@@ -1,7 +1,8 @@
-"""Server CPU per request of the hot endpoints over real HTTP: gunicorn (as deployed, from
-gunicorn.conf.py) and Postgres, each measured from /proc, the client in its own process.
+"""Server CPU per request of the hot endpoints over real HTTP: the web server (as deployed,
+webserver.py: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Postgres, each
+measured from /proc, the client in its own process.
 
-Issue 17's acceptance names gunicorn's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
+Issue 17's acceptance names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
 this measures exactly that. N assignments are opened, then each phase (add, position,
 remove, heartbeat) is sent by C keep-alive connections, one request at a time each, and the
 servers' CPU over the phase is divided by its requests:
@@ -29,6 +30,7 @@ from load_harness import (  # noqa: E402
     MiniHttp,
     fresh_database,
     load_documents,
+    postgres_cpu_by_role,
     prepare_study,
     random_annotation,
     server_cpu_split,
@@ -98,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             for s in range(len(texts))
         ]
         beats = [("POST", f"/api/assignments/{token}/heartbeat", {}) for token, _ in opened]
-        print(f"gunicorn {server.workers} x {server.threads} threads, {args.clients} clients")
-        print(f"{'request':>9} {'n':>6} {'statuses':>16} {'gunicorn ms':>11} {'postgres ms':>11}")
+        print(f"{server.kind} {server.workers} x {server.threads} threads, {args.clients} clients")
+        print(f"{'request':>9} {'n':>6} {'statuses':>16} {'web ms':>11} {'postgres ms':>11}")
         phases = [("add", adds), ("position", positions), ("heartbeat", beats)]
         stored_ids: list[tuple[str, int]] = []
         for name, requests in phases + [("remove", None)]:
@@ -109,14 +111,26 @@ def main(argv: list[str] | None = None) -> int:
                     for token, i in stored_ids[::3]
                 ]
             web_before, db_before = server_cpu_split(server, cluster)
+            roles_before = postgres_cpu_by_role(cluster)
             started = time.perf_counter()
             statuses = asyncio.run(run_phase(server, requests, args.clients))
             seconds = time.perf_counter() - started
             web_after, db_after = server_cpu_split(server, cluster)
+            roles_after = postgres_cpu_by_role(cluster)
             n = len(requests)
             print(
                 f"{name:>9} {n:6d} {str(statuses):>16} {1000 * (web_after - web_before) / n:11.3f}"
                 f" {1000 * (db_after - db_before) / n:11.3f}   ({n / seconds:.0f}/s)"
+            )
+            split = {
+                role: 1000 * (seconds - roles_before.get(role, 0.0)) / n
+                for role, seconds in roles_after.items()
+                if seconds - roles_before.get(role, 0.0) > 0
+            }
+            print(
+                " " * 10
+                + "postgres by role: "
+                + ", ".join(f"{r} {ms:.3f}" for r, ms in split.items())
             )
             if name == "add":
                 stored_ids = _stored(url)

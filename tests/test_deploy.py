@@ -1,5 +1,6 @@
 """Deployment files: the Procfile's processes start for real (web, release, worker) against a
-``postgres://`` DATABASE_URL, gunicorn's settings follow the environment, and the Docker
+``postgres://`` DATABASE_URL, the web server's settings (webserver.py, gunicorn.conf.py)
+follow the environment, and the Docker
 files agree with each other and validate."""
 
 from __future__ import annotations
@@ -54,10 +55,33 @@ def process_env(**extra: str) -> dict[str, str]:
 def test_procfile_has_web_release_and_worker():
     processes = procfile()
     assert set(processes) == {"web", "release", "worker"}
-    assert processes["web"].startswith("gunicorn ")
-    assert "--config gunicorn.conf.py" in processes["web"]
+    assert processes["web"] == "python webserver.py"
     assert processes["release"] == "marginalia db upgrade"
     assert processes["worker"] == "marginalia worker"
+
+
+def test_web_server_settings_follow_the_environment(monkeypatch):
+    monkeypatch.setenv("PORT", "4321")
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    monkeypatch.setenv("GUNICORN_THREADS", "6")
+    monkeypatch.delenv("WEB_THREADS", raising=False)
+    monkeypatch.delenv("WEB_ACCESS_LOG", raising=False)
+    settings = runpy.run_path(str(REPO / "webserver.py"))["settings"]()
+    assert (settings["address"], settings["port"]) == ("0.0.0.0", 4321)
+    assert settings["workers"] == 3
+    assert settings["blocking_threads"] == 6  # gunicorn's variable still works
+    assert settings["interface"].value == "wsgi" and settings["factory"] is True
+    assert settings["respawn_failed_workers"] is True  # a killed worker comes back
+    assert settings["workers_kill_timeout"] < 30  # graceful stop, under Heroku's 30 s
+    assert settings["http1_settings"].header_read_timeout == 60_000  # keep-alive
+    assert settings["log_access"] is False
+    monkeypatch.setenv("WEB_ACCESS_LOG", "/tmp/access.log")
+    monkeypatch.setenv("WEB_THREADS", "2")
+    settings = runpy.run_path(str(REPO / "webserver.py"))["settings"]()
+    assert settings["blocking_threads"] == 2
+    assert settings["log_access"] is True
+    handler = settings["log_dictconfig"]["handlers"]["access"]
+    assert handler["filename"] == "/tmp/access.log"
 
 
 def test_gunicorn_settings_follow_the_environment(monkeypatch):
@@ -106,7 +130,7 @@ def test_procfile_processes_start_on_a_postgres_url(heroku_url, tmp_path):
         assert done.returncode == 0, done.stderr
         assert expected in done.stdout
 
-    # web: gunicorn on $PORT answers /healthz from the database
+    # web: the web server on $PORT answers /healthz from the database
     port = free_port()
     with (tmp_path / "web.log").open("w") as log:
         web = subprocess.Popen(
@@ -169,7 +193,7 @@ def test_dockerfile_pins_cpu_torch_from_a_build_argument():
     assert "ARG TORCH_VERSION=2.13.0" in dockerfile
     assert "ARG TORCH_INDEX_URL=" in dockerfile
     assert '--index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"' in dockerfile
-    assert 'CMD ["gunicorn", "--config", "gunicorn.conf.py", "app:create_app()"]' in dockerfile
+    assert 'CMD ["python", "webserver.py"]' in dockerfile
     ignored = (REPO / ".dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored and "instance" in ignored
 
@@ -188,7 +212,7 @@ def check_compose(config: dict) -> None:
     commands = {name: services[name]["command"] for name in ("web", "worker", "release")}
     assert commands["release"] == ["marginalia", "db", "upgrade"]
     assert commands["worker"] == ["marginalia", "worker"]
-    assert commands["web"][:3] == ["gunicorn", "--config", "gunicorn.conf.py"]
+    assert commands["web"] == ["python", "webserver.py"]
     for name in ("web", "worker"):
         assert services[name]["depends_on"]["release"]["condition"] == (
             "service_completed_successfully"

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.models import Annotation, Assignment, SegmentTime
 from tests.conftest import BACKENDS, make_database_url, make_study
-from tests.helpers import DOCUMENTS, annotation_body, open_token
+from tests.helpers import DOCUMENTS, annotation_body, db_snapshot, open_token
 
 HEADERS = (
     "Cache-Control",
@@ -174,3 +174,33 @@ def test_a_body_over_the_limit_goes_to_the_route(app, client, flask_saw):
     assert answer.status_code == 413
     assert "larger than the limit" in answer.get_json()["error"]
     assert flask_saw == ["POST annotations"]
+
+
+def test_the_lane_after_the_pools_ping_and_the_route_after_the_lane(
+    app, client, flask_saw, monkeypatch
+):
+    """Every checkout pinged (app/db.py): the lane's driver gets a connection with the
+    ping's transaction open; it serves, and gives the connection back as SQLAlchemy expects
+    it (the route's transactions after it still roll back)."""
+    from app import db as app_db
+
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    monkeypatch.setattr(app_db, "PING_AFTER_IDLE_S", -1.0)
+    base = f"/api/assignments/{token}"
+    added = client.post(f"{base}/annotations", json=annotation_body(0, "Zoë", "CharE"))
+    assert added.status_code == 201
+    assert client.delete(f"{base}/annotations/{added.get_json()['id']}").status_code == 204
+    assert client.post(f"{base}/heartbeat", json={}).status_code == 204
+    assert flask_saw == []  # the lane answered all three
+    engine = app.extensions["db_engine"]
+    if engine.dialect.name == "postgresql":  # the driver's connections are back as they were
+        pooled = list(engine.pool._pool.queue)  # noqa: SLF001
+        assert pooled and all(record.dbapi_connection.autocommit is False for record in pooled)
+    # A refusal (the lane's try, then the route's) stores nothing, the stamp included.
+    again = client.post(f"{base}/annotations", json=annotation_body(1, "brother", "CharE"))
+    assert again.status_code == 201
+    before = db_snapshot(app)
+    duplicate = annotation_body(1, "brother", "CharE", client_id="another")
+    assert client.post(f"{base}/annotations", json=duplicate).status_code == 409
+    assert db_snapshot(app) == before

@@ -1,10 +1,13 @@
-"""Faults under load: gunicorn workers SIGKILLed and Postgres restarted while simulated
+"""Faults under load: web server workers SIGKILLed and Postgres restarted while simulated
 workers add and remove annotations and submit. Clients retry like the page's outbox (same
 client_id, on network errors and 5xx). Afterwards every acknowledged annotation is stored
 exactly once, under the id its client was given; retries got consistent answers; removals
 and completion codes held.
 
-Bounded: about 12 s of load plus start-up (~30 s in all).
+Run against the deployed web process (webserver.py: granian, which respawns a killed worker)
+and against gunicorn (gunicorn.conf.py, still supported).
+
+Bounded: about 12 s of load plus start-up (~30 s in all, per server).
 """
 
 from __future__ import annotations
@@ -64,9 +67,10 @@ def free_port() -> int:
 
 
 class Server:
-    """gunicorn (gunicorn.conf.py, 2 processes x 4 threads) in its own process group."""
+    """The web server, 2 processes x 4 threads, in its own process group: ``granian``
+    (webserver.py, as the Procfile runs it) or ``gunicorn`` (gunicorn.conf.py)."""
 
-    def __init__(self, database_url: str, log: Path):
+    def __init__(self, database_url: str, log: Path, kind: str = "granian"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {
@@ -75,19 +79,26 @@ class Server:
             "PORT": str(self.port),
             "WEB_CONCURRENCY": "2",
             "GUNICORN_THREADS": "4",
+            "WEB_THREADS": "4",
+            "WEB_HOST": "127.0.0.1",
             "SECRET_KEY": "faults",
             "GUNICORN_LOG_LEVEL": "warning",
+            "WEB_LOG_LEVEL": "warning",
         }
+        if kind == "granian":
+            command = [sys.executable, "webserver.py"]
+        else:
+            command = [
+                str(BIN / "gunicorn"),
+                "--config",
+                "gunicorn.conf.py",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "app:create_app()",
+            ]
         with log.open("w") as handle:
             self.process = subprocess.Popen(
-                [
-                    str(BIN / "gunicorn"),
-                    "--config",
-                    "gunicorn.conf.py",
-                    "--bind",
-                    f"127.0.0.1:{self.port}",
-                    "app:create_app()",
-                ],
+                command,
                 cwd=REPO,
                 env=env,
                 start_new_session=True,
@@ -227,9 +238,9 @@ class Client:
         self.http.close()
 
 
-@pytest.fixture
-def served(postgres_cluster, postgres_template, tmp_path):
-    name = f"faults_{os.getpid()}"
+@pytest.fixture(params=["granian", "gunicorn"])
+def served(request, postgres_cluster, postgres_template, tmp_path):
+    name = f"faults_{os.getpid()}_{request.param}"
     url = pg_cluster.create_database(postgres_cluster, name, postgres_template)
     from app import create_app
 
@@ -237,7 +248,8 @@ def served(postgres_cluster, postgres_template, tmp_path):
     make_study(app, documents=[("doc-1", SEGMENTS)], annotators_per_doc=CLIENTS)
     app.extensions["db_engine"].dispose()
     # Heroku's form of the URL, as the Procfile's web process would get it.
-    server = Server(url.replace("postgresql+psycopg2://", "postgres://", 1), tmp_path / "web.log")
+    heroku_url = url.replace("postgresql+psycopg2://", "postgres://", 1)
+    server = Server(heroku_url, tmp_path / "web.log", request.param)
     yield server, url
     server.stop()
 
@@ -265,12 +277,12 @@ def test_acknowledged_annotations_survive_killed_workers_and_a_database_restart(
         thread.start()
     faults = []
     time.sleep(2)
-    faults.append(("SIGKILL one gunicorn worker", server.kill_workers(1)))
+    faults.append(("SIGKILL one web worker", server.kill_workers(1)))
     time.sleep(2)
     restart_postgres(postgres_cluster)
     faults.append(("Postgres restarted", []))
     time.sleep(2)
-    faults.append(("SIGKILL every gunicorn worker", server.kill_workers()))
+    faults.append(("SIGKILL every web worker", server.kill_workers()))
     time.sleep(1.5)
     restart_postgres(postgres_cluster)
     faults.append(("Postgres restarted again", []))

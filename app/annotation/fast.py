@@ -134,7 +134,8 @@ def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
 
 
 def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
-    """Store a new annotation in two statements: its JSON, or None."""
+    """Store a new annotation in two statements (in one round trip on the driver): its JSON,
+    or None."""
     keys = keys_of(db, token)
     if keys is None:
         return None
@@ -146,23 +147,38 @@ def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
     except InvalidInput:  # the rules give the answer, in their order (status first)
         return None
     row = {**values, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
+    params = {**row, "assignment_id": keys.id, "token": token, "now": row["created_at"]}
+    if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
+        stored = db.claim_and_run(
+            ("claim_for_add", hot_sql.CLAIM_FOR_ADD),
+            ("insert_checked", hot_sql.insert_annotation("postgresql", checked=True)),
+            params,
+        ).first()
+        return None if stored is None else _json(stored.id, keys, row)
     if not _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=values["segment"]):
         return None
     dialect = _engine(db).dialect.name
     stored = hot_sql.execute(
-        db,
-        "insert_annotation",
-        hot_sql.insert_annotation(dialect),
-        {**row, "assignment_id": keys.id, "now": row["created_at"]},
+        db, "insert_annotation", hot_sql.insert_annotation(dialect), params
     ).first()
     if stored is None:  # a retry of a stored client_id, or a duplicate
         return None
-    return rules.annotation_json(_Stored(id=stored.id, assignment_id=keys.id, **row))
+    return _json(stored.id, keys, row)
+
+
+def _json(annotation_id: int, keys: Row, row: dict[str, Any]) -> dict[str, Any]:
+    return rules.annotation_json(_Stored(id=annotation_id, assignment_id=keys.id, **row))
 
 
 def try_remove(db: Database, token: str, annotation_id: int) -> bool:
-    """Mark one of the assignment's annotations removed in two statements: whether done."""
+    """Mark one of the assignment's annotations removed in two statements (in one round trip
+    on the driver): whether done."""
     keys = keys_of(db, token) if 0 < annotation_id <= rules.MAX_ID else None
+    if keys is not None and isinstance(db, hot_sql.Driver):  # one round trip
+        params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
+        claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
+        write = ("remove_checked", hot_sql.REMOVE_CHECKED)
+        return db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount == 1
     return (
         keys is not None
         and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id)

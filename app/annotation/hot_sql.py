@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections import namedtuple
-from contextlib import suppress
 from functools import cache
 from typing import Any
 
@@ -91,6 +90,13 @@ REMOVE = _stamped(
     "WHERE id = :annotation_id AND assignment_id = :assignment_id"
 )
 
+# REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
+REMOVE_CHECKED = _stamped(
+    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
+    "WHERE id = :annotation_id AND assignment_id = :assignment_id "
+    f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
+)
+
 LAST_REPORT = text(
     "SELECT MAX(updated_at) AS last FROM segment_times WHERE assignment_id = :assignment_id"
 ).columns(last=TIMESTAMP)
@@ -143,9 +149,12 @@ DUPLICATE_COLUMNS = (
 
 
 @cache
-def insert_annotation(dialect: str) -> TextClause:
+def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
     """``INSERT … SELECT … WHERE NOT EXISTS (live duplicate) ON CONFLICT DO NOTHING
-    RETURNING id`` for ``dialect`` (``postgresql`` or ``sqlite``)."""
+    RETURNING id`` for ``dialect`` (``postgresql`` or ``sqlite``). ``checked`` repeats the
+    claim's conditions (live assignment, segment not frozen), for :meth:`Driver.claim_and_run`:
+    sent with :data:`CLAIM_FOR_ADD` in one round trip, it must store nothing when the claim
+    found nothing (whose row count is not read)."""
     postgres = dialect == "postgresql"
     name_of = {column: name for name, column, _type in ANNOTATION_COLUMNS}
 
@@ -166,11 +175,17 @@ def insert_annotation(dialect: str) -> TextClause:
         f"SELECT :assignment_id, {values}, :now, {null_time} "
         "WHERE NOT EXISTS (SELECT 1 FROM annotations a WHERE a.assignment_id = :assignment_id "
         f"AND a.removed_at IS NULL AND a.client_id <> :client_id AND {same}) "
-        "ON CONFLICT (assignment_id, client_id) DO NOTHING RETURNING id"
+        + (
+            f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_SEGMENT} "
+            if checked
+            else ""
+        )
+        + "ON CONFLICT (assignment_id, client_id) DO NOTHING RETURNING id"
     ).bindparams(bindparam("now", type_=TIMESTAMP))
 
 
 PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a DBAPI connection
+_IDLE = 0  # psycopg2.extensions.TRANSACTION_STATUS_IDLE: no transaction open on the server
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
@@ -239,25 +254,62 @@ class Driver:
     (app/web/fast_lane.py): this module's prepared statements without SQLAlchemy's execution
     context (a third of the lane's CPU per add). ``scalar``/``scalars`` run a Core select
     compiled for it (the short paths' cache misses; plain columns only). One transaction:
-    :meth:`commit` or :meth:`rollback`, then :meth:`close` (back to the pool)."""
+    :meth:`commit` or :meth:`rollback`, then :meth:`close` (back to the pool).
+
+    Round trips are most of Postgres's CPU for such short transactions, so the driver sends
+    ``BEGIN`` with the transaction's first statement (psycopg2 would send it alone: the
+    connection is in autocommit mode while the driver holds it, and back out of it when
+    returned), and :meth:`claim_and_run` sends a claim and its write together: an add or a
+    remove is two round trips (``BEGIN; claim; write``, then ``COMMIT``) instead of four."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.connection = engine.raw_connection()
+        self.dbapi = self.connection.dbapi_connection
         self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
+        self.begun = False
+        try:
+            if self.dbapi.info.transaction_status != _IDLE:  # the pool's ping (app/db.py)
+                self.dbapi.rollback()
+            self.dbapi.autocommit = True
+        except Exception:
+            self.connection.invalidate()
+            raise
+
+    def _sql(self, name: str, statement: TextClause) -> str:
+        """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection, and led by
+        ``BEGIN`` when it opens the transaction)."""
+        body, names = _postgres_form(statement)
+        sql = _execute_sql(name, names)
+        if name not in self.prepared:
+            # Not undone by a rollback: a prepared statement lives as long as the connection.
+            sql = f"PREPARE marginalia_{name} AS {body}; {sql}"
+            self.prepared.add(name)
+        if not self.begun:
+            sql = f"BEGIN; {sql}"
+            self.begun = True
+        return sql
 
     def run(self, name: str, statement: TextClause, params: dict[str, Any]) -> DriverResult:
-        body, names = _postgres_form(statement)
-        cursor = self.connection.cursor()
-        if name not in self.prepared:
-            cursor.execute(f"PREPARE marginalia_{name} AS {body}")
-            self.prepared.add(name)
-        cursor.execute(_execute_sql(name, names), params)
+        cursor = self.dbapi.cursor()
+        cursor.execute(self._sql(name, statement), params)
+        return DriverResult(cursor)
+
+    def claim_and_run(
+        self, claim: tuple[str, TextClause], write: tuple[str, TextClause], params: dict[str, Any]
+    ) -> DriverResult:
+        """The claim and then the write, one round trip; the write's result. The write
+        runs after the claim took the row lock, with its own (later) snapshot, so it sees
+        every add committed before the lock; its ``WHERE`` must repeat the claim's rule
+        (the claim's row count is not read)."""
+        sql = f"{self._sql(*claim)}; {self._sql(*write)}"
+        cursor = self.dbapi.cursor()
+        cursor.execute(sql, params)
         return DriverResult(cursor)
 
     def _select(self, query: Any) -> list[tuple]:
         compiled = query.compile(dialect=self.engine.dialect)
-        cursor = self.connection.cursor()
+        cursor = self.dbapi.cursor()
         cursor.execute(str(compiled), compiled.params)
         return cursor.fetchall()
 
@@ -268,27 +320,36 @@ class Driver:
     def scalars(self, query: Any) -> list[Any]:
         return [row[0] for row in self._select(query)]
 
+    def _end(self, command: str) -> None:
+        if self.begun:
+            self.begun = False
+            self.dbapi.cursor().execute(command)
+
     def commit(self) -> None:
-        self.connection.commit()
+        self._end("COMMIT")
 
     def rollback(self) -> None:
-        self.connection.rollback()
+        self._end("ROLLBACK")
 
     def close(self) -> None:
+        """Back to the pool as SQLAlchemy left it: out of autocommit, no transaction open
+        (else the connection is dropped)."""
+        if self.dbapi.info.transaction_status != _IDLE:
+            self.connection.invalidate()
+            return
+        self.dbapi.autocommit = False
         self.connection.close()
 
     def fail(self, error: Exception) -> None:
-        """End after ``error``. A lost connection is dropped, and the pool with it (a
-        restarted database left every pooled connection dead: the next request gets a fresh
-        one); otherwise the transaction is rolled back and the connection goes back."""
+        """End after ``error``: the connection is dropped (its transaction may be left open
+        and aborted, and a ``PREPARE`` counted as done may never have run, when a statement
+        before it in the same query string failed). A lost
+        connection drops the pool with it (a restarted database left every pooled connection
+        dead: the next request gets a fresh one)."""
+        self.connection.invalidate()
         dbapi = self.engine.dialect.loaded_dbapi
         if isinstance(error, (dbapi.OperationalError, dbapi.InterfaceError)):
-            self.connection.invalidate()
             self.engine.dispose(close=False)
-            return
-        with suppress(Exception):
-            self.connection.rollback()
-        self.connection.close()
 
 
 def driver_for(engine: Any) -> Driver | None:

@@ -1,0 +1,143 @@
+"""The Procfile's ``web`` process (Heroku, Docker, bare metal): granian serving the app.
+
+    python webserver.py
+
+granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here in issue 17:
+with the fast lane the app's own work per annotation is smaller than gunicorn's (its Python
+HTTP parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
+granian's ~0.3 ms, docs/PERFORMANCE.md). gunicorn.conf.py still works and is still
+supported (``gunicorn --config gunicorn.conf.py "app:create_app()"``) for a deployment that
+wants gunicorn's hung-worker timeout (see below).
+
+Every value can be overridden from the environment, with the names gunicorn.conf.py reads:
+PORT, WEB_CONCURRENCY (processes, default: the cores, at least 2), WEB_THREADS (Python
+threads per process; GUNICORN_THREADS is read too, default 8), WEB_BACKLOG (2048),
+WEB_KEEPALIVE (seconds an idle keep-alive connection is kept, at most 60), WEB_LOG_LEVEL,
+WEB_ACCESS_LOG (``1`` or ``-``: to stdout; a path: to that file; ``WEB_ACCESS_LOG_FORMAT``
+in granian's atoms). WEB_APP names another app factory (the benches' baseline). ``BEHIND_PROXY`` is handled by the app itself (werkzeug's ProxyFix,
+app/web/__init__.py), exactly as under gunicorn; granian itself trusts no forwarded header.
+
+What gunicorn did and what stands in for it:
+
+- a killed or crashed worker process is started again (``respawn_failed_workers``, after
+  ``WEB_RESPAWN_SECONDS``, 1 s; and the whole server when granian gives up, see
+  :func:`main`);
+- SIGTERM stops gracefully: requests in flight finish; workers still busy after
+  ``WEB_GRACEFUL_TIMEOUT`` (20 s, gunicorn's ``graceful_timeout``) are killed;
+- ``max_requests`` (recycle now and then against a slow leak) becomes a lifetime:
+  ``WEB_WORKER_LIFETIME`` (6 h; each worker is replaced gracefully after it) and a memory
+  ceiling, ``WEB_WORKER_MAX_RSS`` (MiB, 1024; 0 turns it off);
+- gunicorn's hung-worker timeout (a worker that stops answering its arbiter for 25 s is
+  killed) has **no equivalent**: granian's workers run the app in a thread pool and nothing
+  watches a thread stuck in Python. What is lost: a request stuck for ever (an infinite
+  loop, a database lock never released) holds its thread until the worker is recycled (its
+  lifetime, or ``WEB_WORKER_MAX_RSS``) or the process restarted; the client is answered by
+  Heroku's router after 30 s, and the worker's other threads go on serving. Waiting for a
+  pooled database connection stays bounded (SQLAlchemy's 30 s pool timeout, then a 503).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _int(name: str, default: int, *fallbacks: str) -> int:
+    for key in (name, *fallbacks):
+        value = os.environ.get(key, "").strip()
+        if value:
+            return int(value)
+    return default
+
+
+ACCESS_FORMAT = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).3f'
+
+
+def _access_log() -> dict:
+    """The access log's settings: off unless WEB_ACCESS_LOG is set."""
+    target = os.environ.get("WEB_ACCESS_LOG", "0").strip()
+    if target in ("", "0"):
+        return {"log_access": False}
+    settings = {
+        "log_access": True,
+        "log_access_format": os.environ.get("WEB_ACCESS_LOG_FORMAT", ACCESS_FORMAT),
+    }
+    if target not in ("1", "-"):  # a file: granian's logging config with the file handler
+        from granian.log import LOGGING_CONFIG
+
+        handlers = {
+            **LOGGING_CONFIG["handlers"],
+            "access": {"formatter": "access", "class": "logging.FileHandler", "filename": target},
+        }
+        settings["log_dictconfig"] = {"handlers": handlers}
+    return settings
+
+
+def settings() -> dict:
+    """granian's ``Server`` keyword arguments, from the environment."""
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+    from granian.log import LogLevels
+
+    max_rss = _int("WEB_WORKER_MAX_RSS", 1024)
+    return {
+        # A factory: each worker process builds its own app (and database pool).
+        "target": os.environ.get("WEB_APP", "app:create_app"),
+        "factory": True,
+        "interface": Interfaces.WSGI,
+        "address": os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job
+        "port": _int("PORT", 5000),
+        "workers": _int("WEB_CONCURRENCY", max(2, os.cpu_count() or 1)),
+        # Annotation requests spend most of their time waiting on the database: threads are
+        # cheap concurrency (gunicorn gthread's ``threads``; granian's start-up warning that 8
+        # is many for the cores is expected). One runtime thread does the I/O.
+        "blocking_threads": _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
+        "runtime_threads": 1,
+        "backlog": _int("WEB_BACKLOG", 2048),
+        # Idle keep-alive connections cost no thread. hyper closes a connection that sends no
+        # request headers for this long (granian's ceiling is 60 s; gunicorn's 75 s outlasted
+        # a load balancer's 60 s idle timeout, this one equals it).
+        "http1_settings": HTTP1Settings(
+            header_read_timeout=1000 * min(60, _int("WEB_KEEPALIVE", 60)), keep_alive=True
+        ),
+        "http": "1",
+        "websockets": False,
+        "respawn_failed_workers": True,
+        "respawn_interval": float(os.environ.get("WEB_RESPAWN_SECONDS", "1")),
+        "workers_kill_timeout": _int("WEB_GRACEFUL_TIMEOUT", 20),
+        "workers_lifetime": _int("WEB_WORKER_LIFETIME", 6 * 3600) or None,
+        "workers_max_rss": max_rss or None,
+        "log_level": LogLevels(os.environ.get("WEB_LOG_LEVEL", "info")),
+        **_access_log(),
+        "static_path_route": None,
+    }
+
+
+def main() -> None:
+    """Serve until SIGTERM/SIGINT.
+
+    granian gives up when a worker it respawned dies again within 5.5 s (its "crash loop"
+    check: ``tests/test_faults.py`` kills one worker, then all of them, seconds apart); the
+    whole server then exits. Here it is started again after 1 s, then 2, 4 … 30 s
+    while such restarts keep coming within a minute of each other."""
+    import logging
+    import time
+
+    from granian.server import Server
+
+    pause = 0.0
+    while True:
+        server = Server(**settings())
+        started = time.monotonic()
+        try:
+            server.serve()
+            return
+        except SystemExit:
+            if server.interrupt_signal:  # stopped on purpose
+                raise
+        pause = 0.0 if time.monotonic() - started > 60 else min(30.0, max(1.0, 2 * pause))
+        logging.getLogger("_granian").error("web server exited: starting again in %.0f s", pause)
+        time.sleep(pause)
+
+
+if __name__ == "__main__":
+    main()
