@@ -30,4 +30,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"PORT\"]}/healthz', timeout=4)"
 # Same commands as the Procfile: override with `marginalia worker` or `marginalia db upgrade`.
-CMD ["python", "webserver.py"]
+CMD ["marginalia", "web"]

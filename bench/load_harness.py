@@ -138,7 +138,7 @@ def prepare_study(
 @dataclass
 class Gunicorn:
     """The web server as a child process (its own process group): by default the deployed
-    one (webserver.py, granian); ``BENCH_SERVER=gunicorn`` runs gunicorn with
+    one (marginalia web, granian); ``BENCH_SERVER=gunicorn`` runs gunicorn with
     gunicorn.conf.py instead."""
 
     app_spec: str
@@ -185,14 +185,14 @@ class Gunicorn:
             ]
         command.append(self.app_spec)
         if self.kind == "granian":
-            # The deployed web process (webserver.py: granian, same processes and threads).
+            # The deployed web process (marginalia web: granian, same processes and threads).
             env.update(WEB_HOST="127.0.0.1", WEB_THREADS=str(self.threads), WEB_LOG_LEVEL="warning")
             if self.access_log:
                 env.update(
                     WEB_ACCESS_LOG=str(self.access_log), WEB_ACCESS_LOG_FORMAT=GRANIAN_ACCESS
                 )
             module, _, factory = self.app_spec.removesuffix("()").partition(":")
-            command = [sys.executable, "webserver.py"]
+            command = [sys.executable, "-m", "app.cli", "web"]
             env["WEB_APP"] = f"{module}:{factory}"
         OUT.mkdir(parents=True, exist_ok=True)
         self.log = open(OUT / f"gunicorn-{self.port}.log", "w")  # noqa: SIM115

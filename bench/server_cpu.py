@@ -1,5 +1,5 @@
 """Server CPU per request of the hot endpoints over real HTTP: the web server (as deployed,
-webserver.py: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Postgres, each
+marginalia web: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Postgres, each
 measured from /proc, the client in its own process.
 
 Issue 17's acceptance names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):

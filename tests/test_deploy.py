@@ -1,5 +1,5 @@
 """Deployment files: the Procfile's processes start for real (web, release, worker) against a
-``postgres://`` DATABASE_URL, the web server's settings (webserver.py, gunicorn.conf.py)
+``postgres://`` DATABASE_URL, the web server's settings (app/cli/webserver.py, gunicorn.conf.py)
 follow the environment, and the Docker
 files agree with each other and validate."""
 
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.cli.webserver import settings as web_settings
 from app.config import Settings, normalise_database_url
 from tests import pg_cluster
 
@@ -55,7 +56,7 @@ def process_env(**extra: str) -> dict[str, str]:
 def test_procfile_has_web_release_and_worker():
     processes = procfile()
     assert set(processes) == {"web", "release", "worker"}
-    assert processes["web"] == "python webserver.py"
+    assert processes["web"] == "marginalia web"
     assert processes["release"] == "marginalia db upgrade"
     assert processes["worker"] == "marginalia worker"
 
@@ -66,7 +67,7 @@ def test_web_server_settings_follow_the_environment(monkeypatch):
     monkeypatch.setenv("GUNICORN_THREADS", "6")
     monkeypatch.delenv("WEB_THREADS", raising=False)
     monkeypatch.delenv("WEB_ACCESS_LOG", raising=False)
-    settings = runpy.run_path(str(REPO / "webserver.py"))["settings"]()
+    settings = web_settings()
     assert (settings["address"], settings["port"]) == ("0.0.0.0", 4321)
     assert settings["workers"] == 3
     assert settings["blocking_threads"] == 6  # gunicorn's variable still works
@@ -77,7 +78,7 @@ def test_web_server_settings_follow_the_environment(monkeypatch):
     assert settings["log_access"] is False
     monkeypatch.setenv("WEB_ACCESS_LOG", "/tmp/access.log")
     monkeypatch.setenv("WEB_THREADS", "2")
-    settings = runpy.run_path(str(REPO / "webserver.py"))["settings"]()
+    settings = web_settings()
     assert settings["blocking_threads"] == 2
     assert settings["log_access"] is True
     handler = settings["log_dictconfig"]["handlers"]["access"]
@@ -193,7 +194,7 @@ def test_dockerfile_pins_cpu_torch_from_a_build_argument():
     assert "ARG TORCH_VERSION=2.13.0" in dockerfile
     assert "ARG TORCH_INDEX_URL=" in dockerfile
     assert '--index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"' in dockerfile
-    assert 'CMD ["python", "webserver.py"]' in dockerfile
+    assert 'CMD ["marginalia", "web"]' in dockerfile
     ignored = (REPO / ".dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored and "instance" in ignored
 
@@ -212,7 +213,7 @@ def check_compose(config: dict) -> None:
     commands = {name: services[name]["command"] for name in ("web", "worker", "release")}
     assert commands["release"] == ["marginalia", "db", "upgrade"]
     assert commands["worker"] == ["marginalia", "worker"]
-    assert commands["web"] == ["python", "webserver.py"]
+    assert commands["web"] == ["marginalia", "web"]
     for name in ("web", "worker"):
         assert services[name]["depends_on"]["release"]["condition"] == (
             "service_completed_successfully"

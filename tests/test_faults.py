@@ -4,7 +4,7 @@ client_id, on network errors and 5xx). Afterwards every acknowledged annotation 
 exactly once, under the id its client was given; retries got consistent answers; removals
 and completion codes held.
 
-Run against the deployed web process (webserver.py: granian, which respawns a killed worker)
+Run against the deployed web process (marginalia web: granian, which respawns a killed worker)
 and against gunicorn (gunicorn.conf.py, still supported).
 
 Bounded: about 12 s of load plus start-up (~30 s in all, per server).
@@ -68,7 +68,7 @@ def free_port() -> int:
 
 class Server:
     """The web server, 2 processes x 4 threads, in its own process group: ``granian``
-    (webserver.py, as the Procfile runs it) or ``gunicorn`` (gunicorn.conf.py)."""
+    (marginalia web, as the Procfile runs it) or ``gunicorn`` (gunicorn.conf.py)."""
 
     def __init__(self, database_url: str, log: Path, kind: str = "granian"):
         self.port = free_port()
@@ -86,7 +86,7 @@ class Server:
             "WEB_LOG_LEVEL": "warning",
         }
         if kind == "granian":
-            command = [sys.executable, "webserver.py"]
+            command = [sys.executable, "-m", "app.cli", "web"]
         else:
             command = [
                 str(BIN / "gunicorn"),

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import click
 
-from app.cli import crowd, data, detector, journey, researcher, review, server, study, worker_ops
+from app.cli import (
+    crowd,
+    data,
+    detector,
+    journey,
+    researcher,
+    review,
+    server,
+    study,
+    webserver,
+    worker_ops,
+)
 from app.cli.base import OneLineGroup
 
 
@@ -19,6 +30,7 @@ def main() -> None:
 
 main.add_command(server.db)
 main.add_command(server.serve_command)
+main.add_command(webserver.web_command)
 main.add_command(study.taxonomy)
 main.add_command(study.study)
 main.add_command(study.report_command)

@@ -1,6 +1,7 @@
-"""The Procfile's ``web`` process (Heroku, Docker, bare metal): granian serving the app.
+"""``marginalia web``: the Procfile's ``web`` process (Heroku, Docker, bare metal), granian
+serving the app.
 
-    python webserver.py
+    marginalia web
 
 granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here in issue 17:
 with the fast lane the app's own work per annotation is smaller than gunicorn's (its Python
@@ -39,6 +40,8 @@ What gunicorn did and what stands in for it:
 from __future__ import annotations
 
 import os
+
+import click
 
 
 def _int(name: str, default: int, *fallbacks: str) -> int:
@@ -139,5 +142,7 @@ def main() -> None:
         time.sleep(pause)
 
 
-if __name__ == "__main__":
+@click.command("web")
+def web_command() -> None:
+    """Production web server (granian; settings from the environment, docs/DEPLOY.md)."""
     main()
