@@ -186,7 +186,8 @@ def evaluate_cmd(model, data, min_votes, as_json, points, clusters) -> None:
     docs = load_documents(data)
     examples = sentence_examples(docs)
     with_clusters = clusters and attach_people(examples, docs)
-    click.echo(f"entity clusters: {'yes' if with_clusters else 'no'}", err=True)
+    if not as_json:
+        click.echo(f"entity clusters: {'yes' if with_clusters else 'no'}", err=True)
     table = score(examples, det.detect(inputs_of(examples)), min_votes)
     baseline = all_positive(examples, min_votes)
     at_points = evaluate_points(det, examples, min_votes) if points else {}
