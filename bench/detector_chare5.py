@@ -144,12 +144,58 @@ def fit_logistic(x, y, l2, sample_weight=None, epochs=300):
     return w.detach().numpy(), float(b.item()), mean, std
 
 
+def fit_mlp(x, y, hidden: int, decay: float, epochs: int = 300, seed: int = 0):
+    """A one-hidden-layer MLP (tanh) on standardised features, full-batch Adam, the same
+    positive weighting as the logistic head; returns a scoring function."""
+    torch.manual_seed(seed)
+    mean, std = x.mean(0), x.std(0) + 1e-6
+    xt = torch.tensor((x - mean) / std)
+    yt = torch.tensor(y, dtype=torch.float32)
+    pos = max(1.0, float((y > 0).sum()))
+    weight = torch.where(yt > 0, (len(y) - pos) / pos, 1.0).clamp(max=10.0) ** 0.5
+    net = torch.nn.Sequential(
+        torch.nn.Linear(x.shape[1], hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+    )
+    opt = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=decay)
+    for _ in range(epochs):
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            net(xt).squeeze(-1), yt, weight=weight
+        )
+        loss.backward()
+        opt.step()
+
+    def score(z):
+        with torch.no_grad():
+            return torch.sigmoid(net(torch.tensor((z - mean) / std)).squeeze(-1)).numpy()
+
+    return score
+
+
 def oof_probs(
-    x, y, fold, cut, components, l2=1e-2, sample_weight=None, folds=4, bag=0, groups=None
+    x,
+    y,
+    fold,
+    cut,
+    components,
+    l2=1e-2,
+    sample_weight=None,
+    folds=4,
+    bag=0,
+    groups=None,
+    mlp=None,
 ):
     from model_server.minilm_train import fit_reduction, project
 
     oof = np.zeros(len(y), np.float32)
+    if mlp:
+        for f in range(folds):
+            tr, he = fold != f, fold == f
+            reduce = fit_reduction(x[tr], cut, components) if components else None
+            xtr = project(x[tr], reduce) if reduce else x[tr, :cut]
+            xhe = project(x[he], reduce) if reduce else x[he, :cut]
+            oof[he] = fit_mlp(xtr, y[tr], *mlp)(xhe)
+        return oof
     if bag:
         rng = np.random.default_rng(0)
         for f in range(folds):
@@ -200,7 +246,18 @@ def chare_f1(examples, rows, data, seed, variant) -> dict:
         comps = variant.get("components", {"character": 32, "role": 8})[label]
         l2 = variant.get("l2", {}).get(label, 1e-2)
         groups = np.asarray([examples[rows[i][0]].doc_id for i in idx])
-        probs = oof_probs(x, y, fold, cut, comps, l2, sw, bag=variant.get("bag", 0), groups=groups)
+        probs = oof_probs(
+            x,
+            y,
+            fold,
+            cut,
+            comps,
+            l2,
+            sw,
+            bag=variant.get("bag", 0),
+            groups=groups,
+            mlp=variant.get("mlp"),
+        )
         for i, p in zip(idx, probs, strict=True):
             k = rows[i][0]
             scores[k] = max(scores[k], float(p))
@@ -249,6 +306,16 @@ def main() -> None:
         }
         variants[f"clusters names+roles, {feature} only"] = {
             "extra": {label: m[:, [j]] for label, m in clusters.items()}
+        }
+    for hidden, decay in ((16, 1e-3), (16, 1e-2), (32, 1e-2)):
+        variants[f"clusters names+roles, MLP {hidden} hidden, weight decay {decay:g}"] = {
+            "extra": clusters,
+            "mlp": (hidden, decay),
+        }
+    for init in (1, 2):
+        variants[f"clusters names+roles, MLP 32 hidden, weight decay 0.01, init seed {init}"] = {
+            "extra": clusters,
+            "mlp": (32, 1e-2, 300, init),
         }
     variants["clusters names+roles, vote weights (votes^1)"] = {
         "extra": clusters,
