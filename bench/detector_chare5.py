@@ -194,7 +194,10 @@ def oof_probs(
             reduce = fit_reduction(x[tr], cut, components) if components else None
             xtr = project(x[tr], reduce) if reduce else x[tr, :cut]
             xhe = project(x[he], reduce) if reduce else x[he, :cut]
-            oof[he] = fit_mlp(xtr, y[tr], *mlp)(xhe)
+            inits = mlp[4] if len(mlp) > 4 else 1
+            for init in range(inits):
+                params = (*mlp[:3], init) if inits > 1 else mlp[:4]
+                oof[he] += fit_mlp(xtr, y[tr], *params)(xhe) / inits
         return oof
     if bag:
         rng = np.random.default_rng(0)
@@ -317,6 +320,10 @@ def main() -> None:
             "extra": clusters,
             "mlp": (32, 1e-2, 300, init),
         }
+    variants["clusters names+roles, MLP 32 hidden, weight decay 0.01, 5 inits averaged"] = {
+        "extra": clusters,
+        "mlp": (32, 1e-2, 300, 0, 5),
+    }
     variants["clusters names+roles, vote weights (votes^1)"] = {
         "extra": clusters,
         "vote_weight": 1.0,
