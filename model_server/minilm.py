@@ -180,6 +180,30 @@ def vectors(inputs: Sequence[DetectionInput], analysed: Sequence[SentenceCandida
     return rows
 
 
+def _networks(mlp: list[dict] | None) -> list[dict] | None:
+    if not mlp:
+        return None
+    return [
+        {k: np.asarray(net[k], dtype=np.float32) for k in ("w1", "b1", "w2")}
+        | {"b2": float(net["b2"])}
+        for net in mlp
+    ]
+
+
+def head_probability(head: dict, x: np.ndarray) -> float:
+    """The head's probability for the standardised vector ``x``: logistic, or (a head with
+    ``mlp``, CharE since v5) the mean probability of its one-hidden-layer tanh networks
+    (several initialisations averaged)."""
+    nets = head.get("mlp")
+    if not nets:
+        return float(1 / (1 + np.exp(-(float(x @ head["w"]) + head["b"]))))
+    probs = [
+        1 / (1 + np.exp(-(float(np.tanh(net["w1"] @ x + net["b1"]) @ net["w2"]) + net["b2"])))
+        for net in nets
+    ]
+    return float(sum(probs) / len(probs))
+
+
 def _reduction(reduce: dict | None) -> dict | None:
     if reduce is None:
         return None
@@ -219,6 +243,7 @@ class MiniLMDetector:
                 "std": np.asarray(h["std"], dtype=np.float32),
                 "threshold": self._threshold(label, h, level),
                 "reduce": _reduction(h.get("reduce")),
+                "mlp": _networks(h.get("mlp")),
             }
             for label, h in heads.items()
         }
@@ -335,12 +360,14 @@ class MiniLMDetector:
             if head is None:
                 continue
             vec = head_input(vec, head)
+            n_in = head["mean"].shape[0]
             if label in SPAN_LABELS and head["reduce"] is None:  # a v2 head: hand features only
-                vec = vec[: head["w"].shape[0]]
-            if vec.shape[0] != head["w"].shape[0]:
+                vec = vec[:n_in]
+            if vec.shape[0] != n_in:
                 continue
-            z = float(((vec - head["mean"]) / head["std"]) @ head["w"] + head["b"])
-            scored.append((k, cand, label, 1 / (1 + np.exp(-z))))
+            scored.append(
+                (k, cand, label, head_probability(head, (vec - head["mean"]) / head["std"]))
+            )
         return scored
 
     def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
