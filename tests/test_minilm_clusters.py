@@ -112,10 +112,11 @@ def test_the_shipped_head_reads_clusters_and_falls_back_without_them():
     assert detector.reads_clusters
     fallback = detector.fallback
     for label in ("character", "role"):
-        assert detector.heads[label]["w"].shape[0] == fallback.heads[label]["w"].shape[0] + len(
-            CLUSTER_FEATURES
-        )
+        inputs, plain_inputs = (d.heads[label]["mean"].shape[0] for d in (detector, fallback))
+        assert inputs == plain_inputs + len(CLUSTER_FEATURES)
     assert fallback.heads["event"] is not None
+    for label in ("character", "role"):  # CharE: 5 averaged networks, the fallback logistic
+        assert len(detector.heads[label]["mlp"]) == 5 and fallback.heads[label]["mlp"] is None
     items = document_inputs(SEGMENTS, [ANNA, BOB])
     with_people = [inp for _, _, inp in items]
     without = [inp._replace(people=None) for inp in with_people]
@@ -138,6 +139,27 @@ def test_the_shipped_head_reads_clusters_and_falls_back_without_them():
         ]
     )
     assert without_clusters([]) == []
+
+
+def test_an_mlp_head_averages_its_networks_and_a_logistic_head_is_unchanged():
+    import numpy as np
+
+    from model_server.minilm import _networks, head_probability
+
+    x = np.asarray([math.atanh(0.5), 0.0], dtype=np.float32)
+    one = {"w1": [[1.0, 0.0], [0.0, 1.0]], "b1": [0.0, 0.0], "w2": [1.0, -1.0], "b2": 0.5}
+    # hidden = tanh(x) = [0.5, 0]; z = 0.5 + 0.5 = 1
+    assert head_probability({"mlp": _networks([one])}, x) == pytest.approx(
+        1 / (1 + math.exp(-1.0)), abs=1e-6
+    )
+    other = {**one, "b2": -1.0}  # z = 0.5 - 1 = -0.5
+    assert head_probability({"mlp": _networks([one, other])}, x) == pytest.approx(
+        (1 / (1 + math.exp(-1.0)) + 1 / (1 + math.exp(0.5))) / 2, abs=1e-6
+    )
+    logistic = {"w": np.asarray([2.0, 1.0], np.float32), "b": -1.0, "mlp": None}
+    assert head_probability(logistic, np.asarray([0.5, 1.0], np.float32)) == pytest.approx(
+        1 / (1 + math.exp(-1.0)), abs=1e-6
+    )
 
 
 @pytest.fixture
