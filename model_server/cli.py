@@ -124,7 +124,10 @@ def train_cmd(
 
         dev = dev_file or _default("dev")
         dev = dev if Path(dev).exists() else None
-        summary = train_head(train_file, out_dir, min_votes=min_votes, dev_path=dev)
+        try:
+            summary = train_head(train_file, out_dir, min_votes=min_votes, dev_path=dev)
+        except RuntimeError as exc:  # no cluster finder registered (run without the app)
+            raise click.ClickException(str(exc)) from exc
     else:
         from model_server.train import TrainConfig, train
 

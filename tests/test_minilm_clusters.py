@@ -218,3 +218,25 @@ def test_the_worker_gives_the_detector_the_stored_clusters_of_a_real_document(ap
     named = {inp.sentence[p.start : p.end] for inp in seen for p in inp.people}
     assert named <= {document.segments[m.segment][m.start : m.end] for m in stored}
     assert any(s.category == "CharE" for s in suggestions)
+
+
+def test_minilm_training_without_a_cluster_finder_is_a_one_line_error(tmp_path):
+    from click.testing import CliRunner
+
+    from model_server import clusters
+    from model_server.cli import detector
+    from tests.conftest import shared_file
+
+    registered = clusters.cluster_finder()
+    clusters.set_cluster_finder(None)
+    try:
+        out = tmp_path / "head"
+        train = str(shared_file("snac", "dev.json"))
+        result = CliRunner().invoke(
+            detector, ["train", "--backend", "minilm", "--train-file", train, "--out", str(out)]
+        )
+    finally:
+        clusters.set_cluster_finder(registered)
+    assert result.exit_code == 1
+    assert "needs the entity clusters of the import" in result.output
+    assert not out.exists()
