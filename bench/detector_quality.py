@@ -1,5 +1,7 @@
 """SNaC dev sentence-level P/R/F1/ov. for every detector backend, beside the all-positive
 baseline, and for MiniLM at each stored operating point (and rules tuning on train).
+Detectors get each document's entity clusters from the import (``app.entities``); MiniLM is
+also scored without them (its fallback heads).
 
 .venv/bin/python bench/detector_quality.py                       # rules, minilm, t5
 .venv/bin/python bench/detector_quality.py --t5 checkpoints/t5-snac-small
@@ -30,7 +32,12 @@ from model_server.evaluate import (  # noqa: E402
 )
 from model_server.interface import RawSuggestion  # noqa: E402
 from model_server.rules import RulesConfig, RulesDetector  # noqa: E402
-from model_server.snac_data import load_documents, sentence_examples, snac_path  # noqa: E402
+from model_server.snac_data import (  # noqa: E402
+    attach_people,
+    load_documents,
+    sentence_examples,
+    snac_path,
+)
 
 
 def tune_rules(train_path: Path) -> RulesConfig:
@@ -120,12 +127,24 @@ def main() -> None:
     if args.tune_rules:
         print(tune_rules(snac_path("train")))
         return
+    from app.detection.clusters import find_clusters
+    from model_server.clusters import set_cluster_finder
+
+    set_cluster_finder(find_clusters)
     docs = load_documents(args.data)
+    plain = sentence_examples(docs)
     examples = sentence_examples(docs)
+    attach_people(examples, docs)
     inputs = example_inputs(examples)
     rows = {"all-positive baseline": all_positive(examples, args.min_votes)}
-    names = ["rules", "minilm", *args.t5]
+    names = ["rules", "minilm", "minilm without clusters", *args.t5]
     for name in names:
+        if name == "minilm without clusters":
+            det = load_detector("minilm")
+            rows[name] = score(plain, det.detect(example_inputs(plain)), args.min_votes)
+            for point, at_point in evaluate_points(det, plain, args.min_votes).items():
+                rows[f"{name} @ {point}"] = at_point
+            continue
         try:
             det = load_detector(name)
         except ValueError as exc:

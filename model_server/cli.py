@@ -124,7 +124,10 @@ def train_cmd(
 
         dev = dev_file or _default("dev")
         dev = dev if Path(dev).exists() else None
-        summary = train_head(train_file, out_dir, min_votes=min_votes, dev_path=dev)
+        try:
+            summary = train_head(train_file, out_dir, min_votes=min_votes, dev_path=dev)
+        except RuntimeError as exc:  # no cluster finder registered (run without the app)
+            raise click.ClickException(str(exc)) from exc
     else:
         from model_server.train import TrainConfig, train
 
@@ -167,16 +170,27 @@ def train_cmd(
     show_default=True,
     help="Also score every stored operating point (MiniLM).",
 )
-def evaluate_cmd(model, data, min_votes, as_json, points) -> None:
+@click.option(
+    "--clusters/--no-clusters",
+    default=True,
+    show_default=True,
+    help="Give the detector the import's entity clusters of each document (app.entities); "
+    "without them MiniLM's names use the heads that do not read them.",
+)
+def evaluate_cmd(model, data, min_votes, as_json, points, clusters) -> None:
     """Print SNaC sentence-level P, R, F1 and span overlap (ov.) per category, beside the
     all-positive baseline (every sentence flagged) and, per stored operating point, the
     detector at that point's thresholds."""
     from model_server.evaluate import REPORTED, all_positive, evaluate_points, format_table, score
     from model_server.evaluate import example_inputs as inputs_of
-    from model_server.snac_data import load_documents, sentence_examples
+    from model_server.snac_data import attach_people, load_documents, sentence_examples
 
     det = _load(model)
-    examples = sentence_examples(load_documents(data))
+    docs = load_documents(data)
+    examples = sentence_examples(docs)
+    with_clusters = clusters and attach_people(examples, docs)
+    if not as_json:
+        click.echo(f"entity clusters: {'yes' if with_clusters else 'no'}", err=True)
     table = score(examples, det.detect(inputs_of(examples)), min_votes)
     baseline = all_positive(examples, min_votes)
     at_points = evaluate_points(det, examples, min_votes) if points else {}
@@ -184,6 +198,7 @@ def evaluate_cmd(model, data, min_votes, as_json, points) -> None:
         payload = {
             "detector": det.name,
             "version": det.version,
+            "clusters": bool(with_clusters),
             "scores": table,
             "all_positive": baseline,
             "operating_points": at_points,
@@ -264,8 +279,14 @@ def import_snac_cmd(src, out_dir, tokenizer) -> None:
     click.echo(f"imported {src} -> {out} ({summary['parameters']} parameters)", err=True)
 
 
-def register(group: click.Group) -> None:
-    """Attach ``detector`` to the main ``marginalia`` group."""
+def register(group: click.Group, cluster_finder=None) -> None:
+    """Attach ``detector`` to the main ``marginalia`` group; ``cluster_finder`` (the app's
+    import, :mod:`app.entities`) gives training and evaluation each document's entity
+    clusters (:func:`model_server.clusters.set_cluster_finder`)."""
+    from model_server.clusters import set_cluster_finder
+
+    if cluster_finder is not None:
+        set_cluster_finder(cluster_finder)
     group.add_command(detector)
 
 

@@ -13,13 +13,18 @@ from pathlib import Path
 
 from model_server.grammar import SNAC_CATEGORY
 from model_server.interface import DetectionInput, Detector, RawSuggestion
-from model_server.snac_data import SentenceExample, load_documents, sentence_examples
+from model_server.snac_data import (
+    SentenceExample,
+    attach_people,
+    load_documents,
+    sentence_examples,
+)
 
 REPORTED = ("CharE", "SceneE", "RefE", "InconE")
 
 
 def example_inputs(examples: Sequence[SentenceExample]) -> list[DetectionInput]:
-    return [DetectionInput(ex.context, ex.sentence, ex.index == 0) for ex in examples]
+    return [DetectionInput(ex.context, ex.sentence, ex.index == 0, ex.people) for ex in examples]
 
 
 def score(
@@ -70,7 +75,9 @@ def evaluate_file(
     docs = load_documents(path)
     if limit_docs:
         docs = dict(list(docs.items())[:limit_docs])
-    return evaluate_detector(detector, sentence_examples(docs), min_votes)
+    examples = sentence_examples(docs)
+    attach_people(examples, docs)
+    return evaluate_detector(detector, examples, min_votes)
 
 
 def format_table(
@@ -116,11 +123,14 @@ def evaluate_points(
     from model_server.interface import operating_points
     from model_server.operating_points import POINTS, threshold_for
 
+    inputs = example_inputs(examples)
+    # MiniLM: the heads (and points) of inputs without the import's clusters when none has any
+    detector = getattr(detector, "for_inputs", lambda _: detector)(inputs)
     points = operating_points(detector)
     probabilities = getattr(detector, "probabilities", None)
     if not points or probabilities is None:
         return {}
-    scored = probabilities(example_inputs(examples))
+    scored = probabilities(inputs)
     suggested_as = getattr(detector, "suggested_as", {})
     tables = {}
     for name in POINTS:

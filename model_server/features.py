@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from model_server.clusters import candidate_features
 from model_server.interface import DetectionInput
 from model_server.introductions import introduction_features
 from model_server.roles import role_chunks, role_features
@@ -309,11 +310,15 @@ def _analyse_one(doc, inp: DetectionInput) -> SentenceCandidates:
             "opens_segment": float(inp.opens_segment),
         }
         feats.update(introduction_features(sentence, start, end, context))
+        if inp.people is not None:  # the import's clusters: whole-document evidence
+            feats.update(candidate_features(inp.people, start, end))
         candidates.append(Candidate("character", start, end, text, feats))
     # people named only by a role ("the cook"): CharE candidates of their own label
     names_at = [(c.start, c.end) for c in candidates]
     for chunk in role_chunks(doc, ctx_lower, names_at):
         feats = role_features(chunk, inp, ctx_lower, n_ctx_words)
+        if inp.people is not None:
+            feats.update(candidate_features(inp.people, chunk.start_char, chunk.end_char))
         candidates.append(Candidate("role", chunk.start_char, chunk.end_char, chunk.text, feats))
     # definite / possessive noun phrases and pronouns (RefE)
     for chunk in doc.noun_chunks:

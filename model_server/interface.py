@@ -13,11 +13,15 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
 class DetectionInput(NamedTuple):
-    """One sentence to judge; ``opens_segment`` is True for a segment's first sentence."""
+    """One sentence to judge; ``opens_segment`` is True for a segment's first sentence.
+    ``people``: the person mentions in the sentence with their whole-document evidence
+    (:class:`model_server.clusters.MentionEvidence`, from the import's entity clusters), or
+    None when the caller has no clusters."""
 
     context: str
     sentence: str
     opens_segment: bool = False
+    people: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True)

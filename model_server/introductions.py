@@ -34,7 +34,7 @@ def _name_words(text: str) -> list[str]:
     return [w.removesuffix("'s") for w in re.findall(r"[A-Z][\w'-]*", text)]
 
 
-def _introduced_at(text: str, start: int, end: int) -> bool:
+def introduced_at(text: str, start: int, end: int) -> bool:
     """A descriptor or role right before or after ``text[start:end]``."""
     before, after = text[max(0, start - 80) : start], text[end : end + 40]
     return bool(_DESCRIPTOR_AFTER.match(after) or _DESCRIPTOR_BEFORE.search(before))
@@ -47,9 +47,9 @@ def introduction_features(sentence: str, start: int, end: int, context: str) -> 
     key = max(words, key=len)
     pattern = re.compile(rf"(?<![\w]){re.escape(key)}(?![\w])")
     earlier = [m.span() for m in pattern.finditer(context)] if key else []
-    first_introduced = bool(earlier) and _introduced_at(context, *earlier[0])
+    first_introduced = bool(earlier) and introduced_at(context, *earlier[0])
     return {
-        "intro_here": float(_introduced_at(sentence, start, end)),
+        "intro_here": float(introduced_at(sentence, start, end)),
         "intro_role_before": float(bool(_ROLE_BEFORE.search(before))),
         "intro_det_before": float(bool(_DET_BEFORE.search(before))),
         "intro_place_before": float(bool(_PLACE_BEFORE.search(before))),

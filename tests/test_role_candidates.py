@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from model_server.features import analyse, parse_inputs
-from model_server.interface import as_inputs
+from model_server.interface import DetectionInput, as_inputs
 from model_server.roles import ROLE_NOUNS
 
 MINILM = "model_server/models/minilm"
@@ -65,13 +65,18 @@ def test_the_shipped_role_head_is_suggested_as_a_character(tmp_path):
     inputs = as_inputs([(context, sentence)])
     scored = {(label, c.text): p for _, c, label, p in detector.probabilities(inputs)}
     assert 0 < scored[("role", "The cook")] < 1  # "The cook" is also a RefE candidate
-    # a role head forced sure (bias +30) suggests the span, as a CharE "character"
+    # a role head forced sure (bias +30) suggests the span, as a CharE "character": the
+    # logistic one for inputs without clusters, the MLP (v5) for inputs with them
     head = json.loads((Path(MINILM) / "head.json").read_text(encoding="utf-8"))
-    head["heads"]["role"]["b"] = 30.0
+    head.get("without_clusters", head)["heads"]["role"]["b"] = 30.0
+    for net in head["heads"]["role"].get("mlp", []):
+        net["b2"] = 30.0
     (tmp_path / "head.json").write_text(json.dumps(head), encoding="utf-8")
-    (found,) = MiniLMDetector.load(tmp_path).detect([(context, sentence)])
-    role = [s for s in found if (s.start, s.end) == (0, 8)]
-    assert len(role) == 1 and role[0].label == "character" and role[0].score == 1.0
+    forced = MiniLMDetector.load(tmp_path)
+    for people in (None, ()):
+        (found,) = forced.detect([DetectionInput(context, sentence, False, people)])
+        role = [s for s in found if (s.start, s.end) == (0, 8)]
+        assert len(role) == 1 and role[0].label == "character" and role[0].score == 1.0
     assert detector.calibration["categories"]["CharE"]["label"] == "character"
 
 
@@ -82,7 +87,7 @@ def test_dev_points_count_the_role_head_as_chare(tmp_path):
     from model_server.snac_data import GoldError, SentenceExample
 
     head = json.loads((Path(MINILM) / "head.json").read_text(encoding="utf-8"))
-    head["heads"]["role"]["b"] = 30.0  # every role candidate sure
+    head.get("without_clusters", head)["heads"]["role"]["b"] = 30.0  # every role candidate sure
     (tmp_path / "head.json").write_text(json.dumps(head), encoding="utf-8")
     sentence = "The cook hands her a letter."
     gold = [GoldError("CharE", "The cook", 0, 8)]

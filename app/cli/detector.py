@@ -107,4 +107,6 @@ def register_model_server(main: click.Group) -> None:
         from model_server.cli import register
     except ImportError:
         return
-    register(main)
+    from app.detection.clusters import find_clusters
+
+    register(main, cluster_finder=find_clusters)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.annotation.assignments import segment_texts
 from app.db import begin_write
 from app.detection import importing, jobs
+from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
 from model_server.interface import DetectionStats, at_hint_level
@@ -83,8 +84,10 @@ def detect_one(session: Session, document: Document, detector: Any) -> Detection
     assert study is not None
     segments = segment_texts(session, document.id)
     level = (study.settings or {}).get("hints")
+    # the import's entity clusters: MiniLM's CharE heads read them (whole-document evidence)
+    clusters = stored_clusters(session, document.id)
     rows, stats = detect_document_with_stats(
-        segments, at_hint_level(detector, level), study.taxonomy
+        segments, at_hint_level(detector, level), study.taxonomy, clusters
     )
     record_detector_version(session, detector)
     store_suggestions(session, document, rows)
