@@ -108,8 +108,10 @@ def open_assignment(
     *,
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
+    condition: str | None = None,
 ) -> tuple[Assignment, bool]:
-    """The assignment of ``worker_id`` to ``document``, created on first call.
+    """The assignment of ``worker_id`` to ``document``, created on first call (with
+    ``condition``).
 
     Returns ``(assignment, created)``; the same (study, document, worker) always gets the
     same token, also when two requests race.
@@ -120,20 +122,38 @@ def open_assignment(
         Assignment.document_id == document.id,
         Assignment.worker_id == worker_id,
     )
+    row = {
+        "token": new_token(),
+        "study_id": study.id,
+        "document_id": document.id,
+        "worker_id": worker_id,
+        "platform": platform,
+        "platform_data": platform_data or {},
+        "condition": condition,
+        "status": "active",
+        "current_segment": 0,
+        "scores": {},
+    }
+    dialect = session.get_bind().dialect.name
+    if dialect in INSERT_IF_NEW:
+        # One round trip (an arrival runs this under the study's lock): the unique
+        # (study, document, worker) constraint decides; an existing row is read back below.
+        statement = (
+            INSERT_IF_NEW[dialect](Assignment)
+            .on_conflict_do_nothing(index_elements=["study_id", "document_id", "worker_id"])
+            .returning(Assignment)
+        )
+        created = session.scalars(statement, [row]).first()
+        if created is not None:
+            return created, True
+        existing = session.scalar(query)
+        if existing is None:
+            raise Conflict("the assignment could not be stored; try again")
+        return existing, False
     existing = session.scalar(query)
     if existing is not None:
         return existing, False
-    assignment = Assignment(
-        token=new_token(),
-        study_id=study.id,
-        document_id=document.id,
-        worker_id=worker_id,
-        platform=platform,
-        platform_data=platform_data or {},
-        status="active",
-        current_segment=0,
-        scores={},
-    )
+    assignment = Assignment(**row)
     try:
         with session.begin_nested():
             session.add(assignment)
