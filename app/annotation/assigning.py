@@ -33,9 +33,10 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.annotation import arrival_sql
 from app.annotation.qualification import (
     qualification,
     qualification_state,
@@ -127,23 +128,11 @@ def release_abandoned(
     moment = at or now()
     cutoff = _naive_for(session, moment - abandon_after(study))
     hold_cutoff = _naive_for(session, moment - hold_for(study))
-    query = (
-        update(Assignment)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "active",
-            or_(
-                Assignment.last_seen_at < cutoff,
-                and_(Assignment.engaged_at.is_(None), Assignment.last_seen_at < hold_cutoff),
-            ),
-        )
-        .values(status="abandoned")
-        .execution_options(synchronize_session=False)
-    )
+    values = {"in_study": study.id, "cutoff": cutoff, "hold_cutoff": hold_cutoff}
+    query = arrival_sql.RELEASE
     if keep_worker is not None:
         query = query.where(Assignment.worker_id != keep_worker)
-    result = session.execute(query)
-    return result.rowcount or 0
+    return session.execute(query, values).rowcount or 0
 
 
 # --- conditions ------------------------------------------------------------------------------
@@ -181,7 +170,7 @@ def condition_for(session: Session, study: Study, worker_id: str) -> str | None:
 
 def _lock_study(session: Session, study: Study) -> None:
     """Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway)."""
-    session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+    session.execute(arrival_sql.LOCK_STUDY, {"study_id": study.id})
 
 
 def _taken_slots(session: Session, document_id: int) -> int:
@@ -274,24 +263,11 @@ def _arrival_state(
 ) -> tuple[bool, bool, int]:
     """One statement under the study's lock: whether the worker ID has an active assignment
     here, and for a named ``document`` whether they had it before and its taken slots."""
-    unfinished = exists().where(
-        Assignment.study_id == study.id,
-        Assignment.worker_id == worker_id,
-        Assignment.status == "active",
-    )
+    values = {"study_id": study.id, "worker_id": worker_id}
     if document is None:
-        return bool(session.scalar(select(unfinished))), False, 0
-    had = exists().where(
-        Assignment.study_id == study.id,
-        Assignment.worker_id == worker_id,
-        Assignment.document_id == document.id,
-    )
-    taken = (
-        select(func.count())
-        .where(Assignment.document_id == document.id, Assignment.status.in_(TAKEN))
-        .scalar_subquery()
-    )
-    active, had_it, slots = session.execute(select(unfinished, had, taken)).one()
+        return bool(session.scalar(arrival_sql.WORK_IN_PROGRESS, values)), False, 0
+    values["document_id"] = document.id
+    active, had_it, slots = session.execute(arrival_sql.NAMED_DOCUMENT_STATE, values).one()
     return bool(active), bool(had_it), int(slots or 0)
 
 

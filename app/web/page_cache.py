@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from flask import Flask
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from app.models import Document, Entity, EntityMention, Segment, Study
 
@@ -92,6 +92,9 @@ class Bounded(Generic[Value]):
         return len(self._items)
 
 
+_TAXONOMY = select(Study.taxonomy).where(Study.id == bindparam("study_id"))
+
+
 class PageCache:
     """The app's caches of documents and taxonomy snapshots (one per process and app)."""
 
@@ -115,7 +118,7 @@ class PageCache:
         key = (study_id, taxonomy_hash)
         text = self.taxonomies.get(key)
         if text is None:
-            text = dumps(connection.scalar(select(Study.taxonomy).where(Study.id == study_id)))
+            text = dumps(connection.scalar(_TAXONOMY, {"study_id": study_id}))
             self.taxonomies.put(key, text, len(text))
         return text
 
@@ -143,39 +146,45 @@ def source_texts(meta: dict[str, Any] | None) -> list[dict[str, str]]:
     ]
 
 
+_DOCUMENT = select(Document.external_id, Document.meta).where(
+    Document.id == bindparam("document_id")
+)
+_SEGMENTS = (
+    select(Segment.index, Segment.text)
+    .where(Segment.document_id == bindparam("document_id"))
+    .order_by(Segment.index)
+)
+_ENTITIES = (
+    select(Entity.id, Entity.name, Entity.label, Entity.first_segment)
+    .where(Entity.document_id == bindparam("document_id"))
+    .order_by(Entity.first_segment, Entity.id)
+)
+_MENTIONS = (
+    select(
+        EntityMention.entity_id,
+        EntityMention.segment,
+        EntityMention.start.label("start"),
+        EntityMention.end.label("end"),
+    )
+    .where(EntityMention.document_id == bindparam("document_id"))
+    .order_by(EntityMention.segment, EntityMention.start, EntityMention.id)
+)
+
+
 def read_document_part(connection: Connection, document_id: int) -> DocumentPart:
-    """Read one document's segments, sources, entities and mentions (three queries)."""
-    external_id, meta = connection.execute(
-        select(Document.external_id, Document.meta).where(Document.id == document_id)
-    ).one()
+    """Read one document's segments, sources, entities and mentions (four queries)."""
+    key = {"document_id": document_id}
+    external_id, meta = connection.execute(_DOCUMENT, key).one()
     segments = [
-        {"index": index, "text": text}
-        for index, text in connection.execute(
-            select(Segment.index, Segment.text)
-            .where(Segment.document_id == document_id)
-            .order_by(Segment.index)
-        )
+        {"index": index, "text": text} for index, text in connection.execute(_SEGMENTS, key)
     ]
     entities = [
         {"id": row.id, "name": row.name, "label": row.label, "first_segment": row.first_segment}
-        for row in connection.execute(
-            select(Entity.id, Entity.name, Entity.label, Entity.first_segment)
-            .where(Entity.document_id == document_id)
-            .order_by(Entity.first_segment, Entity.id)
-        )
+        for row in connection.execute(_ENTITIES, key)
     ]
     mentions = [
         {"entity": row.entity_id, "segment": row.segment, "start": row.start, "end": row.end}
-        for row in connection.execute(
-            select(
-                EntityMention.entity_id,
-                EntityMention.segment,
-                EntityMention.start.label("start"),
-                EntityMention.end.label("end"),
-            )
-            .where(EntityMention.document_id == document_id)
-            .order_by(EntityMention.segment, EntityMention.start, EntityMention.id)
-        )
+        for row in connection.execute(_MENTIONS, key)
     ]
     document: dict[str, Any] = {"id": external_id, "segments": segments}
     if sources := source_texts(meta):
