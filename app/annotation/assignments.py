@@ -311,18 +311,19 @@ def submit(session: Session, assignment: Assignment) -> str:
         return assignment.completion_code
     _require_active(assignment)
     timing.require_seen(session, assignment)
-    assignment.status = "submitted"
-    assignment.submitted_at = now()
-    assignment.completion_code = assignment.completion_code or new_completion_code()
-    engage(assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions
 
-        session.flush()
+        # Scored first (it reads the annotations, which the submit does not change), so the
+        # assignment's row is written once, at commit.
         assignment.scores = {
             **(assignment.scores or {}),
             "suggestions": score_against_suggestions(session, assignment),
         }
+    assignment.status = "submitted"
+    assignment.submitted_at = now()
+    assignment.completion_code = assignment.completion_code or new_completion_code()
+    engage(assignment)
     return assignment.completion_code
 
 
