@@ -287,3 +287,55 @@ def test_a_recreated_document_is_not_served_from_the_cache(app, client):
         assert answer.data == reference(app, token)
         texts.append(answer.get_json()["document"]["segments"][0]["text"])
     assert texts == ["Old text.", "New text."]
+
+
+HEADERS = (
+    "Cache-Control",
+    "Content-Type",
+    "Content-Encoding",
+    "Vary",
+    "Content-Length",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "Strict-Transport-Security",
+)
+
+
+def test_the_fast_lane_answers_as_the_route(app, client):
+    """The lane (app/web/fast_lane.py) answers the GET before Flask, gzipped where the route
+    would gzip it, with the same headers; an unknown token still goes to the route."""
+    from flask import request
+
+    make_study(app, slug="shown", documents=DOCS, suggestions="shown")
+    tokens = enrich(app, "shown")
+    seen: list[str] = []
+
+    @app.before_request
+    def _seen():
+        seen.append(request.path)
+
+    for token in (tokens["active"], tokens["practice"], "x" * 24):
+        for accept in ("gzip, deflate, br", ""):
+            answers = []
+            for lane in (True, False):
+                app.config["FAST_LANE"] = lane
+                answer = client.get(
+                    f"/api/assignments/{token}", headers={"Accept-Encoding": accept}
+                )
+                answers.append(
+                    (
+                        answer.status_code,
+                        answer.data,
+                        {name: answer.headers.get(name) for name in HEADERS},
+                    )
+                )
+            app.config["FAST_LANE"] = True
+            assert answers[0] == answers[1], (token, accept)
+            assert ("gzip" in accept) == (answers[0][2]["Content-Encoding"] == "gzip") or (
+                answers[0][0] == 404
+            )
+    # with the lane on, Flask saw only the unknown token's requests
+    lane_on = [path for path in seen if "x" * 24 not in path]
+    assert len(lane_on) == 4  # the four requests with the lane off

@@ -228,18 +228,28 @@ def payload_parts(app: Flask, connection: Connection, token: str) -> dict[str, s
     return parts
 
 
-def payload_response(app: Flask, connection: Connection, token: str) -> Response:
-    """The payload as ``jsonify`` would answer it: spliced from the parts' JSON texts when
-    the app writes compact JSON (always, outside debug mode), else through ``jsonify``."""
-    parts = payload_parts(app, connection, token)
+def spliceable(app: Flask) -> bool:
+    """Whether the app writes JSON as :func:`app.web.page_cache.dumps` does (compact, sorted
+    keys, ASCII: always outside debug mode), so the parts' texts can be spliced."""
     provider = app.json
     compact = getattr(provider, "compact", None)
-    spliceable = (
+    return (
         not ((compact is None and app.debug) or compact is False)
         and getattr(provider, "sort_keys", False) is True
         and getattr(provider, "ensure_ascii", False) is True
     )
-    if not spliceable:
-        return provider.response({key: json.loads(text) for key, text in parts.items()})
+
+
+def splice(parts: dict[str, str]) -> bytes:
+    """The whole payload's JSON (as ``jsonify`` writes it) from its top-level parts."""
     body = ",".join(f'"{key}":{parts[key]}' for key in sorted(parts))
-    return app.response_class(f"{{{body}}}\n", mimetype=provider.mimetype)  # type: ignore[attr-defined]
+    return f"{{{body}}}\n".encode()
+
+
+def payload_response(app: Flask, connection: Connection, token: str) -> Response:
+    """The payload as ``jsonify`` would answer it: spliced from the parts' JSON texts when
+    the app writes compact JSON, else through ``jsonify``."""
+    parts = payload_parts(app, connection, token)
+    if not spliceable(app):
+        return app.json.response({key: json.loads(text) for key, text in parts.items()})
+    return app.response_class(splice(parts), mimetype=app.json.mimetype)  # type: ignore[attr-defined]
