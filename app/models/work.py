@@ -32,13 +32,14 @@ class Assignment(Base):
     __table_args__ = (
         UniqueConstraint("study_id", "document_id", "worker_id"),
         # An arrival's reads under the study's lock (app/annotation/arrival_sql.py): the
-        # worker's assignments in the study, and the study's active ones by last_seen_at
-        # (the release of stale holds), without scanning every assignment of the study.
+        # worker's assignments in the study, and the study's active ones (the release of
+        # stale holds), without scanning every assignment of the study. Neither indexes a
+        # column the hot writes change (last_seen_at, engaged_at, current_segment), so their
+        # UPDATEs stay heap-only (HOT) on Postgres.
         Index("ix_assignments_study_worker", "study_id", "worker_id"),
         Index(
-            "ix_assignments_study_active_seen",
+            "ix_assignments_study_active",
             "study_id",
-            "last_seen_at",
             postgresql_where=text("status = 'active'"),
             sqlite_where=text("status = 'active'"),
         ),

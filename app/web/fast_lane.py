@@ -12,6 +12,10 @@ back and handed to the Flask route unchanged, body included, which gives the one
 message the API has always given. So the lane can only make the happy path cheaper: it never
 decides a refusal. Its answers carry the same headers as Flask's (``app.csp.security_headers``,
 ``Cache-Control: no-store``); ``FAST_LANE = False`` in the config turns it off.
+
+The page's read, ``GET /api/assignments/<token>``, is answered here too
+(:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
+unknown token or any error goes to the route the same way.
 """
 
 from __future__ import annotations

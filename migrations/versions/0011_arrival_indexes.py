@@ -1,5 +1,7 @@
 """indexes for an arrival's reads under its study's lock (issue 17)
 
+Neither covers a column the per-action writes change, so those UPDATEs stay heap-only (HOT).
+
 Revision ID: 0011_arrival_indexes
 Revises: 0010_training
 """
@@ -21,8 +23,8 @@ def upgrade() -> None:
     with op.batch_alter_table("assignments") as batch:
         batch.create_index("ix_assignments_study_worker", ["study_id", "worker_id"], unique=False)
         batch.create_index(
-            "ix_assignments_study_active_seen",
-            ["study_id", "last_seen_at"],
+            "ix_assignments_study_active",
+            ["study_id"],
             unique=False,
             postgresql_where=ACTIVE,
             sqlite_where=ACTIVE,
@@ -31,5 +33,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     with op.batch_alter_table("assignments") as batch:
-        batch.drop_index("ix_assignments_study_active_seen")
+        batch.drop_index("ix_assignments_study_active")
         batch.drop_index("ix_assignments_study_worker")
