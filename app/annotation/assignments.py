@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
@@ -122,6 +122,7 @@ def open_assignment(
         Assignment.document_id == document.id,
         Assignment.worker_id == worker_id,
     )
+    moment = now()
     row = {
         "token": new_token(),
         "study_id": study.id,
@@ -132,19 +133,24 @@ def open_assignment(
         "condition": condition,
         "status": "active",
         "current_segment": 0,
+        "completion_code": None,
         "scores": {},
+        "created_at": moment,
+        "last_seen_at": moment,
+        "engaged_at": None,
+        "submitted_at": None,
     }
     dialect = session.get_bind().dialect.name
     if dialect in INSERT_IF_NEW:
         # One round trip (an arrival runs this under the study's lock): the unique
         # (study, document, worker) constraint decides; an existing row is read back below.
-        statement = (
-            INSERT_IF_NEW[dialect](Assignment)
-            .on_conflict_do_nothing(index_elements=["study_id", "document_id", "worker_id"])
-            .returning(Assignment)
-        )
-        created = session.scalars(statement, [row]).first()
-        if created is not None:
+        # A Core statement built once: every column is known here but the id, so the object
+        # is made from the row and put in the session as stored (no ORM insert machinery).
+        new_id = session.execute(_INSERT_IF_NEW[dialect], row).scalar()
+        if new_id is not None:
+            created = Assignment(id=new_id, **row)
+            make_transient_to_detached(created)
+            session.add(created)
             return created, True
         existing = session.scalar(query)
         if existing is None:
@@ -163,6 +169,14 @@ def open_assignment(
             raise
         return existing, False
     return assignment, True
+
+
+_INSERT_IF_NEW = {
+    dialect: insert(Assignment.__table__)
+    .on_conflict_do_nothing(index_elements=["study_id", "document_id", "worker_id"])
+    .returning(Assignment.__table__.c.id)
+    for dialect, insert in INSERT_IF_NEW.items()
+}
 
 
 def find_document(session: Session, study: Study, external_id: Any) -> Document:
