@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", type=int, default=200)
     parser.add_argument("--adds", type=int, default=8, help="adds per assignment")
+    parser.add_argument(
+        "--gets", type=int, default=1, help="gets per assignment (the first loads the document)"
+    )
     parser.add_argument("--profile", choices=PHASES, help="profile this phase (cProfile)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", help="measure the app in this checkout (e.g. an older one)")
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                 token = answer.get_json()["token"]
                 work.append({"token": token, "texts": texts, "ids": []})
         with phase_of("get"):
-            for item in work:
+            for item in work * args.gets:
                 answer = timed(
                     "get",
                     lambda item=item: client.get(f"/api/assignments/{item['token']}"),

@@ -33,14 +33,15 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.annotation import arrival_sql
 from app.annotation.qualification import (
     qualification,
     qualification_state,
 )
-from app.annotation.reviews import refuse_blocked
+from app.annotation.reviews import Blocked, refuse_blocked
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
 from app.models import (
@@ -127,23 +128,11 @@ def release_abandoned(
     moment = at or now()
     cutoff = _naive_for(session, moment - abandon_after(study))
     hold_cutoff = _naive_for(session, moment - hold_for(study))
-    query = (
-        update(Assignment)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "active",
-            or_(
-                Assignment.last_seen_at < cutoff,
-                and_(Assignment.engaged_at.is_(None), Assignment.last_seen_at < hold_cutoff),
-            ),
-        )
-        .values(status="abandoned")
-        .execution_options(synchronize_session=False)
-    )
+    values = {"in_study": study.id, "cutoff": cutoff, "hold_cutoff": hold_cutoff}
+    query = arrival_sql.RELEASE
     if keep_worker is not None:
         query = query.where(Assignment.worker_id != keep_worker)
-    result = session.execute(query)
-    return result.rowcount or 0
+    return session.execute(query, values).rowcount or 0
 
 
 # --- conditions ------------------------------------------------------------------------------
@@ -181,7 +170,7 @@ def condition_for(session: Session, study: Study, worker_id: str) -> str | None:
 
 def _lock_study(session: Session, study: Study) -> None:
     """Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway)."""
-    session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+    session.execute(arrival_sql.LOCK_STUDY, {"study_id": study.id})
 
 
 def _taken_slots(session: Session, document_id: int) -> int:
@@ -195,11 +184,16 @@ def _taken_slots(session: Session, document_id: int) -> int:
     )
 
 
-def slot_is_free(session: Session, study: Study, document: Document) -> bool:
-    """Whether ``document`` can take one more worker (gold test items always can)."""
+def slot_is_free(
+    session: Session, study: Study, document: Document, *, taken: int | None = None
+) -> bool:
+    """Whether ``document`` can take one more worker (gold test items always can);
+    ``taken``: its taken slots when already counted."""
     if qualification(study) is not None and document.is_gold:
         return True
-    return _taken_slots(session, document.id) < study.annotators_per_doc
+    if taken is None:
+        taken = _taken_slots(session, document.id)
+    return taken < study.annotators_per_doc
 
 
 def _had_before(study: Study, worker_id: str):
@@ -264,19 +258,32 @@ def _displace_unengaged_hold(
     return hold.document
 
 
+def _arrival_state(
+    session: Session, study: Study, worker_id: str, document: Document | None
+) -> tuple[bool, bool, int]:
+    """One statement under the study's lock: whether the worker ID has an active assignment
+    here, and for a named ``document`` whether they had it before and its taken slots."""
+    values = {"study_id": study.id, "worker_id": worker_id}
+    if document is None:
+        return bool(session.scalar(arrival_sql.WORK_IN_PROGRESS, values)), False, 0
+    values["document_id"] = document.id
+    active, had_it, slots = session.execute(arrival_sql.NAMED_DOCUMENT_STATE, values).one()
+    return bool(active), bool(had_it), int(slots or 0)
+
+
 def _check_document_allowed(
-    session: Session, study: Study, worker_id: str, document: Document
+    session: Session, study: Study, worker_id: str, document: Document, had: bool, taken: int
 ) -> None:
-    """Refuse a named document the study's policy would not give this worker."""
+    """Refuse a named document the study's policy would not give this worker (``had`` and
+    ``taken`` from :func:`_arrival_state`)."""
     gold = _gold_for_unqualified(session, study, worker_id)
-    had = session.scalar(_had_before(study, worker_id).where(Assignment.document_id == document.id))
-    if had is not None:
+    if had:
         raise Conflict("this worker ID has already had this document; each worker gets it once")
     if gold is not None and not document.is_gold:
         raise Conflict("this worker must pass the qualification documents first")
     if gold is None and qualification(study) is not None and document.is_gold:
         raise Conflict("this document is a qualification document, not work for this worker")
-    if not slot_is_free(session, study, document) and (
+    if not slot_is_free(session, study, document, taken=taken) and (
         _displace_unengaged_hold(session, study, worker_id, document) is None
     ):
         raise Conflict("this document already has all the annotators it needs")
@@ -295,24 +302,24 @@ def next_assignment_document(
     is nothing left for this worker.
     """
     require_open(study)
+    # A researcher's block is read before the lock (what it answers does not depend on other
+    # arrivals); it is still refused after WorkInProgress, as before.
+    try:
+        refuse_blocked(session, study, worker_id)
+        blocked = None
+    except Blocked as refusal:
+        blocked = refusal
     _lock_study(session, study)
     # Stale work is released first, the worker's own included: an ID whose earlier browser is
     # gone for good gets new work once that assignment has timed out.
     release_abandoned(session, study)
-    unfinished = session.scalar(
-        select(Assignment.id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.worker_id == worker_id,
-            Assignment.status == "active",
-        )
-        .limit(1)
-    )
-    if unfinished is not None:
+    unfinished, had, taken = _arrival_state(session, study, worker_id, document)
+    if unfinished:
         raise WorkInProgress()
-    refuse_blocked(session, study, worker_id)
+    if blocked is not None:
+        raise blocked
     if document is not None:
-        _check_document_allowed(session, study, worker_id, document)
+        _check_document_allowed(session, study, worker_id, document, had, taken)
         return document
     gold = _gold_for_unqualified(session, study, worker_id)
     if gold is not None:
@@ -369,10 +376,17 @@ def assign(
     from app.annotation.assignments import open_assignment
 
     chosen = next_assignment_document(session, study, worker_id, document)
+    # The condition is drawn before the insert (the new row counts in no condition either
+    # way), so the row is written once.
     assignment, created = open_assignment(
-        session, study, chosen, worker_id, platform=platform, platform_data=platform_data
+        session,
+        study,
+        chosen,
+        worker_id,
+        platform=platform,
+        platform_data=platform_data,
+        condition=condition_for(session, study, worker_id),
     )
     if not created:  # a concurrent arrival with the same worker ID got there first
         raise WorkInProgress()
-    assignment.condition = condition_for(session, study, worker_id)
     return assignment

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
@@ -108,8 +108,10 @@ def open_assignment(
     *,
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
+    condition: str | None = None,
 ) -> tuple[Assignment, bool]:
-    """The assignment of ``worker_id`` to ``document``, created on first call.
+    """The assignment of ``worker_id`` to ``document``, created on first call (with
+    ``condition``).
 
     Returns ``(assignment, created)``; the same (study, document, worker) always gets the
     same token, also when two requests race.
@@ -120,20 +122,44 @@ def open_assignment(
         Assignment.document_id == document.id,
         Assignment.worker_id == worker_id,
     )
+    moment = now()
+    row = {
+        "token": new_token(),
+        "study_id": study.id,
+        "document_id": document.id,
+        "worker_id": worker_id,
+        "platform": platform,
+        "platform_data": platform_data or {},
+        "condition": condition,
+        "status": "active",
+        "current_segment": 0,
+        "completion_code": None,
+        "scores": {},
+        "created_at": moment,
+        "last_seen_at": moment,
+        "engaged_at": None,
+        "submitted_at": None,
+    }
+    dialect = session.get_bind().dialect.name
+    if dialect in INSERT_IF_NEW:
+        # One round trip (an arrival runs this under the study's lock): the unique
+        # (study, document, worker) constraint decides; an existing row is read back below.
+        # A Core statement built once: every column is known here but the id, so the object
+        # is made from the row and put in the session as stored (no ORM insert machinery).
+        new_id = session.execute(_INSERT_IF_NEW[dialect], row).scalar()
+        if new_id is not None:
+            created = Assignment(id=new_id, **row)
+            make_transient_to_detached(created)
+            session.add(created)
+            return created, True
+        existing = session.scalar(query)
+        if existing is None:
+            raise Conflict("the assignment could not be stored; try again")
+        return existing, False
     existing = session.scalar(query)
     if existing is not None:
         return existing, False
-    assignment = Assignment(
-        token=new_token(),
-        study_id=study.id,
-        document_id=document.id,
-        worker_id=worker_id,
-        platform=platform,
-        platform_data=platform_data or {},
-        status="active",
-        current_segment=0,
-        scores={},
-    )
+    assignment = Assignment(**row)
     try:
         with session.begin_nested():
             session.add(assignment)
@@ -143,6 +169,14 @@ def open_assignment(
             raise
         return existing, False
     return assignment, True
+
+
+_INSERT_IF_NEW = {
+    dialect: insert(Assignment.__table__)
+    .on_conflict_do_nothing(index_elements=["study_id", "document_id", "worker_id"])
+    .returning(Assignment.__table__.c.id)
+    for dialect, insert in INSERT_IF_NEW.items()
+}
 
 
 def find_document(session: Session, study: Study, external_id: Any) -> Document:
@@ -291,18 +325,19 @@ def submit(session: Session, assignment: Assignment) -> str:
         return assignment.completion_code
     _require_active(assignment)
     timing.require_seen(session, assignment)
-    assignment.status = "submitted"
-    assignment.submitted_at = now()
-    assignment.completion_code = assignment.completion_code or new_completion_code()
-    engage(assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions
 
-        session.flush()
+        # Scored first (it reads the annotations, which the submit does not change), so the
+        # assignment's row is written once, at commit.
         assignment.scores = {
             **(assignment.scores or {}),
             "suggestions": score_against_suggestions(session, assignment),
         }
+    assignment.status = "submitted"
+    assignment.submitted_at = now()
+    assignment.completion_code = assignment.completion_code or new_completion_code()
+    engage(assignment)
     return assignment.completion_code
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -28,7 +29,21 @@ class Assignment(Base):
     """One worker doing one document in one study; identified by its unguessable token."""
 
     __tablename__ = "assignments"
-    __table_args__ = (UniqueConstraint("study_id", "document_id", "worker_id"),)
+    __table_args__ = (
+        UniqueConstraint("study_id", "document_id", "worker_id"),
+        # An arrival's reads under the study's lock (app/annotation/arrival_sql.py): the
+        # worker's assignments in the study, and the study's active ones (the release of
+        # stale holds), without scanning every assignment of the study. Neither indexes a
+        # column the hot writes change (last_seen_at, engaged_at, current_segment), so their
+        # UPDATEs stay heap-only (HOT) on Postgres.
+        Index("ix_assignments_study_worker", "study_id", "worker_id"),
+        Index(
+            "ix_assignments_study_active",
+            "study_id",
+            postgresql_where=text("status = 'active'"),
+            sqlite_where=text("status = 'active'"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     token: Mapped[str] = mapped_column(String(64), unique=True)

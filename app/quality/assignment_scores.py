@@ -32,8 +32,15 @@ def worker_spans(session: Session, assignment: Assignment) -> list[Span]:
     doc_key = assignment.document.external_id
     return [
         Span(doc_key, a.segment, a.start, a.end, a.category, assignment.worker_id, a.text, a.id)
-        for a in session.scalars(
-            select(Annotation)
+        for a in session.execute(  # rows, not ORM objects
+            select(
+                Annotation.id,
+                Annotation.segment,
+                Annotation.start.label("start"),
+                Annotation.end.label("end"),
+                Annotation.category,
+                Annotation.text,
+            )
             .where(Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None))
             .order_by(Annotation.id)
         )
@@ -49,12 +56,22 @@ def score_against_suggestions(session: Session, assignment: Assignment) -> dict[
     document: Document = assignment.document
     suggested = [
         Span(document.external_id, s.segment, s.start, s.end, s.category, s.detector, s.text, s.id)
-        for s in session.scalars(
-            select(Suggestion)
+        for s in session.execute(
+            select(
+                Suggestion.id,
+                Suggestion.segment,
+                Suggestion.start.label("start"),
+                Suggestion.end.label("end"),
+                Suggestion.category,
+                Suggestion.detector,
+                Suggestion.text,
+            )
             .where(Suggestion.document_id == document.id)
             .order_by(Suggestion.segment, Suggestion.start)
         )
     ]
+    if not suggested:  # nothing to catch: the worker's spans and the texts change nothing
+        return {**suggestion_recall([], []), "detector": []}
     result = suggestion_recall(
         worker_spans(session, assignment),
         suggested,

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify, request
-from sqlalchemy import func, select
+from flask import Blueprint, current_app, jsonify, request
+from sqlalchemy import select
 
 from app.annotation import admission, fast, hint_events, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
-from app.crowd.platforms import after_submit_redirect, hint_limits
+from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import get_study
 from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
-from app.models import Entity, EntityMention, Segment, Suggestion, SuggestionEvent
+from app.models import Suggestion, SuggestionEvent
 from app.researchers import access, keys
+from app.web.assignment_read import payload_response
 from app.web.limits import arrival_limit, limiter
+from app.web.page_cache import cache_of
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -97,127 +99,24 @@ def open_assignment():
         assignment = assign(session, study, worker_id, platform="generic", document=document)
         created = True
     session.commit()
+    document = assignment.document  # in the session already: no query
+    # The document's cached part (app/web/page_cache.py) knows its segment count, and the
+    # page's GET that follows finds it there.
+    part = cache_of(current_app._get_current_object()).document(  # type: ignore[attr-defined]
+        session.connection(), document.id, document.created_at
+    )
     answer = {
         "token": assignment.token,
-        "segments": session.scalar(  # a count, not every segment loaded as an object
-            select(func.count())
-            .select_from(Segment)
-            .where(Segment.document_id == assignment.document_id)
-        ),
+        "segments": part.segments,
         "resume_segment": assignment.current_segment,
     }
     return jsonify(answer), 201 if created else 200
 
 
-def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:
-    entities = session.scalars(
-        select(Entity)
-        .where(Entity.document_id == document_id)
-        .order_by(Entity.first_segment, Entity.id)
-    )
-    mentions = session.scalars(
-        select(EntityMention)
-        .where(EntityMention.document_id == document_id)
-        .order_by(EntityMention.segment, EntityMention.start)
-    )
-    return (
-        [
-            {"id": e.id, "name": e.name, "label": e.label, "first_segment": e.first_segment}
-            for e in entities
-        ],
-        [
-            {"entity": m.entity_id, "segment": m.segment, "start": m.start, "end": m.end}
-            for m in mentions
-        ],
-    )
-
-
-def _suggestions(session, assignment) -> list[dict]:
-    if assignment.study.suggestions != "shown" or assignment.condition == "unassisted":
-        return []
-    most, lowest = hint_limits(assignment.study)
-    rows = session.scalars(
-        select(Suggestion)
-        .where(Suggestion.document_id == assignment.document_id, Suggestion.score >= lowest)
-        .order_by(Suggestion.segment, Suggestion.score.desc(), Suggestion.start, Suggestion.id)
-    )
-    kept: list[Suggestion] = []
-    per_segment: dict[int, int] = {}
-    for s in rows:
-        if per_segment.get(s.segment, 0) < most:
-            per_segment[s.segment] = per_segment.get(s.segment, 0) + 1
-            kept.append(s)
-    kept.sort(key=lambda s: (s.segment, s.start, s.id))
-    return [
-        {
-            "id": s.id,
-            "segment": s.segment,
-            "start": s.start,
-            "end": s.end,
-            "text": s.text,
-            "category": s.category,
-            "score": s.score,
-            "reason": s.reason or "",
-            "paired": None
-            if s.paired_segment is None
-            else {
-                "segment": s.paired_segment,
-                "start": s.paired_start,
-                "end": s.paired_end,
-                "text": s.paired_text,
-            },
-        }
-        for s in kept
-    ]
-
-
-SOURCE_LABELS = (("context", "Context"), ("source", "Source"))
-
-
-def source_texts(meta: dict[str, Any] | None) -> list[dict[str, str]]:
-    """Texts the generated one was made from (Thresh's ``context`` and ``source``), for the
-    annotate page's collapsible panel: ``[{"label", "text"}]`` (the payload's
-    ``document.sources``, present only when there are some)."""
-    kept = (meta or {}).get("thresh") or {}
-    return [
-        {"label": label, "text": kept[key]}
-        for key, label in SOURCE_LABELS
-        if isinstance(kept.get(key), str) and kept[key].strip()
-    ]
-
-
-def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[str, Any]:
-    """Everything the annotate page needs, in one answer."""
-    study, document = assignment.study, assignment.document
-    entities, mentions = _entities(session, document.id)
-    return {
-        "token": assignment.token,
-        "status": assignment.status,
-        "read_only": read_only or assignment.status != "active",
-        "study": {"slug": study.slug, "title": study.title, "suggestions": study.suggestions},
-        "document": {
-            "id": document.external_id,
-            "segments": [{"index": s.index, "text": s.text} for s in document.segments],
-            **({"sources": sources} if (sources := source_texts(document.meta)) else {}),
-        },
-        "taxonomy": study.taxonomy,
-        "current_segment": assignment.current_segment,
-        "completion_code": assignment.completion_code,
-        "entities": entities,
-        "mentions": mentions,
-        "suggestions": _suggestions(session, assignment),
-        "annotations": [
-            service.annotation_json(a) for a in service.live_annotations(session, assignment.id)
-        ],
-        **practice.payload(session, assignment),
-    }
-
-
 @bp.get("/assignments/<token>")
 def read_assignment(token: str):
-    session = get_session()
-    assignment = service.get_assignment(session, token)
-    return jsonify(assignment_payload(session, assignment))
+    """Everything the annotate page needs, in one answer (:mod:`app.web.assignment_read`)."""
+    return payload_response(current_app._get_current_object(), get_session().connection(), token)  # type: ignore[attr-defined]
 
 
 @bp.post("/assignments/<token>/annotations")

@@ -111,6 +111,14 @@ def favicon() -> Response:
     return response
 
 
+def gzipped(body: bytes, accept_encoding: str) -> bytes | None:
+    """``body`` gzipped as :func:`compress` would for a client sending ``accept_encoding``,
+    or None where it would leave it (for :mod:`app.web.fast_lane`'s answers)."""
+    if "gzip" not in accept_encoding.lower() or len(body) < MIN_COMPRESS_BYTES:
+        return None
+    return gzip.compress(body, compresslevel=6, mtime=0)
+
+
 def compress(response: Response) -> Response:
     """gzip a worker page's or the worker API's HTML or JSON answer when the client takes it."""
     if (

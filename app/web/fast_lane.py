@@ -12,6 +12,10 @@ back and handed to the Flask route unchanged, body included, which gives the one
 message the API has always given. So the lane can only make the happy path cheaper: it never
 decides a refusal. Its answers carry the same headers as Flask's (``app.csp.security_headers``,
 ``Cache-Control: no-store``); ``FAST_LANE = False`` in the config turns it off.
+
+The page's read, ``GET /api/assignments/<token>``, is answered here too
+(:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
+unknown token or any error goes to the route the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from flask import Flask
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
 from app.web.api import check_strings
+from app.web.assets import gzipped
+from app.web.assignment_read import payload_parts, splice, spliceable
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +41,7 @@ ROUTE = re.compile(
     r"^/api/assignments/(?P<token>[^/]+)/(?:(?P<annotations>annotations)(?:/(?P<id>[0-9]{1,10}))?"
     r"|(?P<position>position)|(?P<heartbeat>heartbeat))$"
 )
+READ_ROUTE = re.compile(r"^/api/assignments/(?P<token>[A-Za-z0-9_-]{1,64})$")
 JSON_TYPES = ("application/json",)
 
 Answer = tuple[str, bytes]  # status line, body
@@ -48,8 +55,11 @@ class FastLane:
         self.wsgi_app = wsgi_app
 
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
-        match = ROUTE.match(environ.get("PATH_INFO", ""))
+        path = environ.get("PATH_INFO", "")
+        match = ROUTE.match(path)
         if match is None or not self.app.config.get("FAST_LANE", True):
+            if environ.get("REQUEST_METHOD") == "GET" and READ_ROUTE.match(path):
+                return self._read(environ, start_response, path.rsplit("/", 1)[1])
             return self.wsgi_app(environ, start_response)
         method = environ.get("REQUEST_METHOD")
         token = match["token"]
@@ -79,6 +89,27 @@ class FastLane:
         headers += security_headers(environ.get("wsgi.url_scheme") == "https")
         start_response(status, headers)
         return [payload]
+
+    def _read(self, environ: dict[str, Any], start_response: Callable, token: str):
+        """``GET /api/assignments/<token>`` (:mod:`app.web.assignment_read`) on a pooled
+        connection, gzipped as :func:`app.web.assets.compress` would; an unknown token, debug
+        mode or any error goes to the route."""
+        if not self.app.config.get("FAST_LANE", True) or not spliceable(self.app):
+            return self.wsgi_app(environ, start_response)
+        try:
+            with self.app.extensions["db_engine"].connect() as connection:
+                body = splice(payload_parts(self.app, connection, token))
+        except Exception:  # noqa: BLE001 - the route answers (404, 503, ...)
+            return self.wsgi_app(environ, start_response)
+        headers = [("Cache-Control", "no-store"), ("Content-Type", "application/json")]
+        packed = gzipped(body, environ.get("HTTP_ACCEPT_ENCODING", ""))
+        if packed is not None:
+            body = packed
+            headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+        headers.append(("Content-Length", str(len(body))))
+        headers += security_headers(environ.get("wsgi.url_scheme") == "https")
+        start_response("200 OK", headers)
+        return [body]
 
     def _json(self, environ: dict[str, Any]) -> tuple[bytes | None, Any]:
         """The body read (None: left unread), and its JSON when the route's checks would

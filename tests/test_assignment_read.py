@@ -1,0 +1,341 @@
+"""Issue 17: ``GET /api/assignments/<token>`` (app/web/assignment_read.py, with the document and
+taxonomy cached per process by app/web/page_cache.py) answers byte for byte what the former
+route answered (tests/payload_reference.py) on the same data, on SQLite and Postgres: active
+and submitted assignments, suggestions shown, hidden, off and the unassisted condition,
+practice documents with checked segments, entities and mentions, Thresh sources, unusual text;
+twice (the second answer from the cache), and again after the detector replaced the
+suggestions (which are never cached)."""
+
+from __future__ import annotations
+
+import pytest
+from flask import jsonify
+from sqlalchemy import delete, select
+
+from app.annotation.assignments import get_assignment, open_assignment
+from app.crowd import platforms
+from app.db import session_scope
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    Entity,
+    EntityMention,
+    PracticeCheck,
+    Study,
+    Suggestion,
+)
+from app.web.page_cache import PageCache
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.payload_reference import assignment_payload
+
+TEXTS = [
+    "Anna is an only child. She lives in Zoë's old flat in Paris.",
+    'Her brother "Pedro" visits — the café 🙂 and <b>talk</b>.',
+    "At the party, Pedro takes Hero aside.\u2028Line separator.",
+]
+DOCS = [("doc-1", TEXTS), ("doc-2", ["Another document.", "Its second segment."])]
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def reference(app, token: str) -> bytes:
+    """The former route's answer for ``token``."""
+    with app.test_request_context(), session_scope() as session:
+        assignment = get_assignment(session, token)
+        return jsonify(assignment_payload(session, assignment)).get_data()
+
+
+def suggestion(document_id: int, segment: int, start: int, end: int, score: float, **extra):
+    return Suggestion(
+        document_id=document_id,
+        segment=segment,
+        start=start,
+        end=end,
+        text=TEXTS[segment][start:end],
+        category=extra.pop("category", "CharE"),
+        score=score,
+        detector="test",
+        detector_version="1",
+        **extra,
+    )
+
+
+def enrich(app, slug: str) -> dict[str, str]:
+    """Entities, sources, suggestions and assignments of every kind; their tokens by name."""
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study).where(Study.slug == slug))
+        doc1, doc2 = session.scalars(
+            select(Document).where(Document.study_id == study.id).order_by(Document.position)
+        ).all()
+        doc1.meta = {"thresh": {"context": "Where it came from ✓", "source": "  "}}
+        anna = Entity(document_id=doc1.id, key="anna", name="Anna", label="PERSON", first_segment=0)
+        pedro = Entity(
+            document_id=doc1.id, key="pedro", name="Pedro", label="PERSON", first_segment=1
+        )
+        session.add_all([anna, pedro])
+        session.flush()
+        session.add_all(
+            [
+                EntityMention(
+                    document_id=doc1.id, entity_id=anna.id, segment=0, start=0, end=4, label="P"
+                ),
+                EntityMention(
+                    document_id=doc1.id, entity_id=pedro.id, segment=1, start=13, end=20, label="P"
+                ),
+                EntityMention(
+                    document_id=doc1.id, entity_id=pedro.id, segment=2, start=14, end=19, label="P"
+                ),
+            ]
+        )
+        session.add_all(
+            [
+                suggestion(doc1.id, 0, 0, 4, 0.9, reason="a name"),
+                suggestion(doc1.id, 0, 5, 7, 0.95),
+                suggestion(doc1.id, 0, 36, 40, 0.5, category="RefE"),
+                suggestion(doc1.id, 0, 11, 15, 0.01),  # under the lowest score shown
+                suggestion(
+                    doc1.id,
+                    2,
+                    14,
+                    19,
+                    0.7,
+                    paired_segment=1,
+                    paired_start=13,
+                    paired_end=20,
+                    paired_text='"Pedro"',
+                ),
+            ]
+        )
+        tokens: dict[str, str] = {}
+        for name, document in (
+            ("active", doc1),
+            ("submitted", doc1),
+            ("unassisted", doc1),
+            ("other", doc2),
+            ("practice", doc2),
+        ):
+            assignment, _ = open_assignment(session, study, document, f"worker-{name}")
+            tokens[name] = assignment.token
+            session.flush()
+            if name == "submitted":
+                assignment.status = "submitted"
+                assignment.completion_code = "MG-ABCDE-FGHJK"
+            if name == "unassisted":
+                assignment.condition = "unassisted"
+            assignment.current_segment = 1
+            for n, (segment, start, end, paired) in enumerate(
+                [(0, 0, 4, None), (1, 13, 20, (0, 0, 4, None)), (2, 14, 19, (0, 36, 41, 1))]
+            ):
+                texts = TEXTS if document is doc1 else DOCS[1][1]
+                if end > len(texts[min(segment, len(texts) - 1)]):
+                    continue
+                values = {}
+                if paired is not None:
+                    values = {
+                        "paired_segment": paired[0],
+                        "paired_start": paired[1],
+                        "paired_end": paired[2],
+                        "paired_text": "x",
+                        "paired_end_segment": paired[3],
+                    }
+                session.add(
+                    Annotation(
+                        assignment_id=assignment.id,
+                        client_id=f"c{n}",
+                        segment=segment,
+                        start=start,
+                        end=end,
+                        text=TEXTS[segment][start:end],
+                        category="CharE",
+                        comment="ünïcode\n" if n == 1 else "",
+                        suggestion_id=None,
+                        removed_at=assignment.created_at if n == 2 and name == "other" else None,
+                        **values,
+                    )
+                )
+        if slug == "shown":
+            doc2.is_gold = True
+            practice = session.scalar(
+                select(Assignment).where(Assignment.token == tokens["practice"])
+            )
+            session.add(
+                PracticeCheck(
+                    assignment_id=practice.id,
+                    segment=0,
+                    feedback={"segment": 0, "found": [], "missed": [{"text": "é"}], "gold": 1},
+                )
+            )
+            platforms.configure_study(study, qualification_f1=0.5, max_hints_per_segment=2)
+        return tokens
+
+
+@pytest.mark.parametrize("mode", ["shown", "hidden", "off"])
+def test_payload_is_byte_identical_to_the_former_route(app, client, mode):
+    make_study(app, slug=mode, documents=DOCS, suggestions=mode)
+    tokens = enrich(app, mode)
+    for name, token in tokens.items():
+        for attempt in ("first", "cached"):
+            answer = client.get(f"/api/assignments/{token}")
+            assert answer.status_code == 200
+            assert answer.headers["Content-Type"] == "application/json"
+            assert answer.headers["Cache-Control"] == "no-store"
+            assert answer.data == reference(app, token), (mode, name, attempt)
+    payload = client.get(f"/api/assignments/{tokens['active']}").get_json()
+    assert payload["entities"] and payload["mentions"]
+    assert payload["document"]["sources"] == [{"label": "Context", "text": "Where it came from ✓"}]
+    assert bool(payload["suggestions"]) == (mode == "shown")
+    if mode == "shown":
+        practice = client.get(f"/api/assignments/{tokens['practice']}").get_json()
+        assert practice["practice"]["checked"]["0"]["missed"] == [{"text": "é"}]
+        assert (
+            client.get(f"/api/assignments/{tokens['unassisted']}").get_json()["suggestions"] == []
+        )
+        assert client.get(f"/api/assignments/{tokens['submitted']}").get_json()["read_only"]
+
+
+def test_new_suggestions_show_at_once(app, client):
+    """The detector replaces a document's suggestions when it finishes: never cached."""
+    make_study(app, slug="shown", documents=DOCS, suggestions="shown")
+    token = enrich(app, "shown")["active"]
+    before = client.get(f"/api/assignments/{token}").get_json()["suggestions"]
+    with app.app_context(), session_scope() as session:
+        document_id = session.scalar(
+            select(Assignment.document_id).where(Assignment.token == token)
+        )
+        session.execute(delete(Suggestion).where(Suggestion.document_id == document_id))
+        session.add(suggestion(document_id, 1, 0, 3, 0.8, category="GramE"))
+    after = client.get(f"/api/assignments/{token}")
+    assert after.data == reference(app, token)
+    assert len(before) == 3 and [s["category"] for s in after.get_json()["suggestions"]] == [
+        "GramE"
+    ]
+
+
+def test_the_worker_part_is_read_every_time(app, client):
+    make_study(app, documents=DOCS)
+    token = enrich(app, "demo")["active"]
+    first = client.get(f"/api/assignments/{token}").get_json()
+    client.post(f"/api/assignments/{token}/position", json={"segment": 2})
+    client.post(f"/api/assignments/{token}/submit")
+    second = client.get(f"/api/assignments/{token}")
+    assert second.data == reference(app, token)
+    payload = second.get_json()
+    assert (first["current_segment"], first["status"]) == (1, "active")
+    assert (payload["current_segment"], payload["status"], payload["read_only"]) == (
+        2,
+        "submitted",
+        True,
+    )
+
+
+def test_unknown_tokens_are_404_as_before(app, client):
+    make_study(app, documents=DOCS)
+    for token in ("x" * 24, "a'b;--", "-" * 65):
+        answer = client.get(f"/api/assignments/{token}")
+        assert answer.status_code == 404
+        assert answer.get_json() == {"error": "no assignment with this token"}
+
+
+def test_debug_mode_answers_the_same_values(app, client):
+    """Indented JSON (debug mode) cannot be spliced: the route then goes through jsonify."""
+    make_study(app, slug="shown", documents=DOCS, suggestions="shown")
+    token = enrich(app, "shown")["active"]
+    app.json.compact = False
+    try:
+        answer = client.get(f"/api/assignments/{token}")
+        assert answer.data == reference(app, token)
+        assert b'\n  "annotations"' in answer.data
+    finally:
+        app.json.compact = None
+
+
+def test_the_cache_is_bounded():
+    cache = PageCache(max_documents=2, max_bytes=10_000)
+    for n in range(5):
+        cache.taxonomies.put(n, "x" * 100, 100)
+    assert len(cache.taxonomies) == 2 and cache.taxonomies.get(4) == "x" * 100
+    cache.taxonomies.put("big", "y" * 4000, 4000)
+    cache.taxonomies.put("bigger", "z" * 4900, 4900)  # over half the bytes: the oldest go
+    assert cache.taxonomies.get("big") is None and cache.taxonomies.get("bigger")
+    cache.taxonomies.put("huge", "h", 6000)  # larger than the bound: never kept
+    assert cache.taxonomies.get("huge") is None
+
+
+def test_a_recreated_document_is_not_served_from_the_cache(app, client):
+    """SQLite may give a deleted document's id to a new one: the key has its creation time."""
+    from app.documents.studies import import_documents
+    from app.formats import DocumentInput
+    from app.models import Segment
+
+    make_study(app, documents=[("doc-1", ["Old text."])])
+    texts = []
+    for text in ("Old text.", "New text."):
+        with app.app_context(), session_scope() as session:
+            study = session.scalar(select(Study))
+            if text == "New text.":
+                session.execute(delete(Assignment))
+                session.execute(delete(Segment))
+                session.execute(delete(Document))
+                import_documents(session, study, [DocumentInput("doc-1", [text])])
+            document = session.scalar(select(Document))
+            token = open_assignment(session, study, document, "w1")[0].token
+        answer = client.get(f"/api/assignments/{token}")
+        assert answer.data == reference(app, token)
+        texts.append(answer.get_json()["document"]["segments"][0]["text"])
+    assert texts == ["Old text.", "New text."]
+
+
+HEADERS = (
+    "Cache-Control",
+    "Content-Type",
+    "Content-Encoding",
+    "Vary",
+    "Content-Length",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "Strict-Transport-Security",
+)
+
+
+def test_the_fast_lane_answers_as_the_route(app, client):
+    """The lane (app/web/fast_lane.py) answers the GET before Flask, gzipped where the route
+    would gzip it, with the same headers; an unknown token still goes to the route."""
+    from flask import request
+
+    make_study(app, slug="shown", documents=DOCS, suggestions="shown")
+    tokens = enrich(app, "shown")
+    seen: list[str] = []
+
+    @app.before_request
+    def _seen():
+        seen.append(request.path)
+
+    for token in (tokens["active"], tokens["practice"], "x" * 24):
+        for accept in ("gzip, deflate, br", ""):
+            answers = []
+            for lane in (True, False):
+                app.config["FAST_LANE"] = lane
+                answer = client.get(
+                    f"/api/assignments/{token}", headers={"Accept-Encoding": accept}
+                )
+                answers.append(
+                    (
+                        answer.status_code,
+                        answer.data,
+                        {name: answer.headers.get(name) for name in HEADERS},
+                    )
+                )
+            app.config["FAST_LANE"] = True
+            assert answers[0] == answers[1], (token, accept)
+            assert ("gzip" in accept) == (answers[0][2]["Content-Encoding"] == "gzip") or (
+                answers[0][0] == 404
+            )
+    # with the lane on, Flask saw only the unknown token's requests
+    lane_on = [path for path in seen if "x" * 24 not in path]
+    assert len(lane_on) == 4  # the four requests with the lane off
