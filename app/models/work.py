@@ -15,7 +15,6 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
-    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -37,12 +36,9 @@ class Assignment(Base):
         # column the hot writes change (last_seen_at, engaged_at, current_segment), so their
         # UPDATEs stay heap-only (HOT) on Postgres.
         Index("ix_assignments_study_worker", "study_id", "worker_id"),
-        Index(
-            "ix_assignments_study_active",
-            "study_id",
-            postgresql_where=text("status = 'active'"),
-            sqlite_where=text("status = 'active'"),
-        ),
+        # Not a partial index on study_id WHERE status = 'active': with it every claim of the
+        # hot path cost Postgres ~0.2 ms more CPU (docs/PERFORMANCE.md, round 4 merged).
+        Index("ix_assignments_study_status", "study_id", "status"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
