@@ -1,4 +1,4 @@
-"""Load benchmark: N simulated crowd workers against gunicorn + Postgres on this machine.
+"""Load benchmark: N simulated crowd workers against the web server (granian, or gunicorn with BENCH_SERVER=gunicorn) + Postgres on this machine.
 
 Each simulated worker opens an assignment, loads the annotate page's data, reads the document
 segment by segment with human-like think time, adds annotations (about one per segment, a
@@ -356,9 +356,9 @@ def main(argv: list[str] | None = None) -> int:
                 + " ms (p50/p99)"
             )
             print(
-                f"   server CPU (gunicorn + Postgres): {cpu:.1f} s = "
+                f"   server CPU (web server + Postgres): {cpu:.1f} s = "
                 f"{summary['server_cpu_ms_per_request']} ms per request, "
-                f"{cpu / stats.elapsed * 100:.0f}% of one core (gunicorn "
+                f"{cpu / stats.elapsed * 100:.0f}% of one core (web server "
                 f"{summary['gunicorn_cpu_s']} s, Postgres {summary['postgres_cpu_s']} s); "
                 f"the load generator itself: {client_cpu:.1f} s"
             )
