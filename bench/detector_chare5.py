@@ -6,7 +6,7 @@ computed and pickled under ``--cache``. Step 2 (seconds per variant): each varia
 heads (names, roles) are fitted out of fold (4 folds by document, seeds 0-3) and the CharE
 sentence F1 at the best out-of-fold threshold is printed. Dev is never read here.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/detector_chare5.py --cache /tmp/h16cache
+    OMP_NUM_THREADS=1 .venv/bin/python bench/detector_chare5.py --cache bench/out/chare5-cache
 """
 
 from __future__ import annotations
@@ -271,7 +271,9 @@ def chare_f1(examples, rows, data, seed, variant) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/h16cache"))
+    parser.add_argument(
+        "--cache", type=Path, default=Path(__file__).resolve().parent / "out" / "chare5-cache"
+    )
     parser.add_argument("--split", default="train")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--variants", nargs="*")
