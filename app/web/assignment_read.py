@@ -22,11 +22,11 @@ from typing import Any, cast
 from flask import Flask, Response
 from sqlalchemy import Connection, bindparam, select
 
-from app.annotation.assignments import TOKEN_PATTERN
+from app.annotation.assignments import TOKEN_PATTERN, annotation_json
 from app.annotation.qualification import qualification
 from app.crowd.platforms import hint_limits
 from app.errors import NotFound
-from app.models import Annotation, Assignment, Document, PracticeCheck, Study, Suggestion, isoformat
+from app.models import Annotation, Assignment, Document, PracticeCheck, Study, Suggestion
 from app.web.page_cache import cache_of, dumps
 
 _assignments = Assignment.__table__.c
@@ -116,36 +116,9 @@ PRACTICE_CHECKS = (
 )
 
 
-def annotation_json(row: Any) -> dict[str, Any]:
-    """One annotation row as the payload gives it (as ``assignments.annotation_json``)."""
-    paired = None
-    if row.paired_segment is not None:
-        paired = {
-            "segment": row.paired_segment,
-            "start": row.paired_start,
-            "end": row.paired_end,
-            "text": row.paired_text,
-        }
-        if row.paired_end_segment is not None:
-            paired["end_segment"] = row.paired_end_segment
-    return {
-        "id": row.id,
-        "segment": row.segment,
-        "start": row.start,
-        "end": row.end,
-        "text": row.text,
-        "category": row.category,
-        "paired": paired,
-        "comment": row.comment,
-        "client_id": row.client_id,
-        "suggestion_id": row.suggestion_id,
-        "created_at": isoformat(row.created_at),
-    }
-
-
 def _annotations(connection: Connection, assignment_id: int) -> list[dict[str, Any]]:
     rows = connection.execute(ANNOTATIONS, {"assignment_id": assignment_id})
-    return [annotation_json(row) for row in rows]
+    return [annotation_json(row) for row in rows]  # rows read like Annotation objects
 
 
 def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[str, Any]]:
