@@ -146,3 +146,19 @@ def make_study(
         )
         import_documents(session, study, inputs, gold=gold)
         return study.id
+
+
+@pytest.fixture
+def flask_saw(app):
+    """The API paths that reached Flask (the fast lane answered the others)."""
+    import flask
+
+    seen: list[str] = []
+
+    @app.before_request
+    def _seen():
+        if flask.request.path.startswith("/api/assignments/"):
+            path = flask.request.path.rsplit("/", 1)[-1]
+            seen.append(f"{flask.request.method} {path}")
+
+    return seen

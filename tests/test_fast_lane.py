@@ -6,7 +6,6 @@ lane must really have served the happy path (Flask never saw those requests)."""
 from __future__ import annotations
 
 import pytest
-from flask import request
 from sqlalchemy import select
 
 from app.db import session_scope
@@ -28,19 +27,6 @@ HEADERS = (
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
-
-
-@pytest.fixture
-def flask_saw(app):
-    """The API paths that reached Flask (the lane answered the others)."""
-    seen: list[str] = []
-
-    @app.before_request
-    def _seen():
-        if request.path.startswith("/api/assignments/"):
-            seen.append(f"{request.method} {request.path.rsplit('/', 1)[-1]}")
-
-    return seen
 
 
 def conversation(client, token: str) -> list[tuple]:

@@ -7,7 +7,6 @@ old bodies are still taken, and every bad value is a 400 that changes nothing.""
 from __future__ import annotations
 
 import pytest
-from flask import request
 from sqlalchemy import select
 
 from app.db import session_scope
@@ -19,19 +18,6 @@ from tests.helpers import DOCUMENTS, db_snapshot, open_token
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
-
-
-@pytest.fixture
-def flask_saw(app):
-    """The API paths that reached Flask (the fast lane answered the others)."""
-    seen: list[str] = []
-
-    @app.before_request
-    def _seen():
-        if request.path.startswith("/api/assignments/"):
-            seen.append(f"{request.method} {request.path.rsplit('/', 1)[-1]}")
-
-    return seen
 
 
 @pytest.fixture
