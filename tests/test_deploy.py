@@ -85,6 +85,14 @@ def test_web_server_settings_follow_the_environment(monkeypatch):
     assert handler["filename"] == "/tmp/access.log"
 
 
+def test_a_bad_web_server_setting_is_one_clear_line(monkeypatch):
+    import click
+
+    monkeypatch.setenv("WEB_CONCURRENCY", "two")
+    with pytest.raises(click.UsageError, match="WEB_CONCURRENCY must be a whole number, not 'two'"):
+        web_settings()
+
+
 def test_gunicorn_settings_follow_the_environment(monkeypatch):
     monkeypatch.setenv("PORT", "4321")
     monkeypatch.setenv("WEB_CONCURRENCY", "3")

@@ -48,7 +48,10 @@ def _int(name: str, default: int, *fallbacks: str) -> int:
     for key in (name, *fallbacks):
         value = os.environ.get(key, "").strip()
         if value:
-            return int(value)
+            try:
+                return int(value)
+            except ValueError:
+                raise click.UsageError(f"{key} must be a whole number, not {value!r}") from None
     return default
 
 
