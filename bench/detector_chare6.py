@@ -17,11 +17,13 @@ Reuses the fifth attempt's cache (``bench/detector_chare5.py --cache ...`` build
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
+@functools.cache
 def _chare5():
     spec = importlib.util.spec_from_file_location("chare5", ROOT / "bench" / "detector_chare5.py")
     module = importlib.util.module_from_spec(spec)
@@ -39,8 +42,21 @@ def _chare5():
     return module
 
 
-def candidates(examples, rows, data, clusters):
-    """Per CharE row: (label, sentence index, start, end, side features, target)."""
+class Candidate(NamedTuple):
+    """One CharE candidate (a name or a role) of the cached train rows."""
+
+    label: str
+    sentence: int
+    start: int
+    end: int
+    side: np.ndarray
+    """Hand and cluster features."""
+    gold: float
+    embedding: np.ndarray
+    """The frozen encoder's span vector (v5's)."""
+
+
+def candidates(rows, data, clusters) -> list[Candidate]:
     out = []
     for label in ("character", "role"):
         idx, x, votes = data[label]
@@ -48,7 +64,9 @@ def candidates(examples, rows, data, clusters):
         side = np.hstack([x[:, :cut], clusters[label]])
         for n, i in enumerate(idx):
             k, cand = rows[i][0], rows[i][1]
-            out.append((label, k, cand.start, cand.end, side[n], float(votes[n] >= 1), x[n, cut:]))
+            out.append(
+                Candidate(label, k, cand.start, cand.end, side[n], float(votes[n] >= 1), x[n, cut:])
+            )
     return out
 
 
@@ -57,7 +75,7 @@ def inputs_of(examples, cands, context_chars: int):
     sentence, after the last ``context_chars`` of the context (cut at a sentence start)."""
     texts, spans = [], []
     for c in cands:
-        ex = examples[c[1]]
+        ex = examples[c.sentence]
         prefix = ""
         if context_chars and ex.context:
             tail = ex.context[-context_chars:]
@@ -66,13 +84,13 @@ def inputs_of(examples, cands, context_chars: int):
                 tail = tail[dot + 2 :]
             prefix = tail + " "
         texts.append(prefix + ex.sentence)
-        spans.append((len(prefix) + c[2], len(prefix) + c[3]))
+        spans.append((len(prefix) + c.start, len(prefix) + c.end))
     return texts, spans
 
 
 def fold_ids(examples, cands, seed):
     fold_of = _chare5().folds_of(examples, seed)
-    return np.asarray([fold_of[examples[c[1]].doc_id] for c in cands])
+    return np.asarray([fold_of[examples[c.sentence].doc_id] for c in cands])
 
 
 def sentence_f1(examples, cands, probs):
@@ -80,7 +98,7 @@ def sentence_f1(examples, cands, probs):
 
     scores = [0.0] * len(examples)
     for c, p in zip(cands, probs, strict=True):
-        scores[c[1]] = max(scores[c[1]], float(p))
+        scores[c.sentence] = max(scores[c.sentence], float(p))
     gold = [any(g.category == "CharE" for g in ex.gold) for ex in examples]
     return choose(scores, gold)["best_f1"]
 
@@ -112,8 +130,12 @@ def main() -> None:
         label: c5.cluster_matrix(examples, rows, data[label][0], texts, found)
         for label in ("character", "role")
     }
-    cands = candidates(examples, rows, data, clusters)
-    print(f"{len(cands)} CharE candidates, {sum(c[5] for c in cands):.0f} gold", flush=True)
+    cands = candidates(rows, data, clusters)
+    side = np.stack([c.side for c in cands])
+    gold = np.asarray([c.gold for c in cands], np.float32)
+    labels = np.asarray([c.label for c in cands])
+    frozen_emb = np.stack([c.embedding for c in cands])
+    print(f"{len(cands)} CharE candidates, {gold.sum():.0f} gold", flush=True)
     cfg = AdapterConfig(rank=args.rank, layer=args.layer, epochs=args.epochs, lr=args.lr)
     texts_in, spans_in = inputs_of(examples, cands, args.context_chars)
     frozen = {}
@@ -126,29 +148,29 @@ def main() -> None:
             tr = np.flatnonzero(fold != f)
             he = np.flatnonzero(fold == f)
             if args.frozen:
-                emb = np.stack([c[6] for c in cands])
+                emb = frozen_emb
             else:
                 model = SpanModel(cfg)
                 train_adapters(
                     model,
                     [texts_in[i] for i in tr],
                     [spans_in[i] for i in tr],
-                    np.stack([cands[i][4] for i in tr]),
-                    np.asarray([cands[i][5] for i in tr], np.float32),
-                    [cands[i][0] == "role" for i in tr],
+                    side[tr],
+                    gold[tr],
+                    labels[tr] == "role",
                     seed=seed,
                 )
                 direct[he] = model.predict(
                     [texts_in[i] for i in he],
                     [spans_in[i] for i in he],
-                    np.stack([cands[i][4] for i in he]),
-                    [cands[i][0] == "role" for i in he],
+                    side[he],
+                    labels[he] == "role",
                 )
                 emb = span_vectors(model, texts_in, spans_in)
-            stacked[he] = v5_recipe(cands, emb, tr, he)
+            stacked[he] = v5_recipe(side, emb, gold, labels, tr, he)
             if not args.frozen:
                 frozen.setdefault(seed, np.zeros(len(cands), np.float32))[he] = v5_recipe(
-                    cands, np.stack([c[6] for c in cands]), tr, he
+                    side, frozen_emb, gold, labels, tr, he
                 )
             print(f"  seed {seed} fold {f}: {time.perf_counter() - started:.0f} s", flush=True)
         np.savez(args.cache / f"chare6-{args.tag}-seed{seed}.npz", direct=direct, stacked=stacked)
@@ -170,27 +192,23 @@ def main() -> None:
             )
 
 
-def v5_recipe(cands, emb, tr, he) -> np.ndarray:
+def v5_recipe(side, emb, gold, labels, tr, he) -> np.ndarray:
     """v5's CharE heads (PCA 32 names / 8 roles, 32-unit MLP, 5 inits) fitted on rows
     ``tr`` with span embeddings ``emb``; probabilities of rows ``he``."""
     c5 = _chare5()
     from model_server.minilm_train import fit_reduction, project
 
     out = np.zeros(len(he), np.float32)
-    labels = np.asarray([c[0] for c in cands])
+    x = np.hstack([side, emb]).astype(np.float32)
     for label, comps in (("character", 32), ("role", 8)):
         trl = tr[labels[tr] == label]
         hel = np.flatnonzero(labels[he] == label)
         if not len(hel):
             continue
-        side = np.stack([cands[i][4] for i in range(len(cands))])
-        x = np.hstack([side, emb]).astype(np.float32)
-        y = np.asarray([c[5] for c in cands], np.float32)
-        cut = side.shape[1]
-        reduce = fit_reduction(x[trl], cut, comps)
+        reduce = fit_reduction(x[trl], side.shape[1], comps)
         xtr, xhe = project(x[trl], reduce), project(x[he[hel]], reduce)
         for init in range(5):
-            out[hel] += c5.fit_mlp(xtr, y[trl], 32, 1e-2, 300, init)(xhe) / 5
+            out[hel] += c5.fit_mlp(xtr, gold[trl], 32, 1e-2, 300, init)(xhe) / 5
     return out
 
 

@@ -7,8 +7,7 @@ query and value projections of the layers below that one get rank-``r`` adapters
 (``W + (alpha / r) * B @ A``, Hu et al. 2021) trained on the candidates' gold targets
 jointly with a small head over the candidate's hand and cluster features; the adapted
 encoder's span vectors then feed the usual heads. Only the layers that the span vector
-depends on are run, and the adapters could merge into plain weights for detection (never
-shipped: the attempt did not meet its bar, docs/DETECTOR.md).
+depends on are run. Never shipped: the attempt did not meet its bar (docs/DETECTOR.md).
 """
 
 from __future__ import annotations
@@ -54,16 +53,12 @@ class LoRALinear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.base(x) + (x @ self.a.T @ self.b.T) * self.scale
 
-    def delta(self) -> torch.Tensor:
-        """The update to add to the base weight."""
-        return (self.b @ self.a) * self.scale
-
 
 class SpanModel(torch.nn.Module):
     """The encoder's first ``cfg.layer`` layers with adapters, and a head over
     [standardised side features, is_role, span vector]."""
 
-    def __init__(self, cfg: AdapterConfig, side_dim: int | None = None):
+    def __init__(self, cfg: AdapterConfig):
         super().__init__()
         from model_server.minilm import encoder
 
@@ -78,12 +73,11 @@ class SpanModel(torch.nn.Module):
             attention = layer.attention.self
             for name in TARGETS:
                 setattr(attention, name, LoRALinear(getattr(attention, name), cfg.rank, cfg.alpha))
-        self.side_dim = side_dim
         self.head: torch.nn.Module | None = None
         self.side_mean = self.side_std = None
 
     def adapters(self) -> list[torch.nn.Parameter]:
-        return [p for n, p in self.encoder.named_parameters() if p.requires_grad]
+        return [p for p in self.encoder.parameters() if p.requires_grad]
 
     def build_head(self, side: np.ndarray) -> None:
         self.side_mean = torch.tensor(side.mean(0), dtype=torch.float32)
