@@ -61,6 +61,7 @@ def import_command(
     from flask import current_app
 
     from app.db import session_scope
+    from app.documents.storing import SKIPPED_PAIRS
     from app.documents.studies import analyse_entities, get_study, import_documents
     from app.formats import parse_documents
 
@@ -91,6 +92,8 @@ def import_command(
         )
     if result.imported_suggestions:
         parts.append(counted(result.imported_suggestions, "imported suggestion"))
+    if result.skipped_pairs:
+        parts.append(f"{counted(result.skipped_pairs, 'edit')} {SKIPPED_PAIRS}")
     if checks:
         parts.append(counted(result.gold_errors, "attention check"))
     if gold or checks:

@@ -120,6 +120,7 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "imported_annotations": result.imported_annotations,
         "imported_assignments": result.imported_assignments,
         "imported_suggestions": result.imported_suggestions,
+        "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
         "ner_available": nlp is not None or bool(entities),
         "detection_jobs": result.detection_jobs,

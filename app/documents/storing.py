@@ -42,6 +42,13 @@ class ImportResult:
     imported_annotations: int = 0  # annotations inside the file, kept as imported workers'
     imported_assignments: int = 0
     imported_suggestions: int = 0
+    skipped_pairs: int = 0  # imported edits whose pair breaks the API's rule, left out
+
+
+SKIPPED_PAIRS = (
+    "left out: their paired span does not come before their span (the API's rule; the edits "
+    "are kept in the document's metadata and written back on export)"
+)
 
 
 @dataclass
@@ -283,5 +290,6 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         imported_annotations=work.annotations,
         imported_assignments=work.assignments,
         imported_suggestions=work.suggestions,
+        skipped_pairs=sum(d.skipped_pairs for d in prepared.documents),
         lock_seconds=time.perf_counter() - started,
     )
