@@ -52,8 +52,8 @@ def refuse_if_checked(
 ) -> None:
     """Refuse an add in ``segment`` (or the removal of ``annotation_id``) when that practice
     segment's feedback was already read: one indexed query on ``practice_checks``, where an
-    assignment that is no practice has no rows. A segment that is not a whole number is left
-    to the add's own checks."""
+    assignment that is no practice has no rows. A segment that is not a whole number of the
+    column's range is left to the add's own checks (``2**63`` overflowed SQLite's driver)."""
     query = select(PracticeCheck.id).where(PracticeCheck.assignment_id == assignment_id)
     if annotation_id is not None:
         query = query.join(
@@ -61,7 +61,7 @@ def refuse_if_checked(
             (Annotation.assignment_id == PracticeCheck.assignment_id)
             & (Annotation.segment == PracticeCheck.segment),
         ).where(Annotation.id == annotation_id)
-    elif isinstance(segment, int) and not isinstance(segment, bool):
+    elif isinstance(segment, int) and not isinstance(segment, bool) and 0 <= segment <= MAX_SEGMENT:
         query = query.where(PracticeCheck.segment == segment)
     else:
         return

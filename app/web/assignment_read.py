@@ -23,6 +23,7 @@ from flask import Flask, Response
 from sqlalchemy import Connection, bindparam, select
 
 from app.annotation.assignments import TOKEN_PATTERN, annotation_json
+from app.annotation.hint_events import pick_shown
 from app.annotation.qualification import qualification
 from app.crowd.platforms import hint_limits
 from app.errors import NotFound
@@ -123,16 +124,13 @@ def _annotations(connection: Connection, assignment_id: int) -> list[dict[str, A
 
 def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[str, Any]]:
     """The suggestions shown: at most the study's hints per segment, best first, then by
-    place (the same rule as before, on rows instead of objects)."""
+    place (:func:`app.annotation.hint_events.pick_shown`, which also decides which
+    suggestion events are stored)."""
     if row.suggestions != "shown" or row.condition == "unassisted":
         return []
     most, lowest = hint_limits(study)
-    kept: list[Any] = []
-    per_segment: dict[int, int] = {}
-    for s in connection.execute(SUGGESTIONS, {"document_id": row.document_id, "lowest": lowest}):
-        if per_segment.get(s.segment, 0) < most:
-            per_segment[s.segment] = per_segment.get(s.segment, 0) + 1
-            kept.append(s)
+    rows = connection.execute(SUGGESTIONS, {"document_id": row.document_id, "lowest": lowest})
+    kept = pick_shown(rows, most)
     kept.sort(key=lambda s: (s.segment, s.start, s.id))
     return [
         {

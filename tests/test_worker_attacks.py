@@ -1,0 +1,167 @@
+"""Issue 26, what a worker's token can send: forged or probing suggestion events in hidden
+mode (row 7) and integers beyond any column (row 8), on SQLite and Postgres, with the fast
+lane on and off. Each test is named for the attack it replays."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Document, Suggestion, SuggestionEvent
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import DOCUMENTS, db_snapshot, open_token
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def add_suggestions(app) -> dict[str, int]:
+    """One suggestion on each document; their ids by document."""
+    ids = {}
+    with app.app_context(), session_scope() as session:
+        for external_id in ("doc-1", "doc-2"):
+            document = session.scalar(select(Document).where(Document.external_id == external_id))
+            suggestion = Suggestion(
+                document_id=document.id,
+                segment=0,
+                start=0,
+                end=3,
+                text="x",
+                category="CharE",
+                score=0.9,
+                detector="test",
+                detector_version="1",
+            )
+            session.add(suggestion)
+            session.flush()
+            ids[external_id] = suggestion.id
+    return ids
+
+
+def stored_events(app) -> list:
+    with app.app_context(), session_scope() as session:
+        return session.execute(select(SuggestionEvent.suggestion_id, SuggestionEvent.event)).all()
+
+
+# --- row 7 ---------------------------------------------------------------------------------
+
+
+def test_hidden_suggestions_cannot_be_probed_or_forged_by_events(app, client):
+    make_study(app, documents=DOCUMENTS, suggestions="hidden", annotators_per_doc=10)
+    ids = add_suggestions(app)
+    token = open_token(client)
+    assert client.get(f"/api/assignments/{token}").get_json()["suggestions"] == []
+    base = f"/api/assignments/{token}"
+    for lane in (True, False):
+        app.config["FAST_LANE"] = lane
+        answers = set()
+        for suggestion in (ids["doc-1"], ids["doc-2"], ids["doc-2"] + 1000):
+            for body in (
+                {"segment": 0, "events": {"shown": [suggestion], "accepted": [suggestion]}},
+            ):
+                answers.add(client.post(f"{base}/position", json=body).status_code)
+            batch = {"event": "accepted", "suggestions": [suggestion]}
+            answers.add(client.post(f"{base}/suggestions/events", json=batch).status_code)
+            one = client.post(f"{base}/suggestions/{suggestion}/events", json={"event": "shown"})
+            answers.add(one.status_code)
+        assert answers == {204}  # the same answer whatever the id
+    assert stored_events(app) == []  # nothing reaches the export
+
+
+def test_shown_mode_stores_only_what_the_worker_is_shown(app, client):
+    make_study(app, documents=DOCUMENTS, suggestions="shown", annotators_per_doc=10)
+    ids = add_suggestions(app)
+    token = open_token(client)
+    shown = [s["id"] for s in client.get(f"/api/assignments/{token}").get_json()["suggestions"]]
+    assert shown == [ids["doc-1"]]
+    body = {"segment": 0, "events": {"shown": [ids["doc-1"], ids["doc-2"]]}}
+    assert client.post(f"/api/assignments/{token}/position", json=body).status_code == 204
+    assert stored_events(app) == [(ids["doc-1"], "shown")]
+
+
+# --- row 8 ---------------------------------------------------------------------------------
+
+HUGE = st.one_of(
+    st.sampled_from([2**31, 2**32, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, -1]),
+    st.integers(min_value=2**31, max_value=2**80),
+    st.integers(max_value=-1, min_value=-(2**80)),
+)
+BODY_FIELDS = [
+    ("annotations", "segment"),
+    ("annotations", "start"),
+    ("annotations", "end"),
+    ("annotations", "suggestion_id"),
+    ("annotations", "paired.segment"),
+    ("annotations", "paired.start"),
+    ("annotations", "paired.end"),
+    ("annotations", "paired.end_segment"),
+    ("position", "segment"),
+    ("position", "active.value"),
+    ("position", "events.shown"),
+    ("suggestions/events", "suggestions"),
+]
+PATH_FIELDS = ["annotations/{}", "practice/{}", "suggestions/{}/events"]
+
+
+def body_with(endpoint: str, field: str, value: int) -> dict:
+    if endpoint == "annotations":
+        body = {"segment": 0, "start": 0, "end": 4, "text": "Anna", "category": "CharE"}
+        if field.startswith("paired."):
+            body["category"] = "RepE"
+            body = {**body, "segment": 1, "start": 0, "end": 6, "text": "Anna's"}
+            body["paired"] = {"segment": 0, "start": 0, "end": 4, "text": "Anna"}
+            body["paired"][field.split(".")[1]] = value
+        else:
+            body[field] = value
+        return body
+    if endpoint == "position":
+        if field == "active.value":
+            return {"segment": 0, "active": {"0": value}}
+        if field == "events.shown":
+            return {"segment": 0, "events": {"shown": [value]}}
+        return {"segment": value}
+    return {"event": "shown", "suggestions": [value]}
+
+
+@pytest.fixture
+def worker(app, client):
+    make_study(app, documents=DOCUMENTS, suggestions="shown", annotators_per_doc=10)
+    return open_token(client)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    where=st.one_of(st.sampled_from(BODY_FIELDS), st.sampled_from(PATH_FIELDS)),
+    value=HUGE,
+    lane=st.booleans(),
+)
+def test_an_integer_beyond_any_column_is_a_400_with_a_message(
+    app, client, worker, where, value, lane
+):
+    """``segment: 2**63`` on an add was a 500 on SQLite (OverflowError in the practice
+    freeze's query); every integer of every endpoint is walked here."""
+    app.config["FAST_LANE"] = lane
+    before = db_snapshot(app)
+    base = f"/api/assignments/{worker}"
+    if isinstance(where, tuple):
+        endpoint, field = where
+        answer = client.post(f"{base}/{endpoint}", json=body_with(endpoint, field, value))
+    else:
+        path = where.format(value)
+        method = client.delete if path.startswith("annotations/") else client.post
+        answer = method(f"{base}/{path}", json={"event": "shown"})
+    if where == ("position", "active.value"):  # seconds are clamped (timing.py), not refused
+        assert answer.status_code < 500, (where, value, answer.status_code)
+        return
+    assert 400 <= answer.status_code < 500, (where, value, answer.status_code)
+    assert answer.get_json()["error"]
+    assert db_snapshot(app) == before
