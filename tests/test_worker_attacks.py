@@ -13,6 +13,7 @@ from app.db import session_scope
 from app.models import Document, Suggestion, SuggestionEvent
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, db_snapshot, open_token
+from tests.test_journey import CONSENT_TOKEN
 
 
 @pytest.fixture(params=BACKENDS)
@@ -165,3 +166,64 @@ def test_an_integer_beyond_any_column_is_a_400_with_a_message(
     assert 400 <= answer.status_code < 500, (where, value, answer.status_code)
     assert answer.get_json()["error"]
     assert db_snapshot(app) == before
+
+
+# --- row 12 --------------------------------------------------------------------------------
+
+GENERIC = {"worker_id": "victim"}
+
+
+def consent_rows(app) -> list:
+    from app.models import Consent
+
+    with app.app_context(), session_scope() as session:
+        return session.execute(select(Consent.worker_id, Consent.agreed)).all()
+
+
+@pytest.fixture
+def consenting(app):
+    from tests.test_journey import QUESTIONNAIRE, _study
+
+    make_study(app)
+    _study(app, questionnaire=QUESTIONNAIRE)
+    return app
+
+
+def test_anonymous_consent_posts_from_anywhere_are_not_recorded(consenting, client):
+    forged = {**GENERIC, "decision": "agree"}
+    evil = client.post("/s/demo/consent", data=forged, headers={"Origin": "https://evil.example"})
+    assert evil.status_code == 403
+    blind = client.post("/s/demo/consent", data=forged)  # no Origin, no token of a shown form
+    assert blind.status_code == 400
+    other = client.get("/s/demo", query_string={"worker_id": "someone"}).get_data(as_text=True)
+    token = CONSENT_TOKEN.search(other).group(1)  # a token shown to another arrival
+    borrowed = client.post("/s/demo/consent", data={**forged, "consent_token": token})
+    assert borrowed.status_code == 400
+    assert consent_rows(consenting) == []
+    arrival = client.get("/s/demo", query_string=GENERIC)  # the victim still sees the form
+    assert arrival.status_code == 200 and 'name="consent_token"' in arrival.get_data(as_text=True)
+
+
+def test_a_decline_does_not_flip_an_agreement(consenting, client):
+    from tests.test_journey import consent
+
+    assert consent(client, {"worker_id": "w9"}, "agree").status_code == 302
+    page = client.get("/s/demo", query_string={"worker_id": "w-other"}).get_data(as_text=True)
+    assert 'name="consent_token"' in page
+    replay = {"worker_id": "w9", "decision": "decline"}
+    token = consent_token_for(client, {"worker_id": "w9"}, consenting)
+    answer = client.post("/s/demo/consent", data={**replay, "consent_token": token})
+    assert answer.status_code == 302  # on to the work: the agreement stands
+    assert consent_rows(consenting) == [("w9", True)]
+
+
+def consent_token_for(client, params: dict, app) -> str:
+    """The token the consent form of this arrival carried (signed as the page signs it)."""
+    from app.crowd import platforms
+    from app.documents.studies import get_study
+    from app.web import journey as web_journey
+
+    with app.test_request_context(), session_scope() as session:
+        study = get_study(session, "demo")
+        arrival = platforms.read_arrival(params)
+        return web_journey._signer().dumps(web_journey._consent_claim(study, arrival))
