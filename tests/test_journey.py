@@ -3,10 +3,10 @@ left, consent, questionnaires; and the lifecycle rules behind them (SQLite and P
 
 from __future__ import annotations
 
-import re
 import csv
 import io
 import json
+import re
 
 import pytest
 from sqlalchemy import select

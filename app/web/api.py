@@ -16,7 +16,7 @@ from app.documents.text import storable
 from app.errors import InvalidInput
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
-from app.web.limits import arrival_limit, limiter
+from app.web.limits import arrival_limit, limiter, practice_limit
 from app.web.page_cache import cache_of
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -164,6 +164,7 @@ def submit(token: str):
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")
+@limiter.limit(practice_limit)
 def practice_feedback(token: str, segment: int):
     """Check one segment of a practice document: its marks freeze, the feedback comes back
     (:mod:`app.annotation.practice`). A JSON body (no cross-site form can send one)."""

@@ -55,6 +55,7 @@ ASSIGNMENT = (
         _studies.taxonomy_hash,
         _documents.created_at.label("document_created_at"),
         _documents.is_gold,
+        _documents.is_practice,
     )
     .join_from(Assignment.__table__, Study.__table__, _studies.id == _assignments.study_id)
     .join(Document.__table__, _documents.id == _assignments.document_id)
@@ -156,9 +157,9 @@ def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[st
 
 
 def _practice(connection: Connection, row: Any, study: Study) -> dict[str, Any] | None:
-    """The ``practice`` entry on practice documents (gold documents of a study with a pass
-    mark), else None (:func:`app.annotation.practice.payload`)."""
-    if qualification(study) is None or not row.is_gold:
+    """The ``practice`` entry on practice documents (gold practice documents of a study with a
+    pass mark), else None (:func:`app.annotation.practice.payload`)."""
+    if qualification(study) is None or not (row.is_gold and row.is_practice):
         return None
     return {
         "checked": {
