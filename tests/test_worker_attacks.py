@@ -227,3 +227,34 @@ def consent_token_for(client, params: dict, app) -> str:
         study = get_study(session, "demo")
         arrival = platforms.read_arrival(params)
         return web_journey._signer().dumps(web_journey._consent_claim(study, arrival))
+
+
+# --- row 13 --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u200e", "\ufeff", "\u202e", "\u2066", "\u200b"])
+def test_worker_ids_with_invisible_or_direction_characters_are_refused(app, client, char):
+    make_study(app, documents=DOCUMENTS)
+    worker = f"w{char}1"
+    answer = client.post("/api/assignments", json={"study": "demo", "worker_id": worker})
+    assert answer.status_code == 400 and f"U+{ord(char):04X}" in answer.get_json()["error"]
+    page = client.get("/s/demo", query_string={"worker_id": worker})
+    assert page.status_code == 400 and f"U+{ord(char):04X}".encode() in page.data
+    with app.app_context(), session_scope() as session:
+        from app.models import Assignment
+
+        assert session.scalar(select(Assignment.id)) is None
+
+
+def test_review_status_tsv_is_spreadsheet_safe(app, database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    formula = '=HYPERLINK("http://evil.example","x")'
+    make_study(app, documents=[(formula, ["A text."])])
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+    result = CliRunner().invoke(main, ["review", "status", "demo"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("'" + formula + "\t")
