@@ -5,7 +5,7 @@ lane on and off. Each test is named for the attack it replays."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
@@ -145,6 +145,9 @@ def worker(app, client):
     value=HUGE,
     lane=st.booleans(),
 )
+@example(where=("annotations", "segment"), value=2**63, lane=True)  # the probe's request
+@example(where=("annotations", "paired.segment"), value=2**63, lane=False)
+@example(where="annotations/{}", value=2**64, lane=False)
 def test_an_integer_beyond_any_column_is_a_400_with_a_message(
     app, client, worker, where, value, lane
 ):
