@@ -400,6 +400,15 @@ def test_checks_uploaded_in_the_admin_are_imported_as_checks(app, client):
         assert up is not None and up.is_gold is False
         errors = session.scalars(select(GoldError).where(GoldError.document_id == up.id)).all()
         assert [(e.text, e.is_check) for e in errors] == [("at dawn", True)]
+    snac = {
+        "up-2": {"0": {"text": PRACTICE[0], "errors": [{"span": "Anna", "error_type": "RefE"}]}}
+    }
+    mixed = upload(client, json.dumps(snac).encode(), "p.json", checks="1", practice="1")
+    assert mixed.status_code == 400 and "not both" in mixed.get_data(as_text=True)
+    assert upload(client, json.dumps(snac).encode(), "p.json", practice="1").status_code == 302
+    with app.app_context(), session_scope() as session:
+        up = session.scalar(select(Document).where(Document.external_id == "up-2"))
+        assert (up.is_gold, up.is_practice) == (True, True)
 
 
 def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
@@ -410,7 +419,8 @@ def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 gold error" in result.output and "has no pass mark yet" in result.output
     with app.app_context(), session_scope() as session:
-        assert session.scalar(select(Document.is_gold).where(Document.external_id == "p-1"))
+        stored = session.scalar(select(Document).where(Document.external_id == "p-1"))
+        assert (stored.is_gold, stored.is_practice) == (True, True)
 
 
 def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
