@@ -6,6 +6,10 @@ set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# Fonts for emoji and Chinese, so screenshots of pages with them show glyphs, not boxes
+# (the tests read offsets, not pixels, and pass without them).
+fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || missing+=(fonts-noto-color-emoji)
+fc-list 2>/dev/null | grep -qi "WenQuanYi" || missing+=(fonts-wqy-microhei)
 # `docker compose config` validation (no engine needed); Debian ships the v1 CLI.
 command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 \
   || missing+=(docker-compose)
