@@ -21,6 +21,18 @@ class InvalidInput(MarginaliaError):
 
     status = 400
 
+    # A message a worker page shows in the worker's language: ``template % params``, the
+    # template marked for the catalogue (see :func:`translatable`).
+    template: str | None = None
+    params: dict[str, object] | None = None
+
+
+def translatable(template: str, **params: object) -> InvalidInput:
+    """An :class:`InvalidInput` saying ``template % params``, which a page can translate."""
+    error = InvalidInput(template % params)
+    error.template, error.params = template, params
+    return error
+
 
 class NotFound(MarginaliaError):
     status = 404
