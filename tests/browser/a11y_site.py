@@ -12,9 +12,10 @@ from sqlalchemy import select
 from app.crowd import platforms
 from app.db import session_scope
 from app.documents import journey
-from app.documents.studies import import_documents
-from app.formats import DocumentInput, GoldSpan
+from app.formats import DocumentInput
 from app.models import Document, Study, Suggestion
+from tests.browser.test_journey_flow import QUESTIONNAIRE
+from tests.browser.test_practice_flow import training_study
 from tests.conftest import make_study
 
 EMAIL, PASSWORD = "a11y@example.org", "accessible pages 33"
@@ -28,35 +29,9 @@ MENTIONS = [
     [("Wren", "1"), ("Captain Haldane", "3")],
     [("Haldane", "3"), ("Pim", "2"), ("Wren", "1")],
 ]
-QUESTIONNAIRE = """\
-consent: |
-  ## Taking part
-  You will read short stories and mark errors. Your answers are **anonymous**.
-consent_button: I agree to take part
-after_document:
-  - id: difficulty
-    type: likert
-    prompt: The story was easy to follow.
-    scale: 5
-    low: Strongly disagree
-    high: Strongly agree
-after_study:
-  - id: device
-    type: choice
-    prompt: Which device did you use?
-    options: [Computer, Tablet, Phone]
-  - id: feedback
-    type: text
-    prompt: Anything we should know?
-    required: false
-"""
 ARABIC = [
     "كانت سلمى تحرس المنارة على الجرف. يزورها أخوها طارق في الربيع.",
     "في الشتاء انطفأ المصباح مرتين. صعدت سلمى الدرج وأصلحته وحدها.",
-]
-PRACTICE = [
-    "Anna met Bob at the station. Bob said hello to the wrong person.",
-    "Then Carla leaved the house and walked to the harbour.",
 ]
 
 
@@ -116,6 +91,7 @@ def build(app) -> Site:
     from app.researchers.accounts import create_researcher
 
     site = Site()
+    training_study(app, attempts=2)  # first: it looks for the only study there is
     docs = [
         DocumentInput(f"story-{n}", STORY, entity_clusters=_clusters(STORY, MENTIONS))
         for n in (1, 2, 3, 4)
@@ -123,20 +99,8 @@ def build(app) -> Site:
     make_study(app, slug="lights", documents=docs, suggestions="shown", annotators_per_doc=4)
     make_study(app, slug="plain", documents=[("p-1", STORY), ("p-2", STORY)])
     make_study(app, slug="hits", documents=[("h-1", STORY)])
-    make_study(app, slug="train", documents=[("real-1", STORY)], annotators_per_doc=2)
     make_study(app, slug="arabic", documents=[("ar-1", ARABIC)])
     make_study(app, slug="paused", documents=[("x-1", STORY)])
-    practice = [
-        DocumentInput(
-            f"practice-{n}",
-            list(PRACTICE),
-            gold=[
-                GoldSpan(segment=0, text="the wrong person", category="CharE", votes=1),
-                GoldSpan(segment=1, text="leaved", category="GramE", votes=1),
-            ],
-        )
-        for n in (1, 2)
-    ]
     with app.app_context(), session_scope() as session:
         create_researcher(session, EMAIL, PASSWORD, role="admin")
         studies = {s.slug: s for s in session.scalars(select(Study))}
@@ -157,8 +121,6 @@ def build(app) -> Site:
         studies["arabic"].settings = {**(studies["arabic"].settings or {}), "lang": "ar"}
         studies["paused"].status = "paused"
         platforms.configure_study(studies["hits"], platform="mturk")
-        import_documents(session, studies["train"], practice, gold=True)
-        platforms.configure_study(studies["train"], qualification_f1=0.6, qualification_attempts=2)
 
     client = app.test_client()
     prolific = "/s/lights?STUDY_ID=st1&SESSION_ID=se-{pid}&PROLIFIC_PID={pid}"
