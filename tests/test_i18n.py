@@ -192,6 +192,7 @@ def test_text_language_settings_are_checked_and_documents_override_them(app):
         with pytest.raises(InvalidInput):
             configure_language(study, **bad)
     assert study.settings["lang"] == "zh-Hans"  # nothing changed by a refusal
+    assert text_language(study_row(app)) == (None, "en")  # nothing set: English, as always
     configure_language(study, lang="ar", dir="")
     assert text_language(study) == ("rtl", "ar")
     assert text_language(study, {"lang": "en"}) == ("ltr", "en")  # the document's own wins

@@ -25,6 +25,10 @@ RTL_LANGUAGES = frozenset(
 )
 RTL_SCRIPTS = frozenset({"Arab", "Hebr", "Syrc", "Thaa", "Nkoo", "Adlm", "Rohg"})
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}$")
+# The documents' language when neither the study nor the document says: English, what the
+# pages always declared (a screen reader then reads English texts with an English voice even
+# when the interface is German); a study of texts in another language sets ``lang``.
+DEFAULT_TEXT_LANG = "en"
 UNSET: Any = object()
 
 
@@ -90,13 +94,14 @@ def describe(study) -> dict[str, str | None]:
 
 
 def text_language(study, meta: dict[str, Any] | None = None) -> tuple[str | None, str | None]:
-    """(dir, lang) of a document's text: its metadata's, else the study's (None: not set).
-    A document's own language brings its direction (``ltr`` unless it is written right to
-    left) before the study's ``dir``; invalid values are ignored."""
+    """(dir, lang) of a document's text: its metadata's, else the study's, else no direction
+    (the page's) and :data:`DEFAULT_TEXT_LANG`. A document's own language brings its direction
+    (``ltr`` unless it is written right to left) before the study's ``dir``; invalid values
+    are ignored."""
     settings = study.settings or {}
     meta = meta if isinstance(meta, dict) else {}
     own_lang = valid_tag(meta.get("lang"))
-    lang = own_lang or valid_tag(settings.get("lang"))
+    lang = own_lang or valid_tag(settings.get("lang")) or DEFAULT_TEXT_LANG
     own_dir = meta.get("dir") if meta.get("dir") in DIRECTIONS else None
     study_dir = settings.get("dir") if settings.get("dir") in DIRECTIONS else None
     if own_dir:
