@@ -107,6 +107,11 @@ def test_the_browser_language_picks_the_pages_language(app, client):
     assert "Worker ID" in french  # no French catalogue: English
 
     token = token_of(client, "demo", "w1", **{"Accept-Language": "de"})
+    again = client.get("/s/demo?worker_id=w1", headers={"Accept-Language": "de"})
+    assert again.status_code == 409
+    assert "diese Teilnehmer-ID hat schon Arbeit in einem anderen Browser" in again.get_data(
+        as_text=True
+    )
     annotate = client.get(f"/a/{token}", headers={"Accept-Language": "de"}).get_data(as_text=True)
     assert "Anleitung und Fehlerkategorien" in annotate
     table = json.loads(

@@ -44,7 +44,7 @@ from app.models import Assignment, Study
 from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web import journey
-from app.web.i18n import script_messages, use_study
+from app.web.i18n import error_text, script_messages, use_study
 from app.web.limits import arrival_limit, limiter
 from app.web.markdown import render_markdown
 
@@ -140,7 +140,7 @@ def _screened_out(session, study: Study, worker_id: str, platform: str, assignme
 
 def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
     body = render_template(
-        "resume.html", study=study, worker_id=worker_id, error=str(exc), tried=tried
+        "resume.html", study=study, worker_id=worker_id, error=error_text(exc), tried=tried
     )
     return _worker_page(body, exc.status, study)
 
