@@ -246,6 +246,9 @@ function onKey(e) {
   const moves = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"];
   const acts = ["Enter", " ", "Delete"];
   if (!moves.includes(e.key) && !acts.includes(e.key)) return;
+  // After a click in the text, Space and Enter keep their usual meaning (Space scrolls)
+  // until an arrow key brings the cursor out.
+  if (acts.includes(e.key) && !el.textArea.classList.contains("kb-active")) return;
   e.preventDefault();
   el.textArea.classList.add("kb-active");
   state.kb = startingPoint();
@@ -276,7 +279,10 @@ export function wireKeyboard() {
   el.textArea.addEventListener("focus", () => {
     if (!state.data || pressed) return;
     state.kb = startingPoint();
-    if (state.kb) announce("word", null);
+    if (!state.kb) return;
+    el.textArea.classList.add("kb-active");
+    page.renderText();
+    announce("word", null);
   });
   // The cursor shows (CSS) while the keyboard works the text; a mouse press hides it again
   // (only a class: redrawing the text under a starting drag would lose its selection).

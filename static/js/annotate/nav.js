@@ -59,7 +59,7 @@ export function goTo(segment) {
   state.current = target;
   el.instructions.open = false;
   if (!state.readOnly) page.outbox.push({ kind: "position", segment: target, active });
-  const typing = document.activeElement === el.textArea;
+  const typing = document.activeElement === el.textArea && el.textArea.classList.contains("kb-active");
   page.renderAll({ scrollContext: true });
   if (typing) page.keyboardMoved();
   else el.currentHeading.focus({ preventScroll: true });
