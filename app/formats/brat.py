@@ -23,6 +23,7 @@ from app.formats.annotated import Mark, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
 from app.formats.wholetext import Layout, split
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "brat"
 READS_FILES = True
@@ -66,18 +67,19 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
     lines: list[str] = []
     number = 0
 
-    def span(segment: int, start: int, end: int, text: str, category: str) -> str:
+    def span(a: int, b: int, text: str, category: str) -> str:
         nonlocal number
         number += 1
-        a, b = layout.to_whole(segment, start), layout.to_whole(segment, end)
         lines.append(f"T{number}\t{category} {a} {b}\t{' '.join(text.splitlines())}")
         return f"T{number}"
 
     relations = notes = 0
     for mark in marks:
-        tag = span(mark.segment, mark.start, mark.end, mark.text, mark.category)
-        if mark.paired is not None:
-            earlier = span(*mark.paired, mark.category)
+        a, b = layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)
+        tag = span(a, b, mark.text, mark.category)
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            earlier = span(*paired, mark.category)
             relations += 1
             lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
         if mark.comment:
@@ -87,11 +89,11 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
 
 
 def export_files(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, work: Work | None = None
 ) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
-    for document in annotated_documents(session, study, layer):
+    for document in annotated_documents(session, study, work):
         layout = document.layout
         name = file_name(document.external_id)
         text = layout.text.encode("utf-8")

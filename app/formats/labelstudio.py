@@ -30,6 +30,7 @@ from app.formats.records import DocumentInput, ImportedSpan, ImportedSuggestion,
 from app.formats.records import document_id as checked_id
 from app.formats.wholetext import Layout, layout_from_ranges, segment_ranges, split
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "labelstudio"
 WHOLE_TEXT = True
@@ -188,7 +189,7 @@ def parse(
 def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
 
-    def region(rid: str, segment: int, start: int, end: int, text: str, category: str) -> None:
+    def region(rid: str, start: int, end: int, text: str, category: str) -> None:
         results.append(
             {
                 "id": rid,
@@ -196,18 +197,17 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
                 "to_name": TEXT_NAME,
                 "type": "labels",
                 "origin": "manual",
-                "value": {
-                    "start": layout.to_whole(segment, start),
-                    "end": layout.to_whole(segment, end),
-                    "text": text,
-                    "labels": [category],
-                },
+                "value": {"start": start, "end": end, "text": text, "labels": [category]},
             }
         )
 
     for m, mark in enumerate(marks):
         rid = f"{prefix}-{m}"
-        region(rid, mark.segment, mark.start, mark.end, mark.text, mark.category)
+        start, end = (
+            layout.to_whole(mark.segment, mark.start),
+            layout.to_whole(mark.segment, mark.end),
+        )
+        region(rid, start, end, mark.text, mark.category)
         if mark.comment:
             results.append(
                 {
@@ -219,9 +219,9 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
                     "value": {"text": [mark.comment]},
                 }
             )
-        if mark.paired is not None:
-            segment, start, end, text = mark.paired
-            region(f"{rid}p", segment, start, end, text, mark.category)
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            region(f"{rid}p", *paired, mark.category)
             results.append(
                 {
                     "from_id": f"{rid}p",
@@ -261,18 +261,18 @@ def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -
     }
 
 
-def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
-    """Label Studio tasks of every document with its submitted workers' annotations."""
+def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
+    """Label Studio tasks of every document that counts with its counted annotations."""
     users: dict[str, int] = {}
     return [
         _task_out(n, document, users)
-        for n, document in enumerate(annotated_documents(session, study, layer), start=1)
+        for n, document in enumerate(annotated_documents(session, study, work), start=1)
     ]
 
 
 def export_files(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, work: Work | None = None
 ) -> Iterator[tuple[str, bytes]]:
-    tasks = json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
+    tasks = json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
     yield "tasks.json", tasks.encode("utf-8")
     yield "labeling_config.xml", labeling_config(study.taxonomy).encode("utf-8")

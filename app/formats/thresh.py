@@ -23,6 +23,7 @@ from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
 from app.formats.wholetext import Layout, split
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "thresh"
 WHOLE_TEXT = True
@@ -135,9 +136,9 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for mark in document.marks:
         ranges = []
-        if mark.paired is not None:
-            segment, start, end, _ = mark.paired
-            ranges.append([layout.to_whole(segment, start), layout.to_whole(segment, end)])
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            ranges.append(list(paired[:2]))
         ranges.append(
             [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
         )
@@ -162,10 +163,10 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     return edits
 
 
-def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
-    """Thresh entries of every document with its submitted workers' edits."""
+def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
+    """Thresh entries of every document that counts with its counted edits."""
     entries = []
-    for document in annotated_documents(session, study, layer):
+    for document in annotated_documents(session, study, work):
         layout = document.layout
         kept = document.meta.get("thresh") or {}
         entry: dict[str, Any] = {"id": document.external_id, **(kept.get("extra") or {})}
@@ -181,5 +182,5 @@ def build(session: Session, study: Study, layer: str = "workers") -> list[dict[s
     return entries
 
 
-def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
-    yield json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
+def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
+    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
