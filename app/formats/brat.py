@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.formats.annotated import Mark, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
-from app.formats.wholetext import Layout, split
+from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
 from app.quality.work import Work
 
@@ -109,6 +109,7 @@ def _spans(
     ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
 ) -> list[ImportedSpan]:
     spans: dict[str, tuple[int, int, int, str, str]] = {}
+    ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
     notes: dict[str, str] = {}
     for number, line in enumerate(ann.splitlines(), start=1):
@@ -128,14 +129,11 @@ def _spans(
                 int(match.group(3)),
                 int(match.group(4)),
             )
-            located = layout.to_segment(mapper(start), mapper(end))
+            located = place(layout, mapper(start), mapper(end))
             if located is None:
-                raise problem(
-                    f"{at}: span {start}-{end} is outside the text or crosses a segment "
-                    "boundary (import with fewer segments)"
-                )
-            segment, s, e = located
-            spans[tag] = (segment, s, e, layout.segments[segment][s:e], category)
+                raise problem(f"{at}: span {start}-{end} is outside the text")
+            spans[tag] = (*located[:4], category)
+            ends[tag] = (located[4], f"{at}: span {start}-{end}")
         elif line.startswith("R"):
             match = RELATION_LINE.match(line)
             if match is None:
@@ -156,10 +154,23 @@ def _spans(
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
         if tag in pairs.values() and tag not in pairs:
-            continue
+            continue  # only the earlier half of a pair (it may run across segment breaks)
+        if ends[tag][0] != segment:
+            raise problem(f"{ends[tag][1]} {CROSSING}")
         paired = spans[pairs[tag]][:4] if tag in pairs else None
+        to = ends[pairs[tag]][0] if tag in pairs else None
         result.append(
-            ImportedSpan(worker, segment, start, end, text, category, paired, notes.get(tag, ""))
+            ImportedSpan(
+                worker,
+                segment,
+                start,
+                end,
+                text,
+                category,
+                paired,
+                notes.get(tag, ""),
+                to if paired is not None and to != paired[0] else None,
+            )
         )
     return result
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -28,7 +28,14 @@ from app.formats.labelstudio_config import (
 )
 from app.formats.records import DocumentInput, ImportedSpan, ImportedSuggestion, Problem
 from app.formats.records import document_id as checked_id
-from app.formats.wholetext import Layout, layout_from_ranges, segment_ranges, split
+from app.formats.wholetext import (
+    CROSSING,
+    Layout,
+    layout_from_ranges,
+    place,
+    segment_ranges,
+    split,
+)
 from app.models import Study
 from app.quality.work import Work
 
@@ -36,7 +43,15 @@ NAME = "labelstudio"
 WHOLE_TEXT = True
 WRITES_FILES = True
 
-Region = tuple[int, int, int, str, list[str]]  # segment, start, end, text, labels
+
+class Region(NamedTuple):
+    segment: int
+    start: int
+    end: int
+    text: str
+    labels: list[str]
+    end_segment: int  # segment unless it runs across segment breaks (a pair's earlier half)
+    at: str  # where it is in the file, for messages
 
 
 def looks_like(data: Any) -> bool:
@@ -78,21 +93,25 @@ def _regions(results: Any, layout: Layout, problem: Problem, where: str) -> dict
             or not all(isinstance(x, str) for x in labels)
         ):
             raise problem(f'{where}: result {r} needs a non-empty "labels" list')
-        located = layout.to_segment(start, end)
+        located = place(layout, start, end)
         if located is None:
-            raise problem(
-                f"{where}: result {r}: [{start}, {end}] is outside the text or crosses a segment "
-                "boundary (import with fewer segments)"
-            )
+            raise problem(f"{where}: result {r}: [{start}, {end}] is outside the text")
         text = value.get("text")
         if isinstance(text, str) and layout.text[start:end] != text:
             raise problem(f"{where}: result {r}: text at [{start}, {end}] is not {text[:40]!r}")
-        segment, s, e = located
         rid = str(result.get("id", f"#{r}"))
         if rid in regions:
             raise problem(f"{where}: result {r}: region id {rid!r} is used twice")
-        regions[rid] = (segment, s, e, layout.segments[segment][s:e], labels)
+        segment, s, e, in_text, to = located
+        regions[rid] = Region(segment, s, e, in_text, labels, to, f"{where}: result {r}")
     return regions
+
+
+def _within(region: Region, problem: Problem) -> Region:
+    """``region``, refused when it runs across segment breaks (only a pair's earlier may)."""
+    if region.end_segment != region.segment:
+        raise problem(f"{region.at}: [{region.start}, {region.end}] {CROSSING}")
+    return region
 
 
 def _spans(
@@ -115,14 +134,27 @@ def _spans(
                 raise problem(f"{where}: region {second!r} is paired twice")
             pairs[second] = first
     spans = []
-    for rid, (segment, start, end, text, labels) in regions.items():
+    for rid, region in regions.items():
         if rid in pairs.values() and rid not in pairs:
-            continue  # only the earlier half of a pair
-        paired = regions[pairs[rid]][:4] if rid in pairs else None
+            continue  # only the earlier half of a pair (it may run across segment breaks)
+        segment, start, end, text, labels = _within(region, problem)[:5]
+        earlier = regions[pairs[rid]] if rid in pairs else None
+        paired = earlier[:4] if earlier is not None else None
+        crossing = (
+            earlier.end_segment if earlier and earlier.end_segment != earlier.segment else None
+        )
         for label in labels:
             spans.append(
                 ImportedSpan(
-                    worker, segment, start, end, text, label, paired, comments.get(rid, "")
+                    worker,
+                    segment,
+                    start,
+                    end,
+                    text,
+                    label,
+                    paired,
+                    comments.get(rid, ""),
+                    crossing,
                 )
             )
     return spans
@@ -165,7 +197,8 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
         results = prediction.get("result")
         regions = _regions(results, layout, problem, where)
         scores = {str(r.get("id", f"#{i}")): r.get("score", score) for i, r in enumerate(results)}
-        for rid, (segment, start, end, text, labels) in regions.items():
+        for rid, region in regions.items():
+            segment, start, end, text, labels = _within(region, problem)[:5]
             value = scores.get(rid)
             value = float(value) if isinstance(value, int | float) else 1.0
             for label in labels:

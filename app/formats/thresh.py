@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
-from app.formats.wholetext import Layout, split
+from app.formats.wholetext import Layout, place, split
 from app.models import Study
 from app.quality.work import Work
 
@@ -101,25 +101,29 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             unlocated.append(edit)
             continue
         spans = []
-        for start, end in ranges:
-            located = layout.to_segment(mapper(start), mapper(end))
-            if located is None:
+        for n, (start, end) in enumerate(ranges):
+            located = place(layout, mapper(start), mapper(end))
+            # only the earlier range of two (a pair's earlier span) may run across segments
+            if located is None or (located[4] != located[0] and n == len(ranges) - 1):
                 raise problem(
                     f"{where}: range [{start}, {end}] crosses a segment boundary "
                     "(import with fewer segments: no --sentences-per-segment, or a larger N)",
                     doc,
                 )
-            segment, s, t = located
-            spans.append((segment, s, t, layout.segments[segment][s:t]))
+            spans.append(located)
         key = (tuple(map(tuple, ranges)), category)
         named = {"annotators", "annotator", "votes"} & set(edit)
         if not named and isinstance(entry.get("annotator"), str):  # one annotator's file
             edit = {**edit, "annotator": entry["annotator"]}
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
-        main, paired = spans[-1], (spans[0] if len(spans) == 2 else None)
+        main, paired = spans[-1][:4], (spans[0] if len(spans) == 2 else None)
         comment = edit.get("comment") if isinstance(edit.get("comment"), str) else ""
-        work.extend(ImportedSpan(w, *main, category, paired, comment) for w in workers)
+        crossing = paired[4] if paired is not None and paired[4] != paired[0] else None
+        work.extend(
+            ImportedSpan(w, *main, category, paired and paired[:4], comment, crossing)
+            for w in workers
+        )
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
     return DocumentInput(doc, layout.segments, meta, work=work)
 
