@@ -31,6 +31,7 @@ from app.formats import EXPORT_FORMATS, DocumentInput, GoldSpan, Work, iter_expo
 from app.models import Document, Study
 from app.quality.reporting import format_report, study_report
 from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.test_training import span
 
 PRACTICE = ["Anna met Bob. Bob said hello to the wrong person.", "Then Carla leaved the house."]
 GOLD = [(0, "the wrong person", "CharE"), (0, "Anna", "RefE"), (1, "leaved", "GramE")]
@@ -50,14 +51,7 @@ def database_url(request, tmp_path):
 
 
 def body(texts: list[str], segment: int, text: str, category: str) -> dict:
-    start = texts[segment].index(text)
-    return {
-        "segment": segment,
-        "start": start,
-        "end": start + len(text),
-        "text": text,
-        "category": category,
-    }
+    return span(segment, text, category, texts)
 
 
 def work(client, worker: str, document: str, marks: list[dict], *, submit: bool = True) -> None:

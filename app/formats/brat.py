@@ -157,21 +157,11 @@ def _spans(
             continue  # only the earlier half of a pair (it may run across segment breaks)
         if ends[tag][0] != segment:
             raise problem(f"{ends[tag][1]} {CROSSING}")
-        paired = spans[pairs[tag]][:4] if tag in pairs else None
-        to = ends[pairs[tag]][0] if tag in pairs else None
-        result.append(
-            ImportedSpan(
-                worker,
-                segment,
-                start,
-                end,
-                text,
-                category,
-                paired,
-                notes.get(tag, ""),
-                to if paired is not None and to != paired[0] else None,
-            )
-        )
+        earlier = pairs.get(tag)
+        paired = spans[earlier][:4] if earlier else None
+        to = ends[earlier][0] if earlier and ends[earlier][0] != spans[earlier][0] else None
+        note = notes.get(tag, "")
+        result.append(ImportedSpan(worker, segment, start, end, text, category, paired, note, to))
     return result
 
 

@@ -143,20 +143,10 @@ def _spans(
         crossing = (
             earlier.end_segment if earlier and earlier.end_segment != earlier.segment else None
         )
+        note = comments.get(rid, "")
         for label in labels:
-            spans.append(
-                ImportedSpan(
-                    worker,
-                    segment,
-                    start,
-                    end,
-                    text,
-                    label,
-                    paired,
-                    comments.get(rid, ""),
-                    crossing,
-                )
-            )
+            span = ImportedSpan(worker, segment, start, end, text, label, paired, note, crossing)
+            spans.append(span)
     return spans
 
 
