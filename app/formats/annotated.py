@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 from app.formats.wholetext import Layout, layout_of
 from app.models import Document, Study, isoformat
 from app.quality.work import (
-    ADJUDICATED,
     Work,
     columns,
     role,
@@ -142,6 +141,3 @@ def annotated_documents(
             yield AnnotatedDocument(
                 external_id, segments, meta or {}, bool(is_gold), document_role, workers
             )
-
-
-__all__ = ["ADJUDICATED", "AnnotatedDocument", "Mark", "annotated_documents"]

@@ -85,11 +85,6 @@ class Work:
             raise InvalidInput("--include-in-progress applies to the workers' layer only")
 
 
-def check_layer(layer: str) -> None:
-    if layer not in LAYERS:
-        raise InvalidInput(f"unknown layer {layer!r} (use {' or '.join(LAYERS)})")
-
-
 def has_pass_mark(study: Study) -> bool:
     """Whether the study has a training phase (``settings["qualification"]``)."""
     return bool((study.settings or {}).get("qualification"))
@@ -130,10 +125,10 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
 
     ``document_id``, ``document`` (external id), ``role``, ``review_status``, ``worker_id``,
     ``assignment`` (token), ``assignment_id``, ``completion_code``, ``status`` (the
-    assignment's; workers' layer only), ``id`` (the annotation's or layer row's), ``segment``, ``start``, ``end``,
-    ``text``, ``category``, ``paired_segment``, ``paired_start``, ``paired_end``,
-    ``paired_text``, ``paired_end_segment`` (as stored: set only when the earlier span ends
-    in a later segment than it starts), ``comment``, ``created_at`` (workers: when marked, or
+    assignment's; workers' layer only), ``id`` (the annotation's or layer row's),
+    ``segment``, ``start``, ``end``, ``text``, ``category``, ``paired_segment``,
+    ``paired_start``, ``paired_end``, ``paired_text``, ``paired_end_segment`` (as stored:
+    set only when the earlier span ends in a later segment than it starts), ``comment``, ``created_at`` (workers: when marked, or
     for an empty row when submitted; adjudicated: when decided) and ``segment_text`` (the
     annotated segment's text). The adjudicated layer has no assignment: those are NULL.
     """
