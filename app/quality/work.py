@@ -130,7 +130,8 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
     ``paired_start``, ``paired_end``, ``paired_text``, ``paired_end_segment`` (as stored:
     set only when the earlier span ends in a later segment than it starts), ``comment``,
     ``created_at`` (workers: when marked, or for an empty row when submitted; adjudicated:
-    when decided) and ``segment_text`` (the annotated segment's text). The adjudicated layer has no assignment: those are NULL.
+    when decided) and ``segment_text`` (the annotated segment's text). The adjudicated
+    layer has no assignment: those are NULL.
     """
     row: Any = Annotation if work.layer == WORKERS else AdjudicatedError
     out: dict[str, ColumnElement[Any]] = {
