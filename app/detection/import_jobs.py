@@ -225,6 +225,8 @@ def retry(session: Session, job_id: int, error: str) -> str:
 
 def describe(job: ImportJob) -> dict[str, Any]:
     """What the dashboard shows of one job (its progress JSON and its page)."""
+    from app.documents.storing import SKIPPED_PAIRS
+
     counts = job.counts or {}
     if job.status == "done":
         documents = counted(counts.get("documents", 0), "document")
@@ -238,6 +240,8 @@ def describe(job: ImportJob) -> dict[str, Any]:
             )
         if counts.get("imported_suggestions"):
             parts.append(f"{counted(counts['imported_suggestions'], 'imported suggestion')}")
+        if counts.get("skipped_pairs"):
+            parts.append(f"{counted(counts['skipped_pairs'], 'edit')} {SKIPPED_PAIRS}")
         if counts.get("gold"):
             parts.append(counted(counts.get("gold_errors", 0), "gold error"))
             for key, what in (

@@ -45,7 +45,7 @@ def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
     per_segment = options.get("sentences_per_segment")
     return (
         int(per_segment) if per_segment else None,
-        bool(options.get("gold") or options.get("checks")),
+        bool(options.get("gold") or options.get("checks") or options.get("practice")),
         bool(options.get("ner")),
     )
 
@@ -100,7 +100,10 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     nlp = load_nlp() if ner else None
     entities = _entities(session, job, study, documents, nlp)
     checks = bool((job.options or {}).get("checks"))
-    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
+    practice = bool((job.options or {}).get("practice"))
+    prepared = prepare_import(
+        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
+    )
     if session.in_transaction():
         session.commit()  # nothing pending: ends any read, so the write starts with the lock
     begin_write(session)
@@ -120,6 +123,7 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "imported_annotations": result.imported_annotations,
         "imported_assignments": result.imported_assignments,
         "imported_suggestions": result.imported_suggestions,
+        "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
         "ner_available": nlp is not None or bool(entities),
         "detection_jobs": result.detection_jobs,

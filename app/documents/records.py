@@ -67,6 +67,9 @@ class DocumentInput:
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
     work: list[ImportedSpan] = field(default_factory=list)
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
+    # edits of the file whose earlier (paired) span does not come before their span, as the
+    # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
+    skipped_pairs: int = 0
 
     @property
     def source(self) -> str:
