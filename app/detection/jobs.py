@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
@@ -71,24 +71,6 @@ def fail(session: Session, job_id: int, error: str) -> DetectionJob:
         job.run_after = utcnow() + backoff(job.attempts)
     session.commit()
     return job
-
-
-def requeue_documents(session: Session, document_ids: list[int]) -> int:
-    """Queue detection again for these documents (e.g. after a new detector version)."""
-    if not document_ids:
-        return 0
-    session.execute(
-        update(DetectionJob)
-        .where(DetectionJob.document_id.in_(document_ids), DetectionJob.status != "running")
-        .values(status="queued", attempts=0, run_after=utcnow(), last_error=None)
-    )
-    have = set(
-        session.scalars(
-            select(DetectionJob.document_id).where(DetectionJob.document_id.in_(document_ids))
-        )
-    )
-    session.add_all(DetectionJob(document_id=d) for d in document_ids if d not in have)
-    return len(document_ids)
 
 
 def health(session: Session) -> dict[str, Any]:

@@ -25,7 +25,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-OUTCOMES = ("unique", "ambiguous", "mid_word", "not_found")
 _WORD = re.compile(r"\w")
 
 

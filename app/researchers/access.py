@@ -11,15 +11,9 @@ from sqlalchemy import Select, exists, or_, select
 from sqlalchemy.orm import Session
 
 from app.documents.studies import get_study
-from app.errors import InvalidInput, MarginaliaError, NotFound
+from app.errors import InvalidInput, NotFound
 from app.models import Researcher, Study, StudyCollaborator
 from app.researchers.accounts import find_researcher
-
-
-class Forbidden(MarginaliaError):
-    """Seen but not allowed: a collaborator trying what only the owner or an admin may do."""
-
-    status = 403
 
 
 def is_admin(researcher: Researcher) -> bool:
