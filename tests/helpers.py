@@ -99,10 +99,15 @@ def export_rows(app, slug: str = "demo") -> list[dict[str, str]]:
 
 
 def run_import_worker(app) -> dict[str, int]:
-    """Run the worker's import queue until no job is runnable (what ``marginalia worker``
-    does between polls); returns its outcome counts."""
-    from app.detection.importing import nlp_loader, work_imports
+    """Run the worker's import queue until no job is runnable (``marginalia worker --once
+    --queue imports``: :func:`app.detection.worker.work` without a detector); returns its
+    outcome counts: ``done``, ``failed``, ``queued`` (retried later), ``lost``."""
+    from app.detection.importing import nlp_loader
+    from app.detection.worker import work
 
     factory = app.extensions["db_sessionmaker"]
     with app.app_context():
-        return work_imports(factory, nlp_loader(app.config.get("SPACY_MODEL")))
+        stats = work(factory, None, once=True, load_nlp=nlp_loader(app.config.get("SPACY_MODEL")))
+    outcomes = {k.removeprefix("imports_"): int(v) for k, v in stats.items() if "imports" in k}
+    outcomes["done"] = outcomes.pop("imports")
+    return {outcome: n for outcome, n in outcomes.items() if n}
