@@ -55,4 +55,4 @@ bench: $(TEST_STAMP)
 	@ls bench/*.py
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache test-artifacts
+	rm -rf $(VENV) instance .pytest_cache tests/.artifacts

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, select
@@ -24,13 +22,6 @@ from app.entities import (
 from app.entities import nlp as nlp_module
 from app.models import Base, Document, Entity, EntityMention, Study
 from tests.conftest import shared_file
-
-SHARED = Path(
-    os.environ.get(
-        "MARGINALIA_SHARED_DATA",
-        Path(__file__).resolve().parents[1] / ".." / "shared" / "data",
-    )
-)
 
 
 @pytest.fixture(scope="module")
