@@ -420,6 +420,7 @@ def test_no_model_warns_once(monkeypatch, caplog):
 
     monkeypatch.setattr(spacy, "load", fail)
     monkeypatch.setattr(nlp_module, "_warned", False)
+    monkeypatch.setattr(nlp_module, "_LOADED", {})  # as in a process that loaded none yet
     with caplog.at_level(logging.WARNING, logger="app.entities.nlp"):
         assert load_pipeline("en_core_web_sm") is None
         assert load_pipeline(None) is None

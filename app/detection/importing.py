@@ -149,14 +149,12 @@ def run_next(session: Session, worker: str, load_nlp: NlpLoader) -> str | None:
 
 
 def nlp_loader(model: str | None) -> NlpLoader:
-    """Load the spaCy pipeline on first use and keep it (it takes seconds to load)."""
-    cache: dict[str, Any] = {}
+    """The spaCy pipeline, loaded on first use (``load_pipeline`` keeps it for the process):
+    a worker that runs no import with entity cues never loads it."""
 
     def load() -> Any:
-        if "nlp" not in cache:
-            from app.entities import load_pipeline
+        from app.entities import load_pipeline
 
-            cache["nlp"] = load_pipeline(model)
-        return cache["nlp"]
+        return load_pipeline(model)
 
     return load
