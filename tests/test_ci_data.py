@@ -19,6 +19,8 @@ DATA_TEST = "tests/test_segmenting.py::test_sentence_spans_cover_real_segments"
 def run_without_data(**env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "MARGINALIA_SHARED_DATA": "/nonexistent/shared/data"}
     environment.pop("MARGINALIA_REQUIRE_DATA", None)
+    # the test needs no plugin (schemathesis, playwright, hypothesis load in seconds)
+    environment["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     environment.update(env)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", DATA_TEST],
