@@ -32,6 +32,19 @@ def shared_file(*parts: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> tuple[Path, dict]:
+    """A T5 small enough to train in seconds, on SNaC train's first summary (enough epochs
+    that it says something on that summary), saved in HF format: trained once per session
+    for the detector's tests and the worker's. ``(folder, training summary)``."""
+    from model_server.train import tiny_config, train
+
+    data = shared_file("snac", "train.json")
+    out = tmp_path_factory.mktemp("t5") / "tiny"
+    config = tiny_config(epochs=60, max_minutes=1.5, d_model=64, d_ff=128)
+    return out, train(data, out, cfg=config, limit_docs=1, progress=False)
+
+
+@pytest.fixture(scope="session")
 def postgres_cluster():
     cluster = pg_cluster.start_cluster()
     if cluster is None:

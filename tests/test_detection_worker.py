@@ -20,33 +20,6 @@ from tests.conftest import make_database_url, make_study, shared_file
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # both tests run on Postgres
 
 
-@pytest.fixture(scope="module")
-def tiny_t5(tmp_path_factory) -> Path:
-    """A T5 small enough to train in seconds on one SNaC summary, saved in HF format."""
-    from model_server.train import TrainConfig, train
-
-    out = tmp_path_factory.mktemp("tiny-t5")
-    config = TrainConfig(
-        epochs=60,
-        max_minutes=1.5,
-        batch_size=8,
-        lr=3e-3,
-        warmup_steps=10,
-        d_model=64,
-        num_layers=1,
-        num_heads=2,
-        d_ff=128,
-        vocab_size=400,
-        max_context_words=16,
-    )
-    summary = train(
-        shared_file("snac", "train.json"), out, cfg=config, limit_docs=1, progress=False
-    )
-    assert summary["steps"] > 0
-    assert (out / "config.json").exists() and (out / "README.md").exists()
-    return out
-
-
 @pytest.fixture
 def database_url(request, tmp_path):
     return make_database_url("postgres", request, tmp_path)
@@ -79,7 +52,7 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(func.count()).select_from(DetectionJob)) == 1
 
-    result = run_worker(database_url, tiny_t5)
+    result = run_worker(database_url, tiny_t5[0])
     assert result.returncode == 0, result.stderr
     assert "1 document, 0 failures" in result.stderr
 
