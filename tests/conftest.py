@@ -118,9 +118,21 @@ def _collect_leftover_connections():
     gc.freeze()
 
 
+# Password hashes in the suite's apps: one cheap pbkdf2 round instead of scrypt's ~85 ms of
+# CPU (hundreds of logins); outside these fixtures (the CLI's processes, production) scrypt.
+TEST_PASSWORD_HASH = "pbkdf2:sha256:1"
+
+
 @pytest.fixture
 def app(database_url):
-    application = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "test"})
+    application = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "TESTING": True,
+            "SECRET_KEY": "test",
+            "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH,
+        }
+    )
     yield application
     application.extensions["db_engine"].dispose()
 
