@@ -5,15 +5,14 @@ The release gives antecedents as text only, and Marginalia keeps them so
 tests that replay the release through the API must still pick a place for each, as a
 worker would: the nearest earlier occurrence, by the one locate rule's occurrences
 (``app/documents/locating.py``), and failing that an occurrence straddling a segment break,
-with segments read as the paired-span rule joins them (``app/annotation/pairing.py``).
+with segments read as the paired-span rule joins them (``SEGMENT_JOIN``).
 """
 
 from __future__ import annotations
 
 import re
 
-from app.annotation.pairing import SEGMENT_JOIN
-from app.documents.locating import Placement, at_word_boundaries, occurrences
+from app.documents.locating import SEGMENT_JOIN, Placement, at_word_boundaries, occurrences
 
 
 def before(text: str, needle: str, limit: int) -> Placement | None:

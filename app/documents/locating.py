@@ -16,6 +16,9 @@ The one locate rule, shared by import (``studies.import_documents``) and scoring
 * the outcome says how sure it is: ``unique`` (one candidate), ``ambiguous`` (several
   candidates, context did not decide: the first free one was taken), ``mid_word`` or
   ``not_found`` (no offsets).
+
+``crossing_text`` is the text of a span that runs across segment breaks, the segments read
+one after the other joined by ``SEGMENT_JOIN`` (paired spans, the interchange formats).
 """
 
 from __future__ import annotations
@@ -86,3 +89,13 @@ def locate(
         return Placement(start, end, "mid_word")
     start, end = whole[0]
     return Placement(start, end, "unique" if len(whole) == 1 else "ambiguous")
+
+
+SEGMENT_JOIN = " "
+"""How consecutive segments read one after the other (``app/annotation/pairing.py``)."""
+
+
+def crossing_text(texts: list[str], segment: int, start: int, end_segment: int, end: int) -> str:
+    """The text of a span from ``start`` in ``segment`` to ``end`` in ``end_segment``."""
+    pieces = [texts[segment][start:], *texts[segment + 1 : end_segment], texts[end_segment][:end]]
+    return SEGMENT_JOIN.join(pieces)

@@ -33,6 +33,11 @@ def _segments_per_source(report: dict[str, Any]) -> dict[str, int]:
     return totals
 
 
+def include_practice() -> bool:
+    """``?include_practice=1``: the figures count a training phase's practice documents."""
+    return request.args.get("include_practice") == "1"
+
+
 def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Assisted vs unassisted: workers, documents, annotations per segment, suggestion recall."""
     rows: dict[str, dict[str, Any]] = {}
@@ -99,8 +104,9 @@ def render_dashboard(
     from app.quality.reporting import study_report
 
     db = get_session()
-    report = study_report(db, study)
-    live = live_progress(db, study)
+    practice = include_practice()
+    report = study_report(db, study, include_practice=practice)
+    live = live_progress(db, study, include_practice=practice)
     categories = study.taxonomy.get("categories", [])
     chart_svgs = {
         "categories": charts.category_bars(report["categories"]["overall"], categories),
@@ -130,6 +136,7 @@ def render_dashboard(
         sharing=sharing_summary(db, study),
         researcher=auth.current_researcher(),
         export_types=EXPORT_TYPES,
+        include_practice=practice,
     )
     return body, status
 
@@ -144,7 +151,8 @@ def dashboard(slug: str):
 @auth.login_required
 def progress_json(slug: str):
     db = get_session()
-    return jsonify(live_progress(db, study_or_404(db, slug)))
+    study = study_or_404(db, slug)
+    return jsonify(live_progress(db, study, include_practice=include_practice()))
 
 
 @bp.get("/studies/<slug>/report.json")
@@ -153,7 +161,8 @@ def report_json(slug: str):
     from app.quality.reporting import study_report
 
     db = get_session()
-    return jsonify(study_report(db, study_or_404(db, slug)))
+    study = study_or_404(db, slug)
+    return jsonify(study_report(db, study, include_practice=include_practice()))
 
 
 def _training_form(form) -> dict:
