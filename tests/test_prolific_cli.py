@@ -1,13 +1,9 @@
 """``marginalia prolific approve|reject|bonus`` against a local stand-in for Prolific's API
 (tests/prolific_standin.py) that checks method, path, token header and JSON body as
-Prolific documents them; error answers become one-line CLI errors."""
+Prolific documents them; error answers become one-line CLI errors. The commands run in this
+process (tests/helpers.py ``cli_in_process``); test_cli.py runs the console script."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -15,11 +11,10 @@ from sqlalchemy import select
 from app.crowd import platforms
 from app.db import session_scope
 from app.models import Study
-from tests.conftest import REPO, make_study
-from tests.helpers import DOCUMENTS
+from tests.conftest import make_study
+from tests.helpers import DOCUMENTS, cli_in_process
 from tests.prolific_standin import ProlificStandIn
 
-MARGINALIA = str(Path(sys.executable).parent / "marginalia")
 MESSAGE = (
     "Your annotations did not mark any of the planted errors that every attentive reader "
     "finds; we cannot accept this submission."
@@ -42,20 +37,12 @@ def prolific_study(app, client, database_url):
 
 
 def run(database_url: str, standin: ProlificStandIn | None, *args: str, token="test-token"):
-    env = {**os.environ, "DATABASE_URL": database_url}
-    env.pop("PROLIFIC_API_TOKEN", None)
-    if token is not None:
-        env["PROLIFIC_API_TOKEN"] = token
-    if standin is not None:
-        env["PROLIFIC_API_URL"] = standin.url
-    return subprocess.run(
-        [MARGINALIA, "prolific", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
+    env = {
+        "DATABASE_URL": database_url,
+        "PROLIFIC_API_TOKEN": token,
+        "PROLIFIC_API_URL": standin.url if standin is not None else None,
+    }
+    return cli_in_process(env, "prolific", *args)
 
 
 def test_approve_sends_the_documented_transition(prolific_study):
@@ -226,20 +213,8 @@ def test_missing_token_unknown_worker_and_dry_run(prolific_study):
 
 def test_unreachable_prolific_is_one_line(prolific_study):
     env_url = "http://127.0.0.1:9"  # discard port: nothing listens
-    env = {
-        **os.environ,
-        "DATABASE_URL": prolific_study,
-        "PROLIFIC_API_TOKEN": "t",
-        "PROLIFIC_API_URL": env_url,
-    }
-    done = subprocess.run(
-        [MARGINALIA, "prolific", "approve", "demo", "--worker", "5f1a"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
+    env = {"DATABASE_URL": prolific_study, "PROLIFIC_API_TOKEN": "t", "PROLIFIC_API_URL": env_url}
+    done = cli_in_process(env, "prolific", "approve", "demo", "--worker", "5f1a")
     assert done.returncode == 1
     assert done.stderr.strip().startswith("error: cannot reach Prolific at http://127.0.0.1:9")
 

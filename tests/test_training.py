@@ -428,7 +428,10 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
 ):
     """The hand-computed rates above, per assignment in ``assignments-jsonl`` and per worker
     on the researcher's worker pages (A 2/3, B 1/3 flagged at 0.5, C met no check)."""
+    import re
+
     from app.web.admin.workers import worker_rows
+    from tests.test_worker_management import create_researcher, logged_in
 
     checks_study(app, cli, tmp_path)
     work(
@@ -454,6 +457,12 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     assert pages["A"]["catch_rate"] == pytest.approx(2 / 3) and not pages["A"]["check_flagged"]
     assert pages["B"]["catch_rate"] == pytest.approx(1 / 3) and pages["B"]["check_flagged"]
     assert pages["C"]["catch_rate"] is None and not pages["C"]["check_flagged"]
+    create_researcher(app, "ada@example.org", admin=True)
+    ada = logged_in(app, "ada@example.org")
+    listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
+    row = re.search(r'<tr data-worker="A">.*?</tr>', listing, re.DOTALL)
+    assert row is not None and "67%" in row.group(0)
+    assert "33%" in ada.get("/admin/studies/demo/worker?id=B").get_data(as_text=True)
 
 
 def test_practice_documents_are_left_out_of_agreement_while_a_pass_mark_is_set(app):

@@ -179,21 +179,6 @@ _INSERT_IF_NEW = {
 }
 
 
-def find_document(session: Session, study: Study, external_id: Any) -> Document:
-    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
-        raise InvalidInput("document must be the document's id as text")
-    if not storable(str(external_id)):
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    document = session.scalar(
-        select(Document).where(
-            Document.study_id == study.id, Document.external_id == str(external_id)
-        )
-    )
-    if document is None:
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    return document
-
-
 def segment_texts(session: Session, document_id: int) -> list[str]:
     return list(
         session.scalars(

@@ -27,9 +27,8 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
     """Accept every undecided candidate that at least --min-workers workers marked."""
     from sqlalchemy import select
 
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
 
@@ -76,9 +75,8 @@ def status_command(slug: str) -> None:
 @with_app
 def promote_command(slug: str, document: str) -> None:
     """Make a document marked done gold: its gold errors become its accepted layer."""
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.quality.adjudication import promote
 
     with session_scope() as session:

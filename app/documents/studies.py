@@ -14,9 +14,9 @@ from app.db import begin_write
 from app.documents.records import DocumentInput, checked
 from app.documents.storing import ImportResult, prepare_import, store_prepared
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
-from app.documents.text import text_problem
+from app.documents.text import storable, text_problem
 from app.errors import InvalidInput, NotFound
-from app.models import Study
+from app.models import Document, Study
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,23 @@ def get_study(session: Session, slug: str) -> Study:
     if study is None:
         raise NotFound(f"no study {slug!r}")
     return study
+
+
+def find_document(session: Session, study: Study, external_id: Any) -> Document:
+    """The study's document with this external ID (as the API, the pages and the CLI name
+    it); InvalidInput for something that is not an ID, NotFound for none."""
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        raise InvalidInput("document must be the document's id as text")
+    external_id = str(external_id)
+    missing = NotFound(f"study {study.slug!r} has no document {external_id[:300]!r}")
+    if not storable(external_id):
+        raise missing
+    document = session.scalar(
+        select(Document).where(Document.study_id == study.id, Document.external_id == external_id)
+    )
+    if document is None:
+        raise missing
+    return document
 
 
 def suggestions_warning(taxonomy: dict[str, Any], suggestions: str) -> str | None:

@@ -11,7 +11,7 @@ from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
-from app.documents.studies import get_study
+from app.documents.studies import find_document, get_study
 from app.documents.text import storable
 from app.errors import InvalidInput
 from app.researchers import access, keys
@@ -85,7 +85,7 @@ def open_assignment():
         raise InvalidInput("study must be the study's slug")
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
-        document = service.find_document(session, study, body.get("document"))
+        document = find_document(session, study, body.get("document"))
         assignment, created = admission.open_for_document(
             session, study, document, body.get("worker_id")
         )
@@ -93,7 +93,7 @@ def open_assignment():
         study = get_study(session, study_slug)
         worker_id = service.worker_id_from(body.get("worker_id"))
         named = body.get("document")
-        document = None if named is None else service.find_document(session, study, named)
+        document = None if named is None else find_document(session, study, named)
         assignment = assign(session, study, worker_id, platform="generic", document=document)
         created = True
     session.commit()

@@ -12,10 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -28,6 +26,7 @@ from app.documents import journey
 from app.documents.studies import create_study, import_documents
 from app.formats import DocumentInput, GoldSpan
 from app.models import Assignment, Consent, QuestionnaireAnswer, SegmentTime, Study
+from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -45,7 +44,7 @@ EMAIL, PASSWORD = "paid@example.org", "researcher password 13e"
 SLUG = "paid"
 DONE = "https://app.prolific.com/submissions/complete?cc=DONE13"
 SCREENED = "https://app.prolific.com/submissions/complete?cc=SCREEN13"
-SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "/work/notes/shots/h13-e2e"))
+SHOTS = ARTIFACTS / "paid-study"
 PRACTICE = [
     "Anna met Bob at the station. Bob said hello to the wrong person.",
     "Then Carla leaved the house and walked to the harbour.",
