@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
+from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.annotation.values import _int, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
@@ -319,9 +320,15 @@ def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
     )
 
 
-def submit(session: Session, assignment: Assignment) -> str:
-    """End the assignment (read-only from now on); returns its completion code. Idempotent."""
-    if assignment.status == "submitted" and assignment.completion_code:
+def submit(session: Session, assignment: Assignment) -> str | None:
+    """End the assignment (read-only from now on); returns its completion code. Idempotent.
+
+    A practice document (a gold document of a study with a pass mark) gets no code: the
+    worker goes on to the next document, or, having used the last attempt without the pass
+    mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
+    ``screened_out``, the screen-out return instead of a code).
+    """
+    if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
     _require_active(assignment)
     timing.require_seen(session, assignment)
@@ -336,8 +343,13 @@ def submit(session: Session, assignment: Assignment) -> str:
         }
     assignment.status = "submitted"
     assignment.submitted_at = now()
-    assignment.completion_code = assignment.completion_code or new_completion_code()
     engage(assignment)
+    if qualification(assignment.study) is not None and assignment.document.is_gold:
+        session.flush()
+        if screen_out(session, assignment.study, assignment.worker_id):
+            session.refresh(assignment)
+        return None
+    assignment.completion_code = assignment.completion_code or new_completion_code()
     return assignment.completion_code
 
 

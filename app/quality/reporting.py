@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.annotation.reviews import worker_state
 from app.models import (
     Annotation,
     Assignment,
@@ -78,7 +79,9 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
       did gold documents, else ``documents`` plus
       :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
-      ``overall``, ``lenient`` and ``sentence``).
+      ``overall``, ``lenient`` and ``sentence``) and ``state``
+      (:func:`app.annotation.reviews.worker_state`: rejected, screened_out, active,
+      submitted or abandoned).
     * ``detector``: ``version`` (the detector version most suggestions came from, None
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
@@ -373,6 +376,7 @@ def _workers(
                     scopes=scopes,
                 ),
                 "gold": gold_score,
+                "state": worker_state(a.status for a in by_worker[worker_id]),
             }
         )
     return rows

@@ -162,7 +162,10 @@ def submit(token: str):
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
     session.commit()
-    return jsonify(completion_code=code, redirect_url=after_submit_redirect(assignment))
+    answer = {"completion_code": code, "redirect_url": after_submit_redirect(assignment)}
+    if assignment.status == "screened_out":  # the done page gives the screen-out return
+        answer["screened_out"] = True
+    return jsonify(answer)
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")

@@ -30,7 +30,7 @@ from app.annotation.assigning import (
     assign,
     preview_document,
 )
-from app.annotation.qualification import qualification, qualification_state
+from app.annotation.qualification import qualification, qualification_state, screen_out
 from app.annotation.reviews import Blocked
 from app.crowd import platforms
 from app.csp import content_security_policy
@@ -189,8 +189,11 @@ def start(slug: str):
         session.rollback()
         return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
     except ScreenedOut:  # out of practice attempts: the platform's screen-out return
-        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
         session.rollback()
+        # (practice work submitted before screened_out existed gets the status now)
+        screen_out(session, study, arrival.worker_id)
+        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
+        session.commit()
         return answer
     except (NoDocumentsLeft, Blocked) as exc:  # 409, a page with the platform's return
         # (a worker a researcher blocked is told no document is left for them, as on Prolific)
@@ -204,8 +207,11 @@ def start(slug: str):
         return _worker_page(
             render_template("start.html", study=study, error=str(exc)), exc.status, study
         )
+    if assignment.status == "rejected":  # a researcher rejected this work: nothing to resume
+        session.rollback()
+        return journey.return_page(study, arrival.platform, "no_places", Blocked.status)
     session.commit()
-    if assignment.status == "submitted":
+    if assignment.status in ("submitted", "screened_out"):
         return redirect(url_for("pages.done", token=assignment.token))
     return redirect(url_for("pages.annotate", token=assignment.token))
 
@@ -236,10 +242,16 @@ def done(token: str):
         assignment = service.get_assignment(session, token)
     except MarginaliaError:
         abort(404)
+    study = assignment.study
+    if assignment.status == "screened_out":  # the screen-out return, never a code
+        answer = _screened_out(
+            session, study, assignment.worker_id, assignment.platform, assignment
+        )
+        session.commit()
+        return answer
     if assignment.status != "submitted":
         session.rollback()
         return redirect(url_for("pages.annotate", token=token))
-    study = assignment.study
     if _continues(assignment):
         state = qualification_state(session, study, assignment.worker_id)
         session.commit()

@@ -149,7 +149,12 @@ function readOnlyMessage() {
       ? `Submitted. Your completion code is ${d.completion_code}. This view is read-only.`
       : "Submitted. This view is read-only.";
   }
-  return "Preview: read-only, annotations cannot be added here.";
+  const closed = {
+    screened_out: "This practice text is finished and can no longer be changed.",
+    rejected: "A researcher has closed this work: it can no longer be changed.",
+    abandoned: "This work was paused too long and its place given to someone else: it can no longer be changed.",
+  };
+  return closed[d.status] || "Preview: read-only, annotations cannot be added here.";
 }
 
 function showBanner(message, tone = "info", retry = null) {
