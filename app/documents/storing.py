@@ -42,6 +42,9 @@ class ImportResult:
     imported_annotations: int = 0  # annotations inside the file, kept as imported workers'
     imported_assignments: int = 0
     imported_suggestions: int = 0
+    dropped_annotations: int = 0  # in the file, not stored (no --gold, --checks or --as-work)
+    unplaced_annotations: int = 0  # --as-work spans not found in their segment
+    check_documents: int = 0  # documents carrying attention checks (--checks)
 
 
 @dataclass
@@ -283,5 +286,8 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         imported_annotations=work.annotations,
         imported_assignments=work.assignments,
         imported_suggestions=work.suggestions,
+        dropped_annotations=sum(d.dropped for d in prepared.documents),
+        unplaced_annotations=sum(d.unplaced for d in prepared.documents),
+        check_documents=sum(1 for rows in prepared.gold_rows if rows) if prepared.checks else 0,
         lock_seconds=time.perf_counter() - started,
     )

@@ -14,9 +14,10 @@ from sqlalchemy import func, select
 from app.crowd.returns import REASONS, return_codes, set_return_code
 from app.db import begin_write, get_session
 from app.documents import journey, lifecycle
+from app.documents.roles import LABELS, document_role
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
-from app.models import Assignment, Document, Study
+from app.models import Assignment, Document, GoldError, Study
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.markdown import render_markdown
@@ -25,7 +26,16 @@ MAX_LISTED_DOCUMENTS = 500
 
 
 def _documents(db, study: Study) -> list[dict]:
-    """The study's documents with what stops their removal (first MAX_LISTED_DOCUMENTS)."""
+    """The study's documents with their role (:func:`app.documents.roles.document_role`)
+    and what stops their removal (first MAX_LISTED_DOCUMENTS)."""
+    checks = dict(
+        db.execute(
+            select(GoldError.document_id, func.count())
+            .join(Document, Document.id == GoldError.document_id)
+            .where(Document.study_id == study.id, GoldError.is_check.is_(True))
+            .group_by(GoldError.document_id)
+        ).all()
+    )
     submitted = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, Assignment.status == "submitted")
@@ -40,7 +50,13 @@ def _documents(db, study: Study) -> list[dict]:
         .limit(MAX_LISTED_DOCUMENTS)
     ).all()
     return [
-        {"id": d.external_id, "source": d.source, "gold": d.is_gold, "submitted": n}
+        {
+            "id": d.external_id,
+            "source": d.source,
+            "role": document_role(study, bool(d.is_gold), checks.get(d.id, 0)),
+            "checks": checks.get(d.id, 0),
+            "submitted": n,
+        }
         for d, n in rows
     ]
 
@@ -57,6 +73,7 @@ def render_manage(study: Study, *, error: str | None = None, section: str = "", 
         questionnaire=(study.settings or {}).get("journey_source", ""),
         journey=journey.definition(study),
         codes=return_codes(study),
+        role_labels=LABELS,
         reasons=REASONS,
         actions=lifecycle.ACTIONS,
         error=error,

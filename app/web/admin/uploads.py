@@ -51,8 +51,12 @@ def upload_documents(slug: str):
         if fmt not in IMPORT_FORMATS:
             raise InvalidInput(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
         per_segment = _sentences_per_segment(request.form.get("sentences_per_segment") or "")
-        if request.form.get("gold") == "1" and request.form.get("checks") == "1":
-            raise InvalidInput("a file holds either gold documents or attention checks, not both")
+        ticked = [k for k in ("gold", "checks", "as_work") if request.form.get(k) == "1"]
+        if len(ticked) > 1:
+            raise InvalidInput(
+                "a file's annotations are gold documents, attention checks or imported work: "
+                "tick one, not both"
+            )
         payload = upload.read()
         if not payload.strip():
             raise InvalidInput(f"{name}: the file is empty")
@@ -77,6 +81,7 @@ def upload_documents(slug: str):
                 "gold": request.form.get("gold") == "1",
                 # attention checks (only when ticked: older jobs' options stay as they were)
                 **({"checks": True} if request.form.get("checks") == "1" else {}),
+                **({"as_work": True} if request.form.get("as_work") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
             },
             created_by=researcher.email if researcher else None,
