@@ -26,7 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.confident import (
     confident_recall,
@@ -89,7 +89,8 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       (:func:`app.quality.time_on_task.add_to_report`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
       assignments (practice documents left out while the study has a pass mark), per
-      taxonomy category and group.
+      taxonomy category and group, with ``per_document`` and ``per_pair``
+      (:func:`app.quality.agreement.agreement_breakdown`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -245,13 +246,13 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             category_ids,
             (thresholds, calibrated),
         ),
-        "agreement": agreement_report(
+        "agreement": _agreement(
             [span for spans in worker_spans.values() for span in spans],
             texts,
             _agreement_documents(study, documents, annotated),
-            categories=category_ids,
-            groups=groups,
-            scopes=scopes,
+            category_ids,
+            groups,
+            scopes,
         ),
         "categories": _distribution(documents, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
@@ -259,6 +260,24 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     }
     add_to_report(session, study, report["workers"])
     return report
+
+
+def _agreement(
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, set[str]],
+    categories: list[str],
+    groups: Mapping[str, list[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """:func:`agreement_report` plus its breakdown per document and per pair of workers
+    (:func:`agreement_breakdown`), from the same spans and units."""
+    return {
+        **agreement_report(
+            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
+        ),
+        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
+    }
 
 
 def _agreement_documents(

@@ -62,6 +62,18 @@ def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [rows[c] for c in sorted(rows)]
 
 
+BREAKDOWN_ROWS = 12
+
+
+def lowest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Agreement rows (per document, per pair) with the lowest token alpha first, undefined
+    last: where workers part ways is what a researcher looks at."""
+    return sorted(
+        rows,
+        key=lambda r: (r["token"]["alpha"] is None, r["token"]["alpha"] or 0.0),
+    )
+
+
 def worker_links(study: Study) -> list[tuple[str, str]]:
     base = url_for("pages.start", slug=study.slug, _external=True)
     if study.platform == "prolific":
@@ -122,6 +134,9 @@ def render_dashboard(
         settings=platforms.describe(study),
         links=worker_links(study),
         conditions=condition_summary(report["workers"]),
+        per_document=lowest_first(report["agreement"].get("per_document", [])),
+        per_pair=lowest_first(report["agreement"].get("per_pair", [])),
+        breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
         upload_error=upload_error,
