@@ -203,7 +203,8 @@ def segment_texts(session: Session, document_id: int) -> list[str]:
     )
 
 
-def _require_active(assignment: Assignment) -> None:
+def require_active(assignment: Assignment) -> None:
+    """Refuse a change to an assignment that is no longer active (409, saying why)."""
     if assignment.status == "submitted":
         raise Conflict("this assignment has been submitted and can no longer be changed")
     if assignment.status != "active":
@@ -221,7 +222,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     retries); the same ``client_id`` with different content is a conflict. The web API takes
     the same rules through :func:`app.annotation.fast.add` (fewer round trips).
     """
-    _require_active(assignment)
+    require_active(assignment)
     texts = segment_texts(session, assignment.document_id)
     values, client_id = annotation_values(body, texts, categories_by_id(assignment.study.taxonomy))
     check_suggestion(session, assignment.document_id, values["suggestion_id"])
@@ -273,7 +274,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
 
 def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
     """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
-    _require_active(assignment)
+    require_active(assignment)
     if not 0 < annotation_id <= MAX_ID:
         raise NotFound("this assignment has no such annotation")
     annotation = session.scalar(
@@ -330,7 +331,7 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     """
     if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
-    _require_active(assignment)
+    require_active(assignment)
     timing.require_seen(session, assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions

@@ -31,7 +31,7 @@ export const outbox = new Outbox(API, TOKEN, {
   },
   resolveId: (key) => state.idByKey.get(key) ?? null,
   done: (op, result) => {
-    if (op.kind === "add" && result && result.id !== undefined) {
+    if ((op.kind === "add" || op.kind === "edit") && result && result.id !== undefined) {
       state.idByKey.set(op.client_id, result.id);
       const a = state.annotations.find((x) => x.key === op.client_id);
       if (a) {
@@ -57,6 +57,12 @@ export const outbox = new Outbox(API, TOKEN, {
       setHint(el.formHint, `The annotation was not saved: ${err.message}`, "error");
     } else if (op.kind === "remove") {
       showStatus("error", err.message);
+    } else if (op.kind === "edit") {
+      const a = state.annotations.find((x) => x.key === op.client_id);
+      if (a) Object.assign(a, { ...op.previous, pending: false }); // the edit was refused: as before
+      renderAll();
+      showStatus("error", err.message);
+      setHint(el.formHint, `The change was not saved: ${err.message}`, "error");
     }
   },
 });
@@ -131,6 +137,9 @@ function replayOutbox() {
       state.annotations.push({ ...op.body, key: op.client_id, id: null, pending: true });
     } else if (op.kind === "remove") {
       state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
+    } else if (op.kind === "edit") {
+      const a = state.annotations.find((x) => x.key === op.from);
+      if (a) Object.assign(a, { key: op.client_id, category: op.body.category, comment: op.body.comment, pending: true });
     } else if (op.kind === "position") {
       state.current = clampSegment(op.segment);
       for (const id of (op.events && op.events.dismissed) || []) state.dismissed.add(String(id));
