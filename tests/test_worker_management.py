@@ -212,8 +212,10 @@ def test_worker_pages_show_time_flags_and_settings(app, client, study):
         "/admin/studies/demo/workers/settings",
         data={"csrf_token": csrf(ada), "min_seconds_per_segment": "abc"},
     )
-    assert answer.status_code == 303
-    assert "must be a number" in ada.get(answer.headers["Location"]).get_data(as_text=True)
+    # refused: the Settings page again, the message above its time section
+    assert answer.status_code == 400
+    assert 'id="time-error"' in answer.get_data(as_text=True)
+    assert "must be a number" in answer.get_data(as_text=True)
     answer = ada.post(
         "/admin/studies/demo/workers/settings",
         data={
@@ -223,6 +225,7 @@ def test_worker_pages_show_time_flags_and_settings(app, client, study):
         },
     )
     assert answer.status_code == 303
+    assert answer.headers["Location"].endswith("/admin/studies/demo/settings#time")
     with app.app_context(), session_scope() as session:
         settings = session.scalar(select(Study)).settings
         assert settings["min_seconds_per_segment"] == 30

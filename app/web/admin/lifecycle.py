@@ -88,16 +88,22 @@ def _done(slug: str, message: str, anchor: str):
     return redirect(url_for("admin.manage", slug=slug) + anchor)
 
 
-def _change(slug: str, section: str, apply, message: str):
-    """Run ``apply(db, study)`` in one write transaction; the page with the error if refused."""
+def _change(slug: str, section: str, apply, message: str, *, on_settings: bool = False):
+    """Run ``apply(db, study)`` in one write transaction; the page (Manage, or Settings with
+    ``on_settings``) with the error if refused."""
+    from app.web.admin.settings import render_settings, settings_saved
+
     db = begin_write(get_session())
     study = study_or_404(db, slug)
+    page = render_settings if on_settings else render_manage
     try:
         apply(db, study)
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
-        return render_manage(study, error=str(exc), section=section, status=exc.status)
+        return page(study, error=str(exc), section=section, status=exc.status)
+    if on_settings:
+        return settings_saved(slug, message, section)
     return _done(slug, message, f"#{section}")
 
 
@@ -160,6 +166,7 @@ def save_instructions(slug: str):
         "instructions",
         lambda db, study: journey.set_instructions(study, text),
         "Instructions saved.",
+        on_settings=True,
     )
 
 
@@ -173,6 +180,7 @@ def save_questionnaire(slug: str):
         "questionnaire",
         lambda db, study: journey.set_definition(study, text, "questionnaire.yaml"),
         "Consent and questionnaires saved.",
+        on_settings=True,
     )
 
 
@@ -183,7 +191,7 @@ def save_return_codes(slug: str):
         for reason in REASONS:
             set_return_code(study, reason, request.form.get(reason, ""))
 
-    return _change(slug, "returns", apply, "Return codes saved.")
+    return _change(slug, "returns", apply, "Return codes saved.", on_settings=True)
 
 
 @bp.get("/studies/<slug>/preview")

@@ -23,6 +23,7 @@ from app.quality.attention import WITH_REJECTED, CatchRate, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.settings import render_settings, settings_saved
 
 
 def _catch_rates(db, study: Study, rates: dict[str, CatchRate]) -> dict[str, float]:
@@ -284,7 +285,5 @@ def time_settings(slug: str):
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
-        flash(str(exc), "error")
-        return redirect(url_for("admin.workers", slug=slug)), 303
-    flash("Time settings saved.", "ok")
-    return redirect(url_for("admin.workers", slug=slug)), 303
+        return render_settings(study, error=str(exc), section="time", status=exc.status)
+    return settings_saved(slug, "Time settings saved.", "time"), 303

@@ -5,7 +5,7 @@
 // Document text, ids and comments are untrusted: text nodes only (dom.js), never HTML.
 
 import { h, clear, byId } from "../dom.js";
-import { utf16ToCp } from "../offsets.js";
+import { selectionOffsets } from "./review-selection.js";
 
 const root = byId("review");
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
@@ -262,30 +262,10 @@ function field(label, id, value, extra = {}) {
   return h("label", { for: id }, label, h("input", { id, type: "number", min: "0", value: String(value), ...extra }));
 }
 
-// --- selecting text: the span of an edit or a new error comes from a selection -------------
-
 let picked = null; // the latest selection in the document: {segment, start, end} in code points
 
-function selectionOffsets() {
-  const selection = window.getSelection();
-  if (!selection || selection.isCollapsed || !selection.rangeCount) return { none: true };
-  const at = (node, offset) => {
-    const piece = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
-    const seg = piece && piece.closest("[data-segment]");
-    if (!piece || !piece.dataset.start || !seg || !ui.segments.contains(seg)) return null;
-    return { segment: Number(seg.dataset.segment), cp: Number(piece.dataset.start) + utf16ToCp(node.textContent, offset) };
-  };
-  const range = selection.getRangeAt(0);
-  const a = at(range.startContainer, range.startOffset);
-  const b = at(range.endContainer, range.endOffset);
-  if (!a || !b) return { outside: true };
-  if (a.segment !== b.segment) return { across: true };
-  if (b.cp <= a.cp) return { none: true };
-  return { segment: a.segment, start: a.cp, end: b.cp };
-}
-
 function notePick() {
-  const found = selectionOffsets();
+  const found = selectionOffsets(ui.segments);
   if (found.outside) return;
   picked = found.none || found.across ? null : found;
   if (found.across) say("Select text inside one segment: a span cannot cross a segment break.");
