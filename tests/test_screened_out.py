@@ -234,3 +234,17 @@ def test_screened_out_assignments_count_as_attempts_and_leave_agreement(app, cli
         assert state.best_f1 == pytest.approx(0.5)
     answers = json.loads(json.dumps(statuses(app, "p-out")))
     assert answers == [["practice-1", "screened_out", None]]
+
+
+def test_a_rejected_worker_reopening_their_link_is_told_so(app, client, admin):
+    """Issue 27 item 10: a rejected worker reopening the link saw "Preview: read-only"."""
+    training_study(app, attempts=1, platform="prolific", screen_out_url=SCREEN)
+    pass_practice(client, "p-ok")
+    _, real, _ = arrive(client, "p-ok", **prolific("p-ok", 0))
+    assert real is not None
+    act(admin, "p-ok", "reject")
+    again = client.get("/s/demo", query_string=prolific("p-ok", 0))
+    page = again.get_data(as_text=True)
+    assert again.status_code == 409 and "/a/" not in again.headers.get("Location", "")
+    assert 'id="returned"' in page and "No documents left" in page, page
+    assert "Preview: read-only" not in page

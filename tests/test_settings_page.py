@@ -105,3 +105,32 @@ def test_each_section_comes_back_to_the_page_or_shows_its_error(app, admin):  # 
         "/admin/studies/demo/settings", data={"csrf_token": csrf(admin), "qualification_f1": "2"}
     )
     assert bad.status_code == 400 and 'id="platform-error"' in bad.get_data(as_text=True)
+
+
+def test_the_preview_follows_the_workers_path(app, admin):  # noqa: F811
+    """Issue 27 item 10: "Preview as a worker" showed a real document, not the practice
+    document workers meet first."""
+    from app.documents.studies import import_documents
+    from app.formats import DocumentInput, GoldSpan
+
+    make_study(app, documents=[("story-1", ["A real story."])])
+    gold = [GoldSpan(segment=0, text="Anna", category="CharE", votes=1)]
+    with app.app_context(), session_scope() as session:
+        import_documents(
+            session,
+            session.scalar(select(Study)),
+            [DocumentInput("practice-1", ["Anna walks."], gold=gold)],
+            gold=True,
+        )
+    plain = admin.get("/admin/studies/demo/preview").get_data(as_text=True)
+    assert 'id="preview-practice"' not in plain  # no pass mark: gold is real work
+    admin.post(
+        "/admin/studies/demo/settings",
+        data={"csrf_token": csrf(admin), "qualification_f1": "0.5", "qualification_attempts": "2"},
+    )
+    page = admin.get("/admin/studies/demo/preview").get_data(as_text=True)
+    practice, real = page.index('id="preview-practice"'), page.index('id="preview-document"')
+    assert practice < real
+    assert "3. Practice first (practice-1)" in page and "Anna walks." in page
+    assert "4. Then the first real document (story-1)" in page
+    assert "5. Questions after each document" in page and "F1 0.50, within 2 attempts" in page

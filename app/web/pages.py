@@ -28,6 +28,7 @@ from app.annotation.assigning import (
     ScreenedOut,
     WorkInProgress,
     assign,
+    is_demo,
     preview_document,
 )
 from app.annotation.qualification import qualification, qualification_state, screen_out
@@ -195,7 +196,17 @@ def start(slug: str):
         answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
         session.commit()
         return answer
-    except (NoDocumentsLeft, Blocked) as exc:  # 409, a page with the platform's return
+    except NoDocumentsLeft as exc:
+        session.rollback()
+        if is_demo(study):  # the demo has places for everyone, not every document for one ID
+            error = (
+                "you have done every document of the demo with this worker ID: start again "
+                "with another ID, or make the demo anew with `marginalia demo --reset`"
+            )
+            body = render_template("start.html", study=study, error=error)
+            return _worker_page(body, exc.status, study)
+        return journey.return_page(study, arrival.platform, "no_places", exc.status)
+    except Blocked as exc:  # 409, a page with the platform's return
         # (a worker a researcher blocked is told no document is left for them, as on Prolific)
         session.rollback()
         return journey.return_page(study, arrival.platform, "no_places", exc.status)

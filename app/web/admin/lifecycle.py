@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from app.crowd.returns import REASONS, return_codes, set_return_code
 from app.db import begin_write, get_session
 from app.documents import journey, lifecycle
-from app.documents.roles import LABELS, document_role
+from app.documents.roles import LABELS, document_role, has_pass_mark
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
 from app.models import Assignment, Document, GoldError, Study
@@ -194,25 +194,34 @@ def save_return_codes(slug: str):
     return _change(slug, "returns", apply, "Return codes saved.", on_settings=True)
 
 
-@bp.get("/studies/<slug>/preview")
-@auth.login_required
-def worker_preview(slug: str):
-    """What a worker meets, read-only: consent, instructions, the first document, the
-    questionnaires. Nothing is stored and no slot is taken."""
-    db = get_session()
-    study = study_or_404(db, slug)
-    document = db.scalar(
+def _first(db, study: Study, *, gold: bool) -> Document | None:
+    return db.scalar(
         select(Document)
-        .where(Document.study_id == study.id, Document.is_gold.is_(False))
+        .where(Document.study_id == study.id, Document.is_gold.is_(gold))
         .order_by(Document.position, Document.id)
         .limit(1)
     )
+
+
+@bp.get("/studies/<slug>/preview")
+@auth.login_required
+def worker_preview(slug: str):
+    """What a worker meets, in the order they meet it, read-only: consent, instructions, the
+    first practice document (with a pass mark), the first real document, the questionnaires.
+    Nothing is stored and no slot is taken."""
+    db = get_session()
+    study = study_or_404(db, slug)
+    practice = _first(db, study, gold=True) if has_pass_mark(study) else None
+    document = _first(db, study, gold=False)
     definition = journey.definition(study)
     return render_template(
         "admin/worker_preview.html",
         study=study,
         consent=render_markdown(definition.get("consent")),
         instructions=render_markdown(journey.instructions(study)),
+        practice=practice,
+        practice_segments=[s.text for s in practice.segments] if practice else [],
+        rule=(study.settings or {}).get("qualification") or {},
         document=document,
         segments=[s.text for s in document.segments] if document else [],
         journey=definition,
