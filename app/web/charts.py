@@ -145,13 +145,13 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
     for row in workers:
         rec = (row.get("suggestion_recall") or {}).get("recall")
         gold = ((row.get("gold") or {}).get("overall") or {}).get("f1")
-        body.append(_text(label_w - 8, y + 13, _worker_label(row), "axis-label", "end"))
+        body.append(_text(label_w - 8, y + 15, _worker_label(row), "axis-label", "end"))
         bars = [
             ("suggestions", rec, "#2457a6", "suggestions marked"),
             ("gold", gold, "#1f7a3f", "strict F1 on gold"),
         ]
         for j, (_key, value, color, what) in enumerate(bars):
-            by = y + j * 11
+            by = y + j * 13  # the two values' text boxes (11 px type) do not touch
             body.append(_rect(label_w, by, plot, 9, "#eef1f5"))
             if value is not None:
                 body.append(
@@ -169,7 +169,7 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
                 )
             else:
                 body.append(_text(label_w + plot + 6, by + 8.5, "–", "value small muted"))
-        y += 30
+        y += 34
     # axis
     for k in range(0, 101, 25):
         x = label_w + plot * k / 100

@@ -239,7 +239,7 @@ function renderPanel() {
   if (state.added.length) {
     ui.panel.append(h("h3", {}, "Added by reviewers"), h("ul", { class: "marks" }, state.added.map((row) =>
       h("li", { class: row.decision, title: row.stale ? "decided on a candidate that later marks regrouped" : null },
-        `${row.category} “${row.text}” (segment ${row.segment + 1}${row.stale ? ", earlier decision" : ""}) `,
+        `${row.category} “${row.text}” (segment ${row.segment + 1}${row.stale ? ", earlier decision" : ""}) `, row.comment ? h("span", { class: "comment" }, `${row.comment} `) : "",
         row.decision === "accepted" ? h("button", { type: "button", class: "small", onclick: () => send(root.dataset.changeUrl.replace(/0$/, row.id), { decision: "reject", version: row.version }, "Withdrawn.") }, "Withdraw") : "withdrawn"))));
   }
 }
