@@ -349,6 +349,14 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     submit_form(page, "#action-reject")
     assert asked and asked[-1].startswith("Reject lazy?")
     assert "rejected" in page.locator(".page-head").inner_text()
+    # item 7: a rejected worker is tagged in the dashboard's table and chart
+    page.goto(f"{base}/admin/studies/{SLUG}")
+    lazy_row = page.locator('#worker-table tr[data-worker="lazy"]')
+    assert (
+        lazy_row.get_attribute("data-state") == "rejected" and "rejected" in lazy_row.inner_text()
+    )
+    assert "lazy (rejected)" in page.locator("#workers svg.chart").inner_text()
+    page.goto(f"{base}/admin/studies/{SLUG}/worker?id=lazy")
     submit_form(page, "#action-approve")
     head = page.locator(".page-head").inner_text()
     assert "approved" in head and "blocked" not in head  # item 5
