@@ -272,9 +272,8 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     return previous, False
 
 
-def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
-    """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
-    require_active(assignment)
+def own_annotation(session: Session, assignment: Assignment, annotation_id: int) -> Annotation:
+    """The assignment's annotation ``annotation_id`` (live or removed); 404 for any other."""
     if not 0 < annotation_id <= MAX_ID:
         raise NotFound("this assignment has no such annotation")
     annotation = session.scalar(
@@ -284,6 +283,13 @@ def remove_annotation(session: Session, assignment: Assignment, annotation_id: i
     )
     if annotation is None:
         raise NotFound("this assignment has no such annotation")
+    return annotation
+
+
+def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
+    """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
+    require_active(assignment)
+    annotation = own_annotation(session, assignment, annotation_id)
     if annotation.removed_at is None:
         annotation.removed_at = now()
     engage(assignment)

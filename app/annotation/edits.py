@@ -15,13 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation.assignments import (
-    MAX_ID,
     add_annotation,
     annotation_json,
     now,
+    own_annotation,
     require_active,
 )
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput
 from app.models import Annotation, Assignment
 
 EDIT_FIELDS = frozenset(("category", "comment", "client_id"))
@@ -45,15 +45,7 @@ def edit_annotation(
         )
     if not isinstance(body.get("client_id"), str):
         raise InvalidInput("client_id must be the new annotation's id (text)")
-    if not 0 < annotation_id <= MAX_ID:
-        raise NotFound("this assignment has no such annotation")
-    old = session.scalar(
-        select(Annotation).where(
-            Annotation.id == annotation_id, Annotation.assignment_id == assignment.id
-        )
-    )
-    if old is None:
-        raise NotFound("this assignment has no such annotation")
+    old = own_annotation(session, assignment, annotation_id)
     new = annotation_json(old)
     new.update(
         category=body.get("category", old.category),
