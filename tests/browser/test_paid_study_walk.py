@@ -355,7 +355,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     assert (
         lazy_row.get_attribute("data-state") == "rejected" and "rejected" in lazy_row.inner_text()
     )
-    assert "lazy (rejected)" in page.locator("#workers svg.chart").inner_text()
+    assert "lazy (rejected)" in page.locator("#workers svg.chart").text_content()
     page.goto(f"{base}/admin/studies/{SLUG}/worker?id=lazy")
     submit_form(page, "#action-approve")
     head = page.locator(".page-head").inner_text()
