@@ -99,7 +99,7 @@ def test_checks_say_how_many_they_planted_and_the_manage_page_shows_roles(app, c
         create_researcher(session, EMAIL, PASSWORD, role="admin")
     login(client)
     page = client.get("/admin/studies/demo/manage").get_data(as_text=True)
-    assert '<tr data-document="story-1" data-role="checks">' in page
+    assert '<tr data-document="story-1" data-role="check">' in page
     assert "real work with attention checks (3)" in page
     assert '<tr data-document="other" data-role="real">' in page
 

@@ -159,12 +159,14 @@ def study(session):
 def test_progress(session, study):
     progress = study_report(session, study)["progress"]
     assert progress["documents"] == 3 and progress["gold_documents"] == 1
+    assert progress["practice_documents"] == 0  # gold without a pass mark: a real document
     assert progress["complete_documents"] == 1
     assert progress["assignments"] == {"total": 5, "active": 1, "submitted": 4}
     assert progress["per_document"] == [
         {
             "document": "b1",
             "source": "books",
+            "role": "real",
             "gold": False,
             "segments": 2,
             "active": 0,
@@ -175,6 +177,7 @@ def test_progress(session, study):
         {
             "document": "m1",
             "source": "movies",
+            "role": "real",
             "gold": False,
             "segments": 1,
             "active": 1,
@@ -185,6 +188,7 @@ def test_progress(session, study):
         {
             "document": "g1",
             "source": "books",
+            "role": "real",
             "gold": True,
             "segments": 1,
             "active": 0,

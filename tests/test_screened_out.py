@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -140,11 +141,15 @@ def test_screened_out_workers_are_tagged_listed_and_filtered(app, client, admin)
         ("p-out", "screened_out", "sepout0")
     ]
     dashboard = admin.get("/admin/studies/demo").get_data(as_text=True)
-    assert 'id="screened-out-count"' in dashboard
+    assert re.search(r'id="screened-out-count"[^>]*>1<', dashboard)
+    assert re.search(r'<tr data-worker="p-out" data-state="screened_out">', dashboard)
+    # practice is left out of the report's counts by default, the worker is not: their row
+    # counts nothing and says what became of them
     report = admin.get("/admin/studies/demo/report.json").get_json()
-    assert report["progress"]["assignments"]["screened_out"] == 1
     out_row = next(w for w in report["workers"] if w["worker_id"] == "p-out")
     assert out_row["documents_done"] == 0 and out_row["state"] == "screened_out"
+    practice = admin.get("/admin/studies/demo/report.json?include_practice=1").get_json()
+    assert practice["progress"]["assignments"]["screened_out"] == 1
 
 
 def test_prolific_screen_out_command_sends_the_screened_out_submissions(

@@ -16,16 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.documents.locating import SEGMENT_JOIN, crossing_text
 from app.errors import InvalidInput
 
-SEGMENT_JOIN = " "
 SpanCheck = Callable[[Any, list[str], str], tuple[int, int, int, str]]
-
-
-def crossing_text(texts: list[str], segment: int, start: int, end_segment: int, end: int) -> str:
-    """The text of a span from ``start`` in ``segment`` to ``end`` in ``end_segment``."""
-    pieces = [texts[segment][start:], *texts[segment + 1 : end_segment], texts[end_segment][:end]]
-    return SEGMENT_JOIN.join(pieces)
+__all__ = ["SEGMENT_JOIN", "crossing_text", "paired_values"]
 
 
 def paired_values(

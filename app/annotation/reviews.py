@@ -58,6 +58,16 @@ def worker_state(statuses: Iterable[str]) -> str:
     return next((state for state in STATES[:-1] if state in seen), "abandoned")
 
 
+def worker_states(session: Session, study: Study) -> dict[str, str]:
+    """Every worker of the study: :func:`worker_state` of all their assignments."""
+    statuses: dict[str, list[str]] = {}
+    for worker, status in session.execute(
+        select(Assignment.worker_id, Assignment.status).where(Assignment.study_id == study.id)
+    ):
+        statuses.setdefault(worker, []).append(status)
+    return {worker: worker_state(found) for worker, found in statuses.items()}
+
+
 def blocked_on_their_own(session: Session, study: Study, worker_id: str) -> bool:
     """Whether the worker's latest ``block`` / ``unblock`` action is a ``block``: a block
     the researcher set themselves, which an approve after a reject keeps."""

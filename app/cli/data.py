@@ -130,28 +130,56 @@ def import_command(
         "category_label,segment_text,paired_end_segment."
     ),
 )
+@click.option(
+    "--include-practice",
+    is_flag=True,
+    help="Keep the practice documents of a training phase (with a role column).",
+)
+@click.option(
+    "--review-status",
+    type=click.Choice(["done", "any"]),
+    default=None,
+    help="Adjudicated layer: the documents marked done (default) or any reviewed document.",
+)
+@click.option(
+    "--include-in-progress",
+    is_flag=True,
+    help="Workers' layer: also the live annotations of assignments not submitted yet.",
+)
 @with_app
-def export_command(slug: str, fmt: str, out: Path | None, layer: str, extra: str) -> None:
-    """Stream a study's annotations (or, as assignments-csv / assignments-jsonl, one row per
-    assignment)."""
+def export_command(
+    slug: str,
+    fmt: str,
+    out: Path | None,
+    layer: str,
+    extra: str,
+    include_practice: bool,
+    review_status: str | None,
+    include_in_progress: bool,
+) -> None:
+    """Stream a study's counted annotations (or, as assignments-csv / assignments-jsonl,
+    one row per assignment)."""
     from flask import current_app
 
     from app.documents.studies import get_study
-    from app.formats import FILE_SET_FORMATS, iter_export, iter_export_files
+    from app.formats import FILE_SET_FORMATS, Work, iter_export, iter_export_files
     from app.formats.bundles import write_folder
 
+    if review_status is not None and layer != "adjudicated":
+        raise InvalidInput("--review-status applies to --layer adjudicated only")
+    work = Work(layer, include_practice, review_status or "done", include_in_progress)
     session = current_app.extensions["db_sessionmaker"]()
     try:
         if fmt in FILE_SET_FORMATS:
             if out is None:
                 raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
             count = write_folder(
-                out, iter_export_files(session, get_study(session, slug), fmt, layer)
+                out, iter_export_files(session, get_study(session, slug), fmt, work)
             )
             click.echo(f"wrote {count} files to {out}", err=True)
             return
         names = tuple(n.strip() for n in extra.split(",") if n.strip())
-        chunks = iter_export(session, get_study(session, slug), fmt, layer, names)
+        chunks = iter_export(session, get_study(session, slug), fmt, work, names)
         if out is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)

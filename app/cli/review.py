@@ -29,10 +29,10 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
 
     from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.roles import is_practice
     from app.documents.studies import get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
+    from app.quality.work import Work, select_documents
 
     left_out = 0
     with session_scope() as session:
@@ -46,7 +46,7 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
                 .where(Document.study_id == study.id)
                 .order_by(Document.position, Document.id)
             ).all()
-            chosen = [d for d in every if not is_practice(study, d)]
+            chosen = list(session.scalars(select_documents(study, Work(), Document)))
             left_out = len(every) - len(chosen)
         accepted = auto_accept(session, chosen, min_workers, by)
     note = f" ({counted(left_out, 'practice document')} left out)" if left_out else ""

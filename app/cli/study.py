@@ -112,15 +112,21 @@ def study_create(
 @click.command("report", cls=OneLineCommand)
 @click.argument("slug")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option(
+    "--include-practice",
+    is_flag=True,
+    help="Count the practice documents of a training phase too (left out by default).",
+)
 @with_app
-def report_command(slug: str, as_json: bool) -> None:
-    """Progress, per-worker scores and agreement of a study."""
+def report_command(slug: str, as_json: bool, include_practice: bool) -> None:
+    """Progress, per-worker scores and agreement of a study (its real documents)."""
     from app.db import session_scope
     from app.documents.studies import get_study
     from app.quality.reporting import format_report, study_report
 
     with session_scope() as session:
-        report = study_report(session, get_study(session, slug))
+        study = get_study(session, slug)
+        report = study_report(session, study, include_practice=include_practice)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:

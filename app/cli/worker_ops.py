@@ -27,15 +27,9 @@ def _session():
 
 def _screened_out(session, study) -> list[str]:
     """The study's workers whose state is ``screened_out`` (out of practice attempts)."""
-    from app.annotation.reviews import worker_state
-    from app.models import Assignment
+    from app.annotation.reviews import worker_states
 
-    statuses: dict[str, list[str]] = defaultdict(list)
-    for worker, status in session.execute(
-        select(Assignment.worker_id, Assignment.status).where(Assignment.study_id == study.id)
-    ):
-        statuses[worker].append(status)
-    return sorted(w for w, s in statuses.items() if worker_state(s) == "screened_out")
+    return sorted(w for w, s in worker_states(session, study).items() if s == "screened_out")
 
 
 def _workers(session, study, workers: tuple[str, ...], reviewed: str | None) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.documents.locating import locate, locate_antecedent
+from app.documents.locating import crossing_text, locate, locate_antecedent
 from app.documents.records import DocumentInput, GoldSpan, ImportedSpan
 from app.documents.text import storable
 from app.errors import InvalidInput
@@ -35,7 +35,8 @@ class ImportedWork:
 
 def check_spans(study: Study, document: DocumentInput) -> None:
     """Every imported span names a known category and its text sits at its offsets."""
-    known = {c["id"] for c in study.taxonomy["categories"]}
+    categories = {c["id"]: c for c in study.taxonomy["categories"]}
+    known = set(categories)
     where = f"document {document.external_id!r}"
     for span in document.work:
         if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
@@ -62,7 +63,10 @@ def check_spans(study: Study, document: DocumentInput) -> None:
             )
         spans = [(span.segment, span.start, span.end, span.text)]
         if isinstance(span, ImportedSpan) and span.paired is not None:
-            spans.append(span.paired)
+            if span.paired_end_segment is not None:
+                _check_crossing(span, categories[span.category], document.segments, where)
+            else:
+                spans.append(span.paired)
         for segment, start, end, text in spans:
             if not 0 <= segment < len(document.segments):
                 raise InvalidInput(f"{where}: segment {segment} does not exist")
@@ -118,6 +122,29 @@ def _place(
         return None
     used.add((where.start, where.end))  # type: ignore[arg-type]
     return where.start, where.end  # type: ignore[return-value]
+
+
+def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], where: str) -> None:
+    """An earlier span across segment breaks: allowed by the category, inside the document,
+    its text the pieces joined (app/annotation/pairing.py), before the annotated span."""
+    assert span.paired is not None and span.paired_end_segment is not None
+    segment, start, end, text = span.paired
+    to = span.paired_end_segment
+    if not category.get("pair_across_segments"):
+        raise InvalidInput(
+            f"{where}: category {span.category!r} takes its earlier span within one segment "
+            "(the taxonomy does not set pair_across_segments)"
+        )
+    if not 0 <= segment < to < len(segments) or not (
+        0 <= start < len(segments[segment]) and 0 < end <= len(segments[to])
+    ):
+        raise InvalidInput(f"{where}: segments {segment}..{to}: offsets {start}-{end} do not exist")
+    if crossing_text(segments, segment, start, to, end) != text:
+        raise InvalidInput(
+            f"{where}: segments {segment}..{to}: offsets {start}-{end} do not hold {text[:40]!r}"
+        )
+    if to > span.segment or (to == span.segment and end > span.start):
+        raise InvalidInput(f"{where}: the paired span must come before the annotated span")
 
 
 def _token() -> str:
@@ -187,6 +214,7 @@ def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
         paired_start=paired[1] if paired else None,
         paired_end=paired[2] if paired else None,
         paired_text=paired[3] if paired else None,
+        paired_end_segment=span.paired_end_segment if paired else None,
         comment=span.comment,
         client_id=f"import-{number}",
         created_at=moment,

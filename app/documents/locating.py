@@ -114,6 +114,12 @@ SEGMENT_JOIN = " "
 """How consecutive segments read one after the other (``app/annotation/pairing.py``)."""
 
 
+def crossing_text(texts: list[str], segment: int, start: int, end_segment: int, end: int) -> str:
+    """The text of a span from ``start`` in ``segment`` to ``end`` in ``end_segment``."""
+    pieces = [texts[segment][start:], *texts[segment + 1 : end_segment], texts[end_segment][:end]]
+    return SEGMENT_JOIN.join(pieces)
+
+
 def locate_across(
     texts: list[str], segment: int, span_start: int | None, needle: str
 ) -> tuple[int, int, int, int] | None:

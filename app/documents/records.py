@@ -38,6 +38,9 @@ class ImportedSpan:
     category: str
     paired: tuple[int, int, int, str] | None = None  # (segment, start, end, text)
     comment: str = ""
+    # the segment where the paired span ends when it runs across segment breaks (its end is
+    # an offset there, its text the pieces joined: app/annotation/pairing.py); else None
+    paired_end_segment: int | None = None
 
 
 @dataclass

@@ -37,8 +37,9 @@ from app.formats import (
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
-from app.formats.rows import LAYERS, check_columns, check_layer
+from app.formats.rows import check_columns
 from app.models import Study
+from app.quality.work import LAYERS, Work
 
 READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
@@ -60,6 +61,7 @@ __all__ = [
     "ASSIGNMENT_FORMATS",
     "EXPORT_FORMATS",
     "LAYERS",
+    "Work",
     "FILE_SET_FORMATS",
     "IMPORT_FORMATS",
     "READERS",
@@ -67,6 +69,7 @@ __all__ = [
     "DocumentInput",
     "GoldSpan",
     "detect_format",
+    "as_work",
     "iter_export",
     "iter_export_files",
     "parse_documents",
@@ -199,45 +202,54 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     return list(merged.values())
 
 
+def as_work(work: Work | str) -> Work:
+    """A :class:`~app.quality.work.Work`, or a layer's name for that layer's defaults."""
+    return Work(layer=work) if isinstance(work, str) else work
+
+
 def iter_export(
     session: Session,
     study: Study,
     fmt: str,
-    layer: str = "workers",
+    work: Work | str = "workers",
     extra_columns: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
-    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`). ``layer``:
-    "workers" (every submitted worker's annotations) or "adjudicated" (the reviewed layer).
-    ``extra_columns`` (csv and jsonl only): optional columns of ``rows.OPTIONAL_COLUMNS``."""
-    check_layer(layer)
+    """Text chunks of the study's counted work (:mod:`app.quality.work`) in ``fmt`` (a
+    one-file format; the formats of several files, ``FILE_SET_FORMATS``, come from
+    :func:`iter_export_files`). ``work``: the layer and filters (a layer's name: its
+    defaults). ``extra_columns`` (csv and jsonl only): optional columns of
+    ``rows.OPTIONAL_COLUMNS``."""
+    work = as_work(work)
     if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
         raise ValueError(f"{fmt!r} is not a one-file export format")
     if fmt in ASSIGNMENT_FORMATS:
-        if layer != "workers" or extra_columns:
-            raise InvalidInput(f"{fmt} has one row per assignment: no --layer or --columns")
+        if work != Work() or extra_columns:
+            raise InvalidInput(
+                f"{fmt} has one row per assignment: no --layer, --columns, "
+                "--include-practice or --include-in-progress"
+            )
         yield from WRITERS[fmt].export(session, study)
         return
     if extra_columns:
         if fmt not in ("csv", "jsonl"):
             raise InvalidInput("extra columns are offered by the csv and jsonl exports only")
         extra_columns = check_columns(extra_columns)
-        yield from WRITERS[fmt].export(session, study, layer, extra_columns=extra_columns)
+        yield from WRITERS[fmt].export(session, study, work, extra_columns=extra_columns)
         return
-    yield from WRITERS[fmt].export(session, study, layer)
+    yield from WRITERS[fmt].export(session, study, work)
 
 
 def iter_export_files(
-    session: Session, study: Study, fmt: str, layer: str = "workers"
+    session: Session, study: Study, fmt: str, work: Work | str = "workers"
 ) -> Iterator[tuple[str, bytes]]:
     """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
-    check_layer(layer)
+    work = as_work(work)
     writer = WRITERS[fmt]
     if fmt in FILE_SET_FORMATS:
-        yield from writer.export_files(session, study, layer)
+        yield from writer.export_files(session, study, work)
         return
     extension = getattr(writer, "EXTENSION", fmt)
-    text = "".join(iter_export(session, study, fmt, layer))
+    text = "".join(iter_export(session, study, fmt, work))
     yield f"{study.slug}.{extension}", text.encode("utf-8")

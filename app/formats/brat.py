@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from app.formats.annotated import Mark, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
-from app.formats.wholetext import Layout, split
+from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "brat"
 READS_FILES = True
@@ -66,18 +67,19 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
     lines: list[str] = []
     number = 0
 
-    def span(segment: int, start: int, end: int, text: str, category: str) -> str:
+    def span(a: int, b: int, text: str, category: str) -> str:
         nonlocal number
         number += 1
-        a, b = layout.to_whole(segment, start), layout.to_whole(segment, end)
         lines.append(f"T{number}\t{category} {a} {b}\t{' '.join(text.splitlines())}")
         return f"T{number}"
 
     relations = notes = 0
     for mark in marks:
-        tag = span(mark.segment, mark.start, mark.end, mark.text, mark.category)
-        if mark.paired is not None:
-            earlier = span(*mark.paired, mark.category)
+        a, b = layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)
+        tag = span(a, b, mark.text, mark.category)
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            earlier = span(*paired, mark.category)
             relations += 1
             lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
         if mark.comment:
@@ -87,11 +89,11 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
 
 
 def export_files(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, work: Work | None = None
 ) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
-    for document in annotated_documents(session, study, layer):
+    for document in annotated_documents(session, study, work):
         layout = document.layout
         name = file_name(document.external_id)
         text = layout.text.encode("utf-8")
@@ -107,6 +109,7 @@ def _spans(
     ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
 ) -> list[ImportedSpan]:
     spans: dict[str, tuple[int, int, int, str, str]] = {}
+    ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
     notes: dict[str, str] = {}
     for number, line in enumerate(ann.splitlines(), start=1):
@@ -126,14 +129,11 @@ def _spans(
                 int(match.group(3)),
                 int(match.group(4)),
             )
-            located = layout.to_segment(mapper(start), mapper(end))
+            located = place(layout, mapper(start), mapper(end))
             if located is None:
-                raise problem(
-                    f"{at}: span {start}-{end} is outside the text or crosses a segment "
-                    "boundary (import with fewer segments)"
-                )
-            segment, s, e = located
-            spans[tag] = (segment, s, e, layout.segments[segment][s:e], category)
+                raise problem(f"{at}: span {start}-{end} is outside the text")
+            spans[tag] = (*located[:4], category)
+            ends[tag] = (located[4], f"{at}: span {start}-{end}")
         elif line.startswith("R"):
             match = RELATION_LINE.match(line)
             if match is None:
@@ -154,11 +154,14 @@ def _spans(
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
         if tag in pairs.values() and tag not in pairs:
-            continue
-        paired = spans[pairs[tag]][:4] if tag in pairs else None
-        result.append(
-            ImportedSpan(worker, segment, start, end, text, category, paired, notes.get(tag, ""))
-        )
+            continue  # only the earlier half of a pair (it may run across segment breaks)
+        if ends[tag][0] != segment:
+            raise problem(f"{ends[tag][1]} {CROSSING}")
+        earlier = pairs.get(tag)
+        paired = spans[earlier][:4] if earlier else None
+        to = ends[earlier][0] if earlier and ends[earlier][0] != spans[earlier][0] else None
+        note = notes.get(tag, "")
+        result.append(ImportedSpan(worker, segment, start, end, text, category, paired, note, to))
     return result
 
 

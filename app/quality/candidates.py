@@ -27,13 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation.values import MAX_COMMENT_CHARS
-from app.models import Annotation, Assignment, Document
+from app.models import Document
 from app.quality.matching import eligible, maximum_matching
 from app.quality.spans import Span, TextKey
+from app.quality.work import Work, columns, select_work
 
 PAIRED_FIELDS = (
     "paired_segment",
@@ -124,37 +124,23 @@ class Candidate:
 
 
 def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
-    """The submitted workers (assignment order) and their live marks (creation order)."""
-    workers = list(
-        session.scalars(
-            select(Assignment.worker_id)
-            .where(Assignment.document_id == document.id, Assignment.status == "submitted")
-            .order_by(Assignment.id)
-        )
+    """The submitted workers (assignment order) and their live marks (creation order): the
+    document's counted work (:mod:`app.quality.work`), whatever its role."""
+    work = Work(include_practice=True)
+    sql = columns(document.study, work)
+    names = ("assignment_id", "worker_id", "id", "segment", "start", "end", "text", "category")
+    query = select_work(
+        document.study,
+        work,
+        *(sql[n] for n in (*names, *PAIRED_FIELDS, "comment")),
+        document_id=document.id,
     )
-    rows = session.execute(
-        select(Annotation, Assignment.worker_id)
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.document_id == document.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Assignment.id, Annotation.id)
-    ).all()
+    rows = sorted(session.execute(query).all(), key=lambda row: (row[0], row[2] or 0))
+    workers = list(dict.fromkeys(row[1] for row in rows))
     marks = [
-        Mark(
-            a.id,
-            worker,
-            a.segment,
-            a.start,
-            a.end,
-            a.text,
-            a.category,
-            tuple(getattr(a, name) for name in PAIRED_FIELDS),
-            a.comment or "",
-        )
-        for a, worker in rows
+        Mark(row[2], row[1], *row[3:8], tuple(row[8:13]), row[13] or "")
+        for row in rows
+        if row[2] is not None
     ]
     return workers, marks
 

@@ -44,8 +44,11 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         f"Study {study['slug']}: {study['title']} ({study['taxonomy']}, "
         f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
     )
+    practice = progress.get("practice_documents", 0)
+    included = any(row.get("role") == "practice" for row in progress["per_document"])
+    note = f"; {practice} practice {'included' if included else 'left out'}" if practice else ""
     console.print(
-        f"Documents {progress['documents']} ({progress['gold_documents']} gold), "
+        f"Documents {progress['documents']} ({progress['gold_documents']} gold{note}), "
         f"complete {progress['complete_documents']}; assignments {counts['total']}: "
         f"submitted {counts['submitted']}, active {counts['active']}"
     )
@@ -56,7 +59,10 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     for row in progress["per_document"][:max_documents]:
         _row(
             docs,
-            row["document"] + (" (gold)" if row["gold"] else ""),
+            row["document"]
+            + (
+                " (practice)" if row.get("role") == "practice" else " (gold)" if row["gold"] else ""
+            ),
             row["source"],
             str(row["segments"]),
             str(row["submitted"]),

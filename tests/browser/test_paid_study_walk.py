@@ -222,8 +222,8 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     }
     assert roles == {
         "practice-1": "practice",
-        "story-1": "checks",
-        "story-2": "checks",
+        "story-1": "check",
+        "story-2": "check",
         "aside-1": "real",
     }
     # the aside document is no part of this study's walk

@@ -8,6 +8,7 @@ from typing import Any
 from flask import (
     jsonify,
     render_template,
+    request,
     url_for,
 )
 
@@ -27,6 +28,11 @@ def _segments_per_source(report: dict[str, Any]) -> dict[str, int]:
     for row in report["progress"]["per_document"]:
         totals[row["source"]] += row["segments"] * row["submitted"]
     return totals
+
+
+def include_practice() -> bool:
+    """``?include_practice=1``: the figures count a training phase's practice documents."""
+    return request.args.get("include_practice") == "1"
 
 
 def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,8 +112,9 @@ def render_dashboard(
     from app.quality.reporting import study_report
 
     db = get_session()
-    report = study_report(db, study)
-    live = live_progress(db, study)
+    practice = include_practice()
+    report = study_report(db, study, include_practice=practice)
+    live = live_progress(db, study, include_practice=practice)
     categories = study.taxonomy.get("categories", [])
     chart_svgs = {
         "categories": charts.category_bars(report["categories"]["overall"], categories),
@@ -139,6 +146,7 @@ def render_dashboard(
         sharing=sharing_summary(db, study),
         researcher=auth.current_researcher(),
         export_types=EXPORT_TYPES,
+        include_practice=practice,
     )
     return body, status
 
@@ -153,7 +161,8 @@ def dashboard(slug: str):
 @auth.login_required
 def progress_json(slug: str):
     db = get_session()
-    return jsonify(live_progress(db, study_or_404(db, slug)))
+    study = study_or_404(db, slug)
+    return jsonify(live_progress(db, study, include_practice=include_practice()))
 
 
 @bp.get("/studies/<slug>/report.json")
@@ -162,4 +171,5 @@ def report_json(slug: str):
     from app.quality.reporting import study_report
 
     db = get_session()
-    return jsonify(study_report(db, study_or_404(db, slug)))
+    study = study_or_404(db, slug)
+    return jsonify(study_report(db, study, include_practice=include_practice()))

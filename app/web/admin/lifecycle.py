@@ -14,10 +14,10 @@ from sqlalchemy import func, select
 from app.crowd.returns import REASONS, return_codes, set_return_code
 from app.db import begin_write, get_session
 from app.documents import journey, lifecycle
-from app.documents.roles import LABELS, document_role, has_pass_mark
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
 from app.models import Assignment, Document, GoldError, Study
+from app.quality.work import has_pass_mark, role
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.markdown import render_markdown
@@ -25,9 +25,28 @@ from app.web.markdown import render_markdown
 MAX_LISTED_DOCUMENTS = 500
 
 
+# How the Manage page names a document's role (app/quality/work.py's, one place to read it):
+ROLE_LABELS = {
+    "practice": "practice",
+    "check": "real work with attention checks",
+    "real": "real work",
+}
+
+
+def role_label(role_name: str, is_gold: bool, checks: int) -> str:
+    """A document's role as the Manage page shows it: the role, the planted checks' count,
+    and "scores workers" for a gold document that is real work (no pass mark)."""
+    label = ROLE_LABELS[role_name]
+    if checks:
+        label += f" ({checks})"
+    if is_gold and role_name != "practice":
+        label += ", gold: scores workers"
+    return label
+
+
 def _documents(db, study: Study) -> list[dict]:
-    """The study's documents with their role (:func:`app.documents.roles.document_role`)
-    and what stops their removal (first MAX_LISTED_DOCUMENTS)."""
+    """The study's documents with their role (:func:`app.quality.work.role`) and what stops
+    their removal (first MAX_LISTED_DOCUMENTS)."""
     checks = dict(
         db.execute(
             select(GoldError.document_id, func.count())
@@ -43,7 +62,7 @@ def _documents(db, study: Study) -> list[dict]:
         .subquery()
     )
     rows = db.execute(
-        select(Document, func.coalesce(submitted.c.n, 0))
+        select(Document, role(study), func.coalesce(submitted.c.n, 0))
         .outerjoin(submitted, submitted.c.document_id == Document.id)
         .where(Document.study_id == study.id)
         .order_by(Document.position, Document.id)
@@ -53,11 +72,11 @@ def _documents(db, study: Study) -> list[dict]:
         {
             "id": d.external_id,
             "source": d.source,
-            "role": document_role(study, bool(d.is_gold), checks.get(d.id, 0)),
-            "checks": checks.get(d.id, 0),
+            "role": role_name,
+            "label": role_label(role_name, bool(d.is_gold), checks.get(d.id, 0)),
             "submitted": n,
         }
-        for d, n in rows
+        for d, role_name, n in rows
     ]
 
 
@@ -73,7 +92,6 @@ def render_manage(study: Study, *, error: str | None = None, section: str = "", 
         questionnaire=(study.settings or {}).get("journey_source", ""),
         journey=journey.definition(study),
         codes=return_codes(study),
-        role_labels=LABELS,
         reasons=REASONS,
         actions=lifecycle.ACTIONS,
         error=error,

@@ -13,10 +13,11 @@ from flask import flash, jsonify, redirect, render_template, request, url_for
 
 from app.annotation.assignments import find_document
 from app.db import begin_write, get_session
-from app.documents.roles import is_practice
 from app.errors import Conflict, InvalidInput, MarginaliaError
+from app.models import Document
 from app.quality import adjudication
 from app.quality.review_state import adjudicated_scores, review_json, review_progress
+from app.quality.work import Work, select_documents
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
@@ -40,7 +41,7 @@ def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200):
         counts={s: sum(1 for r in rows if r["status"] == s) for s in adjudication.STATUSES},
         plan=plan,
         min_workers=min_workers,
-        practice=sum(1 for d in study.documents if is_practice(study, d)),
+        practice=len(study.documents) - len(_counted_documents(db, study)),
     ), status
 
 
@@ -115,6 +116,11 @@ def set_status(slug: str):
     return _write(slug, adjudication.set_status)
 
 
+def _counted_documents(db, study) -> list:
+    """The study's documents that count (:mod:`app.quality.work`: practice left out)."""
+    return list(db.scalars(select_documents(study, Work(), Document)))
+
+
 def _min_workers(value) -> int:
     try:
         return int(value)
@@ -132,7 +138,7 @@ def auto_accept(slug: str):
     study = study_or_404(db, slug)
     try:
         min_workers = _min_workers(request.form.get("min_workers"))
-        documents = [d for d in study.documents if not is_practice(study, d)]
+        documents = _counted_documents(db, study)
         plan = adjudication.auto_accept_plan(db, documents, min_workers)
         total = sum(n for _, n in plan)
         if request.form.get("confirm") != "yes":

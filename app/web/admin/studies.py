@@ -42,7 +42,7 @@ def studies():
         for s in db.scalars(access.visible_studies(auth.current_researcher())).all()
         if (s.status == "archived") == archived
     ]
-    progress = study_progress(db, [s.id for s in rows])
+    progress = study_progress(db, rows)
     return render_template(
         "admin/studies.html",
         archived=archived,
