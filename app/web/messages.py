@@ -80,7 +80,7 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "removed": N_("Removed: {text}"),
     # changing an annotation's category or comment in place (list.js)
     "edit": N_("Edit"),
-    "edit_label": N_("Change the category or comment of {label}: {text}"),
+    "edit_label": N_("Edit {label}: {text}"),
     "edit_category": N_("Category"),
     "edit_comment": N_("Comment"),
     "edit_save": N_("Save"),
