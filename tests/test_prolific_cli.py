@@ -266,3 +266,77 @@ def test_screen_out_sends_the_screened_out_submissions_per_prolific_study(
         }
     ]
     assert "screen out 2 submissions in Prolific study st27 (p1, p2)" in done.stdout
+
+
+# --- issue 26 row 10 -----------------------------------------------------------------------
+
+
+class Recorder:
+    """Another host: records every request it gets, with its headers."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self) -> None:
+                seen.append((self.command, self.path, dict(self.headers)))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = _any  # noqa: N815
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_to_another_host_does_not_get_the_token(status):
+    from app.crowd.prolific_api import ProlificClient, ProlificError
+
+    other = Recorder()
+    try:
+        with ProlificStandIn() as standin:
+            standin.fail_next(status, {}, Location=other.url + "/steal")
+            client = ProlificClient(token="test-token", base_url=standin.url)
+            with pytest.raises(ProlificError, match=f"redirect \\({status}\\).*not followed"):
+                client.approve("sessA")
+    finally:
+        other.close()
+    assert other.seen == []
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.prolific.com", True),
+        ("http://127.0.0.1:8080", True),
+        ("http://localhost:9", True),
+        ("http://[::1]:9", True),
+        ("http://api.prolific.com", False),
+        ("http://127.0.0.1.evil.example", False),
+        ("ftp://api.prolific.com", False),
+        ("https://", False),
+    ],
+)
+def test_prolific_api_url_is_https_or_a_loopback_standin(url, allowed):
+    from app.crowd.prolific_api import ProlificClient
+    from app.errors import InvalidInput
+
+    if allowed:
+        assert ProlificClient(token="t", base_url=url).base_url == url
+    else:
+        with pytest.raises(InvalidInput, match="must start with https://"):
+            ProlificClient(token="t", base_url=url)

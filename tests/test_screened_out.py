@@ -1,6 +1,7 @@
 """A worker's fate is explicit (issue 27 item 4, issue 26 row 11): a worker who used every
-practice attempt without the pass mark is ``screened_out`` on every practice assignment (no
-completion code anywhere, the screen-out return instead), tagged on the workers' pages,
+qualification attempt without the pass mark is ``screened_out`` on every training assignment
+(the practice document and the qualification documents; no completion code anywhere, the
+screen-out return instead), tagged on the workers' pages,
 listed in a CSV of IDs to screen out, and screened out on Prolific by the command line;
 approve after reject unblocks unless the worker was blocked on their own (item 5). On SQLite
 and Postgres, through the real HTTP API, the worker and admin pages and the command line."""
@@ -21,7 +22,7 @@ from app.models import Assignment, WorkerReview
 from tests.conftest import BACKENDS, make_database_url
 from tests.helpers import export_text
 from tests.test_admin import csrf, login
-from tests.test_training import PRACTICE, add, arrive, span, training_study
+from tests.test_training import TEST, TEST_KEY, add, arrive, span, training_study
 
 SCREEN = "https://app.prolific.com/submissions/complete?cc=SCREEN27"
 
@@ -42,35 +43,49 @@ def admin(app, client):
     return client
 
 
-def prolific(worker: str, n: int) -> dict[str, str]:
-    """Prolific's arrival parameters of ``worker``'s session ``n`` (IDs are alphanumeric)."""
+def prolific(worker: str, n: int = 0) -> dict[str, str]:
+    """Prolific's arrival parameters of ``worker``'s session ``n`` (IDs are alphanumeric); a
+    worker keeps one session through the training phase, as the continue links do."""
     return {"PROLIFIC_PID": worker, "STUDY_ID": "st27", "SESSION_ID": session_id(worker, n)}
 
 
-def session_id(worker: str, n: int) -> str:
+def session_id(worker: str, n: int = 0) -> str:
     return "se" + worker.replace("-", "") + str(n)
 
 
+def submit(client, token: str) -> dict:
+    answer = client.post(f"/api/assignments/{token}/submit")
+    assert answer.status_code == 200, answer.get_json()
+    return {**answer.get_json(), "token": token}
+
+
+def practise(client, worker: str) -> dict:
+    """The practice document, submitted untouched (it teaches, never graded)."""
+    _, token, _ = arrive(client, worker, **prolific(worker))
+    assert token is not None
+    return submit(client, token)
+
+
 def fail_practice(client, worker: str, attempts: int = 2) -> list[dict]:
-    """``worker`` arrives from Prolific and fails every practice attempt (one right mark of
-    three: F1 0.5 < 0.6); the submit answers."""
-    answers = []
-    for n in range(attempts):
-        _, token, _ = arrive(client, worker, **prolific(worker, n))
+    """``worker`` arrives from Prolific, does the practice document, and fails every
+    qualification attempt (one right mark of two and a wrong one: F1 0.5 < 0.6); the
+    submit answers, the practice document's first."""
+    answers = [practise(client, worker)]
+    for _ in range(attempts):
+        _, token, _ = arrive(client, worker, **prolific(worker))
         assert token is not None
-        assert add(client, token, span(0, "the wrong person", "CharE")).status_code == 201
-        answer = client.post(f"/api/assignments/{token}/submit")
-        assert answer.status_code == 200, answer.get_json()
-        answers.append({**answer.get_json(), "token": token})
+        assert add(client, token, span(*TEST_KEY[0], texts=TEST)).status_code == 201
+        assert add(client, token, span(0, "Tom", "RefE", TEST)).status_code == 201
+        answers.append(submit(client, token))
     return answers
 
 
 def pass_practice(client, worker: str) -> None:
-    _, token, _ = arrive(client, worker, **prolific(worker, 0))
-    for seg, text, cat in ((0, "the wrong person", "CharE"), (0, "Anna", "RefE")):
-        assert add(client, token, span(seg, text, cat)).status_code == 201
-    assert add(client, token, span(1, "leaved", "GramE", PRACTICE)).status_code == 201
-    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    practise(client, worker)
+    _, token, _ = arrive(client, worker, **prolific(worker))
+    for mark in TEST_KEY:
+        assert add(client, token, span(*mark, texts=TEST)).status_code == 201
+    submit(client, token)
 
 
 def statuses(app, worker: str) -> list[tuple[str, str, str | None]]:
@@ -85,18 +100,20 @@ def test_a_screened_out_worker_gets_no_completion_code_anywhere(app, client):
     """Issue 26 row 11: the submit answer and the assignments CSV gave a screened-out
     worker a completion code, though the done page withheld it."""
     training_study(app, attempts=2, platform="prolific", screen_out_url=SCREEN)
-    first, last = fail_practice(client, "p-out")
+    practice, first, last = fail_practice(client, "p-out")
+    assert practice["completion_code"] is None and not practice.get("screened_out")
     assert first["completion_code"] is None and not first.get("screened_out")
     assert last["completion_code"] is None and last["screened_out"] is True
     # a retried submit answers the same
     again = client.post(f"/api/assignments/{last['token']}/submit")
     assert again.status_code == 200 and again.get_json()["completion_code"] is None
-    assert statuses(app, "p-out") == [
+    assert sorted(statuses(app, "p-out")) == [
         ("practice-1", "screened_out", None),
-        ("practice-2", "screened_out", None),
+        ("test-1", "screened_out", None),
+        ("test-2", "screened_out", None),
     ]
     rows = list(csv.DictReader(io.StringIO(export_text(app, "demo", "assignments-csv"))))
-    assert [r["status"] for r in rows if r["worker_id"] == "p-out"] == ["screened_out"] * 2
+    assert [r["status"] for r in rows if r["worker_id"] == "p-out"] == ["screened_out"] * 3
     marks = list(csv.DictReader(io.StringIO(export_text(app, "demo", "csv"))))
     assert not any(r["completion_code"] for r in marks if r["worker_id"] == "p-out")
     # the done page and a later arrival give the screen-out return, never a code
@@ -104,7 +121,7 @@ def test_a_screened_out_worker_gets_no_completion_code_anywhere(app, client):
     assert page.status_code == 200 and b"Thank you for trying" in page.data
     assert b"SCREEN27" in page.data and b"completion-code" not in page.data
     # back on the same Prolific session: to that assignment's done page, the same return
-    back = client.get("/s/demo", query_string=prolific("p-out", 1))
+    back = client.get("/s/demo", query_string=prolific("p-out"))
     assert back.status_code == 302 and back.headers["Location"].endswith(f"/a/{last['token']}/done")
     # a new session: no new assignment, the screen-out page
     status, token, body = arrive(client, "p-out", **prolific("p-out", 9))
@@ -114,12 +131,14 @@ def test_a_screened_out_worker_gets_no_completion_code_anywhere(app, client):
 def test_a_passing_worker_gets_a_code_on_real_work_only(app, client):
     training_study(app, attempts=2, platform="prolific", screen_out_url=SCREEN)
     pass_practice(client, "p-ok")
-    _, real, _ = arrive(client, "p-ok", **prolific("p-ok", 1))
+    _, real, _ = arrive(client, "p-ok", **prolific("p-ok"))
     answer = client.post(f"/api/assignments/{real}/submit").get_json()
     assert answer["completion_code"] and "screened_out" not in answer
-    assert [(doc, status, bool(code)) for doc, status, code in statuses(app, "p-ok")] == [
-        ("practice-1", "submitted", False),
-        ("doc-1", "submitted", True),
+    found = [(doc[:4], status, bool(code)) for doc, status, code in statuses(app, "p-ok")]
+    assert found == [
+        ("prac", "submitted", False),
+        ("test", "submitted", False),
+        ("doc-", "submitted", True),
     ]
 
 
@@ -149,7 +168,8 @@ def test_screened_out_workers_are_tagged_listed_and_filtered(app, client, admin)
     out_row = next(w for w in report["workers"] if w["worker_id"] == "p-out")
     assert out_row["documents_done"] == 0 and out_row["state"] == "screened_out"
     practice = admin.get("/admin/studies/demo/report.json?include_practice=1").get_json()
-    assert practice["progress"]["assignments"]["screened_out"] == 1
+    # the practice and the qualification document
+    assert practice["progress"]["assignments"]["screened_out"] == 2
 
 
 def test_prolific_screen_out_command_sends_the_screened_out_submissions(
@@ -236,19 +256,22 @@ def test_screened_out_assignments_count_as_attempts_and_leave_agreement(app, cli
         study = session.scalar(select(Study))
         state = qualification_state(session, study, "p-out")
         assert (state.qualified, state.attempts_used, state.can_try_again) == (False, 1, False)
-        assert state.best_f1 == pytest.approx(0.5)
+        assert state.best_f1 == pytest.approx(0.5)  # P 1/2, R 1/2
     answers = json.loads(json.dumps(statuses(app, "p-out")))
-    assert answers == [["practice-1", "screened_out", None]]
+    assert [(doc[:4], status, code) for doc, status, code in answers] == [
+        ("prac", "screened_out", None),
+        ("test", "screened_out", None),
+    ]
 
 
 def test_a_rejected_worker_reopening_their_link_is_told_so(app, client, admin):
     """Issue 27 item 10: a rejected worker reopening the link saw "Preview: read-only"."""
     training_study(app, attempts=1, platform="prolific", screen_out_url=SCREEN)
     pass_practice(client, "p-ok")
-    _, real, _ = arrive(client, "p-ok", **prolific("p-ok", 0))
+    _, real, _ = arrive(client, "p-ok", **prolific("p-ok"))
     assert real is not None
     act(admin, "p-ok", "reject")
-    again = client.get("/s/demo", query_string=prolific("p-ok", 0))
+    again = client.get("/s/demo", query_string=prolific("p-ok"))
     page = again.get_data(as_text=True)
     assert again.status_code == 409 and "/a/" not in again.headers.get("Location", "")
     assert 'id="returned"' in page and "No documents left" in page, page

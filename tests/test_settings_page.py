@@ -121,6 +121,13 @@ def test_the_preview_follows_the_workers_path(app, admin):  # noqa: F811
             session.scalar(select(Study)),
             [DocumentInput("practice-1", ["Anna walks."], gold=gold)],
             gold=True,
+            practice=True,
+        )
+        import_documents(
+            session,
+            session.scalar(select(Study)),
+            [DocumentInput("test-1", ["Bob runs."], gold=gold)],
+            gold=True,
         )
     plain = admin.get("/admin/studies/demo/preview").get_data(as_text=True)
     assert 'id="preview-practice"' not in plain  # no pass mark: gold is real work
@@ -134,3 +141,4 @@ def test_the_preview_follows_the_workers_path(app, admin):  # noqa: F811
     assert "3. Practice first (practice-1)" in page and "Anna walks." in page
     assert "4. Then the first real document (story-1)" in page
     assert "5. Questions after each document" in page and "F1 0.50, within 2 attempts" in page
+    assert "a qualification document such as test-1" in page

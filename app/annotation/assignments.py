@@ -23,7 +23,7 @@ from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.annotation.values import _int, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
-from app.documents.text import storable, text_problem
+from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -95,8 +95,8 @@ def _worker_id(value: Any) -> str:
         raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
     if not storable(value):
         raise InvalidInput("worker_id must not contain NUL characters or unpaired surrogates")
-    problem = text_problem(value, allow="")
-    if problem:  # a lone CR would split the worker's CSV rows
+    problem = identifier_problem(value)
+    if problem:  # a lone CR would split the worker's CSV rows; U+202E would reorder a page
         raise InvalidInput(f"worker_id {problem}")
     return value.strip()
 

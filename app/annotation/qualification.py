@@ -1,10 +1,12 @@
 """The qualification rule (the training phase's pass mark): which gold (practice) documents a
 worker has submitted, their strict F1 against gold, and whether they may go on to real work.
 
-``settings["qualification"] = {"min_f1": F, "attempts": K}``: a worker does at most K practice
-documents and qualifies once one of them reaches F1 >= F (docs/METRICS.md). A worker who
-used all K without reaching it is *screened out*: :func:`screen_out` turns every practice
-assignment of theirs into ``screened_out`` (no completion code), which counts as an attempt.
+``settings["qualification"] = {"min_f1": F, "attempts": K}``: a worker does at most K
+qualification documents (gold, not practice: ``Document.is_practice`` documents teach and are
+never graded) and qualifies once one of them reaches F1 >= F (docs/METRICS.md). A worker who
+used all K without reaching it is *screened out*: :func:`screen_out` turns every training
+assignment of theirs (practice and qualification documents) into ``screened_out`` (no
+completion code), which counts as an attempt where it was one.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def qualification_state(session: Session, study: Study, worker_id: str) -> Quali
             Assignment.worker_id == worker_id,
             Assignment.status.in_(ATTEMPTED),
             Document.is_gold.is_(True),
+            Document.is_practice.is_(False),  # practice documents are never graded
         )
         .order_by(Assignment.id)
     ).all()

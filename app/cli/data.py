@@ -34,9 +34,9 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 @click.option(
     "--practice",
     is_flag=True,
-    help="The documents are practice documents for the training phase (gold, with feedback "
-    "per segment); the same as --gold in a study with a pass mark (study settings "
-    "--qualification-f1).",
+    help="The documents are practice documents for the training phase: gold whose answers a "
+    "worker is shown segment by segment, never graded (the study's other gold documents "
+    "grade the qualification; study settings --qualification-f1).",
 )
 @click.option(
     "--checks",
@@ -91,7 +91,14 @@ def import_command(
     # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
     with session_scope() as session:
         result = import_documents(
-            session, study, documents, gold=gold, checks=checks, nlp=nlp, entities=entities
+            session,
+            study,
+            documents,
+            gold=gold,
+            checks=checks,
+            practice=practice,
+            nlp=nlp,
+            entities=entities,
         )
     counts = {**dataclasses.asdict(result), "gold": gold and not checks, "checks": checks}
     click.echo("imported " + ", ".join(import_summary(counts, "cli")))

@@ -57,15 +57,17 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
 @click.argument("slug")
 @with_app
 def status_command(slug: str) -> None:
-    """Review progress per document: workers, status, accepted and rejected rows."""
+    """Review progress per document: workers, status, accepted and rejected rows (TSV, ids
+    made spreadsheet-safe)."""
     from app.db import session_scope
     from app.documents.studies import get_study
+    from app.formats.spreadsheet import spreadsheet_safe
     from app.quality.review_state import review_progress
 
     with session_scope() as session:
         for row in review_progress(session, get_study(session, slug)):
             click.echo(
-                f"{row['document']}\t{row['workers']} workers\t{row['status']}\t"
+                f"{spreadsheet_safe(row['document'])}\t{row['workers']} workers\t{row['status']}\t"
                 f"{row['accepted']} accepted\t{row['rejected']} rejected"
             )
 
@@ -107,11 +109,13 @@ def scores_command(slug: str, as_json: bool) -> None:
     def shown(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 
+    from app.formats.spreadsheet import spreadsheet_safe
+
     click.echo("worker\tdocuments\tP\tR\tF1\tlenient F1")
     for row in rows:
         overall = row["overall"]
         click.echo(
-            f"{row['worker_id']}\t{row['documents']}\t{shown(overall['precision'])}\t"
+            f"{spreadsheet_safe(row['worker_id'])}\t{row['documents']}\t{shown(overall['precision'])}\t"
             f"{shown(overall['recall'])}\t{shown(overall['f1'])}\t"
             f"{shown(row['lenient']['overall']['f1'])}"
         )

@@ -45,7 +45,7 @@ def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
     per_segment = options.get("sentences_per_segment")
     return (
         int(per_segment) if per_segment else None,
-        bool(options.get("gold") or options.get("checks")),
+        bool(options.get("gold") or options.get("checks") or options.get("practice")),
         bool(options.get("ner")),
     )
 
@@ -107,7 +107,10 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     nlp = load_nlp() if ner else None
     entities = _entities(session, job, study, documents, nlp)
     checks = bool((job.options or {}).get("checks"))
-    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
+    practice = bool((job.options or {}).get("practice"))
+    prepared = prepare_import(
+        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
+    )
     if session.in_transaction():
         session.commit()  # nothing pending: ends any read, so the write starts with the lock
     begin_write(session)
@@ -130,6 +133,7 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "dropped_annotations": result.dropped_annotations,
         "unplaced_annotations": result.unplaced_annotations,
         "check_documents": result.check_documents,
+        "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
         "ner_available": nlp is not None or bool(entities),
         "detection_jobs": result.detection_jobs,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.documents.storing import SKIPPED_PAIRS
 from app.documents.text import counted
 
 # How each place names the options (the command's flags, the upload form's tick boxes).
@@ -46,6 +47,8 @@ def import_summary(counts: Mapping[str, Any], where: str = "cli") -> list[str]:
         )
     if n("imported_suggestions"):
         parts.append(counted(n("imported_suggestions"), "imported suggestion"))
+    if n("skipped_pairs"):
+        parts.append(f"{counted(n('skipped_pairs'), 'edit')} {SKIPPED_PAIRS}")
     if counts.get("checks"):
         parts.append(
             f"{counted(n('gold_errors'), 'attention check')} planted in "

@@ -71,6 +71,9 @@ class DocumentInput:
     # --as-work), and those --as-work could not place in their segment
     dropped: int = 0
     unplaced: int = 0
+    # edits of the file whose earlier (paired) span does not come before their span, as the
+    # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
+    skipped_pairs: int = 0
 
     @property
     def source(self) -> str:

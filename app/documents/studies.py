@@ -123,6 +123,7 @@ def import_documents(
     *,
     gold: bool = False,
     checks: bool = False,
+    practice: bool = False,
     nlp: Any = None,
     progress: bool = False,
     entities: list[Any] | None = None,
@@ -133,7 +134,8 @@ def import_documents(
     ``study`` may come loaded from another, closed session: on SQLite the write transaction
     must start here with the write lock (``begin_write``); a ``session`` that has read
     already would fail with "database is locked" once a concurrent write got in between.
-    ``checks``: the file's errors are attention checks (:func:`prepare_import`).
+    ``checks``: the file's errors are attention checks, ``practice``: the documents are
+    practice documents (:func:`prepare_import`).
     ``nlp`` is a loaded spaCy pipeline or None (no entity cues). ``entities`` are results
     of :func:`analyse_entities` computed beforehand. Rows are built first and inserted in
     bulk (:mod:`app.documents.storing`), so the write lock is held only for the inserts.
@@ -141,7 +143,9 @@ def import_documents(
     documents = [checked(document) for document in documents]
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
-    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
+    prepared = prepare_import(
+        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
+    )
     begin_write(session)
     result = store_prepared(session, study, prepared)
     result.ner_available = nlp is not None or bool(entities)

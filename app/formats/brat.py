@@ -5,12 +5,18 @@ Written: ``DOC.txt`` (the whole text) with an empty ``DOC.ann`` at the top for e
 document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker: ``T`` lines for
 spans (type = category), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans,
 ``#`` ``AnnotatorNotes`` lines for comments; ``annotation.conf`` and ``visual.conf`` from the
-taxonomy. Names are percent-encoded ids. Read: the same; a folder's name is the worker
+taxonomy. Names are percent-encoded ids, unless that name would leave its folder, be
+empty or be long (``..``, ``.``, over 100 bytes): then a slug and a hash of the id
+(``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so the two kinds
+cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26 row 5). Read:
+the same (the names file first, else percent-decoding); a folder's name is the worker
 (``import-1`` for files at the top), any relation pairs its two spans.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
@@ -35,9 +41,23 @@ RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
 NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 
 
+NAMES_FILE = "marginalia_names.json"
+MAX_NAME_BYTES = 100
+
+
 def file_name(value: str) -> str:
-    """A percent-encoded file or folder name for an id (reversible, no path characters)."""
-    return quote(value, safe=" ,;=+@()[]{}!'~-_")
+    """The file or folder name for an id: percent-encoded (reversible, no path characters),
+    or a slug and a hash when that name is unsafe or long (the module's docstring)."""
+    encoded = quote(value, safe=" ,;=+@()[]{}!'-_")
+    if encoded not in ("", ".", "..") and len(encoded) <= MAX_NAME_BYTES:
+        return encoded
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", value)[:40].strip("-") or "id"
+    return f"{slug}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def _name_of(name: str, names: dict[str, str]) -> str:
+    """The id a file or folder name stands for: from the names file, else percent-decoded."""
+    return names[name] if name in names else unquote(name)
 
 
 def annotation_conf(taxonomy: dict[str, Any]) -> str:
@@ -93,16 +113,26 @@ def export_files(
 ) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
+    hashed: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
+
+    def named(value: str, kind: str) -> str:
+        name = file_name(value)
+        if "~" in name:
+            hashed[kind][name] = value
+        return name
+
     for document in annotated_documents(session, study, work):
         layout = document.layout
-        name = file_name(document.external_id)
+        name = named(document.external_id, "documents")
         text = layout.text.encode("utf-8")
         yield f"{name}.txt", text
         yield f"{name}.ann", b""
         for worker, marks in document.workers.items():
-            folder = file_name(worker)
+            folder = named(worker, "workers")
             yield f"{folder}/{name}.txt", text
             yield f"{folder}/{name}.ann", ann_text(marks, layout).encode("utf-8")
+    if hashed["documents"] or hashed["workers"]:
+        yield NAMES_FILE, (json.dumps(hashed, ensure_ascii=False, indent=1) + "\n").encode()
 
 
 def _spans(
@@ -165,16 +195,39 @@ def _spans(
     return result
 
 
+def _names(text: str | None, problem: Problem) -> dict[str, dict[str, str]]:
+    """The names file of an export: {"documents": {name: id}, "workers": {name: id}}."""
+    empty: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
+    if text is None:
+        return empty
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise problem(f"{NAMES_FILE} is not JSON") from None
+    if not isinstance(data, dict):
+        raise problem(f"{NAMES_FILE} must be an object")
+    for kind in empty:
+        table = data.get(kind, {})
+        if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+        ):
+            raise problem(f"{NAMES_FILE}: {kind!r} must map names to ids")
+        empty[kind] = table
+    return empty
+
+
 def parse_files(
     files: dict[str, str], problem: Problem, sentences_per_segment: int | None = None
 ) -> list[DocumentInput]:
     texts = sorted(name for name in files if name.endswith(".txt"))
     documents: dict[str, DocumentInput] = {}
     layouts: dict[str, tuple[Layout, Any, str]] = {}
+    names = _names(files.get(NAMES_FILE), problem)
     for name in texts:
         path = PurePosixPath(name)
-        doc = document_id(unquote(path.stem), problem)
-        worker = unquote(path.parent.as_posix()) if path.parent.as_posix() != "." else TOP_WORKER
+        doc = document_id(_name_of(path.stem, names["documents"]), problem)
+        folder = path.parent.as_posix()
+        worker = _name_of(folder, names["workers"]) if folder != "." else TOP_WORKER
         if doc not in layouts:
             layout, mapper = split(files[name], problem, doc, sentences_per_segment)
             layouts[doc] = (layout, mapper, files[name])

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.annotation.pairing import pair_comes_first
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
 from app.formats.wholetext import Layout, place, split
@@ -89,6 +90,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     work: list[ImportedSpan] = []
     unlocated: list[Any] = []
     taken: Counter[tuple[Any, ...]] = Counter()
+    skipped = 0
     for e, edit in enumerate(edits):
         where = f"edit {e}"
         if not isinstance(edit, dict):
@@ -118,6 +120,11 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
         main, paired = spans[-1][:4], (spans[0] if len(spans) == 2 else None)
+        # (its end segment, start, end): a pair may run across segments, it must end first
+        if paired is not None and not pair_comes_first((paired[4], *paired[1:3]), main[:2]):
+            unlocated.append(edit)  # kept verbatim (written back on export), counted
+            skipped += 1
+            continue
         comment = edit.get("comment") if isinstance(edit.get("comment"), str) else ""
         crossing = paired[4] if paired is not None and paired[4] != paired[0] else None
         work.extend(
@@ -125,7 +132,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             for w in workers
         )
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
-    return DocumentInput(doc, layout.segments, meta, work=work)
+    return DocumentInput(doc, layout.segments, meta, work=work, skipped_pairs=skipped)
 
 
 def parse(

@@ -295,6 +295,7 @@ def done(token: str):
                 title=study.title,
                 state=state,
                 rule=qualification(study),
+                practice=assignment.document.is_practice,
                 score=(assignment.scores or {}).get("gold", {}).get("overall", {}),
                 next_url=platforms.continue_url(
                     assignment, url_for("pages.start", slug=study.slug)

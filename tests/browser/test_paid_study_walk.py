@@ -58,6 +58,14 @@ REAL = {
     f"story-{n}": {"0": {"text": STORY, "errors": [{"span": CHECK, "error_type": "CharE"}]}}
     for n in (1, 2)
 }
+QUALIFY = {
+    "qualify-1": {
+        "0": {
+            "text": "Tom saw Eve. Eve gave the keys to the wrong man.",
+            "errors": [{"span": "the wrong man", "error_type": "CharE"}],
+        }
+    }
+}
 ASIDE = {
     "aside-1": {
         "0": {
@@ -111,8 +119,11 @@ def work(client, worker: str, marks: list[dict], seconds: float = 8.0) -> dict:
 
 
 def practice_pass(client, worker: str) -> None:
-    text = PRACTICE["practice-1"]["0"]["text"]
-    work(client, worker, [body(text, "the wrong person", "CharE")])
+    """The practice document (it teaches, never graded), then the qualification document
+    marked right."""
+    work(client, worker, [])
+    text = QUALIFY["qualify-1"]["0"]["text"]
+    work(client, worker, [body(text, "the wrong man", "CharE")])
 
 
 OVERFLOW_JS = """() => {
@@ -194,7 +205,8 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
 
     # item 9: each upload says what it did with every part of the file
     for name, data, tick in (
-        ("practice.json", PRACTICE, "gold"),
+        ("practice.json", PRACTICE, "practice"),
+        ("qualify.json", QUALIFY, "gold"),
         ("stories.json", REAL, "checks"),
         ("aside.json", ASIDE, None),
     ):
@@ -212,7 +224,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
         assert run_import_worker(app) == {"done": 1}
     page.reload()
     jobs = page.locator("#import-jobs").inner_text()
-    assert "1 gold error" in jobs
+    assert jobs.count("1 gold error") == 2  # the practice and the qualification document
     assert "2 attention checks planted in 2 documents" in jobs
     assert "1 annotation in the file not imported" in jobs and "Keep the annotations" in jobs
     page.goto(f"{base}/admin/studies/{SLUG}/manage")
@@ -220,8 +232,13 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
         row.get_attribute("data-document"): row.get_attribute("data-role")
         for row in page.locator("#document-table tbody tr").all()
     }
+    practice_row = page.locator('#document-table tr[data-document="practice-1"] td.role')
+    assert practice_row.inner_text() == "practice (answers shown, never graded)"
+    qualify_row = page.locator('#document-table tr[data-document="qualify-1"] td.role')
+    assert qualify_row.inner_text() == "qualification"
     assert roles == {
         "practice-1": "practice",
+        "qualify-1": "practice",  # the training phase's role (app/quality/work.py)
         "story-1": "check",
         "story-2": "check",
         "aside-1": "real",
@@ -250,8 +267,9 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     work(client, "lazy", [body(STORY, "Tomas", "CharE")])  # story-2: misses the check
     practice_pass(client, "speeder")
     work(client, "speeder", [body(STORY, CHECK, "CharE"), body(STORY, "Tomas", "CharE")], 0.5)
-    text = PRACTICE["practice-1"]["0"]["text"]
-    failed = work(client, "out", [body(text, "Bob", "RefE")])  # F1 0: out of its one attempt
+    work(client, "out", [])  # the practice document
+    text = QUALIFY["qualify-1"]["0"]["text"]
+    failed = work(client, "out", [body(text, "Tom", "RefE")])  # F1 0: out of its one attempt
     # issue 26 row 11: no code for a screened-out worker, the screen-out return instead
     assert failed["completion_code"] is None and failed["screened_out"] is True
     assert arrive(client, "out") is not None  # back to their done page: the screen-out page
@@ -277,9 +295,19 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     worker.click("#add-button")
     wait_saved(worker)
     worker.click("#submit-button")
-    worker.wait_for_selector("#practice-panel:not([hidden])")
+    worker.wait_for_selector("#practice-panel:not([hidden])")  # the answers of practice
+    worker.click("#submit-button")
+    worker.wait_for_selector("#qualification")  # practice done, never graded
+    worker.click("#continue-link")
+    wait_loaded(worker)
+    drag_select(worker, 0, "the wrong man")  # the qualification document, no answers
+    wait_value(worker, "#span-field", "the wrong man")
+    category_button(worker, "CharE").click()
+    worker.click("#add-button")
+    wait_saved(worker)
     worker.click("#submit-button")
     worker.wait_for_selector("#qualification")
+    assert "You qualified" in worker.inner_text("#qualification")
     worker.click("#continue-link")
     wait_loaded(worker)
     assert "lighthouse" in worker.inner_text("#current")
@@ -338,7 +366,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     ] == [("out", "seout")]
     assignments = page.request.get(f"{base}/admin/studies/{SLUG}/export.assignments-csv").text()
     out_rows = [r for r in csv.DictReader(io.StringIO(assignments)) if r["worker_id"] == "out"]
-    assert [r["status"] for r in out_rows] == ["screened_out"]
+    assert [r["status"] for r in out_rows] == ["screened_out"] * 2  # practice, qualification
     page.goto(f"{base}/admin/studies/{SLUG}/workers")
     shoot(page, shots, "workers")
     page.goto(f"{base}/admin/studies/{SLUG}/worker?id=lazy")

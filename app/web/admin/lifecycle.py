@@ -33,10 +33,13 @@ ROLE_LABELS = {
 }
 
 
-def role_label(role_name: str, is_gold: bool, checks: int) -> str:
-    """A document's role as the Manage page shows it: the role, the planted checks' count,
+def role_label(role_name: str, is_gold: bool, checks: int, is_practice: bool = False) -> str:
+    """A document's role as the Manage page shows it: the role (a training document named
+    practice, which teaches, or qualification, which grades), the planted checks' count,
     and "scores workers" for a gold document that is real work (no pass mark)."""
     label = ROLE_LABELS[role_name]
+    if role_name == "practice":
+        label = "practice (answers shown, never graded)" if is_practice else "qualification"
     if checks:
         label += f" ({checks})"
     if is_gold and role_name != "practice":
@@ -73,7 +76,9 @@ def _documents(db, study: Study) -> list[dict]:
             "id": d.external_id,
             "source": d.source,
             "role": role_name,
-            "label": role_label(role_name, bool(d.is_gold), checks.get(d.id, 0)),
+            "label": role_label(
+                role_name, bool(d.is_gold), checks.get(d.id, 0), bool(d.is_practice)
+            ),
             "submitted": n,
         }
         for d, role_name, n in rows
@@ -212,10 +217,14 @@ def save_return_codes(slug: str):
     return _change(slug, "returns", apply, "Return codes saved.", on_settings=True)
 
 
-def _first(db, study: Study, *, gold: bool) -> Document | None:
+def _first(db, study: Study, *, gold: bool, practice: bool = False) -> Document | None:
     return db.scalar(
         select(Document)
-        .where(Document.study_id == study.id, Document.is_gold.is_(gold))
+        .where(
+            Document.study_id == study.id,
+            Document.is_gold.is_(gold),
+            Document.is_practice.is_(practice),
+        )
         .order_by(Document.position, Document.id)
         .limit(1)
     )
@@ -225,11 +234,13 @@ def _first(db, study: Study, *, gold: bool) -> Document | None:
 @auth.login_required
 def worker_preview(slug: str):
     """What a worker meets, in the order they meet it, read-only: consent, instructions, the
-    first practice document (with a pass mark), the first real document, the questionnaires.
+    first practice document (with a pass mark; then the qualification documents, named), the
+    first real document, the questionnaires.
     Nothing is stored and no slot is taken."""
     db = get_session()
     study = study_or_404(db, slug)
-    practice = _first(db, study, gold=True) if has_pass_mark(study) else None
+    practice = _first(db, study, gold=True, practice=True) if has_pass_mark(study) else None
+    graded = _first(db, study, gold=True) if has_pass_mark(study) else None
     document = _first(db, study, gold=False)
     definition = journey.definition(study)
     return render_template(
@@ -239,6 +250,7 @@ def worker_preview(slug: str):
         instructions=render_markdown(journey.instructions(study)),
         practice=practice,
         practice_segments=[s.text for s in practice.segments] if practice else [],
+        graded=graded,
         rule=(study.settings or {}).get("qualification") or {},
         document=document,
         segments=[s.text for s in document.segments] if document else [],
