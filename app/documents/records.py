@@ -67,6 +67,10 @@ class DocumentInput:
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
     work: list[ImportedSpan] = field(default_factory=list)
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
+    # annotations the file held that this import does not store (no --gold/--checks/
+    # --as-work), and those --as-work could not place in their segment
+    dropped: int = 0
+    unplaced: int = 0
     # edits of the file whose earlier (paired) span does not come before their span, as the
     # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
     skipped_pairs: int = 0

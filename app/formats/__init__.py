@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.documents.imported_work import work_from_votes
 from app.documents.segmenting import regroup
 from app.errors import InvalidInput
 from app.formats import (
@@ -98,8 +99,13 @@ def parse_documents(
     gold: bool = False,
     text: str | None = None,
     archive: bytes | None = None,
+    as_work: bool = False,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` / zip ``archive`` standing for its content)."""
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content).
+
+    ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
+    kept as imported work by vote rank; else annotations no reader keeps are counted in
+    each document's ``dropped``."""
     path = Path(path)
     problem = Problem(str(path))
     if fmt not in IMPORT_FORMATS:
@@ -112,7 +118,7 @@ def parse_documents(
             fmt = "labelstudio" if TASKS_FILE in files else "brat"
         if getattr(READERS[fmt], "READS_FILES", False):
             documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
-            return _finish(documents, problem, None, gold)
+            return _finish(documents, problem, None, gold, as_work)
         text = _one_json_file(files, problem)
     if text is None:
         try:
@@ -131,11 +137,11 @@ def parse_documents(
     reader = READERS[fmt]
     if getattr(reader, "WHOLE_TEXT", False):
         documents = reader.parse(data, problem, sentences_per_segment)
-        return _finish(documents, problem, None, gold)
+        return _finish(documents, problem, None, gold, as_work)
     if gold and sentences_per_segment:
         raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
-    return _finish(documents, problem, sentences_per_segment, gold)
+    return _finish(documents, problem, sentences_per_segment, gold, as_work)
 
 
 def _one_json_file(files: dict[str, str], problem: Problem) -> str:
@@ -149,9 +155,15 @@ def _one_json_file(files: dict[str, str], problem: Problem) -> str:
 
 
 def _finish(
-    documents: list[DocumentInput], problem: Problem, regroup_by: int | None, gold: bool
+    documents: list[DocumentInput],
+    problem: Problem,
+    regroup_by: int | None,
+    gold: bool,
+    as_work: bool = False,
 ) -> list[DocumentInput]:
-    """Checks every reader shares; ``--gold`` turns the file's annotations into gold."""
+    """Checks every reader shares; ``--gold`` turns the file's annotations into gold,
+    ``--as-work`` aggregate errors into imported work; otherwise aggregate errors are
+    counted as dropped (never silently)."""
     if not documents:
         raise problem("contains no documents")
     seen: set[str] = set()
@@ -165,7 +177,10 @@ def _finish(
         if gold:
             document.gold = document.gold or gold_from_work(document)
             document.work = []
+        elif as_work and document.gold:
+            work_from_votes(document)
         else:
+            document.dropped += len(document.gold)
             document.gold = []
     return documents
 

@@ -14,7 +14,8 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   document's submitted workers; it is **unanimous** when votes = workers and every mark has
   the same offsets and paired span, else a **disagreement**;
 * its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
-  its marks, ties to the earliest worker;
+  its marks, ties to the earliest worker, with the distinct comments of all its marks (one
+  per line, in mark order);
 * its **key** is a digest of its marks' annotation ids: stable while those marks stand.
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.annotation.values import MAX_COMMENT_CHARS
 from app.models import Document
 from app.quality.matching import eligible, maximum_matching
 from app.quality.spans import Span, TextKey
@@ -106,6 +108,12 @@ class Candidate:
         shapes = Counter((m.start, m.end, m.paired) for m in self.marks)
         best = max(shapes.values())
         return next(m for m in self.marks if shapes[(m.start, m.end, m.paired)] == best)
+
+    @property
+    def comment(self) -> str:
+        """The distinct non-empty comments of its marks, one per line, cut at the limit."""
+        comments = dict.fromkeys(m.comment.strip() for m in self.marks if m.comment.strip())
+        return "\n".join(comments)[:MAX_COMMENT_CHARS]
 
     @property
     def unanimous(self) -> bool:

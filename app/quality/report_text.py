@@ -190,6 +190,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             *(_pct(stats[v]["two_agree"]) for v in variants),
         )
     console.print(table)
+    _breakdown(console, agreement, max_documents)
 
     categories = report["categories"]
     dist = Table(title=f"Annotations per category ({categories['total']} in all)")
@@ -219,3 +220,30 @@ def _attention(console: Console, attention: Mapping[str, Any]) -> None:
         flag = "FLAGGED" if row["flagged"] else ""
         _row(table, worker_id, row["checks"], row["caught"], _pct(row["catch_rate"]), flag)
     console.print(table)
+
+
+def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) -> None:
+    """Agreement per document and per pair of workers (token alpha, all categories), the
+    lowest first: where the workers part ways."""
+
+    def lowest_first(row: Mapping[str, Any]) -> tuple[bool, float]:
+        alpha = row["token"]["alpha"]
+        return (alpha is None, alpha if alpha is not None else 0.0)
+
+    for key, title, columns in (
+        ("per_document", "Agreement per document", ("document", "workers")),
+        ("per_pair", "Agreement per pair of workers", ("workers", "shared documents")),
+    ):
+        rows = sorted(agreement.get(key) or [], key=lowest_first)
+        if not rows:
+            continue
+        table = Table(title=f"{title} (token alpha over all categories, lowest first)")
+        for column in (*columns, "α tok", "2-agree tok"):
+            table.add_column(column)
+        for row in rows[:max_rows]:
+            name = row["document"] if key == "per_document" else " + ".join(row["workers"])
+            size = row["workers"] if key == "per_document" else row["documents"]
+            _row(table, name, size, _num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
+        console.print(table)
+        if len(rows) > max_rows:
+            console.print(f"... and {len(rows) - max_rows} more (marginalia report --json)")

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.annotation.reviews import worker_states
 from app.models import (
     Assignment,
     DetectorVersion,
@@ -25,7 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.confident import (
     confident_recall,
@@ -94,14 +95,17 @@ def study_report(
       :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
       did gold documents, else ``documents`` plus
       :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
-      ``overall``, ``lenient`` and ``sentence``).
+      ``overall``, ``lenient`` and ``sentence``) and ``state``
+      (:func:`app.annotation.reviews.worker_state`: rejected, screened_out, active,
+      submitted or abandoned).
     * ``detector``: ``version`` (the detector version most suggestions came from, None
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
       (:func:`app.quality.time_on_task.add_to_report`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
-      assignments, per taxonomy category and group.
+      assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
+      (:func:`app.quality.agreement.agreement_breakdown`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -144,6 +148,14 @@ def study_report(
         .order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if a.status == "submitted"]
+    # every worker's state from all their assignments; a worker the counted work leaves out
+    # (screened out on practice, or rejected) still gets a row, counting nothing, tagged
+    states = worker_states(session, study)
+    seen = {a.worker_id for a in assignments}
+    shown = [w for w, s in states.items() if w not in seen and s in ("screened_out", "rejected")]
+    fates = session.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, Assignment.worker_id.in_(shown))
+    ).all()
     sql = columns(study, work)
     names = ("assignment_id", "id", "segment", "start", "end", "category", "text")
     annotations = sorted(
@@ -243,7 +255,7 @@ def study_report(
         },
         "progress": _progress(study, counted, assignments, segment_counts, gold_docs, roles),
         "workers": _workers(
-            assignments,
+            [*assignments, *fates],
             by_assignment,
             segment_counts,
             external,
@@ -255,14 +267,15 @@ def study_report(
             scopes,
             category_ids,
             (thresholds, calibrated),
+            states,
         ),
-        "agreement": agreement_report(
+        "agreement": _agreement(
             [span for spans in worker_spans.values() for span in spans],
             texts,
             annotated,
-            categories=category_ids,
-            groups=groups,
-            scopes=scopes,
+            category_ids,
+            groups,
+            scopes,
         ),
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
@@ -270,6 +283,24 @@ def study_report(
     }
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
+
+
+def _agreement(
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, set[str]],
+    categories: list[str],
+    groups: Mapping[str, list[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """:func:`agreement_report` plus its breakdown per document and per pair of workers
+    (:func:`agreement_breakdown`), from the same spans and units."""
+    return {
+        **agreement_report(
+            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
+        ),
+        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
+    }
 
 
 def _progress(
@@ -328,6 +359,7 @@ def _workers(
     scopes: Mapping[str, str],
     category_ids: list[str],
     confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
+    states: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     thresholds, calibrated = confident
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
@@ -379,6 +411,7 @@ def _workers(
                     scopes=scopes,
                 ),
                 "gold": gold_score,
+                "state": states[worker_id],
             }
         )
     return rows
