@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,8 +38,14 @@ _LOCK = threading.Lock()
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7b83")
 
 
-def _clip(label: str) -> str:
-    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+def _clip(label: str, chars: int = LABEL_CHARS) -> str:
+    return label if len(label) <= chars else label[: chars - 1] + "…"
+
+
+def _title(label: str) -> str:
+    """A facet's title on at most two lines."""
+    lines = textwrap.wrap(label, 22)
+    return "\n".join([*lines[:1], _clip(" ".join(lines[1:]), 22)] if len(lines) > 1 else lines)
 
 
 def _facets(result: Mapping[str, Any], labels: Mapping[str, str]) -> list[tuple[str, list]]:
@@ -56,22 +63,22 @@ def _facets(result: Mapping[str, Any], labels: Mapping[str, str]) -> list[tuple[
 
 
 def _draw(ax: Any, title: str, points: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Horizontal bars, one per system from the top, with the interval as an error bar."""
     values, below, above = [], [], []
     for _, figure in points:
         value = figure["value"] or 0.0
         values.append(value)
         below.append(value - (figure["low"] if figure["low"] is not None else value))
         above.append((figure["high"] if figure["high"] is not None else value) - value)
-    positions = range(len(points))
+    positions = list(range(len(points)))
     colours = [COLOURS[i % len(COLOURS)] for i in positions]
-    ax.bar(positions, values, color=colours, alpha=0.35, width=0.6)
-    ax.errorbar(positions, values, yerr=[below, above], fmt="o", color="#24292f", capsize=4, lw=1.2)
-    ax.set_title(_clip(title))
-    ax.set_xticks(list(positions), [_clip(system_name(name)) for name, _ in points])
-    ax.tick_params(axis="x", labelrotation=30)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
-    ax.set_ylim(bottom=0)
+    ax.barh(positions, values, color=colours, alpha=0.35, height=0.6)
+    ax.errorbar(values, positions, xerr=[below, above], fmt="o", color="#24292f", capsize=3, lw=1.1)
+    ax.set_title(_title(title), fontsize=9)
+    ax.set_yticks(positions, [_clip(system_name(name)) for name, _ in points])
+    ax.set_ylim(len(points) - 0.5, -0.5)  # the first system on top
+    ax.set_xlim(left=0)
+    ax.tick_params(axis="both", labelsize=8)
 
 
 def figure_bytes(
@@ -83,15 +90,18 @@ def figure_bytes(
     facets = _facets(result, labels or {})
     columns = min(COLUMNS, len(facets))
     rows = math.ceil(len(facets) / columns)
+    systems = len(result["systems"])
+    height = 0.9 + 0.28 * max(systems, 2)  # per row of facets, in inches
     with _LOCK, matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(2.6 * columns, 2.6 * rows))
-        axes = fig.subplots(rows, columns, squeeze=False)
+        fig = Figure(figsize=(2.1 + 2.1 * columns, 0.5 + height * rows))
+        axes = fig.subplots(rows, columns, squeeze=False, sharey=True)
         for ax, (title, points) in zip(axes.flat, facets, strict=False):
             _draw(ax, title, points)
         for ax in list(axes.flat)[len(facets) :]:
             ax.set_visible(False)
-        axes[0][0].set_ylabel("errors per 100 words")
-        fig.suptitle("Errors per 100 words per system (95% bootstrap intervals)")
+        for row in axes:
+            row[0].tick_params(axis="y", labelleft=True)
+        fig.supxlabel("errors per 100 words (95% bootstrap interval)", fontsize=9)
         fig.tight_layout()
         buffer = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}

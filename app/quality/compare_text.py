@@ -17,26 +17,32 @@ def _number(value: float, digits: int) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.00"
 
 
-def ci(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") -> str:
-    """``value [low, high]`` (``–`` for a missing value, no brackets without an interval);
+def ci_parts(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") -> tuple[str, str]:
+    """(``value``, ``[low, high]``): ``–`` for a missing value, ``""`` without an interval;
     ``unit`` "%" or " pp" shows the figure × 100."""
     if not figure or figure.get("value") is None:
-        return "–"
+        return "–", ""
     scale = 100 if unit else 1
     value = _number(scale * figure["value"], digits) + unit
     if figure.get("low") is None or figure.get("high") is None:
-        return value
+        return value, ""
     low, high = (_number(scale * figure[k], digits) for k in ("low", "high"))
-    return f"{value} [{low}, {high}]"
+    return value, f"[{low}, {high}]"
+
+
+def ci(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") -> str:
+    """``value [low, high]`` (see :func:`ci_parts`)."""
+    return " ".join(part for part in ci_parts(figure, digits, unit) if part)
+
+
+def as_figure(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A pair's entry as a figure (``difference`` as its value)."""
+    return {"value": entry.get("difference"), "low": entry.get("low"), "high": entry.get("high")}
 
 
 def difference(entry: Mapping[str, Any], digits: int = 2, unit: str = "") -> str:
     """A pair's ``difference [low, high]``."""
-    return ci(
-        {"value": entry.get("difference"), "low": entry.get("low"), "high": entry.get("high")},
-        digits,
-        unit,
-    )
+    return ci(as_figure(entry), digits, unit)
 
 
 def p_value(p: float | None) -> str:

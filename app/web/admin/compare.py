@@ -20,7 +20,7 @@ from app.errors import InvalidInput
 from app.models import Study
 from app.quality.compare import compare_systems, default_min_workers
 from app.quality.compare_plot import figure_bytes
-from app.quality.compare_text import ci, describe, difference, p_value, system_name
+from app.quality.compare_text import as_figure, ci_parts, describe, p_value, system_name
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
@@ -46,7 +46,7 @@ def _options(study: Study) -> dict[str, Any]:
 
 
 def _rows(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The tables' cells, formatted as the command line's text output formats them."""
+    """The tables' cells as (value, interval) pairs, formatted as the command line's text."""
     systems = [
         {
             "system": system_name(row["system"]),
@@ -54,28 +54,35 @@ def _rows(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             "sentences": row["sentences"],
             "words": row["words"],
             "errors": row["errors"],
-            "per_100_words": ci(row["errors_per_100_words"]),
-            "per_sentence": ci(row["errors_per_sentence"], 3),
-            "clean": ci(row["clean_sentence_share"], 1, "%"),
+            "figures": [
+                ci_parts(row["errors_per_100_words"]),
+                ci_parts(row["errors_per_sentence"], 3),
+                ci_parts(row["clean_sentence_share"], 1, "%"),
+            ],
             "categories": [
-                ci(row["per_category"][cat]["errors_per_100_words"]) for cat in result["categories"]
+                ci_parts(row["per_category"][cat]["errors_per_100_words"])
+                for cat in result["categories"]
             ],
         }
         for row in result["systems"]
     ]
-    pairs = [
-        {
-            "a": system_name(pair["a"]),
-            "b": system_name(pair["b"]),
-            "difference": difference(pair),
-            "p": p_value(pair["p"]),
-            "p_holm": p_value(pair["p_holm"]),
-            "clean": difference(pair["clean_sentence_share"], 1, " pp"),
-            "clean_p": p_value(pair["clean_sentence_share"]["p"]),
-            "clean_p_holm": p_value(pair["clean_sentence_share"]["p_holm"]),
-        }
-        for pair in result["pairs"]
-    ]
+    pairs = []
+    for pair in result["pairs"]:
+        clean = pair["clean_sentence_share"]
+        pairs.append(
+            {
+                "a": system_name(pair["a"]),
+                "b": system_name(pair["b"]),
+                "cells": [
+                    (*ci_parts(as_figure(pair)), p_value(pair["p"]), p_value(pair["p_holm"])),
+                    (
+                        *ci_parts(as_figure(clean), 1, " pp"),
+                        p_value(clean["p"]),
+                        p_value(clean["p_holm"]),
+                    ),
+                ],
+            }
+        )
     return {"systems": systems, "pairs": pairs}
 
 
