@@ -43,6 +43,12 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     "catch rate of the checks is reported.",
 )
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
+@click.option(
+    "--source",
+    default=None,
+    help="The system that generated every document of the file (what `marginalia compare "
+    "--by source` groups by), over what the file says.",
+)
 @with_app
 def import_command(
     slug: str,
@@ -53,6 +59,7 @@ def import_command(
     practice: bool,
     checks: bool,
     no_ner: bool,
+    source: str | None,
 ) -> None:
     """Load documents (a file; for brat a folder or zip) into a study in one transaction."""
     gold = gold or practice
@@ -65,7 +72,7 @@ def import_command(
     from app.formats import parse_documents
 
     documents = parse_documents(
-        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks
+        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks, source=source
     )
     nlp = None
     if not no_ner:

@@ -54,6 +54,7 @@ def _parse(job: ImportJob) -> list[Any]:
     from app.formats import parse_documents
 
     per_segment, gold, _ = _options(job)
+    source = (job.options or {}).get("source")  # the upload form's source, if given
     if job.format == "brat" or job.filename.endswith(".zip"):  # a folder's files, zipped
         return parse_documents(
             job.filename,
@@ -61,13 +62,19 @@ def _parse(job: ImportJob) -> list[Any]:
             sentences_per_segment=per_segment,
             gold=gold,
             archive=job.payload,
+            source=source,
         )
     try:
         text = job.payload.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{job.filename}: is not UTF-8 text") from None
     return parse_documents(
-        job.filename, job.format, sentences_per_segment=per_segment, gold=gold, text=text
+        job.filename,
+        job.format,
+        sentences_per_segment=per_segment,
+        gold=gold,
+        text=text,
+        source=source,
     )
 
 

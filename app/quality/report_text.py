@@ -26,6 +26,31 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
+def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
+    """The workers by rank: estimated P, R and F1 with their bases, marks per 100 words."""
+    table = Table(title="Worker quality (estimated; rank 1 = best F1)")
+    for column in ("rank", "worker", "P", "R", "F1", "from", "marks/100 words"):
+        table.add_column(column)
+    order = sorted(
+        rows, key=lambda r: ((r.get("quality") or {}).get("rank") or 10**9, r["worker_id"])
+    )
+    for row in order:
+        q = row.get("quality") or {}
+        bases = f"P: {q.get('precision_basis') or '–'}; R: {q.get('recall_basis') or '–'}"
+        rate = _num(q.get("marks_per_100_words"), 1)
+        _row(
+            table,
+            str(q.get("rank") or "–"),
+            row["worker_id"],
+            _num(q.get("precision")),
+            _num(q.get("recall")),
+            _num(q.get("f1")),
+            bases,
+            rate + (" over-marking" if q.get("over_marking") else ""),
+        )
+    console.print(table)
+
+
 def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
     """Render a :func:`study_report` dict as plain-text tables for a terminal."""
     buffer = io.StringIO()
@@ -124,6 +149,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             + (" uncalibrated" if sure.get("basis") == "uncalibrated" else ""),
         )
     console.print(workers)
+    _print_quality(console, report["workers"])
     scored = [row for row in report["workers"] if row["gold"]]
     if scored:
         gold = Table(title="Against gold (strict: token IoU >= 0.5, one-to-one)")

@@ -16,7 +16,7 @@ from werkzeug.utils import secure_filename
 from app.db import begin_write, get_session
 from app.detection import import_jobs
 from app.errors import InvalidInput, MarginaliaError
-from app.formats import IMPORT_FORMATS
+from app.formats import IMPORT_FORMATS, checked_source
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.dashboard import render_dashboard
@@ -51,6 +51,7 @@ def upload_documents(slug: str):
         if fmt not in IMPORT_FORMATS:
             raise InvalidInput(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
         per_segment = _sentences_per_segment(request.form.get("sentences_per_segment") or "")
+        source = request.form.get("source") or ""
         if request.form.get("gold") == "1" and request.form.get("checks") == "1":
             raise InvalidInput("a file holds either gold documents or attention checks, not both")
         payload = upload.read()
@@ -78,6 +79,7 @@ def upload_documents(slug: str):
                 # attention checks (only when ticked: older jobs' options stay as they were)
                 **({"checks": True} if request.form.get("checks") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
+                **({"source": checked_source(source)} if source.strip() else {}),
             },
             created_by=researcher.email if researcher else None,
         )
