@@ -193,3 +193,40 @@ def _exact_chare(session, document):
             Annotation.category == "CharE",
         )
     ).all()
+
+
+def test_consensus_figures_by_hand():
+    """docs/METRICS.md's example: "Anna met Bob at the old mill." (7 words); w1 marks CharE
+    Anna and Bob, w2 Anna, w3 Anna and mill. Candidates: Anna (w1, w2, w3), Bob (w1), mill
+    (w3). w1: 1 of 2 marks confirmed, 1 of 1 candidate two others marked → P 0.5, R 1, F1
+    2/3; w2: P 1, R 1; w3 as w1. Marks per 100 words 200/7, 100/7, 200/7: nobody over 3 × the
+    others' median. Rank: w2, then w1 and w3 (F1 2/3, by id)."""
+    from app.quality.scoring import Span
+    from app.quality.worker_quality import add_quality
+
+    text = "Anna met Bob at the old mill."
+    marks = {"w1": ["Anna", "Bob"], "w2": ["Anna"], "w3": ["Anna", "mill"]}
+    spans, ref = {}, iter(range(1, 100))
+    for worker, words in marks.items():
+        spans[worker] = [
+            Span("d", 0, text.index(w), text.index(w) + len(w), "CharE", worker, w, next(ref))
+            for w in words
+        ]
+    rows = [{"worker_id": w, "gold": None, "confident_recall": {"recall": None}} for w in marks]
+    add_quality(rows, spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {})
+    q = {row["worker_id"]: row["quality"] for row in rows}
+    assert (q["w1"]["precision"], q["w1"]["recall"]) == (0.5, 1.0)
+    assert q["w1"]["f1"] == pytest.approx(2 / 3) and q["w3"]["f1"] == pytest.approx(2 / 3)
+    assert q["w1"]["consensus"] == {
+        "confirmed": 1,
+        "marks": 2,
+        "precision": 0.5,
+        "caught": 1,
+        "agreed": 1,
+        "recall": 1.0,
+    }
+    assert (q["w2"]["precision"], q["w2"]["recall"], q["w2"]["f1"]) == (1.0, 1.0, 1.0)
+    assert q["w1"]["precision_basis"] == "other workers" == q["w1"]["recall_basis"]
+    assert q["w1"]["marks_per_100_words"] == pytest.approx(200 / 7)
+    assert not any(q[w]["over_marking"] for w in q)
+    assert [q[w]["rank"] for w in ("w1", "w2", "w3")] == [2, 1, 3]

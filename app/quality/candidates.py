@@ -201,13 +201,9 @@ def group_candidates(
                 else:
                     groups.append(Candidate(segment, category, [mark], len(workers)))
         out.extend(groups)
-    return sorted(
-        out,
-        key=lambda c: (
-            c.segment,
-            c.proposal.start,
-            c.proposal.end,
-            c.category,
-            min(m.id for m in c.marks),
-        ),
-    )
+
+    def order_key(c: Candidate) -> tuple[Any, ...]:
+        proposal = c.proposal
+        return (c.segment, proposal.start, proposal.end, c.category, min(m.id for m in c.marks))
+
+    return sorted(out, key=order_key)

@@ -158,8 +158,10 @@ def compare_systems(
     resamples: int = compare_stats.RESAMPLES,
     seed: int = compare_stats.SEED,
     include_practice: bool = False,
+    category_pairs: bool = True,
 ) -> dict[str, Any]:
-    """The comparison as ``marginalia compare --json`` gives it (docs/CONTRACT.md)."""
+    """The comparison as ``marginalia compare --json`` gives it (docs/CONTRACT.md);
+    ``category_pairs=False`` leaves out the pairs' per-category tests (the page shows none)."""
     if by not in BY:
         raise InvalidInput(f"unknown grouping {by!r} (use {' or '.join(BY)})")
     if not 1 <= resamples <= 1_000_000:
@@ -176,10 +178,12 @@ def compare_systems(
     options = {"resamples": resamples, "seed": seed}
     systems = [_system(name, docs, categories, options) for name, docs in sorted(by_system.items())]
     pairs = [
-        _pair(a, b, by_system[a], by_system[b], categories, options)
+        _pair(a, b, by_system[a], by_system[b], categories if category_pairs else [], options)
         for a, b in combinations(sorted(by_system), 2)
     ]
     for figure in ("errors_per_100_words", "clean_sentence_share", *categories):
+        if figure in categories and not category_pairs:
+            continue
         family = [
             pair if figure == "errors_per_100_words" else _figure_of(pair, figure) for pair in pairs
         ]
