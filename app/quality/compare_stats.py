@@ -72,18 +72,27 @@ def interval(
     out: dict[str, float | None] = {"value": ratio(num, den, scale), "low": None, "high": None}
     if len(num) < 2 or out["value"] is None:
         return out
+    out["low"], out["high"] = _percentile_interval(
+        (np.arange(len(num)),), _ratio(num, den, scale), resamples, seed
+    )
+    return out
+
+
+def _percentile_interval(
+    samples: tuple[np.ndarray, ...], statistic: Any, resamples: int, seed: int
+) -> tuple[float | None, float | None]:
+    """The 95% percentile bootstrap interval of ``statistic`` over index ``samples``, each
+    resampled on its own, with a fresh generator seeded ``seed``."""
     result = stats.bootstrap(
-        (np.arange(len(num)),),
-        _ratio(num, den, scale),
+        samples,
+        statistic,
         n_resamples=resamples,
         confidence_level=CONFIDENCE,
         method="percentile",
         vectorized=True,
         random_state=np.random.default_rng(seed),
     )
-    out["low"] = _value(result.confidence_interval.low)
-    out["high"] = _value(result.confidence_interval.high)
-    return out
+    return _value(result.confidence_interval.low), _value(result.confidence_interval.high)
 
 
 def difference(
@@ -113,17 +122,7 @@ def difference(
     out["difference"] = value_a - value_b
     if n_a < 2 or n_b < 2:  # scipy resamples and permutes samples of two or more
         return out
-    result = stats.bootstrap(
-        (index_a, index_b),
-        statistic,
-        n_resamples=resamples,
-        confidence_level=CONFIDENCE,
-        method="percentile",
-        vectorized=True,
-        random_state=np.random.default_rng(seed),
-    )
-    out["low"] = _value(result.confidence_interval.low)
-    out["high"] = _value(result.confidence_interval.high)
+    out["low"], out["high"] = _percentile_interval((index_a, index_b), statistic, resamples, seed)
     tested = stats.permutation_test(
         (index_a, index_b),
         statistic,

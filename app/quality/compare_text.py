@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from app.quality.report_text import plain_console
 
 
 def _number(value: float, digits: int) -> str:
@@ -64,7 +65,7 @@ def _table(columns: list[str], labels: int = 1) -> Table:
 
 
 def _row(table: Table, *cells: Any) -> None:
-    table.add_row(*(Text(str(cell)) for cell in cells))
+    table.add_row(*(Text(str(cell)) for cell in cells))  # plain text: no rich markup
 
 
 def describe(result: Mapping[str, Any]) -> str:
@@ -84,15 +85,7 @@ def describe(result: Mapping[str, Any]) -> str:
 def format_comparison(result: Mapping[str, Any], *, width: int = 160) -> str:
     """Render :func:`app.quality.compare.compare_systems`' result as text."""
     buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )
+    console = plain_console(buffer, width)
     console.print(describe(result))
     if result["documents_left_out"]:
         console.print(

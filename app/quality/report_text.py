@@ -51,10 +51,9 @@ def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
     console.print(table)
 
 
-def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
-    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
-    buffer = io.StringIO()
-    console = Console(
+def plain_console(buffer: io.StringIO, width: int) -> Console:
+    """A rich console writing plain text (no colour, markup, highlighting or emoji)."""
+    return Console(
         file=buffer,
         width=width,
         color_system=None,
@@ -63,6 +62,12 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         highlight=False,
         emoji=False,
     )
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = plain_console(buffer, width)
     study, progress = report["study"], report["progress"]
     counts = progress["assignments"]
     console.print(
