@@ -245,3 +245,23 @@ def test_command_line_json_text_and_figure(two_systems, tmp_path):
         main, ["compare", "systems", "--layer", "adjudicated", "--min-workers", "2"], env=env
     )
     assert bad.exit_code == 1 and "workers' layer only" in bad.output
+
+
+def test_compare_json_over_http(two_systems, client):
+    from app.researchers.accounts import create_researcher
+    from tests.test_import_jobs import EMAIL, PASSWORD, csrf
+
+    with two_systems.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
+    login = {"email": EMAIL, "password": PASSWORD, "csrf_token": csrf(client)}
+    assert client.post("/admin/login", data=login).status_code == 302
+    answer = client.get("/admin/studies/systems/compare.json")
+    assert answer.status_code == 200
+    data = answer.get_json()
+    assert data["resamples"] == 2000 and data["systems"][0]["errors"] == 3
+    assert set(data["pairs"][0]["per_category"]) >= {"CharE", "SceneE"}
+    bad = client.get("/admin/studies/systems/compare.json?min_workers=-1")
+    assert bad.status_code == 400 and "whole number" in bad.get_json()["error"]
+    page = client.get("/admin/studies/systems/compare?layer=nope")
+    assert page.status_code == 400 and b"layer must be workers or adjudicated" in page.data
+    assert client.get("/admin/studies/elsewhere/compare").status_code == 404
