@@ -51,6 +51,12 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     "(vote-1 marks every error, vote-2 those with two votes or more, ...).",
 )
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
+@click.option(
+    "--source",
+    default=None,
+    help="The system that generated every document of the file (what `marginalia compare "
+    "--by source` groups by), over what the file says.",
+)
 @with_app
 def import_command(
     slug: str,
@@ -62,6 +68,7 @@ def import_command(
     checks: bool,
     as_work: bool,
     no_ner: bool,
+    source: str | None,
 ) -> None:
     """Load documents (a file; for brat a folder or zip) into a study in one transaction, and
     say what became of every part of the file."""
@@ -77,7 +84,12 @@ def import_command(
     from app.formats import parse_documents
 
     documents = parse_documents(
-        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks, as_work=as_work
+        file,
+        fmt,
+        sentences_per_segment=sentences_per_segment,
+        gold=gold or checks,
+        as_work=as_work,
+        source=source,
     )
     nlp = None
     if not no_ner:

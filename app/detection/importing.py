@@ -46,6 +46,7 @@ def _parse(job: ImportJob) -> list[Any]:
 
     per_segment, gold, _ = _options(job)
     as_work = bool((job.options or {}).get("as_work"))
+    source = (job.options or {}).get("source")  # the upload form's source, if given
     if job.format == "brat" or job.filename.endswith(".zip"):  # a folder's files, zipped
         return parse_documents(
             job.filename,
@@ -54,6 +55,7 @@ def _parse(job: ImportJob) -> list[Any]:
             gold=gold,
             archive=job.payload,
             as_work=as_work,
+            source=source,
         )
     try:
         text = job.payload.decode("utf-8")
@@ -66,6 +68,7 @@ def _parse(job: ImportJob) -> list[Any]:
         gold=gold,
         text=text,
         as_work=as_work,
+        source=source,
     )
 
 

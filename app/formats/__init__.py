@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.documents.imported_work import work_from_votes
 from app.documents.segmenting import regroup
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 from app.formats import (
     assignments_csv,
@@ -41,6 +42,7 @@ from app.formats.rows import check_columns
 from app.models import Study
 from app.quality.work import LAYERS, Work
 
+MAX_SOURCE_CHARS = 100  # documents.source
 READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
 }
@@ -67,6 +69,7 @@ __all__ = [
     "READERS",
     "WRITERS",
     "DocumentInput",
+    "checked_source",
     "GoldSpan",
     "detect_format",
     "as_work",
@@ -100,14 +103,45 @@ def parse_documents(
     text: str | None = None,
     archive: bytes | None = None,
     as_work: bool = False,
+    source: str | None = None,
 ) -> list[DocumentInput]:
     """Read a document file (or ``text`` / zip ``archive`` standing for its content).
 
     ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
     kept as imported work by vote rank; else annotations no reader keeps are counted in
-    each document's ``dropped``."""
+    each document's ``dropped``. ``source``: every document's source (its system,
+    :mod:`app.quality.compare`), over what the file says."""
     path = Path(path)
     problem = Problem(str(path))
+    source = checked_source(source) if source is not None else None
+    documents = _parse(path, problem, fmt, sentences_per_segment, gold, text, archive, as_work)
+    if source is not None:
+        for document in documents:
+            document.meta["source"] = source
+    return documents
+
+
+def checked_source(source: str) -> str:
+    """A source name given for a whole file: 1 to 100 characters of storable text."""
+    name = source.strip()
+    problem = text_problem(name, allow="") if name else "is empty"
+    if problem is None and len(name) > MAX_SOURCE_CHARS:
+        problem = f"is longer than {MAX_SOURCE_CHARS} characters"
+    if problem:
+        raise InvalidInput(f"--source {source[:40]!r} {problem}")
+    return name
+
+
+def _parse(
+    path: Path,
+    problem: Problem,
+    fmt: str,
+    sentences_per_segment: int | None,
+    gold: bool,
+    text: str | None,
+    archive: bytes | None,
+    as_work: bool,
+) -> list[DocumentInput]:
     if fmt not in IMPORT_FORMATS:
         raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
     if gold and fmt not in ("auto", *GOLD_FORMATS):

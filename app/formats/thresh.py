@@ -132,6 +132,8 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             for w in workers
         )
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
+    if isinstance(entry.get("system"), str) and entry["system"].strip():
+        meta["source"] = entry["system"].strip()  # the generating system (ours: Thresh has none)
     return DocumentInput(doc, layout.segments, meta, work=work, skipped_pairs=skipped)
 
 

@@ -27,10 +27,34 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
-    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
-    buffer = io.StringIO()
-    console = Console(
+def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
+    """The workers by rank: estimated P, R and F1 with their bases, marks per 100 words."""
+    table = Table(title="Worker quality (estimated; rank 1 = best F1)")
+    for column in ("rank", "worker", "P", "R", "F1", "from", "marks/100 words"):
+        table.add_column(column)
+    order = sorted(
+        rows, key=lambda r: ((r.get("quality") or {}).get("rank") or 10**9, r["worker_id"])
+    )
+    for row in order:
+        q = row.get("quality") or {}
+        bases = f"P: {q.get('precision_basis') or '–'}; R: {q.get('recall_basis') or '–'}"
+        rate = _num(q.get("marks_per_100_words"), 1)
+        _row(
+            table,
+            str(q.get("rank") or "–"),
+            row["worker_id"],
+            _num(q.get("precision")),
+            _num(q.get("recall")),
+            _num(q.get("f1")),
+            bases,
+            rate + (" over-marking" if q.get("over_marking") else ""),
+        )
+    console.print(table)
+
+
+def plain_console(buffer: io.StringIO, width: int) -> Console:
+    """A rich console writing plain text (no colour, markup, highlighting or emoji)."""
+    return Console(
         file=buffer,
         width=width,
         color_system=None,
@@ -39,6 +63,12 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         highlight=False,
         emoji=False,
     )
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = plain_console(buffer, width)
     study, progress = report["study"], report["progress"]
     counts = progress["assignments"]
     console.print(
@@ -130,6 +160,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             + (" uncalibrated" if sure.get("basis") == "uncalibrated" else ""),
         )
     console.print(workers)
+    _print_quality(console, report["workers"])
     scored = [row for row in report["workers"] if row["gold"]]
     if scored:
         gold = Table(title="Against gold (strict: token IoU >= 0.5, one-to-one)")

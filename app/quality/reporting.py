@@ -45,6 +45,7 @@ from app.quality.work import (
     select_documents,
     select_work,
 )
+from app.quality.worker_quality import add_quality
 
 __all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
@@ -102,7 +103,9 @@ def study_report(
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
-      (:func:`app.quality.time_on_task.add_to_report`).
+      (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
+      recall and F1 with their bases, the rank by F1, marks per 100 words and
+      ``over_marking`` (:func:`app.quality.worker_quality.add_quality`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
       assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
       (:func:`app.quality.agreement.agreement_breakdown`).
@@ -281,6 +284,12 @@ def study_report(
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
     }
+    order: dict[str, list[str]] = defaultdict(list)
+    for assignment in submitted:
+        names = order[external[assignment.document_id]]
+        if assignment.worker_id not in names:
+            names.append(assignment.worker_id)
+    add_quality(report["workers"], worker_spans, order, texts, scopes)
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
 

@@ -8,6 +8,7 @@ them attaches their routes to ``bp``.
 
 from app.web.admin import (
     account,
+    compare,
     dashboard,
     downloads,
     lifecycle,
@@ -25,6 +26,7 @@ from app.web.admin.blueprint import bp
 __all__ = [
     "account",
     "bp",
+    "compare",
     "dashboard",
     "downloads",
     "lifecycle",

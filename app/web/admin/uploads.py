@@ -16,7 +16,7 @@ from werkzeug.utils import secure_filename
 from app.db import begin_write, get_session
 from app.detection import import_jobs
 from app.errors import InvalidInput, MarginaliaError
-from app.formats import IMPORT_FORMATS
+from app.formats import IMPORT_FORMATS, checked_source
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.dashboard import render_dashboard
@@ -66,6 +66,7 @@ def upload_documents(slug: str):
                 "a file's annotations are gold (or practice) documents, attention checks or "
                 "imported work: tick one, not both"
             )
+        source = request.form.get("source") or ""
         payload = upload.read()
         if not payload.strip():
             raise InvalidInput(f"{name}: the file is empty")
@@ -94,6 +95,7 @@ def upload_documents(slug: str):
                 # practice documents: gold that teaches, never graded (app/annotation/practice.py)
                 **({"practice": True} if request.form.get("practice") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
+                **({"source": checked_source(source)} if source.strip() else {}),
             },
             created_by=researcher.email if researcher else None,
         )
