@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.annotation.assignments import segment_texts
 from app.annotation.pairing import paired_values
 from app.annotation.values import MAX_COMMENT_CHARS, check_span
+from app.documents import work_state
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
@@ -158,6 +159,7 @@ def _write(
             raise _conflict(row, what)
         session.refresh(row)
     _start_review(session, document, who)
+    work_state.changed(session, document.study_id)
     return row
 
 
@@ -299,6 +301,7 @@ def set_status(session: Session, document: Document, body: Any, who: str) -> Doc
         session.refresh(review)
         if not changed:
             raise _conflict(review, "the review status")
+    work_state.changed(session, document.study_id)
     session.flush()
     return review
 

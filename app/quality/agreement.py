@@ -36,7 +36,7 @@ A worker who marks the same unit twice (two overlapping spans) still gives it on
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,6 +44,7 @@ from typing import Any
 import krippendorff
 import numpy as np
 
+from app.quality.agreement_counts import Histogram, add_units, stat_of
 from app.quality.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
@@ -238,15 +239,6 @@ def unit_counts(
     return _counts(layout, ranges, set(categories))
 
 
-def _stat(counts: UnitCounts) -> dict[str, Any]:
-    pairable = counts.pairable()
-    return {
-        "alpha": krippendorff_alpha(counts),
-        "two_agree": two_agree(counts),
-        "marked_units": int((pairable.marked >= 1).sum()),
-    }
-
-
 def agreement_report(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
@@ -274,40 +266,9 @@ def agreement_report(
     where variant is ``token``, ``sentence``, ``segment`` or ``token_normalised`` and
     stat is ``{"alpha": float | None, "two_agree": float | None, "marked_units": int}``.
     """
-    kept, coders = _prepare(spans, texts, annotated, scopes)
-    by_variant = {level: kept for level in LEVELS}
-    by_variant[NORMALISED] = normalise_boundaries(kept)
-    layouts = {level: _Layout(texts, coders, level) for level in LEVELS}
-    ranges: dict[str, dict[tuple[str, str], list[tuple[int, int]]]] = {}
-    for variant, variant_spans in by_variant.items():
-        layout = layouts["token" if variant == NORMALISED else variant]
-        ranges[variant] = defaultdict(list)
-        for span in variant_spans:
-            found = layout.unit_range(span)
-            if found:
-                ranges[variant][(span.source, span.category)].append(found)
-
-    def stats(category_set: set[str]) -> dict[str, Any]:
-        return {
-            variant: _stat(
-                _counts(
-                    layouts["token" if variant == NORMALISED else variant],
-                    ranges[variant],
-                    category_set,
-                )
-            )
-            for variant in VARIANTS
-        }
-
-    groups = groups or {}
-    return {
-        "workers": sum(1 for docs in annotated.values() if set(docs)),
-        "documents": sum(1 for n in coders.values() if n >= 2),
-        "units": {level: int((layouts[level].coders >= 2).sum()) for level in LEVELS},
-        "per_category": {cat: stats({cat}) for cat in categories},
-        "per_group": {group: stats(set(cats)) for group, cats in groups.items()},
-        "all": stats(set(categories)),
-    }
+    figures = Agreement(categories, groups=groups, scopes=scopes, breakdown=False)
+    figures.add(spans, texts, annotated)
+    return figures.report()
 
 
 def agreement_breakdown(
@@ -330,59 +291,157 @@ def agreement_breakdown(
 
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
-    kept, coders = _prepare(spans, texts, annotated, scopes)
-    layout = _Layout(texts, coders, "token")
-    wanted = set(categories)
-    by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for span in kept:
-        if span.category in wanted and (found := layout.unit_range(span)):
-            by_worker[span.source].append(found)
-    merged = {worker: _merge(ranges) for worker, ranges in by_worker.items()}
-    ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
-    total = _counts(layout, {(w, "all"): r for w, r in merged.items()}, {"all"})
-    slices: dict[str, tuple[int, int]] = {}
-    for key, offset in layout.offset.items():  # a document's segments are laid end to end
-        start, end = slices.get(key[0], (offset, offset))
-        slices[key[0]] = (min(start, offset), max(end, offset + len(layout.bounds[key])))
-    per_document = [
-        {
-            "document": doc,
-            "workers": coders[doc],
-            "token": _stat(UnitCounts(total.coders[s:e], total.marked[s:e])),
+    figures = Agreement(categories, scopes=scopes, report=False)
+    figures.add(spans, texts, annotated)
+    return figures.breakdown()
+
+
+class Agreement:
+    """:func:`agreement_report` and :func:`agreement_breakdown` summed over batches of
+    documents (:meth:`add`; each document with all its workers' spans in one batch, and
+    ``annotated`` naming only the batch's documents). A batch's per-unit counts become
+    histograms of (coders, marked) pairs (:mod:`app.quality.agreement_counts`), per pair of
+    workers three counts, so memory holds one batch, never the study. Only documents with
+    two workers or more are laid out: the others have no pairable unit."""
+
+    def __init__(
+        self,
+        categories: Sequence[str],
+        *,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        scopes: Mapping[str, str] | None = None,
+        report: bool = True,
+        breakdown: bool = True,
+    ) -> None:
+        self.categories = list(categories)
+        self.scopes = scopes
+        self.sets: dict[tuple[str, str], set[str]] = {("category", c): {c} for c in categories}
+        self.sets |= {("group", g): set(cats) for g, cats in (groups or {}).items()}
+        self.sets[("all", "")] = set(categories)
+        self.with_report, self.with_breakdown = report, breakdown
+        self.workers: set[str] = set()
+        self.documents = 0
+        self.units = dict.fromkeys(LEVELS, 0)
+        self.hist: dict[tuple[str, str, str], Histogram] = defaultdict(Counter)
+        self.per_document: list[dict[str, Any]] = []
+        self.pairs: dict[tuple[str, str], list[int]] = {}  # documents, units marked 0, 1, 2
+
+    def add(
+        self,
+        spans: Iterable[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+    ) -> None:
+        """Add one batch of whole documents."""
+        annotated = {worker: set(docs) for worker, docs in annotated.items()}
+        self.workers.update(worker for worker, docs in annotated.items() if docs)
+        kept, coders = _prepare(spans, texts, annotated, self.scopes)
+        shared = {doc for doc, n in coders.items() if n >= 2}
+        self.documents += len(shared)
+        if not shared:
+            return
+        texts = {key: text for key, text in texts.items() if key[0] in shared}
+        kept = [span for span in kept if span.document in shared]
+        if self.with_report:
+            self._add_report(kept, texts, coders)
+        if self.with_breakdown:
+            self._add_breakdown(kept, texts, coders, annotated)
+
+    def _add_report(
+        self, kept: list[Span], texts: Mapping[TextKey, str], coders: Mapping[str, int]
+    ) -> None:
+        by_variant = {level: kept for level in LEVELS}
+        by_variant[NORMALISED] = normalise_boundaries(kept)
+        layouts = {level: _Layout(texts, coders, level) for level in LEVELS}
+        for level in LEVELS:
+            self.units[level] += int((layouts[level].coders >= 2).sum())
+        for variant, variant_spans in by_variant.items():
+            layout = layouts["token" if variant == NORMALISED else variant]
+            ranges: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+            for span in variant_spans:
+                found = layout.unit_range(span)
+                if found:
+                    ranges[(span.source, span.category)].append(found)
+            for (kind, name), wanted in self.sets.items():
+                counts = _counts(layout, ranges, wanted)
+                add_units(self.hist[(kind, name, variant)], counts.coders, counts.marked)
+
+    def report(self) -> dict[str, Any]:
+        """:func:`agreement_report`'s figures over every batch added."""
+
+        def stats(kind: str, name: str) -> dict[str, Any]:
+            return {variant: stat_of(self.hist[(kind, name, variant)]) for variant in VARIANTS}
+
+        return {
+            "workers": len(self.workers),
+            "documents": self.documents,
+            "units": dict(self.units),
+            "per_category": {cat: stats("category", cat) for cat in self.categories},
+            "per_group": {
+                name: stats("group", name) for kind, name in self.sets if kind == "group"
+            },
+            "all": stats("all", ""),
         }
-        for doc, (s, e) in sorted(slices.items(), key=lambda item: item[1])
-        if coders[doc] >= 2
-    ]
-    shared_docs: dict[tuple[str, str], list[str]] = defaultdict(list)
-    workers_of: dict[str, list[str]] = defaultdict(list)
-    for worker, docs in annotated.items():
-        for doc in set(docs) & set(slices):
-            workers_of[doc].append(worker)
-    for doc, names in workers_of.items():
-        names.sort()
-        for i, first in enumerate(names):
-            for second in names[i + 1 :]:
-                shared_docs[(first, second)].append(doc)
-    per_pair = []
-    for (first, second), docs in sorted(shared_docs.items()):
-        shared = sorted(slices[d] for d in docs)
-        marked = np.concatenate(
-            [
-                _marked_in(merged.get(first, []), ends.get(first, []), s, e)
-                + _marked_in(merged.get(second, []), ends.get(second, []), s, e)
-                for s, e in shared
-            ]
-        )
-        counts = UnitCounts(np.full(marked.size, 2, dtype=np.int64), marked)
-        per_pair.append(
-            {"workers": [first, second], "documents": len(shared), "token": _stat(counts)}
-        )
-    return {"per_document": per_document, "per_pair": per_pair}
+
+    def _add_breakdown(
+        self,
+        kept: list[Span],
+        texts: Mapping[TextKey, str],
+        coders: Mapping[str, int],
+        annotated: Mapping[str, set[str]],
+    ) -> None:
+        layout = _Layout(texts, coders, "token")
+        wanted = set(self.categories)
+        by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for span in kept:
+            if span.category in wanted and (found := layout.unit_range(span)):
+                by_worker[span.source].append(found)
+        merged = {worker: _merge(ranges) for worker, ranges in by_worker.items()}
+        ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
+        total = _counts(layout, {(w, "all"): r for w, r in merged.items()}, {"all"})
+        slices: dict[str, tuple[int, int]] = {}
+        for key, offset in layout.offset.items():  # a document's segments are laid end to end
+            start, end = slices.get(key[0], (offset, offset))
+            slices[key[0]] = (min(start, offset), max(end, offset + len(layout.bounds[key])))
+        for doc, (s, e) in slices.items():
+            hist: Histogram = Counter()
+            add_units(hist, total.coders[s:e], total.marked[s:e])
+            self.per_document.append(
+                {"document": doc, "workers": coders[doc], "token": stat_of(hist)}
+            )
+        workers_of: dict[str, list[str]] = defaultdict(list)
+        for worker, docs in annotated.items():
+            for doc in docs & set(slices):
+                workers_of[doc].append(worker)
+        for doc, names in workers_of.items():
+            names.sort()
+            s, e = slices[doc]
+            for i, first in enumerate(names):
+                for second in names[i + 1 :]:
+                    marked = _marked_in(merged.get(first, []), ends.get(first, []), s, e)
+                    marked += _marked_in(merged.get(second, []), ends.get(second, []), s, e)
+                    found = np.bincount(marked, minlength=3)
+                    pair = self.pairs.setdefault((first, second), [0, 0, 0, 0])
+                    pair[0] += 1
+                    for k in range(3):
+                        pair[k + 1] += int(found[k])
+
+    def breakdown(self) -> dict[str, Any]:
+        """:func:`agreement_breakdown`'s figures over every batch added."""
+        per_pair = [
+            {
+                "workers": [first, second],
+                "documents": documents,
+                "token": stat_of({(2, k): n for k, n in enumerate(counts) if n}),
+            }
+            for (first, second), (documents, *counts) in sorted(self.pairs.items())
+        ]
+        per_document = sorted(self.per_document, key=lambda row: row["document"])
+        return {"per_document": per_document, "per_pair": per_pair}
 
 
 def _marked_in(ranges: list[tuple[int, int]], ends: list[int], start: int, end: int) -> np.ndarray:
-    """1 for each unit of [start, end) that one of the merged ``ranges`` (``ends``: their
-    ends, ascending) covers, else 0."""
+    """1 for each unit of [start, end) one of the merged ``ranges`` covers (``ends`` ascending)."""
     out = np.zeros(end - start, dtype=np.int64)
     for first, last in ranges[bisect_right(ends, start) :]:
         if first >= end:
