@@ -9,7 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.quality.agreement import (
@@ -108,3 +108,47 @@ def _same(a, b) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return a == pytest.approx(b, abs=1e-12)
     return a == b
+
+
+@st.composite
+def marked_study(draw):
+    spans, annotated, _ = draw(studies())
+    if draw(st.booleans()):  # a span known by its text only, and one of an unknown category
+        spans.append(Span("d1", 0, None, None, "CharE", "w1", "Anna"))
+        spans.append(Span("d2", 1, 0, 2, "Other", "w2"))
+    return spans, annotated
+
+
+TOUCHING = (  # w1 "Anna", w2 " met" and "met Bob": touching spans stay apart, overlapping join
+    [Span("d1", 0, 0, 4, "CharE", "w1"), Span("d1", 0, 4, 8, "CharE", "w2")]
+    + [Span("d1", 0, 5, 12, "CharE", "w2"), Span("d2", 2, 0, 4, "SceneE", "w3")],
+    {"w1": {"d1"}, "w2": {"d1", "d2"}, "w3": {"d2"}},
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(marked_study())
+@example(TOUCHING)
+def test_the_arrays_count_the_units_as_the_spans_do(study):
+    """The numpy form (agreement_units) against the span-by-span definition (unit_counts)."""
+    from app.quality.agreement import LEVELS, NORMALISED, _prepare, unit_counts
+    from app.quality.agreement_units import SpanTable, UnitLayout, marked_counts, numbers
+
+    spans, annotated = study
+    texts = {(doc, i): text for doc in DOCS for i, text in enumerate(TEXTS)}
+    scopes = {"SceneE": "sentence"}
+    categories = numbers(["CharE", "RefE", "SceneE"])
+    for level in (*LEVELS, NORMALISED):
+        for wanted in ({"CharE"}, {"CharE", "SceneE"}, {"CharE", "RefE", "SceneE"}):
+            expected = unit_counts(spans, texts, annotated, wanted, level, scopes=scopes)
+            kept, coders = _prepare(spans, texts, annotated, scopes)
+            table = SpanTable.of(kept, numbers(s.source for s in kept), categories)
+            table = table.normalised() if level == NORMALISED else table
+            layout = UnitLayout(texts, coders, "token" if level == NORMALISED else level)
+            rows, first, last = table.units(layout)
+            mask = np.array([c in wanted for c in categories])
+            found = marked_counts(
+                layout.size, table.worker[rows], table.category[rows], first, last, mask
+            )
+            assert layout.coders.tolist() == expected.coders.tolist()
+            assert found.tolist() == expected.marked.tolist(), (level, wanted)

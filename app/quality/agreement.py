@@ -45,6 +45,14 @@ import krippendorff
 import numpy as np
 
 from app.quality.agreement_counts import Histogram, add_units, stat_of
+from app.quality.agreement_units import (
+    SpanTable,
+    UnitLayout,
+    marked_counts,
+    marked_in,
+    merge_ranges,
+    numbers,
+)
 from app.quality.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
@@ -167,16 +175,6 @@ class _Layout:
         return (offset + first, offset + last) if first < last else None
 
 
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
 def _counts(
     layout: _Layout, ranges: Mapping[tuple[str, str], list[tuple[int, int]]], categories: set[str]
 ) -> UnitCounts:
@@ -187,7 +185,7 @@ def _counts(
         if category in categories:
             per_worker[worker].extend(worker_ranges)
     for worker_ranges in per_worker.values():
-        for start, end in _merge(worker_ranges):
+        for start, end in merge_ranges(worker_ranges):
             diff[start] += 1
             diff[end] -= 1
     return UnitCounts(layout.coders, np.cumsum(diff)[: layout.size])
@@ -315,9 +313,14 @@ class Agreement:
     ) -> None:
         self.categories = list(categories)
         self.scopes = scopes
-        self.sets: dict[tuple[str, str], set[str]] = {("category", c): {c} for c in categories}
-        self.sets |= {("group", g): set(cats) for g, cats in (groups or {}).items()}
-        self.sets[("all", "")] = set(categories)
+        sets: dict[tuple[str, str], set[str]] = {("category", c): {c} for c in categories}
+        sets |= {("group", g): set(cats) for g, cats in (groups or {}).items()}
+        sets[("all", "")] = set(categories)
+        self.numbers = numbers(c for found in sets.values() for c in sorted(found))
+        self.masks = {
+            name: np.array([c in found for c in self.numbers], dtype=bool)
+            for name, found in sets.items()
+        }
         self.with_report, self.with_breakdown = report, breakdown
         self.workers: set[str] = set()
         self.documents = 0
@@ -342,29 +345,27 @@ class Agreement:
             return
         texts = {key: text for key, text in texts.items() if key[0] in shared}
         kept = [span for span in kept if span.document in shared]
+        names = numbers(span.source for span in kept)
+        table = SpanTable.of(kept, names, self.numbers)
+        token = UnitLayout(texts, coders, "token")
         if self.with_report:
-            self._add_report(kept, texts, coders)
+            layouts = {level: UnitLayout(texts, coders, level) for level in LEVELS[1:]}
+            self._add_report(table, {"token": token, **layouts})
         if self.with_breakdown:
-            self._add_breakdown(kept, texts, coders, annotated)
+            self._add_breakdown(table, token, list(names), coders, annotated)
 
-    def _add_report(
-        self, kept: list[Span], texts: Mapping[TextKey, str], coders: Mapping[str, int]
-    ) -> None:
-        by_variant = {level: kept for level in LEVELS}
-        by_variant[NORMALISED] = normalise_boundaries(kept)
-        layouts = {level: _Layout(texts, coders, level) for level in LEVELS}
+    def _add_report(self, table: SpanTable, layouts: Mapping[str, UnitLayout]) -> None:
+        normalised = table.normalised()
         for level in LEVELS:
             self.units[level] += int((layouts[level].coders >= 2).sum())
-        for variant, variant_spans in by_variant.items():
+        for variant in VARIANTS:
             layout = layouts["token" if variant == NORMALISED else variant]
-            ranges: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-            for span in variant_spans:
-                found = layout.unit_range(span)
-                if found:
-                    ranges[(span.source, span.category)].append(found)
-            for (kind, name), wanted in self.sets.items():
-                counts = _counts(layout, ranges, wanted)
-                add_units(self.hist[(kind, name, variant)], counts.coders, counts.marked)
+            found = normalised if variant == NORMALISED else table
+            rows, first, last = found.units(layout)
+            worker, category = found.worker[rows], found.category[rows]
+            for (kind, name), wanted in self.masks.items():
+                marked = marked_counts(layout.size, worker, category, first, last, wanted)
+                add_units(self.hist[(kind, name, variant)], layout.coders, marked)
 
     def report(self) -> dict[str, Any]:
         """:func:`agreement_report`'s figures over every batch added."""
@@ -378,50 +379,53 @@ class Agreement:
             "units": dict(self.units),
             "per_category": {cat: stats("category", cat) for cat in self.categories},
             "per_group": {
-                name: stats("group", name) for kind, name in self.sets if kind == "group"
+                name: stats("group", name) for kind, name in self.masks if kind == "group"
             },
             "all": stats("all", ""),
         }
 
     def _add_breakdown(
         self,
-        kept: list[Span],
-        texts: Mapping[TextKey, str],
+        table: SpanTable,
+        layout: UnitLayout,
+        named: list[str],
         coders: Mapping[str, int],
         annotated: Mapping[str, set[str]],
     ) -> None:
-        layout = _Layout(texts, coders, "token")
-        wanted = set(self.categories)
+        rows, first, last = table.units(layout)
+        worker, category = table.worker[rows], table.category[rows]
+        every = self.masks[("all", "")]
+        total = marked_counts(layout.size, worker, category, first, last, every)
         by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        for span in kept:
-            if span.category in wanted and (found := layout.unit_range(span)):
-                by_worker[span.source].append(found)
-        merged = {worker: _merge(ranges) for worker, ranges in by_worker.items()}
+        columns = (worker.tolist(), category.tolist(), first.tolist(), last.tolist())
+        for w, c, f, e in zip(*columns, strict=True):
+            if c >= 0 and every[c]:
+                by_worker[named[w]].append((f, e))
+        merged = {worker: merge_ranges(ranges) for worker, ranges in by_worker.items()}
         ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
-        total = _counts(layout, {(w, "all"): r for w, r in merged.items()}, {"all"})
         slices: dict[str, tuple[int, int]] = {}
         for key, offset in layout.offset.items():  # a document's segments are laid end to end
             start, end = slices.get(key[0], (offset, offset))
-            slices[key[0]] = (min(start, offset), max(end, offset + len(layout.bounds[key])))
+            slices[key[0]] = (min(start, offset), max(end, offset + layout.count[key]))
         for doc, (s, e) in slices.items():
             hist: Histogram = Counter()
-            add_units(hist, total.coders[s:e], total.marked[s:e])
+            add_units(hist, layout.coders[s:e], total[s:e])
             self.per_document.append(
                 {"document": doc, "workers": coders[doc], "token": stat_of(hist)}
             )
         workers_of: dict[str, list[str]] = defaultdict(list)
-        for worker, docs in annotated.items():
+        for worker_id, docs in annotated.items():
             for doc in docs & set(slices):
-                workers_of[doc].append(worker)
-        for doc, names in workers_of.items():
-            names.sort()
+                workers_of[doc].append(worker_id)
+        for doc, pair_names in workers_of.items():
+            pair_names.sort()
             s, e = slices[doc]
-            for i, first in enumerate(names):
-                for second in names[i + 1 :]:
-                    marked = _marked_in(merged.get(first, []), ends.get(first, []), s, e)
-                    marked += _marked_in(merged.get(second, []), ends.get(second, []), s, e)
+            for i, one in enumerate(pair_names):
+                for other in pair_names[i + 1 :]:
+                    marked = marked_in(merged.get(one, []), ends.get(one, []), s, e)
+                    marked += marked_in(merged.get(other, []), ends.get(other, []), s, e)
                     found = np.bincount(marked, minlength=3)
-                    pair = self.pairs.setdefault((first, second), [0, 0, 0, 0])
+                    pair = self.pairs.setdefault((one, other), [0, 0, 0, 0])
                     pair[0] += 1
                     for k in range(3):
                         pair[k + 1] += int(found[k])
@@ -438,13 +442,3 @@ class Agreement:
         ]
         per_document = sorted(self.per_document, key=lambda row: row["document"])
         return {"per_document": per_document, "per_pair": per_pair}
-
-
-def _marked_in(ranges: list[tuple[int, int]], ends: list[int], start: int, end: int) -> np.ndarray:
-    """1 for each unit of [start, end) one of the merged ``ranges`` covers (``ends`` ascending)."""
-    out = np.zeros(end - start, dtype=np.int64)
-    for first, last in ranges[bisect_right(ends, start) :]:
-        if first >= end:
-            break
-        out[max(first, start) - start : min(last, end) - start] = 1
-    return out

@@ -73,7 +73,7 @@ def consensus(
         if len(workers) < 2:
             continue
         for candidate in group_candidates(
-            document, workers, by_document.get(document, []), texts, scopes
+            document, workers, by_document.get(document, []), texts, scopes, ordered=False
         ):
             voters = {m.worker for m in candidate.marks}
             for mark in candidate.marks:
