@@ -71,20 +71,13 @@ def marginalia(*args: str) -> list[str]:
     return [str(BIN / "marginalia"), *args]
 
 
-def build(size: str, parts: int = 1) -> dict[str, Any]:
-    """The study of ``size`` from its Thresh file, timed; with ``parts``, the same entries
-    imported as that many files one after the other (the study is the same; a 1M build
-    before the import streamed needed ~8 GB in one go)."""
+def build(size: str) -> dict[str, Any]:
     cluster = Cluster().start()
     try:
         path = SCALE_OUT / f"thresh-{size}.json"
-        if parts > 1:
-            paths = write_thresh(path, SIZES[size], parts)
-        elif not path.exists():
+        if not path.exists():
             print(f"writing {path} ...", flush=True)
-            paths = write_thresh(path, SIZES[size])
-        else:
-            paths = [path]
+            write_thresh(path, SIZES[size])
         url = cluster.create(f"scale_{size}")
         env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench"}
         for command in (
@@ -93,17 +86,14 @@ def build(size: str, parts: int = 1) -> dict[str, Any]:
             marginalia("researcher", "create", EMAIL, "--admin", "--password", PASSWORD),
         ):
             subprocess.run(command, env=env, cwd=REPO, check=True, capture_output=True)
-        for part in paths:
-            print(f"importing {part.name} ...", flush=True)
-            imported = timed(
-                marginalia("import", SLUG, str(part), "--format", "thresh", "--no-ner"), url
-            )
-            imported["file_mb"] = round(part.stat().st_size / 2**20, 1)
-            print(f"thresh import: {imported}", flush=True)
-            if not imported["ok"]:
-                raise SystemExit("the import failed")
+        print(f"importing {path.name} ...", flush=True)
+        imported = timed(
+            marginalia("import", SLUG, str(path), "--format", "thresh", "--no-ner"), url
+        )
+        imported["file_mb"] = round(path.stat().st_size / 2**20, 1)
+        print(f"thresh import: {imported}", flush=True)
         cluster.vacuum(f"scale_{size}")
-        result = {"thresh_import" if parts == 1 else "thresh_import_part": imported}
+        result = {"thresh_import": imported}
         save(size, result)
         return result
     finally:
@@ -289,10 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("build", "measure", "table"))
     parser.add_argument("size", nargs="?", choices=tuple(SIZES), default="10k")
     parser.add_argument("--only", default="report,exports,http")
-    parser.add_argument("--parts", type=int, default=1, help="build: import the file in parts")
     args = parser.parse_args(argv)
     if args.action == "build":
-        build(args.size, args.parts)
+        build(args.size)
     elif args.action == "measure":
         measure(args.size, set(args.only.split(",")))
     else:

@@ -115,25 +115,18 @@ def thresh_entries(annotations: int, seed: int = 34):
         }
 
 
-def write_thresh(path: Path, annotations: int, parts: int = 1) -> list[Path]:
-    """Write the file (streamed, one entry at a time), or the same entries cut into
-    ``parts`` files ``path.partN.json`` (imported one after another, they make the same
-    study as the whole file); the paths written."""
+def write_thresh(path: Path, annotations: int) -> dict[str, int]:
+    """Write the file (streamed, one entry at a time); its counts."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    documents = max(1, annotations // PER_DOCUMENT)
-    per_part = -(-documents // parts)
-    paths = [path] if parts == 1 else [path.with_suffix(f".part{n}.json") for n in range(parts)]
-    entries = thresh_entries(annotations)
-    for target in paths:
-        with target.open("w", encoding="utf-8") as out:
-            out.write("[\n")
-            for n in range(per_part):
-                entry = next(entries, None)
-                if entry is None:
-                    break
-                out.write((",\n" if n else "") + json.dumps(entry, ensure_ascii=False))
-            out.write("\n]\n")
-    return paths
+    marks = documents = 0
+    with path.open("w", encoding="utf-8") as out:
+        out.write("[\n")
+        for n, entry in enumerate(thresh_entries(annotations)):
+            out.write((",\n" if n else "") + json.dumps(entry, ensure_ascii=False))
+            documents += 1
+            marks += sum(len(e["annotators"]) for e in entry["edits"])
+        out.write("\n]\n")
+    return {"documents": documents, "annotations": marks, "bytes": path.stat().st_size}
 
 
 def long_document(segments: int = 2000) -> list[str]:
