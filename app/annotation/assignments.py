@@ -22,7 +22,6 @@ from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.annotation.values import _int, annotation_values, check_suggestion
-from app.documents import work_state
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
@@ -337,7 +336,6 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     assignment.status = "submitted"
     assignment.submitted_at = now()
     engage(assignment)
-    work_state.changed(session, assignment.study_id)
     if qualification(assignment.study) is not None and assignment.document.is_gold:
         session.flush()
         if screen_out(session, assignment.study, assignment.worker_id):

@@ -17,7 +17,6 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.documents import work_state
 from app.models import Assignment, Document, Study
 
 DEFAULT_QUALIFICATION_ATTEMPTS = 2
@@ -127,5 +126,4 @@ def screen_out(session: Session, study: Study, worker_id: str) -> bool:
         .values(status="screened_out", completion_code=None)
         .execution_options(synchronize_session="fetch")
     )
-    work_state.changed(session, study.id)
     return True

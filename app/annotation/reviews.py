@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.documents import work_state
 from app.documents.text import normalise_newlines, storable, text_problem
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Assignment, Study, WorkerAction, WorkerReview
@@ -169,8 +168,6 @@ def act(
     else:
         review.note = detail
     review.updated_at = datetime.now(UTC)
-    if action in ("reject", "approve"):
-        work_state.changed(session, study.id)
     session.add(
         WorkerAction(
             study_id=study.id, worker_id=worker_id, action=action, detail=detail, actor=actor

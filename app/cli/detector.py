@@ -46,32 +46,27 @@ def detect_command(slug: str, detector_name: str | None) -> None:
     type=click.Choice(["all", "imports", "detection"]),
     default="all",
     show_default=True,
-    help="Which jobs to run: uploaded imports (and the recomputation of studies' maintained "
-    "figures), detection, or all of them.",
+    help="Which jobs to run: uploaded imports, detection, or both.",
 )
 @with_app
 def worker_command(
     once: bool, health: bool, detector_name: str | None, poll: float, queue: str
 ) -> None:
-    """The long-running worker: uploaded imports, studies' figures and detection (Procfile
-    ``worker:``)."""
+    """The long-running worker: uploaded imports and detection (Procfile ``worker:``)."""
     import logging
     import signal
 
     from flask import current_app
 
     from app.detection import import_jobs, jobs
-    from app.detection import queue as queue_state
     from app.detection.importing import nlp_loader
     from app.detection.worker import work
-    from app.models import StudyFigures
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:
         with factory() as session:
             state = jobs.health(session)
             state["imports"] = import_jobs.health(session)
-            state["figures"] = queue_state.status_counts(session, StudyFigures)
             click.echo(json.dumps(state, indent=2))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(message)s")
@@ -93,7 +88,6 @@ def worker_command(
             poll_seconds=poll,
             should_stop=lambda: bool(stopping),
             load_nlp=load_nlp,
-            figures=queue != "detection",
         )
     except KeyboardInterrupt:
         return
@@ -102,8 +96,7 @@ def worker_command(
         f"{counted(stats['failed'], 'failure')}, {counted(stats['suggestions'], 'suggestion')}, "
         f"{counted(int(stats['tokens']), 'token')}, {stats['seconds']:.1f} s detecting, "
         f"{stats['dropped']:g} answers or items dropped; "
-        f"{counted(stats.get('imports', 0), 'import')}, {stats.get('imports_failed', 0):g} failed; "
-        f"{counted(stats.get('figures', 0), 'study figure')} recomputed",
+        f"{counted(stats.get('imports', 0), 'import')}, {stats.get('imports_failed', 0):g} failed",
         err=True,
     )
 

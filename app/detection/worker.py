@@ -24,9 +24,7 @@ from app.detection import importing, jobs
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.queue import is_transient
-from app.documents import work_state
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
-from app.quality import figures as maintained
 from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)
@@ -35,7 +33,6 @@ log = logging.getLogger(__name__)
 def store_suggestions(session: Session, document: Document, rows: list[Any]) -> int:
     """Replace the document's suggestions with ``rows`` (model_server SuggestionRow)."""
     session.execute(delete(Suggestion).where(Suggestion.document_id == document.id))
-    work_state.changed(session, document.study_id)
     session.add_all(
         Suggestion(
             document_id=document.id,
@@ -147,12 +144,10 @@ def work(
     poll_seconds: float = 2.0,
     should_stop: Callable[[], bool] = lambda: False,
     load_nlp: NlpLoader | None = None,
-    figures: bool = False,
 ) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
-    Import jobs (when ``load_nlp`` is given) go first, then the recomputation of a study's
-    maintained figures (with ``figures``, app/quality/figures.py), then detection jobs (when
+    Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
     ``detector`` is not None). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
     """
@@ -161,8 +156,6 @@ def work(
     stats.update(dropped=0, seconds=0.0)
     if load_nlp is not None:
         stats |= {"imports": 0, "imports_failed": 0}
-    if figures:
-        stats["figures"] = 0
     while not should_stop():
         try:
             claimed = _work_once(session_factory, name, detector, load_nlp, stats)
@@ -191,9 +184,6 @@ def _work_once(
                 key = "imports" if outcome == "done" else f"imports_{outcome}"
                 stats[key] = stats.get(key, 0) + 1
                 return True
-        if "figures" in stats and maintained.run_next(session, name):
-            stats["figures"] += 1
-            return True
         job = jobs.claim(session, name) if detector is not None else None
         if job is None:
             return False

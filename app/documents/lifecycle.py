@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import Session
 
-from app.documents import work_state
 from app.documents.records import DocumentInput
 from app.documents.studies import ImportResult, find_document, import_documents
 from app.errors import Conflict, InvalidInput
@@ -170,7 +169,6 @@ def remove_document(session: Session, study: Study, external_id: str) -> None:
     )
     session.execute(delete(Assignment).where(Assignment.document_id == document.id))
     _delete_document_rows(session, ids)
-    work_state.changed(session, study.id)
     session.expire_all()
 
 

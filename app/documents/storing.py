@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from app.documents import work_state
 from app.documents.imported_work import check_spans, store_imported_work
 from app.documents.locating import Placement, locate
 from app.documents.records import DocumentInput, GoldSpan
@@ -285,7 +284,6 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         session.execute(insert(GoldError), chunk)
     entity_count = _insert_entities(session, ids, prepared)
     work = store_imported_work(session, study, ids, prepared.documents)
-    work_state.changed(session, study.id)
     jobs = 0
     if study.suggestions != "off" and ids:
         for chunk in _chunks([{"document_id": doc_id} for doc_id in ids]):

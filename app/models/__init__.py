@@ -8,7 +8,6 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
 from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
 from app.models.detection import DetectionJob, DetectorVersion, ImportJob, Suggestion
-from app.models.figures import StudyFigures
 from app.models.journey import Consent, QuestionnaireAnswer
 from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
 from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
@@ -38,7 +37,6 @@ __all__ = [
     "SegmentTime",
     "Study",
     "StudyCollaborator",
-    "StudyFigures",
     "Suggestion",
     "SuggestionEvent",
     "WorkerAction",

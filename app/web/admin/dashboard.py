@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
 from flask import (
-    Response,
-    current_app,
     jsonify,
     render_template,
     request,
@@ -19,7 +16,6 @@ from app.crowd import platforms
 from app.db import get_session
 from app.formats import IMPORT_FORMATS
 from app.models import Researcher, Study
-from app.quality import figures as maintained
 from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
@@ -106,19 +102,6 @@ def sharing_summary(db, study: Study) -> dict[str, Any]:
     }
 
 
-def study_figures(db, study: Study, *, parsed: bool = True) -> maintained.Figures:
-    """The study's figures as the dashboard and ``report.json`` serve them: computed now for
-    a small study, else the stored ones with their age (app/quality/figures.py)."""
-    inline = current_app.config.get("REPORT_INLINE_MAX_ASSIGNMENTS")
-    return maintained.served(
-        db,
-        study,
-        include_practice=include_practice(),
-        inline_max=maintained.INLINE_MAX_ASSIGNMENTS if inline is None else int(inline),
-        parsed=parsed,
-    )
-
-
 def render_dashboard(
     study: Study,
     *,
@@ -126,39 +109,35 @@ def render_dashboard(
     sharing_error: str | None = None,
     status: int = 200,
 ):
+    from app.quality.reporting import study_report
+
     db = get_session()
     practice = include_practice()
-    figures = study_figures(db, study)
-    report = figures.report
+    report = study_report(db, study, include_practice=practice)
     live = live_progress(db, study, include_practice=practice)
     categories = study.taxonomy.get("categories", [])
-    chart_svgs = (
-        {
-            "categories": charts.category_bars(report["categories"]["overall"], categories),
-            "sources": charts.source_distribution(
-                report["categories"]["per_source"], _segments_per_source(report), categories
-            ),
-            "recall": charts.worker_recall(report["workers"]),
-            "has_recall": charts.has_recall(report["workers"]),
-            "legend": charts.legend(categories),
-        }
-        if report is not None
-        else {}
-    )
+    chart_svgs = {
+        "categories": charts.category_bars(report["categories"]["overall"], categories),
+        "sources": charts.source_distribution(
+            report["categories"]["per_source"], _segments_per_source(report), categories
+        ),
+        "recall": charts.worker_recall(report["workers"]),
+        "has_recall": charts.has_recall(report["workers"]),
+        "legend": charts.legend(categories),
+    }
     labels = {c["id"]: c["label"] for c in categories}
     body = render_template(
         "admin/dashboard.html",
         study=study,
         report=report,
-        figures=figures.meta(),
         live=live,
         charts=chart_svgs,
         labels=labels,
         settings=platforms.describe(study),
         links=worker_links(study),
-        conditions=condition_summary(report["workers"]) if report else [],
-        per_document=lowest_first(report["agreement"].get("per_document", [])) if report else [],
-        per_pair=lowest_first(report["agreement"].get("per_pair", [])) if report else [],
+        conditions=condition_summary(report["workers"]),
+        per_document=lowest_first(report["agreement"].get("per_document", [])),
+        per_pair=lowest_first(report["agreement"].get("per_pair", [])),
         breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
@@ -189,16 +168,8 @@ def progress_json(slug: str):
 @bp.get("/studies/<slug>/report.json")
 @auth.login_required
 def report_json(slug: str):
-    """The report (the dashboard's figures) with ``figures``: when they were computed, how
-    old they are, whether a recomputation is under way. A big study's stored JSON is sent as
-    it is (spliced, never parsed); before its first computation ends, a 202 says so."""
+    from app.quality.reporting import study_report
+
     db = get_session()
     study = study_or_404(db, slug)
-    figures = study_figures(db, study, parsed=False)
-    meta = json.dumps({"figures": figures.meta()}, separators=(",", ":"))
-    if figures.text is not None:
-        body = meta[:-1] + "," + figures.text[1:]
-        return Response(body, mimetype="application/json")
-    if figures.report is not None:
-        return jsonify({"figures": figures.meta(), **figures.report})
-    return Response(meta, status=202, mimetype="application/json")
+    return jsonify(study_report(db, study, include_practice=include_practice()))

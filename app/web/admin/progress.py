@@ -10,7 +10,6 @@ from sqlalchemy import func, select
 
 from app.detection import import_jobs
 from app.models import Annotation, Assignment, Document, Study
-from app.quality import figures as maintained
 from app.quality.work import Work, document_filter, is_practice, role, select_documents
 
 
@@ -40,10 +39,8 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
     over the documents that count (:mod:`app.quality.work`; the practice documents of a
     training phase only with ``include_practice``).
 
-    ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes
-    (its stored figures' time and staleness too); ``imports`` are the study's latest import
-    jobs (queued, running N of M, done, failed); ``figures`` the stored figures' state
-    (app/quality/figures.py: ``computed_at``, ``stale``, ``status``; None before any).
+    ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes;
+    ``imports`` are the study's latest import jobs (queued, running N of M, done, failed).
     """
     work = Work(include_practice=include_practice)
     docs = db.execute(
@@ -101,17 +98,8 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
     }
     # What the server-rendered sections show (tables, charts): in-progress annotations
     # only move a counter, which the JSON updates without re-reading the page.
-    # the stored figures' state too: a finished recomputation brings its figures in
-    figures = maintained.state(db, study, include_practice=include_practice)
     fingerprint = "-".join(
-        str(v)
-        for v in (
-            len(documents),
-            *assignments.values(),
-            annotations["submitted"],
-            figures["computed_at"],
-            figures["stale"],
-        )
+        str(v) for v in (len(documents), *assignments.values(), annotations["submitted"])
     )
     return {
         "study": study.slug,
@@ -128,7 +116,6 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
         },
         "per_document": documents,
         "imports": import_jobs.recent(db, study.id),
-        "figures": figures,
         "fingerprint": fingerprint,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
