@@ -110,24 +110,23 @@ def record(
             )
 
 
-def owned_fast(db: Any, keys: Any, events: dict[str, list[int]]) -> bool:
-    """On the hot path (before any write): whether every id in ``events`` is one of the
-    document's suggestions (one prepared ``SELECT`` per distinct id)."""
-    wanted = sorted({i for ids in events.values() for i in ids})
-    return all(
-        hot_sql.execute(
+def unowned_fast(db: Any, keys: Any, events: dict[str, list[int]]) -> int | None:
+    """On the hot path (before any write): the smallest id in ``events`` that is not one of
+    the document's suggestions, or None (one prepared ``SELECT`` per distinct id)."""
+    for suggestion_id in sorted({i for ids in events.values() for i in ids}):
+        owned = hot_sql.execute(
             db,
             "suggestion_owned",
             hot_sql.SUGGESTION_OWNED,
-            {"suggestion_id": i, "document_id": keys.document_id},
+            {"suggestion_id": suggestion_id, "document_id": keys.document_id},
         ).first()
-        is not None
-        for i in wanted
-    )
+        if owned is None:
+            return suggestion_id
+    return None
 
 
 def insert_fast(db: Any, keys: Any, events: dict[str, list[int]], moment: Any) -> None:
-    """On the hot path (after :func:`owned_fast` and the claim): one ``INSERT … ON CONFLICT
+    """On the hot path (after :func:`unowned_fast` and the claim): one ``INSERT … ON CONFLICT
     DO NOTHING`` per (event, suggestion)."""
     for event, ids in events.items():
         for suggestion_id in ids:

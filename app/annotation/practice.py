@@ -12,9 +12,9 @@ the segment's gold errors under the **strict** rule of :mod:`app.quality.matchin
 * ``wrong``: their spans that matched no gold error (``reference``: the category the gold
   gives an overlapping error, when it gives one).
 
-Checking freezes the segment: later adds or removes there are refused
-(:func:`refuse_if_checked`), so the answer key, once read, cannot be copied into the marks it
-scores. The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes
+Checking freezes the segment: later adds or removes there are refused (409 :data:`FROZEN`;
+the condition is the hot path's claim, ``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``), so
+the answer key, once read, cannot be copied into the marks it scores. The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes
 back on reload. Only a token on a practice document can check anything: any other token
 gets the same 404 as a missing one, and attention checks (``GoldError.is_check``) are never
 part of practice feedback.
@@ -45,28 +45,6 @@ def is_practice(assignment: Assignment) -> bool:
     """Whether the assignment is on a practice document (a gold document of a study with a
     pass mark)."""
     return qualification(assignment.study) is not None and bool(assignment.document.is_gold)
-
-
-def refuse_if_checked(
-    session: Session, assignment_id: int, *, segment: Any = None, annotation_id: int | None = None
-) -> None:
-    """Refuse an add in ``segment`` (or the removal of ``annotation_id``) when that practice
-    segment's feedback was already read: one indexed query on ``practice_checks``, where an
-    assignment that is no practice has no rows. A segment that is not a whole number is left
-    to the add's own checks."""
-    query = select(PracticeCheck.id).where(PracticeCheck.assignment_id == assignment_id)
-    if annotation_id is not None:
-        query = query.join(
-            Annotation,
-            (Annotation.assignment_id == PracticeCheck.assignment_id)
-            & (Annotation.segment == PracticeCheck.segment),
-        ).where(Annotation.id == annotation_id)
-    elif isinstance(segment, int) and not isinstance(segment, bool):
-        query = query.where(PracticeCheck.segment == segment)
-    else:
-        return
-    if session.scalar(query.limit(1)) is not None:
-        raise Conflict(FROZEN)
 
 
 def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
