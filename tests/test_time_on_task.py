@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
+from app.annotation import timing
 from app.db import session_scope
 from app.models import Assignment, SegmentTime, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
@@ -196,3 +197,36 @@ def test_a_study_made_by_a_researcher_refuses_unseen_submits_unless_allowed(
     assert answer.status_code == 409 and "segment 2 of 2" in answer.get_json()["error"]
     assert client.post(f"/api/assignments/{token}/position", json={"segment": 1}).status_code == 204
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+
+def test_the_time_budget_hand_computed():
+    """``timing.budget``: the time since the last report, never past the time since opening
+    less what is stored, plus one 5 s slack; SQLite's naive timestamps are UTC."""
+    opened = datetime(2030, 1, 1, tzinfo=UTC)
+    at = opened + timedelta(seconds=100)
+    naive = opened.replace(tzinfo=None)
+    assert timing.budget(at, opened, None, 0.0) == 105.0  # first report: 100 + 5
+    assert timing.budget(at, naive, None, 0.0) == 105.0
+    last = opened + timedelta(seconds=90)
+    assert timing.budget(at, opened, last, 50.0) == 15.0  # since the last report: 10 + 5
+    assert timing.budget(at, opened, last.replace(tzinfo=None), 50.0) == 15.0
+    assert timing.budget(at, opened, last, 97.5) == 7.5  # the total's cap: 100 - 97.5 + 5
+    assert timing.budget(at, opened, last, 104.0) == 1.0  # the slack mostly spent
+    assert timing.budget(at, opened, last, 300.0) == 0.0  # never negative
+    assert timing.budget(opened, opened, None, 0.0) == 5.0  # at once: the slack alone
+
+
+def test_reported_seconds_are_stored_to_the_millisecond_and_scaled_in_proportion(app, client):
+    """Values within the budget are stored as sent (to the millisecond, 0.057 stays 0.057);
+    a claim over it is scaled down in proportion and rounded down, never up."""
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    opened_ago(app, token, 1000)
+    assert position(client, token, {"segment": 1, "active": {"0": 0.057, "1": 2.5}}) == 204
+    assert times(app, token) == {0: 0.057, 1: 2.5}
+    opened_ago(app, token, 10)  # 10 s since the last report; 2.557 s stored
+    assert position(client, token, {"segment": 2, "active": {"0": 20.0, "2": 10.0}}) == 204
+    stored = times(app, token)
+    added = stored[0] - 0.057 + stored[2]
+    assert 15.0 - 0.01 <= added <= 15.0 + 0.1  # 10 + 5, give or take the test's own time
+    assert stored[2] == pytest.approx((stored[0] - 0.057) / 2, abs=0.002)
