@@ -115,3 +115,21 @@ def test_a_refused_add_is_checked_once(app, client, monkeypatch, fast_lane):
     assert stored.status_code == 201 and len(calls) == 2
     with app.app_context(), session_scope() as session:
         assert [a.text for a in session.scalars(select(Annotation))] == ["Zoë"]
+
+
+@pytest.mark.parametrize("fast_lane", LANES)
+def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client, fast_lane):
+    """A retry returns the first mark (200); the same client_id with other content is a 409
+    that says so, and nothing is stored."""
+    app.config["FAST_LANE"] = fast_lane
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    first = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="k"))
+    again = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="k"))
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.get_json() == first.get_json()
+    before = db_snapshot(app)
+    other = api_add(client, token, annotation_body(0, "Paris", "CharE", client_id="k"))
+    assert other.status_code == 409
+    assert other.get_json() == {"error": "client_id was already used for a different annotation"}
+    assert db_snapshot(app) == before

@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 
 from app.annotation import timing
 from app.db import session_scope
+from app.errors import InvalidInput
 from app.models import Assignment, SegmentTime, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, open_token
@@ -230,3 +231,24 @@ def test_reported_seconds_are_stored_to_the_millisecond_and_scaled_in_proportion
     added = stored[0] - 0.057 + stored[2]
     assert 15.0 - 0.01 <= added <= 15.0 + 0.1  # 10 + 5, give or take the test's own time
     assert stored[2] == pytest.approx((stored[0] - 0.057) / 2, abs=0.002)
+
+
+def test_time_settings_bounds_and_clearing():
+    """``min_seconds_per_segment`` in (0, 3600], finite; clearing removes it and nothing else;
+    a refused value changes nothing."""
+    study = Study(settings=None)
+    assert timing.apply_settings(study, min_seconds=3600) == {
+        "min_seconds_per_segment": 3600.0,
+        "require_all_segments_seen": False,
+    }
+    assert timing.apply_settings(study, min_seconds=0.001)["min_seconds_per_segment"] == 0.001
+    for bad in (0, -1, 3600.5, float("nan"), float("inf")):
+        with pytest.raises(InvalidInput, match="more than 0 and at most 3600"):
+            timing.apply_settings(study, min_seconds=bad)
+    assert study.settings == {"min_seconds_per_segment": 0.001}
+    timing.apply_settings(study, require_seen=True)  # clear_min defaults to keeping it
+    assert study.settings == {"min_seconds_per_segment": 0.001, "require_all_segments_seen": True}
+    timing.apply_settings(study, clear_min=True)
+    assert study.settings == {"require_all_segments_seen": True}
+    timing.apply_settings(study, clear_min=True)  # nothing to clear: no error
+    assert study.settings == {"require_all_segments_seen": True}
