@@ -231,6 +231,12 @@ def test_reported_seconds_are_stored_to_the_millisecond_and_scaled_in_proportion
     added = stored[0] - 0.057 + stored[2]
     assert 15.0 - 0.01 <= added <= 15.0 + 0.1  # 10 + 5, give or take the test's own time
     assert stored[2] == pytest.approx((stored[0] - 0.057) / 2, abs=0.002)
+    # a new assignment's slack spent at once: a claim under a second is scaled down to
+    # (almost) nothing too
+    fresh = open_token(client, worker="w2")
+    assert position(client, fresh, {"segment": 0, "active": {"0": 1e6}}) == 204
+    assert position(client, fresh, {"segment": 0, "active": {"1": 0.9}}) == 204
+    assert times(app, fresh)[1] < 0.5
 
 
 def test_time_settings_bounds_and_clearing():

@@ -4,11 +4,11 @@ segment), and the study's time rules (``docs/METRICS.md``, "Active time").
 The page sends, with each position update, the active seconds it measured since its last
 report: ``{"segment": N, "active": {"<segment>": seconds, ...}}``. A value must be a finite
 number >= 0 (else 400, nothing stored). The **time budget** (:func:`budget`): a report adds
-at most the wall-clock time since the assignment's previous report (or its opening), and
-the assignment's stored total never exceeds the wall-clock time since its opening plus one
-:data:`SLACK_SECONDS`, however the reports are split (the slack is one allowance, spent
-once, not granted per report); a larger claim is scaled down to the budget, so forged
-values add no more time than really passed. A row exists for every segment the worker has
+at most the wall-clock time since the assignment's previous report (or its opening) plus
+:data:`SLACK_SECONDS`, and never takes the assignment's stored total past the wall-clock
+time since its opening plus :data:`SLACK_SECONDS`, however the reports are split (so the
+slack is granted once over the assignment, not once per report); a larger claim is scaled
+down to the budget, so forged values add no more time than really passed. A row exists for every segment the worker has
 reached (seen), with 0 seconds if none were reported.
 
 Study settings (``study.settings``): ``min_seconds_per_segment`` (a worker whose median is
@@ -61,8 +61,8 @@ def parse_active(value: Any, count: int) -> dict[int, float]:
 
 def budget(moment: datetime, opened: datetime, last: datetime | None, total: float) -> float:
     """The seconds a report at ``moment`` may add: the wall-clock time since the previous
-    report (or the opening), and never past the time since the opening less what is
-    stored, plus one :data:`SLACK_SECONDS` (0 once spent)."""
+    report (or the opening) plus :data:`SLACK_SECONDS`, and no more than the time since the
+    opening plus :data:`SLACK_SECONDS` less the ``total`` stored (never below 0)."""
     opened = _aware(opened)
     since_open = (moment - opened).total_seconds()
     since_last = (
