@@ -133,3 +133,27 @@ def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client, fas
     assert other.status_code == 409
     assert other.get_json() == {"error": "client_id was already used for a different annotation"}
     assert db_snapshot(app) == before
+
+
+@pytest.mark.parametrize("fast_lane", LANES)
+def test_a_token_whose_assignment_was_deleted_is_unknown(app, client, fast_lane):
+    """The token's keys are cached after its first request; once its assignment is gone (its
+    study deleted while the page was open) every action is the unknown token's 404."""
+    from sqlalchemy import delete
+
+    app.config["FAST_LANE"] = fast_lane
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    base = f"/api/assignments/{token}"
+    assert client.post(f"{base}/heartbeat", json={}).status_code == 204  # keys cached
+    with app.app_context(), session_scope() as session:
+        session.execute(delete(Assignment).where(Assignment.token == token))
+    answers = [
+        client.post(f"{base}/heartbeat", json={}),
+        client.post(f"{base}/position", json={"segment": 1}),
+        api_add(client, token, annotation_body(0, "Zoë", "CharE")),
+        client.delete(f"{base}/annotations/1"),
+    ]
+    assert [(a.status_code, a.get_json()) for a in answers] == [
+        (404, {"error": "no assignment with this token"})
+    ] * 4

@@ -258,3 +258,31 @@ def test_time_settings_bounds_and_clearing():
     assert study.settings == {"require_all_segments_seen": True}
     timing.apply_settings(study, clear_min=True)  # nothing to clear: no error
     assert study.settings == {"require_all_segments_seen": True}
+
+
+@pytest.mark.parametrize(
+    ("active", "message"),
+    [
+        ([1], "active must be an object of segment index -> seconds"),
+        (
+            {"0": 1, "1": 1, "2": 1, "3": 1, "4": 1},
+            "active names more segments than the document has",
+        ),
+        ({"0000000001": 1}, "active: keys must be segment indexes"),
+        ({"4": 1}, "active: segment 4 is out of range (0..3)"),
+        ({"0": "1"}, "active: seconds must be numbers"),
+        ({"0": -0.001}, "active: seconds must be finite and not negative"),
+    ],
+)
+def test_active_values_refused_with_their_message(active, message):
+    with pytest.raises(InvalidInput) as refused:
+        timing.parse_active(active, 4)
+    assert str(refused.value) == message
+
+
+def test_active_values_at_the_bounds_are_taken():
+    """Every segment named once, a 9-digit key, 0 and fractions of a second."""
+    every = {"0": 0, "1": 0.5, "2": 1, "3": 2.25}
+    assert timing.parse_active(every, 4) == {0: 0.0, 1: 0.5, 2: 1.0, 3: 2.25}
+    assert timing.parse_active({"000000003": 0.25}, 4) == {3: 0.25}
+    assert timing.parse_active(None, 4) == {}
