@@ -132,6 +132,14 @@ def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client, fas
     other = api_add(client, token, annotation_body(0, "Paris", "CharE", client_id="k"))
     assert other.status_code == 409
     assert other.get_json() == {"error": "client_id was already used for a different annotation"}
+    duplicate = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="j"))
+    assert (duplicate.status_code, duplicate.get_json()) == (
+        409,
+        {
+            "error": "you have already marked this span with this category",
+            "existing_id": first.get_json()["id"],
+        },
+    )
     assert db_snapshot(app) == before
 
 

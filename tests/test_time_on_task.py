@@ -249,10 +249,12 @@ def test_time_settings_bounds_and_clearing():
     }
     assert timing.apply_settings(study, min_seconds=0.001)["min_seconds_per_segment"] == 0.001
     for bad in (0, -1, 3600.5, float("nan"), float("inf")):
-        with pytest.raises(InvalidInput, match="more than 0 and at most 3600"):
+        with pytest.raises(InvalidInput) as refused:
             timing.apply_settings(study, min_seconds=bad)
+        assert str(refused.value) == "min_seconds_per_segment must be more than 0 and at most 3600"
     assert study.settings == {"min_seconds_per_segment": 0.001}
-    timing.apply_settings(study, require_seen=True)  # clear_min defaults to keeping it
+    described = timing.apply_settings(study, require_seen=True)  # the minimum is kept
+    assert described == {"min_seconds_per_segment": 0.001, "require_all_segments_seen": True}
     assert study.settings == {"min_seconds_per_segment": 0.001, "require_all_segments_seen": True}
     timing.apply_settings(study, clear_min=True)
     assert study.settings == {"require_all_segments_seen": True}
