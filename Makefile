@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run   — virtualenv, install, migrate the embedded SQLite, demo study, web + detector worker
 #   make test  — installs what the suite needs (Postgres, Chromium from Debian), runs everything
+# (make install: only the virtualenv, with what bench/ needs.)
 PYTHON ?= python3
 PORT ?= 5000
 VENV := .venv
@@ -8,6 +9,7 @@ BIN := $(VENV)/bin
 DEPS_HASH := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RUN_STAMP := $(VENV)/.run-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.test-$(DEPS_HASH)
+BENCH_STAMP := $(VENV)/.bench-$(DEPS_HASH)
 
 .PHONY: run test install lint format bench mutants clean
 
@@ -24,14 +26,20 @@ $(TEST_STAMP): $(RUN_STAMP)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-install: $(RUN_STAMP)
+# The app and what bench/ needs (psutil, httpx).
+$(BENCH_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $@
+
+install: $(BENCH_STAMP)
 
 run: $(RUN_STAMP)
 	$(BIN)/marginalia db upgrade
 	$(BIN)/marginalia demo
 	@echo
 	@echo "  Annotate the demo:  http://127.0.0.1:$(PORT)/s/demo?worker_id=demo-worker"
-	@echo "  (or open http://127.0.0.1:$(PORT)/s/demo and type any worker ID)"
+	@echo "  (or open http://127.0.0.1:$(PORT)/s/demo and type any worker ID: the demo has a"
+	@echo "  place for every arrival; \`$(BIN)/marginalia demo --reset\` starts it afresh)"
 	@echo
 	@# Ctrl+C reaches serve (foreground); the trap stops the background worker, once (the
 	@# old `trap 'kill 0'` signalled its own shell again and again until it crashed).
@@ -41,6 +49,7 @@ run: $(RUN_STAMP)
 
 test: $(TEST_STAMP)
 	bash .ci/install-system-deps.sh
+	$(BIN)/python -m tests.browser.axe
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache
@@ -68,4 +77,4 @@ mutants: $(TEST_STAMP)
 	@echo "survivors: $(BIN)/mutmut results; one of them: $(BIN)/mutmut show NAME"
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache test-artifacts
+	rm -rf $(VENV) instance .pytest_cache tests/.artifacts

@@ -10,8 +10,9 @@ import types
 import pytest
 
 from app.formats import iter_export
-from app.formats.rows import CHUNK_ROWS, CSV_COLUMNS
+from app.formats.rows import CSV_COLUMNS
 from app.models import Annotation, Assignment
+from app.quality.work import CHUNK_ROWS, Work
 from tests.conftest import BACKENDS, REPO, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, export_text, span
 
@@ -80,8 +81,15 @@ def work(app, client):
     return {"tokens": tokens, "codes": codes}
 
 
-def csv_rows(app) -> tuple[list[str], list[dict[str, str]]]:
-    text = export_text(app, fmt="csv")
+def csv_rows(app, work: Work | None = None) -> tuple[list[str], list[dict[str, str]]]:
+    if work is None:
+        text = export_text(app, fmt="csv")
+    else:
+        from app.db import session_scope
+        from app.documents.studies import get_study
+
+        with app.app_context(), session_scope() as session:
+            text = "".join(iter_export(session, get_study(session, "demo"), "csv", work))
     reader = csv.DictReader(io.StringIO(text))
     rows = list(reader)
     return list(reader.fieldnames or []), rows
@@ -127,7 +135,7 @@ def test_submitted_without_annotations_is_one_empty_row(app, work):
     by_worker: dict[str, list[dict]] = {}
     for row in rows:
         by_worker.setdefault(row["worker_id"], []).append(row)
-    assert set(by_worker) == {"alice", "bob", "carol", "dave"}
+    assert set(by_worker) == {"alice", "bob", "carol"}  # dave never submitted
     for worker in ("bob", "carol"):  # carol removed her only annotation
         (row,) = by_worker[worker]
         assert row["category"] == ""
@@ -143,9 +151,13 @@ def test_submitted_without_annotations_is_one_empty_row(app, work):
         assert row["completion_code"] == work["codes"][worker]
         assert row["assignment"] == work["tokens"][worker]
         assert row["created_at"]
-    # An assignment still in progress contributes its live annotations, never an empty row.
-    assert [(r["span_text"], r["completion_code"]) for r in by_worker["dave"]] == [("more", "")]
     assert "doc-2" not in {r["document"] for r in rows}
+    # Asked for, an assignment still in progress adds its live annotations, never an empty row.
+    _, with_active = csv_rows(app, Work(in_progress=True))
+    assert [
+        (r["span_text"], r["completion_code"]) for r in with_active if r["worker_id"] == "dave"
+    ] == [("more", "")]
+    assert [r for r in with_active if r["worker_id"] != "dave"] == rows
 
 
 def test_jsonl_matches_csv(app, work):

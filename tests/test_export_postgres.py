@@ -11,8 +11,10 @@ import pytest
 
 from app.formats import csv as csv_format
 from app.formats.csv_postgres import postgres_csv_lines
-from app.formats.rows import CSV_COLUMNS, row_values
+from app.formats.rows import OPTIONAL_COLUMNS, column_names, row_values
 from app.formats.spreadsheet import safe_row, spreadsheet_safe
+from app.models import AdjudicatedError, DocumentReview
+from app.quality.work import Work
 from tests.conftest import make_database_url, make_study
 
 pytestmark = pytest.mark.postgres
@@ -29,12 +31,48 @@ def database_url(request, tmp_path):
     return make_database_url("postgres", request, tmp_path)
 
 
-def python_csv(session, study) -> str:
+def python_csv(session, study, work: Work | None = None, extra: tuple[str, ...] = ()) -> str:
+    work = work or Work()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    writer.writerows(safe_row(row) for row in row_values(session, study))
+    writer.writerow(column_names(work, extra))
+    writer.writerows(safe_row(row) for row in row_values(session, study, work, extra))
     return buffer.getvalue()
+
+
+def adjudicate(session, study) -> None:
+    """An adjudicated layer with awkward text: doc "doc, 1" in review with two accepted rows
+    (one paired, one rejected row besides), doc-2 marked done with none."""
+    documents = {d.external_id: d for d in study.documents}
+    first = documents["doc, 1"]
+    for n, (segment, text, decision) in enumerate(
+        [
+            (0, 'said, "hello"', "accepted"),
+            (2, "=SUM(A1)", "accepted"),
+            (1, "tab\there", "rejected"),
+        ]
+    ):
+        start = SEGMENTS[segment].index(text)
+        paired = {"paired_segment": 0, "paired_start": 0, "paired_end": 4, "paired_text": "Anna"}
+        session.add(
+            AdjudicatedError(
+                document_id=first.id,
+                candidate=f"c{n}",
+                decision=decision,
+                origin="reviewed",
+                segment=segment,
+                start=start,
+                end=start + len(text),
+                text=text,
+                category="RepE" if segment == 2 else "CharE",
+                comment='-note, "x"' if n else "",
+                decided_by="@ada",
+                **(paired if segment == 2 else {}),
+            )
+        )
+    session.add(DocumentReview(document_id=first.id, status="in_review", updated_by="ada"))
+    session.add(DocumentReview(document_id=documents["doc-2"].id, status="done", updated_by="ada"))
+    session.commit()
 
 
 def test_server_formatted_csv_is_byte_identical(app, client):
@@ -87,21 +125,48 @@ def test_server_formatted_csv_is_byte_identical(app, client):
 
     from app.documents.studies import get_study
 
+    # Both paths read the one statement of app.quality.work: the same bytes for every layer,
+    # filter and optional column (w"3 never submitted: only with in-progress work).
+    works = [
+        (Work(), ()),
+        (Work(in_progress=True), OPTIONAL_COLUMNS),
+        (Work(include_practice=True), ("category_label",)),
+        (Work(layer="adjudicated"), ()),
+        (Work(layer="adjudicated", review_status="any", include_practice=True), OPTIONAL_COLUMNS),
+    ]
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:
             study = get_study(session, "demo")
+            adjudicate(session, study)
             assert postgres_csv_lines(session, study) is not None
-            fast = "".join(csv_format.export(session, study))
-            slow = python_csv(session, study)
+            texts = {}
+            for work, extra in works:
+                fast = "".join(csv_format.export(session, study, work, extra))
+                assert fast == python_csv(session, study, work, extra), (work, extra)
+                texts[work, extra] = fast
         finally:
             session.close()
-    assert fast == slow
-    rows = list(csv.DictReader(io.StringIO(fast)))
-    assert len(rows) == 3 * len(spans) - 1 + 1
+    rows = list(csv.DictReader(io.StringIO(texts[works[0]])))
+    assert len(rows) == 2 * len(spans) - 1 + 1
     assert {r["span_text"] for r in rows} >= {spreadsheet_safe(text) for _, text in spans}
-    assert {r["worker_id"] for r in rows} == {"w,1", 'w"2', "'=w3", "w4"}
+    assert {r["worker_id"] for r in rows} == {"w,1", 'w"2', "w4"}
     assert all(
         not value.startswith(("=", "+", "-", "@", "\t")) for r in rows for value in r.values()
     )
     assert rows[-1]["category"] == "" and rows[-1]["worker_id"] == "w4"
+    active = list(csv.DictReader(io.StringIO(texts[works[1]])))
+    assert len(active) == 3 * len(spans) - 1 + 1
+    assert "'=w3" in {r["worker_id"] for r in active}
+    assert {r["role"] for r in csv.DictReader(io.StringIO(texts[works[2]]))} == {"real"}
+    done = list(csv.DictReader(io.StringIO(texts[works[3]])))
+    assert [(r["document"], r["category"], r["review_status"]) for r in done] == [
+        ("doc-2", "", "done")  # marked done with no error: one empty row
+    ]
+    layer = list(csv.DictReader(io.StringIO(texts[works[4]])))
+    assert [(r["span_text"], r["review_status"], r["comment"]) for r in layer] == [
+        ('said, "hello"', "in_review", ""),
+        ("'=SUM(A1)", "in_review", '\'-note, "x"'),
+        ("", "done", ""),
+    ]
+    assert layer[1]["paired_end_segment"] == "0" and layer[1]["category_label"]

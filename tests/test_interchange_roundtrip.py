@@ -45,6 +45,7 @@ def annotations(app, slug: str) -> Counter:
                 Annotation.paired_end,
                 Annotation.paired_text,
                 Annotation.comment,
+                Annotation.paired_end_segment,
             )
             .join(Assignment, Assignment.id == Annotation.assignment_id)
             .join(Document, Document.id == Assignment.document_id)

@@ -159,12 +159,14 @@ def study(session):
 def test_progress(session, study):
     progress = study_report(session, study)["progress"]
     assert progress["documents"] == 3 and progress["gold_documents"] == 1
+    assert progress["practice_documents"] == 0  # gold without a pass mark: a real document
     assert progress["complete_documents"] == 1
     assert progress["assignments"] == {"total": 5, "active": 1, "submitted": 4}
     assert progress["per_document"] == [
         {
             "document": "b1",
             "source": "books",
+            "role": "real",
             "gold": False,
             "segments": 2,
             "active": 0,
@@ -175,6 +177,7 @@ def test_progress(session, study):
         {
             "document": "m1",
             "source": "movies",
+            "role": "real",
             "gold": False,
             "segments": 1,
             "active": 1,
@@ -185,6 +188,7 @@ def test_progress(session, study):
         {
             "document": "g1",
             "source": "books",
+            "role": "real",
             "gold": True,
             "segments": 1,
             "active": 0,
@@ -486,9 +490,9 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     # three synthetic workers: worker k marks every error that k or more annotators marked
     from app import create_app
     from app.annotation import fast
-    from app.annotation.assignments import find_document, open_assignment, submit
+    from app.annotation.assignments import open_assignment, submit
     from app.db import session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
 
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     workers = ["w1", "w2", "w3"]
@@ -735,7 +739,9 @@ def test_every_reported_figure_is_defined_in_metrics_md(session, study):
     keys = set(report["progress"]) | set(report["progress"]["per_document"][0])
     keys |= set(worker) | set(worker["suggestion_recall"]) | set(worker["confident_recall"])
     keys |= set(worker["gold"]) | set(worker["gold"]["overall"])
+    keys |= set(worker["quality"]) | set(worker["quality"]["consensus"])
     keys |= set(report["agreement"]["all"]) | set(report["agreement"]["all"]["token"])
+    keys |= {"per_document", "per_pair"} & set(report["agreement"])
     keys |= set(report["detector"]) | set(report["detector"]["confident"]["CharE"])
     keys -= {"document", "source", "gold", "documents", "worker_id", "version"}  # labels
     missing = sorted(k for k in keys if f"`{k}`" not in metrics)

@@ -22,8 +22,10 @@ Rules, all per study:
 * with ``settings["qualification"] = {"min_f1": F, "attempts": K}`` a worker first does
   gold documents (``Document.is_gold``), at most K of them, scored on submission against
   their :class:`GoldError` rows, and gets real documents only once one of them reaches
-  F1 >= F (the training phase: :mod:`app.annotation.practice` gives feedback per segment;
-  a worker out of attempts is :class:`ScreenedOut`). Gold documents are then test items: they do not count against
+  F1 >= F (the training phase: practice documents, ``is_practice``, come first and teach,
+  :mod:`app.annotation.practice` gives their answers per segment, and are never graded; the
+  attempts are drawn at random from the other gold documents; a worker out of attempts is
+  :class:`ScreenedOut`). Gold documents are then test items: they do not count against
   ``annotators_per_doc`` and are never handed out as real work.
 """
 
@@ -42,6 +44,7 @@ from app.annotation.qualification import (
     qualification_state,
 )
 from app.annotation.reviews import Blocked, refuse_blocked
+from app.documents.language import N_
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
 from app.models import (
@@ -75,12 +78,14 @@ class ScreenedOut(Conflict):
 class WorkInProgress(Conflict):
     """The arriving worker ID has an active assignment that this arrival did not prove it owns."""
 
+    template = N_(
+        "this worker ID already has work in progress in another browser. Continue in the "
+        "browser where you started; if you did not start this study, check the ID you were "
+        "given"
+    )
+
     def __init__(self) -> None:
-        super().__init__(
-            "this worker ID already has work in progress in another browser. Continue in the "
-            "browser where you started; if you did not start this study, check the ID you "
-            "were given"
-        )
+        super().__init__(self.template)
 
 
 class NoDocumentsLeft(Conflict):
@@ -203,7 +208,10 @@ def _had_before(study: Study, worker_id: str):
 
 
 def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Document | None:
-    """The next gold document while ``worker_id`` has not qualified; None once qualified."""
+    """The next gold document while ``worker_id`` has not qualified (None once qualified):
+    the practice documents first, in order, then a qualification document drawn at random
+    from those the worker has not had (their answers are never shown, so one that another ID
+    of the same person saw is no easier)."""
     if qualification(study) is None:
         return None
     state = qualification_state(session, study, worker_id)
@@ -211,14 +219,20 @@ def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Doc
         return None
     if not state.can_try_again:
         raise ScreenedOut()
+    unseen = [
+        Document.study_id == study.id,
+        Document.is_gold.is_(True),
+        Document.id.not_in(_had_before(study, worker_id)),
+    ]
     gold = session.scalar(
         select(Document)
-        .where(
-            Document.study_id == study.id,
-            Document.is_gold.is_(True),
-            Document.id.not_in(_had_before(study, worker_id)),
-        )
+        .where(*unseen, Document.is_practice.is_(True))
         .order_by(Document.position, Document.id)
+        .limit(1)
+    ) or session.scalar(
+        select(Document)
+        .where(*unseen, Document.is_practice.is_(False))
+        .order_by(func.random())
         .limit(1)
     )
     if gold is None:
@@ -325,6 +339,27 @@ def next_assignment_document(
     if gold is not None:
         return gold
 
+    candidate = _fewest_taken(session, study, worker_id) or _displace_unengaged_hold(
+        session, study, worker_id
+    )
+    if candidate is None and is_demo(study):  # the demo has a place for every arrival
+        candidate = _fewest_taken(session, study, worker_id, capped=False)
+    if candidate is None:
+        raise NoDocumentsLeft()
+    return candidate
+
+
+def is_demo(study: Study) -> bool:
+    """``marginalia demo``'s study: once every slot is taken, an arrival still gets the
+    document with the fewest workers that it has not had (the demo never fills up)."""
+    return bool((study.settings or {}).get("demo"))
+
+
+def _fewest_taken(
+    session: Session, study: Study, worker_id: str, *, capped: bool = True
+) -> Document | None:
+    """The document with the fewest taken slots that ``worker_id`` never had (practice
+    documents aside), earliest first; with ``capped`` only one with a free slot."""
     taken = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
@@ -333,21 +368,19 @@ def next_assignment_document(
     )
     conditions = [
         Document.study_id == study.id,
-        func.coalesce(taken.c.n, 0) < study.annotators_per_doc,
         Document.id.not_in(_had_before(study, worker_id)),
     ]
+    if capped:
+        conditions.append(func.coalesce(taken.c.n, 0) < study.annotators_per_doc)
     if qualification(study) is not None:
         conditions.append(Document.is_gold.is_(False))
-    candidate = session.scalar(
+    return session.scalar(
         select(Document)
         .outerjoin(taken, taken.c.document_id == Document.id)
         .where(*conditions)
         .order_by(func.coalesce(taken.c.n, 0), Document.position, Document.id)
         .limit(1)
-    ) or _displace_unengaged_hold(session, study, worker_id)
-    if candidate is None:
-        raise NoDocumentsLeft()
-    return candidate
+    )
 
 
 def preview_document(session: Session, study: Study) -> Document | None:

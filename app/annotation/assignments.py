@@ -19,8 +19,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
+from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
-from app.documents.text import storable, text_problem
+from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
 
@@ -85,8 +86,8 @@ def _worker_id(value: Any) -> str:
         raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
     if not storable(value):
         raise InvalidInput("worker_id must not contain NUL characters or unpaired surrogates")
-    problem = text_problem(value, allow="")
-    if problem:  # a lone CR would split the worker's CSV rows
+    problem = identifier_problem(value)
+    if problem:  # a lone CR would split the worker's CSV rows; U+202E would reorder a page
         raise InvalidInput(f"worker_id {problem}")
     return value.strip()
 
@@ -170,21 +171,6 @@ _INSERT_IF_NEW = {
 }
 
 
-def find_document(session: Session, study: Study, external_id: Any) -> Document:
-    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
-        raise InvalidInput("document must be the document's id as text")
-    if not storable(str(external_id)):
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    document = session.scalar(
-        select(Document).where(
-            Document.study_id == study.id, Document.external_id == str(external_id)
-        )
-    )
-    if document is None:
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    return document
-
-
 def segment_texts(session: Session, document_id: int) -> list[str]:
     return list(
         session.scalars(
@@ -204,6 +190,20 @@ def require_active(status: str) -> None:
         raise Conflict(f"this assignment is {status} and can no longer be changed")
 
 
+def own_annotation(session: Session, assignment: Assignment, annotation_id: int) -> Annotation:
+    """The assignment's annotation ``annotation_id`` (live or removed); 404 for any other."""
+    if not 0 < annotation_id <= MAX_ID:
+        raise NotFound("this assignment has no such annotation")
+    annotation = session.scalar(
+        select(Annotation).where(
+            Annotation.id == annotation_id, Annotation.assignment_id == assignment.id
+        )
+    )
+    if annotation is None:
+        raise NotFound("this assignment has no such annotation")
+    return annotation
+
+
 def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
     return list(
         session.scalars(
@@ -214,9 +214,15 @@ def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
     )
 
 
-def submit(session: Session, assignment: Assignment) -> str:
-    """End the assignment (read-only from now on); returns its completion code. Idempotent."""
-    if assignment.status == "submitted" and assignment.completion_code:
+def submit(session: Session, assignment: Assignment) -> str | None:
+    """End the assignment (read-only from now on); returns its completion code. Idempotent.
+
+    A practice document (a gold document of a study with a pass mark) gets no code: the
+    worker goes on to the next document, or, having used the last attempt without the pass
+    mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
+    ``screened_out``, the screen-out return instead of a code).
+    """
+    if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
     require_active(assignment.status)
     timing.require_seen(session, assignment)
@@ -231,8 +237,13 @@ def submit(session: Session, assignment: Assignment) -> str:
         }
     assignment.status = "submitted"
     assignment.submitted_at = now()
-    assignment.completion_code = assignment.completion_code or new_completion_code()
     engage(assignment)
+    if qualification(assignment.study) is not None and assignment.document.is_gold:
+        session.flush()
+        if screen_out(session, assignment.study, assignment.worker_id):
+            session.refresh(assignment)
+        return None
+    assignment.completion_code = assignment.completion_code or new_completion_code()
     return assignment.completion_code
 
 

@@ -192,8 +192,9 @@ def remove(db: Database, token: str, annotation_id: int) -> None:
 def set_position(db: Database, token: str, body: Any) -> None:
     """Store the worker's segment, the segment seen, its active seconds (within the time
     budget, :func:`app.annotation.timing.budget`) and the suggestion events riding along
-    (every id checked before any write). An assignment no longer active keeps its position:
-    only the events are stored, as ``POST …/suggestions/events`` would (also once submitted)."""
+    (checked before any write; ids the worker is not shown are ignored). An assignment no
+    longer active keeps its position: only the events are stored, as ``POST
+    …/suggestions/events`` would (also once submitted)."""
     keys = keys_of(db, token)
     count = len(texts_of(db, keys))
     try:
@@ -203,11 +204,11 @@ def set_position(db: Database, token: str, body: Any) -> None:
         if not 0 <= segment < count:
             raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
         active = timing.parse_active(body.get("active"), count)
-        events = _owned_events(db, keys, body)
+        events = _shown_events(db, keys, body)
     except InvalidInput:
         if refusals.status(db, keys, token) == "active":
             raise
-        _store_events(db, keys, _owned_events(db, keys, body) if isinstance(body, dict) else {})
+        _store_events(db, keys, _shown_events(db, keys, body) if isinstance(body, dict) else {})
         return
     if _claimed(db, "CLAIM_POSITION", keys, token, segment=segment):
         moment = rules.now()
@@ -231,14 +232,10 @@ def _index(segment: Any, count: int) -> int | None:
     return segment if type(segment) is int and 0 <= segment < count else None
 
 
-def _owned_events(db: Database, keys: Row, body: dict[str, Any]) -> dict[str, list[int]]:
-    """A position's ``events``, checked: 400 for a malformed one or an id that is not one of
-    the document's suggestions."""
-    events = hint_events.parse_events(body.get("events"))
-    unowned = hint_events.unowned_fast(db, keys, events)
-    if unowned is not None:
-        raise InvalidInput(f"this assignment's document has no suggestion {unowned}")
-    return events
+def _shown_events(db: Database, keys: Row, body: dict[str, Any]) -> dict[str, list[int]]:
+    """A position's ``events``, checked (400 for a malformed one) and narrowed to the
+    suggestions the worker is shown (:func:`app.annotation.hint_events.shown_only`)."""
+    return hint_events.shown_only(db, keys, hint_events.parse_events(body.get("events")))
 
 
 def _store_events(db: Database, keys: Row, events: dict[str, list[int]]) -> None:

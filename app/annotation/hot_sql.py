@@ -119,11 +119,8 @@ ADD_SECONDS = text(
     "updated_at = excluded.updated_at"
 ).bindparams(bindparam("now", type_=TIMESTAMP), bindparam("seconds", type_=Float))
 
-# A position update's suggestion events (app/annotation/hint_events.py): each id checked
-# before any write, then each (suggestion, event) stored once.
-SUGGESTION_OWNED = text(
-    "SELECT 1 AS owned FROM suggestions WHERE id = :suggestion_id AND document_id = :document_id"
-)
+# Suggestion events (app/annotation/hint_events.py): the ids narrowed to those the worker is
+# shown before any write, then each (suggestion, event) stored once.
 INSERT_EVENT = _stamped(
     "INSERT INTO suggestion_events (assignment_id, suggestion_id, event, created_at) "
     "VALUES (:assignment_id, :suggestion_id, :event, :now) "

@@ -1,23 +1,35 @@
 """The training phase's feedback: a worker's marks on one practice segment against gold.
 
-A *practice document* is a gold document of a study with a pass mark
-(``settings["qualification"]``, :func:`app.annotation.qualification.qualification`): the worker
-does it before any real document, and it is scored on submission as before. Here, segment by
-segment: the worker asks to *check* a segment (``POST /api/assignments/<token>/practice/<n>``)
-once their marks for it are sent; the answer compares their live spans in that segment with
-the segment's gold errors under the **strict** rule of :mod:`app.quality.matching` and lists
+A *practice document* is a gold document marked ``is_practice`` (``import --practice``) of a
+study with a pass mark (``settings["qualification"]``,
+:func:`app.annotation.qualification.qualification`): every worker does the practice
+documents first, and they teach; they are **never graded**. The qualification is graded on
+the study's other gold documents, drawn at random for each attempt, whose answers no worker
+is ever shown (issue 26 row 3: when the document that gave feedback was also graded, a
+throwaway worker ID asked for feedback without marking anything, read every gold span, and a
+second ID copied them and passed at F1 1.00). So feedback never teaches the answer of
+anything graded, and asking for it on an empty segment tells only a practice answer. Checks
+are also limited per client address (``PRACTICE_RATE_LIMIT``, app/web/limits.py), so one
+client cycling worker IDs is slowed. Here, segment by segment: the worker asks to *check* a
+segment (``POST /api/assignments/<token>/practice/<n>``) once their marks for it are sent;
+the answer compares their live spans in that segment with the segment's gold errors under the
+**strict** rule of :mod:`app.quality.matching` and lists
 
 * ``found``: their spans matched one-to-one to a gold error;
 * ``missed``: gold errors no span of theirs matched, with the category's definition;
 * ``wrong``: their spans that matched no gold error (``reference``: the category the gold
   gives an overlapping error, when it gives one).
 
-Checking freezes the segment: later adds or removes there are refused (409 :data:`FROZEN`;
-the condition is the hot path's claim, ``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``), so
-the answer key, once read, cannot be copied into the marks it scores. The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes
-back on reload. Only a token on a practice document can check anything: any other token
-gets the same 404 as a missing one, and attention checks (``GoldError.is_check``) are never
-part of practice feedback.
+Checking freezes the segment: later adds, removes or edits there are refused (409
+:data:`FROZEN`), so the answer key, once read, cannot be copied into the marks it scores. The
+condition is the hot path's claim (``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``: a
+``practice_checks`` row for the segment), and only :func:`check_segment` writes such rows,
+on a practice document alone: a qualification document (graded, no feedback) has nothing
+frozen.
+The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes back on
+reload. Only a token on a practice document can check anything: any other token gets the
+same 404 as a missing one, and attention checks (``GoldError.is_check``) are never part of
+practice feedback.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.annotation.assignments import NO_SUCH_TOKEN
 from app.annotation.qualification import qualification
 from app.errors import Conflict, NotFound
 from app.models import Annotation, Assignment, GoldError, PracticeCheck, Segment
@@ -42,9 +55,14 @@ FROZEN = (
 
 
 def is_practice(assignment: Assignment) -> bool:
-    """Whether the assignment is on a practice document (a gold document of a study with a
-    pass mark)."""
-    return qualification(assignment.study) is not None and bool(assignment.document.is_gold)
+    """Whether the assignment is on a practice document (a gold practice document of a study
+    with a pass mark)."""
+    document = assignment.document
+    return (
+        qualification(assignment.study) is not None
+        and bool(document.is_gold)
+        and bool(document.is_practice)
+    )
 
 
 def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
@@ -155,7 +173,7 @@ def check_segment(session: Session, assignment: Assignment, segment: int) -> dic
     """Freeze ``segment`` of a practice assignment and return its feedback (stored once: a
     second check returns what the first one said)."""
     if not is_practice(assignment) or not 0 <= segment <= MAX_SEGMENT:
-        raise NotFound("no assignment with this token has practice feedback")
+        raise NotFound(NO_SUCH_TOKEN)  # the very answer of a token that does not exist
     if assignment.status not in ("active", "submitted"):
         raise Conflict("this practice document is no longer open")
     stored = session.scalar(

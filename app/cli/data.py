@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import click
 
-from app.cli.base import OneLineCommand, counted, with_app
+from app.cli.base import OneLineCommand, with_app
+from app.documents.import_report import import_summary
 from app.errors import InvalidInput
 from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
@@ -32,9 +34,9 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 @click.option(
     "--practice",
     is_flag=True,
-    help="The documents are practice documents for the training phase (gold, with feedback "
-    "per segment); the same as --gold in a study with a pass mark (study settings "
-    "--qualification-f1).",
+    help="The documents are practice documents for the training phase: gold whose answers a "
+    "worker is shown segment by segment, never graded (the study's other gold documents "
+    "grade the qualification; study settings --qualification-f1).",
 )
 @click.option(
     "--checks",
@@ -42,7 +44,19 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     help="The file's errors are attention checks: the documents are real work, each worker's "
     "catch rate of the checks is reported.",
 )
+@click.option(
+    "--as-work",
+    is_flag=True,
+    help="Keep a SNaC file's errors as imported work: one imported worker per vote rank "
+    "(vote-1 marks every error, vote-2 those with two votes or more, ...).",
+)
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
+@click.option(
+    "--source",
+    default=None,
+    help="The system that generated every document of the file (what `marginalia compare "
+    "--by source` groups by), over what the file says.",
+)
 @with_app
 def import_command(
     slug: str,
@@ -52,12 +66,17 @@ def import_command(
     gold: bool,
     practice: bool,
     checks: bool,
+    as_work: bool,
     no_ner: bool,
+    source: str | None,
 ) -> None:
-    """Load documents (a file; for brat a folder or zip) into a study in one transaction."""
+    """Load documents (a file; for brat a folder or zip) into a study in one transaction, and
+    say what became of every part of the file."""
     gold = gold or practice
     if gold and checks:
         raise InvalidInput("--checks cannot be combined with --gold or --practice")
+    if as_work and (gold or checks):
+        raise InvalidInput("--as-work cannot be combined with --gold, --practice or --checks")
     from flask import current_app
 
     from app.db import session_scope
@@ -65,7 +84,12 @@ def import_command(
     from app.formats import parse_documents
 
     documents = parse_documents(
-        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks
+        file,
+        fmt,
+        sentences_per_segment=sentences_per_segment,
+        gold=gold or checks,
+        as_work=as_work,
+        source=source,
     )
     nlp = None
     if not no_ner:
@@ -79,40 +103,17 @@ def import_command(
     # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
     with session_scope() as session:
         result = import_documents(
-            session, study, documents, gold=gold, checks=checks, nlp=nlp, entities=entities
+            session,
+            study,
+            documents,
+            gold=gold,
+            checks=checks,
+            practice=practice,
+            nlp=nlp,
+            entities=entities,
         )
-    parts = [
-        f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
-    ]
-    if result.imported_annotations:
-        parts.append(
-            f"{counted(result.imported_annotations, 'annotation')} kept as "
-            f"{counted(result.imported_assignments, 'imported assignment')}"
-        )
-    if result.imported_suggestions:
-        parts.append(counted(result.imported_suggestions, "imported suggestion"))
-    if checks:
-        parts.append(counted(result.gold_errors, "attention check"))
-    if gold or checks:
-        if not checks:
-            parts.append(counted(result.gold_errors, "gold error"))
-        if result.unlocated_gold:
-            parts.append(
-                f"{counted(result.unlocated_gold, 'gold span')} not found verbatim in their segment"
-            )
-        if result.ambiguous_gold:
-            parts.append(
-                f"{counted(result.ambiguous_gold, 'gold span')} occur more than once at word "
-                "boundaries (placed at the first free occurrence)"
-            )
-        if result.mid_word_gold:
-            parts.append(f"{counted(result.mid_word_gold, 'gold span')} found only inside a word")
-    parts.append(
-        counted(result.entities, "entity", "entities") if result.ner_available else "no entity cues"
-    )
-    if result.detection_jobs:
-        parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
-    click.echo(", ".join(parts))
+    counts = {**dataclasses.asdict(result), "gold": gold and not checks, "checks": checks}
+    click.echo("imported " + ", ".join(import_summary(counts, "cli")))
     if practice and not (study.settings or {}).get("qualification"):
         click.echo(
             "note: this study has no pass mark yet, so these documents are handed out as real "
@@ -148,28 +149,56 @@ def import_command(
         "category_label,segment_text,paired_end_segment."
     ),
 )
+@click.option(
+    "--include-practice",
+    is_flag=True,
+    help="Keep the practice documents of a training phase (with a role column).",
+)
+@click.option(
+    "--review-status",
+    type=click.Choice(["done", "any"]),
+    default=None,
+    help="Adjudicated layer: the documents marked done (default) or any reviewed document.",
+)
+@click.option(
+    "--include-in-progress",
+    is_flag=True,
+    help="Workers' layer: also the live annotations of assignments not submitted yet.",
+)
 @with_app
-def export_command(slug: str, fmt: str, out: Path | None, layer: str, extra: str) -> None:
-    """Stream a study's annotations (or, as assignments-csv / assignments-jsonl, one row per
-    assignment)."""
+def export_command(
+    slug: str,
+    fmt: str,
+    out: Path | None,
+    layer: str,
+    extra: str,
+    include_practice: bool,
+    review_status: str | None,
+    include_in_progress: bool,
+) -> None:
+    """Stream a study's counted annotations (or, as assignments-csv / assignments-jsonl,
+    one row per assignment)."""
     from flask import current_app
 
     from app.documents.studies import get_study
-    from app.formats import FILE_SET_FORMATS, iter_export, iter_export_files
+    from app.formats import FILE_SET_FORMATS, Work, iter_export, iter_export_files
     from app.formats.bundles import write_folder
 
+    if review_status is not None and layer != "adjudicated":
+        raise InvalidInput("--review-status applies to --layer adjudicated only")
+    work = Work(layer, include_practice, review_status or "done", include_in_progress)
     session = current_app.extensions["db_sessionmaker"]()
     try:
         if fmt in FILE_SET_FORMATS:
             if out is None:
                 raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
             count = write_folder(
-                out, iter_export_files(session, get_study(session, slug), fmt, layer)
+                out, iter_export_files(session, get_study(session, slug), fmt, work)
             )
             click.echo(f"wrote {count} files to {out}", err=True)
             return
         names = tuple(n.strip() for n in extra.split(",") if n.strip())
-        chunks = iter_export(session, get_study(session, slug), fmt, layer, names)
+        chunks = iter_export(session, get_study(session, slug), fmt, work, names)
         if out is None:
             for chunk in chunks:
                 sys.stdout.write(chunk)

@@ -27,43 +27,46 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
     """Accept every undecided candidate that at least --min-workers workers marked."""
     from sqlalchemy import select
 
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
+    from app.quality.work import Work, select_documents
 
+    left_out = 0
     with session_scope() as session:
         begin_write(session)
         study = get_study(session, slug)
-        chosen = (
-            [find_document(session, study, doc) for doc in documents]
-            if documents
-            else list(
-                session.scalars(
-                    select(Document)
-                    .where(Document.study_id == study.id)
-                    .order_by(Document.position, Document.id)
-                )
-            )
-        )
+        if documents:
+            chosen = [find_document(session, study, doc) for doc in documents]
+        else:  # the whole study but its practice documents (the training phase)
+            every = session.scalars(
+                select(Document)
+                .where(Document.study_id == study.id)
+                .order_by(Document.position, Document.id)
+            ).all()
+            chosen = list(session.scalars(select_documents(study, Work(), Document)))
+            left_out = len(every) - len(chosen)
         accepted = auto_accept(session, chosen, min_workers, by)
-    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes")
+    note = f" ({counted(left_out, 'practice document')} left out)" if left_out else ""
+    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes{note}")
 
 
 @review.command("status")
 @click.argument("slug")
 @with_app
 def status_command(slug: str) -> None:
-    """Review progress per document: workers, status, accepted and rejected rows."""
+    """Review progress per document: workers, status, accepted and rejected rows (TSV, ids
+    made spreadsheet-safe)."""
     from app.db import session_scope
     from app.documents.studies import get_study
+    from app.formats.spreadsheet import spreadsheet_safe
     from app.quality.review_state import review_progress
 
     with session_scope() as session:
         for row in review_progress(session, get_study(session, slug)):
             click.echo(
-                f"{row['document']}\t{row['workers']} workers\t{row['status']}\t"
+                f"{spreadsheet_safe(row['document'])}\t{row['workers']} workers\t{row['status']}\t"
                 f"{row['accepted']} accepted\t{row['rejected']} rejected"
             )
 
@@ -74,9 +77,8 @@ def status_command(slug: str) -> None:
 @with_app
 def promote_command(slug: str, document: str) -> None:
     """Make a document marked done gold: its gold errors become its accepted layer."""
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.quality.adjudication import promote
 
     with session_scope() as session:
@@ -105,11 +107,13 @@ def scores_command(slug: str, as_json: bool) -> None:
     def shown(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 
+    from app.formats.spreadsheet import spreadsheet_safe
+
     click.echo("worker\tdocuments\tP\tR\tF1\tlenient F1")
     for row in rows:
         overall = row["overall"]
         click.echo(
-            f"{row['worker_id']}\t{row['documents']}\t{shown(overall['precision'])}\t"
+            f"{spreadsheet_safe(row['worker_id'])}\t{row['documents']}\t{shown(overall['precision'])}\t"
             f"{shown(overall['recall'])}\t{shown(overall['f1'])}\t"
             f"{shown(row['lenient']['overall']['f1'])}"
         )

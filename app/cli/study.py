@@ -112,19 +112,28 @@ def study_create(
 @click.command("report", cls=OneLineCommand)
 @click.argument("slug")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option(
+    "--include-practice",
+    is_flag=True,
+    help="Count the practice documents of a training phase too (left out by default).",
+)
 @with_app
-def report_command(slug: str, as_json: bool) -> None:
-    """Progress, per-worker scores and agreement of a study."""
+def report_command(slug: str, as_json: bool, include_practice: bool) -> None:
+    """Progress, per-worker scores and agreement of a study (its real documents)."""
     from app.db import session_scope
     from app.documents.studies import get_study
     from app.quality.reporting import format_report, study_report
 
     with session_scope() as session:
-        report = study_report(session, get_study(session, slug))
+        study = get_study(session, slug)
+        report = study_report(session, study, include_practice=include_practice)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:
         click.echo(format_report(report))
+
+
+DEMO_TITLE = "Demo: coherence errors in story summaries"
 
 
 @click.command("demo", cls=OneLineCommand)
@@ -132,9 +141,13 @@ def report_command(slug: str, as_json: bool) -> None:
 @click.option(
     "--owner", metavar="EMAIL", default=None, help="Its owner; without one only admins see it."
 )
+@click.option(
+    "--reset", is_flag=True, help="Delete the demo study and its work first, then make it anew."
+)
 @with_app
-def demo_command(slug: str, owner: str | None) -> None:
-    """Create the demo study with the shipped demo documents (once)."""
+def demo_command(slug: str, owner: str | None, reset: bool) -> None:
+    """Create the demo study with the shipped demo documents (once). It never fills up: once
+    every slot is taken, each arrival still gets a document it has not had."""
     from sqlalchemy import func, select
 
     from app.config import PROJECT_ROOT
@@ -144,6 +157,20 @@ def demo_command(slug: str, owner: str | None) -> None:
     from app.models import Document
     from app.researchers.accounts import find_researcher
 
+    if reset:
+        from app.documents.lifecycle import delete_study
+        from app.errors import InvalidInput
+        from app.models import Study
+
+        with session_scope() as session:
+            old = session.scalar(select(Study).where(Study.slug == slug))
+            if old is not None:
+                if not (old.settings or {}).get("demo"):
+                    raise InvalidInput(f"study {slug!r} is not a demo study: not deleted")
+                counts = delete_study(session, old, slug)
+                click.echo(
+                    f"demo study {slug!r} deleted ({counted(counts['assignments'], 'assignment')})"
+                )
     with session_scope() as session:
         owner_row = find_researcher(session, owner) if owner is not None else None
         demo, created = create_study(
@@ -152,10 +179,12 @@ def demo_command(slug: str, owner: str | None) -> None:
             PROJECT_ROOT / "taxonomies" / "snac.yaml",
             annotators_per_doc=3,
             suggestions="shown",
-            title="Demo: coherence errors in story summaries",
+            title=DEMO_TITLE,
         )
         if created and owner_row is not None:
             demo.owner_id = owner_row.id
+        if created or demo.title == DEMO_TITLE:  # (a demo study made before the flag too)
+            demo.settings = {**(demo.settings or {}), "demo": True}
         count = session.scalar(select(func.count()).where(Document.study_id == demo.id))
         if count:
             click.echo(f"demo study {slug!r} already has {counted(count, 'document')}")
@@ -173,49 +202,46 @@ def demo_command(slug: str, owner: str | None) -> None:
         click.echo(f"demo study {slug!r}: {counted(result.documents, 'document')} loaded")
 
 
-@study.command("share")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_share(slug: str, email: str) -> None:
-    """Let another researcher see, export and change a study (a collaborator)."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import share
-
-    with session_scope() as session:
-        researcher = share(session, get_study(session, slug), email)
-        click.echo(f"study {slug} shared with {researcher.email}")
-
-
-@study.command("unshare")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_unshare(slug: str, email: str) -> None:
-    """Take a study back from a collaborator."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import unshare
-
-    with session_scope() as session:
-        researcher = unshare(session, get_study(session, slug), email)
-        click.echo(f"study {slug} no longer shared with {researcher.email}")
+# ``study share | unshare | set-owner SLUG EMAIL``: app/researchers/access.py does the work.
+SHARING = (
+    (
+        "share",
+        "share",
+        "Let another researcher see, export and change a study (a collaborator).",
+        "study {slug} shared with {email}",
+    ),
+    (
+        "unshare",
+        "unshare",
+        "Take a study back from a collaborator.",
+        "study {slug} no longer shared with {email}",
+    ),
+    (
+        "set-owner",
+        "set_owner",
+        "Give a study (for example one made before owners existed) to a researcher.",
+        "study {slug} is now owned by {email}",
+    ),
+)
 
 
-@study.command("set-owner")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_set_owner(slug: str, email: str) -> None:
-    """Give a study (for example one made before owners existed) to a researcher."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import set_owner
+def _sharing_command(name: str, action: str, help_text: str, done: str) -> None:
+    @study.command(name, help=help_text)
+    @click.argument("slug")
+    @click.argument("email")
+    @with_app
+    def command(slug: str, email: str) -> None:
+        from app.db import session_scope
+        from app.documents.studies import get_study
+        from app.researchers import access
 
-    with session_scope() as session:
-        researcher = set_owner(session, get_study(session, slug), email)
-        click.echo(f"study {slug} is now owned by {researcher.email}")
+        with session_scope() as session:
+            researcher = getattr(access, action)(session, get_study(session, slug), email)
+            click.echo(done.format(slug=slug, email=researcher.email))
+
+
+for _sharing in SHARING:
+    _sharing_command(*_sharing)
 
 
 @taxonomy.command("from-thresh", cls=OneLineCommand)

@@ -2,7 +2,9 @@
 
 Without ``--gold``, each annotator (or vote) of an interchange file becomes one submitted
 assignment of its document, ``worker_id`` as the file names it (or ``import-<n>``), with its
-annotations live, so that exports, reports and agreement count them like any worker's.
+annotations live, so that exports, reports and agreement count them like any worker's. A
+file that gives only aggregate errors with vote counts (SNaC) is kept so with ``--as-work``
+(:func:`work_from_votes`): one imported worker per vote rank.
 Label Studio ``predictions`` become detector suggestions (detector ``import:<model>``).
 """
 
@@ -13,7 +15,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.documents.records import DocumentInput, ImportedSpan
+from app.documents.locating import crossing_text, locate, locate_antecedent
+from app.documents.records import DocumentInput, GoldSpan, ImportedSpan
 from app.documents.text import storable
 from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Study, Suggestion, utcnow
@@ -32,7 +35,8 @@ class ImportedWork:
 
 def check_spans(study: Study, document: DocumentInput) -> None:
     """Every imported span names a known category and its text sits at its offsets."""
-    known = {c["id"] for c in study.taxonomy["categories"]}
+    categories = {c["id"]: c for c in study.taxonomy["categories"]}
+    known = set(categories)
     where = f"document {document.external_id!r}"
     for span in document.work:
         if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
@@ -59,7 +63,10 @@ def check_spans(study: Study, document: DocumentInput) -> None:
             )
         spans = [(span.segment, span.start, span.end, span.text)]
         if isinstance(span, ImportedSpan) and span.paired is not None:
-            spans.append(span.paired)
+            if span.paired_end_segment is not None:
+                _check_crossing(span, categories[span.category], document.segments, where)
+            else:
+                spans.append(span.paired)
         for segment, start, end, text in spans:
             if not 0 <= segment < len(document.segments):
                 raise InvalidInput(f"{where}: segment {segment} does not exist")
@@ -67,6 +74,77 @@ def check_spans(study: Study, document: DocumentInput) -> None:
                 raise InvalidInput(
                     f"{where}: segment {segment}: offsets {start}-{end} do not hold {text[:40]!r}"
                 )
+
+
+def work_from_votes(document: DocumentInput) -> None:
+    """The document's aggregate errors (``document.gold``: text, category, votes, offsets when
+    the file gives them) as imported work, by vote rank: worker ``vote-k`` marks every error
+    that at least k annotators marked, so each error's votes come back in every export. Each
+    span is placed at its offsets, else by the locate rule; a span that cannot be placed is
+    counted in ``document.unplaced`` and not stored. ``document.gold`` is emptied."""
+    taken: dict[tuple[int, str, str], set[tuple[int, int]]] = {}
+    for error in document.gold:
+        placed = _place(document.segments, error, taken)
+        if placed is None:
+            document.unplaced += 1
+            continue
+        start, end = placed
+        paired = None
+        if error.antecedents:
+            found = locate_antecedent(document.segments, error.segment, start, error.antecedents[0])
+            if found is not None and found[1].found:
+                where = found[1]
+                text = document.segments[found[0]][where.start : where.end]
+                paired = (found[0], where.start, where.end, text)
+        text = document.segments[error.segment][start:end]
+        for rank in range(1, error.votes + 1):
+            document.work.append(
+                ImportedSpan(
+                    f"vote-{rank}", error.segment, start, end, text, error.category, paired
+                )
+            )
+    document.gold = []
+
+
+def _place(
+    segments: list[str], error: GoldSpan, taken: dict[tuple[int, str, str], set[tuple[int, int]]]
+) -> tuple[int, int] | None:
+    if not 0 <= error.segment < len(segments):
+        return None
+    text = segments[error.segment]
+    if error.offsets is not None:
+        start, end = error.offsets
+        if 0 <= start < end <= len(text) and text[start:end] == error.text:
+            return start, end
+    used = taken.setdefault((error.segment, error.text.strip(), error.category), set())
+    where = locate(text, error.text, taken=used)
+    if not where.found:
+        return None
+    used.add((where.start, where.end))  # type: ignore[arg-type]
+    return where.start, where.end  # type: ignore[return-value]
+
+
+def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], where: str) -> None:
+    """An earlier span across segment breaks: allowed by the category, inside the document,
+    its text the pieces joined (app/annotation/pairing.py), before the annotated span."""
+    assert span.paired is not None and span.paired_end_segment is not None
+    segment, start, end, text = span.paired
+    to = span.paired_end_segment
+    if not category.get("pair_across_segments"):
+        raise InvalidInput(
+            f"{where}: category {span.category!r} takes its earlier span within one segment "
+            "(the taxonomy does not set pair_across_segments)"
+        )
+    if not 0 <= segment < to < len(segments) or not (
+        0 <= start < len(segments[segment]) and 0 < end <= len(segments[to])
+    ):
+        raise InvalidInput(f"{where}: segments {segment}..{to}: offsets {start}-{end} do not exist")
+    if crossing_text(segments, segment, start, to, end) != text:
+        raise InvalidInput(
+            f"{where}: segments {segment}..{to}: offsets {start}-{end} do not hold {text[:40]!r}"
+        )
+    if to > span.segment or (to == span.segment and end > span.start):
+        raise InvalidInput(f"{where}: the paired span must come before the annotated span")
 
 
 def _token() -> str:
@@ -136,6 +214,7 @@ def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
         paired_start=paired[1] if paired else None,
         paired_end=paired[2] if paired else None,
         paired_text=paired[3] if paired else None,
+        paired_end_segment=span.paired_end_segment if paired else None,
         comment=span.comment,
         client_id=f"import-{number}",
         created_at=moment,

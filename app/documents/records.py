@@ -38,6 +38,9 @@ class ImportedSpan:
     category: str
     paired: tuple[int, int, int, str] | None = None  # (segment, start, end, text)
     comment: str = ""
+    # the segment where the paired span ends when it runs across segment breaks (its end is
+    # an offset there, its text the pieces joined: app/annotation/pairing.py); else None
+    paired_end_segment: int | None = None
 
 
 @dataclass
@@ -64,6 +67,13 @@ class DocumentInput:
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
     work: list[ImportedSpan] = field(default_factory=list)
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
+    # annotations the file held that this import does not store (no --gold/--checks/
+    # --as-work), and those --as-work could not place in their segment
+    dropped: int = 0
+    unplaced: int = 0
+    # edits of the file whose earlier (paired) span does not come before their span, as the
+    # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
+    skipped_pairs: int = 0
 
     @property
     def source(self) -> str:

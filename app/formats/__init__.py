@@ -19,7 +19,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.documents.imported_work import work_from_votes
 from app.documents.segmenting import regroup
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 from app.formats import (
     assignments_csv,
@@ -36,9 +38,11 @@ from app.formats import (
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
-from app.formats.rows import LAYERS, check_columns, check_layer
+from app.formats.rows import check_columns
 from app.models import Study
+from app.quality.work import LAYERS, Work
 
+MAX_SOURCE_CHARS = 100  # documents.source
 READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
 }
@@ -59,13 +63,16 @@ __all__ = [
     "ASSIGNMENT_FORMATS",
     "EXPORT_FORMATS",
     "LAYERS",
+    "Work",
     "FILE_SET_FORMATS",
     "IMPORT_FORMATS",
     "READERS",
     "WRITERS",
     "DocumentInput",
+    "checked_source",
     "GoldSpan",
     "detect_format",
+    "as_work",
     "iter_export",
     "iter_export_files",
     "parse_documents",
@@ -95,10 +102,46 @@ def parse_documents(
     gold: bool = False,
     text: str | None = None,
     archive: bytes | None = None,
+    as_work: bool = False,
+    source: str | None = None,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` / zip ``archive`` standing for its content)."""
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content).
+
+    ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
+    kept as imported work by vote rank; else annotations no reader keeps are counted in
+    each document's ``dropped``. ``source``: every document's source (its system,
+    :mod:`app.quality.compare`), over what the file says."""
     path = Path(path)
     problem = Problem(str(path))
+    source = checked_source(source) if source is not None else None
+    documents = _parse(path, problem, fmt, sentences_per_segment, gold, text, archive, as_work)
+    if source is not None:
+        for document in documents:
+            document.meta["source"] = source
+    return documents
+
+
+def checked_source(source: str) -> str:
+    """A source name given for a whole file: 1 to 100 characters of storable text."""
+    name = source.strip()
+    problem = text_problem(name, allow="") if name else "is empty"
+    if problem is None and len(name) > MAX_SOURCE_CHARS:
+        problem = f"is longer than {MAX_SOURCE_CHARS} characters"
+    if problem:
+        raise InvalidInput(f"--source {source[:40]!r} {problem}")
+    return name
+
+
+def _parse(
+    path: Path,
+    problem: Problem,
+    fmt: str,
+    sentences_per_segment: int | None,
+    gold: bool,
+    text: str | None,
+    archive: bytes | None,
+    as_work: bool,
+) -> list[DocumentInput]:
     if fmt not in IMPORT_FORMATS:
         raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
     if gold and fmt not in ("auto", *GOLD_FORMATS):
@@ -109,7 +152,7 @@ def parse_documents(
             fmt = "labelstudio" if TASKS_FILE in files else "brat"
         if getattr(READERS[fmt], "READS_FILES", False):
             documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
-            return _finish(documents, problem, None, gold)
+            return _finish(documents, problem, None, gold, as_work)
         text = _one_json_file(files, problem)
     if text is None:
         try:
@@ -128,11 +171,11 @@ def parse_documents(
     reader = READERS[fmt]
     if getattr(reader, "WHOLE_TEXT", False):
         documents = reader.parse(data, problem, sentences_per_segment)
-        return _finish(documents, problem, None, gold)
+        return _finish(documents, problem, None, gold, as_work)
     if gold and sentences_per_segment:
         raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
-    return _finish(documents, problem, sentences_per_segment, gold)
+    return _finish(documents, problem, sentences_per_segment, gold, as_work)
 
 
 def _one_json_file(files: dict[str, str], problem: Problem) -> str:
@@ -146,9 +189,15 @@ def _one_json_file(files: dict[str, str], problem: Problem) -> str:
 
 
 def _finish(
-    documents: list[DocumentInput], problem: Problem, regroup_by: int | None, gold: bool
+    documents: list[DocumentInput],
+    problem: Problem,
+    regroup_by: int | None,
+    gold: bool,
+    as_work: bool = False,
 ) -> list[DocumentInput]:
-    """Checks every reader shares; ``--gold`` turns the file's annotations into gold."""
+    """Checks every reader shares; ``--gold`` turns the file's annotations into gold,
+    ``--as-work`` aggregate errors into imported work; otherwise aggregate errors are
+    counted as dropped (never silently)."""
     if not documents:
         raise problem("contains no documents")
     seen: set[str] = set()
@@ -162,7 +211,10 @@ def _finish(
         if gold:
             document.gold = document.gold or gold_from_work(document)
             document.work = []
+        elif as_work and document.gold:
+            work_from_votes(document)
         else:
+            document.dropped += len(document.gold)
             document.gold = []
     return documents
 
@@ -184,45 +236,54 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     return list(merged.values())
 
 
+def as_work(work: Work | str) -> Work:
+    """A :class:`~app.quality.work.Work`, or a layer's name for that layer's defaults."""
+    return Work(layer=work) if isinstance(work, str) else work
+
+
 def iter_export(
     session: Session,
     study: Study,
     fmt: str,
-    layer: str = "workers",
+    work: Work | str = "workers",
     extra_columns: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Text chunks of the study's annotations in ``fmt`` (a one-file format; the formats of
-    several files, ``FILE_SET_FORMATS``, come from :func:`iter_export_files`). ``layer``:
-    "workers" (every submitted worker's annotations) or "adjudicated" (the reviewed layer).
-    ``extra_columns`` (csv and jsonl only): optional columns of ``rows.OPTIONAL_COLUMNS``."""
-    check_layer(layer)
+    """Text chunks of the study's counted work (:mod:`app.quality.work`) in ``fmt`` (a
+    one-file format; the formats of several files, ``FILE_SET_FORMATS``, come from
+    :func:`iter_export_files`). ``work``: the layer and filters (a layer's name: its
+    defaults). ``extra_columns`` (csv and jsonl only): optional columns of
+    ``rows.OPTIONAL_COLUMNS``."""
+    work = as_work(work)
     if fmt not in WRITERS or fmt in FILE_SET_FORMATS:
         raise ValueError(f"{fmt!r} is not a one-file export format")
     if fmt in ASSIGNMENT_FORMATS:
-        if layer != "workers" or extra_columns:
-            raise InvalidInput(f"{fmt} has one row per assignment: no --layer or --columns")
+        if work != Work() or extra_columns:
+            raise InvalidInput(
+                f"{fmt} has one row per assignment: no --layer, --columns, "
+                "--include-practice or --include-in-progress"
+            )
         yield from WRITERS[fmt].export(session, study)
         return
     if extra_columns:
         if fmt not in ("csv", "jsonl"):
             raise InvalidInput("extra columns are offered by the csv and jsonl exports only")
         extra_columns = check_columns(extra_columns)
-        yield from WRITERS[fmt].export(session, study, layer, extra_columns=extra_columns)
+        yield from WRITERS[fmt].export(session, study, work, extra_columns=extra_columns)
         return
-    yield from WRITERS[fmt].export(session, study, layer)
+    yield from WRITERS[fmt].export(session, study, work)
 
 
 def iter_export_files(
-    session: Session, study: Study, fmt: str, layer: str = "workers"
+    session: Session, study: Study, fmt: str, work: Work | str = "workers"
 ) -> Iterator[tuple[str, bytes]]:
     """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
-    check_layer(layer)
+    work = as_work(work)
     writer = WRITERS[fmt]
     if fmt in FILE_SET_FORMATS:
-        yield from writer.export_files(session, study, layer)
+        yield from writer.export_files(session, study, work)
         return
     extension = getattr(writer, "EXTENSION", fmt)
-    text = "".join(iter_export(session, study, fmt, layer))
+    text = "".join(iter_export(session, study, fmt, work))
     yield f"{study.slug}.{extension}", text.encode("utf-8")

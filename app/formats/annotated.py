@@ -1,33 +1,49 @@
-"""What the interchange writers share: each document with its text and every submitted
-worker's live annotations (thresh, labelstudio, brat, parquet)."""
+"""The counted work grouped by document, for the writers that write a document at a time
+(snac, thresh, labelstudio, brat, parquet): each document that counts with its text and its
+workers' marks, merged from three streamed statements of :mod:`app.quality.work`."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.formats.rows import ADJUDICATED, adjudicated_select, check_layer
 from app.formats.wholetext import Layout, layout_of
-from app.models import (
-    AdjudicatedError,
-    Annotation,
-    Assignment,
-    Document,
-    DocumentReview,
-    Segment,
-    Study,
-    isoformat,
+from app.models import Document, Study, isoformat
+from app.quality.work import (
+    Work,
+    columns,
+    role,
+    select_documents,
+    select_segments,
+    select_work,
+    stream,
+)
+
+MARK_COLUMNS = (
+    "worker_id",
+    "segment",
+    "start",
+    "end",
+    "text",
+    "category",
+    "paired_segment",
+    "paired_start",
+    "paired_end",
+    "paired_text",
+    "paired_end_segment",
+    "comment",
+    "created_at",
+    "id",
 )
 
 
 @dataclass(frozen=True)
 class Mark:
-    """One live annotation of a submitted assignment."""
+    """One counted annotation (or accepted row of the adjudicated layer)."""
 
     worker_id: str
     segment: int
@@ -39,24 +55,39 @@ class Mark:
     paired_start: int | None
     paired_end: int | None
     paired_text: str | None
+    paired_end_segment: int | None  # as stored: set only when the earlier span crosses
     comment: str
     created_at: str | None
+    id: int
 
     @property
-    def paired(self) -> tuple[int, int, int, str] | None:
-        if self.paired_segment is None or self.paired_start is None or self.paired_end is None:
+    def paired_to(self) -> int | None:
+        """The segment where the paired span ends (None without a pair)."""
+        if self.paired_segment is None:
             return None
-        return (self.paired_segment, self.paired_start, self.paired_end, self.paired_text or "")
+        return self.paired_segment if self.paired_end_segment is None else self.paired_end_segment
+
+    def paired_range(self, layout: Layout) -> tuple[int, int, str] | None:
+        """The paired span in the whole text: (start, end, the text there), across segment
+        breaks too; None without a pair."""
+        to = self.paired_to
+        if to is None or self.paired_start is None or self.paired_end is None:
+            return None
+        start = layout.to_whole(self.paired_segment, self.paired_start)  # type: ignore[arg-type]
+        end = layout.to_whole(to, self.paired_end)
+        return start, end, layout.text[start:end]
 
 
 @dataclass
 class AnnotatedDocument:
-    """A document, its segments and its submitted workers' marks (workers in order)."""
+    """A document that counts, its segments and its workers' marks (workers in order; a
+    worker who submitted without a mark has an empty list)."""
 
     external_id: str
     segments: list[str]
     meta: dict[str, Any]
     is_gold: bool
+    role: str
     workers: dict[str, list[Mark]] = field(default_factory=dict)
 
     @property
@@ -69,95 +100,44 @@ class AnnotatedDocument:
 
 
 def annotated_documents(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, work: Work | None = None, *, with_work_only: bool = False
 ) -> Iterator[AnnotatedDocument]:
-    """Every document of the study in order, with the marks of its submitted assignments
-    (``layer`` "adjudicated": the accepted rows of its adjudicated layer as one worker,
-    ``adjudicated``, on documents with a review)."""
-    check_layer(layer)
-    documents = session.execute(
-        select(Document.id, Document.external_id, Document.meta, Document.is_gold)
-        .where(Document.study_id == study.id)
-        .order_by(Document.position, Document.id)
-    ).all()
-    texts: dict[int, list[str]] = defaultdict(list)
-    for document_id, text in session.execute(
-        select(Segment.document_id, Segment.text)
-        .join(Document, Document.id == Segment.document_id)
-        .where(Document.study_id == study.id)
-        .order_by(Segment.document_id, Segment.index)
-    ):
-        texts[document_id].append(text)
-    workers = _adjudicated(session, study) if layer == ADJUDICATED else _workers(session, study)
-    for document_id, external_id, meta, is_gold in documents:
-        yield AnnotatedDocument(
-            external_id, texts[document_id], meta or {}, is_gold, workers.get(document_id, {})
-        )
-
-
-def _adjudicated(session: Session, study: Study) -> dict[int, dict[str, list[Mark]]]:
-    workers: dict[int, dict[str, list[Mark]]] = defaultdict(dict)
-    for (document_id,) in session.execute(
-        select(DocumentReview.document_id)
-        .join(Document, Document.id == DocumentReview.document_id)
-        .where(Document.study_id == study.id)
-    ):
-        workers[document_id][ADJUDICATED] = []
-    row = AdjudicatedError
-    query = adjudicated_select(
-        study,
-        row.document_id,
-        row.segment,
-        row.start,
-        row.end,
-        row.text,
-        row.category,
-        row.paired_segment,
-        row.paired_start,
-        row.paired_end,
-        row.paired_text,
-        row.comment,
-        row.decided_at,
+    """Every document that counts for ``work``, in order, with its counted marks (layer
+    ``adjudicated``: one worker, ``adjudicated``, on the documents of the layer).
+    ``with_work_only``: only the documents with some counted work."""
+    work = work or Work()
+    sql = columns(study, work)
+    documents = stream(
+        session,
+        select_documents(
+            study,
+            work,
+            Document.id,
+            Document.external_id,
+            Document.meta,
+            Document.is_gold,
+            role(study),
+        ),
     )
-    for values in session.execute(query):
-        mark = Mark(ADJUDICATED, *values[1:11], isoformat(values[11]))
-        workers[values[0]].setdefault(ADJUDICATED, []).append(mark)
-    return workers
-
-
-def _workers(session: Session, study: Study) -> dict[int, dict[str, list[Mark]]]:
-    workers: dict[int, dict[str, list[Mark]]] = defaultdict(dict)
-    for document_id, worker_id in session.execute(
-        select(Assignment.document_id, Assignment.worker_id)
-        .where(Assignment.study_id == study.id, Assignment.status == "submitted")
-        .order_by(Assignment.document_id, Assignment.id)
-    ):
-        workers[document_id][worker_id] = []
-    rows = session.execute(
-        select(
-            Assignment.document_id,
-            Assignment.worker_id,
-            Annotation.segment,
-            Annotation.start,
-            Annotation.end,
-            Annotation.text,
-            Annotation.category,
-            Annotation.paired_segment,
-            Annotation.paired_start,
-            Annotation.paired_end,
-            Annotation.paired_text,
-            Annotation.comment,
-            Annotation.created_at,
-        )
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Assignment.id, Annotation.segment, Annotation.start, Annotation.id)
+    texts = groupby(stream(session, select_segments(study, work)), key=lambda row: row[0])
+    rows = stream(
+        session, select_work(study, work, sql["document_id"], *(sql[n] for n in MARK_COLUMNS))
     )
-    for row in rows:
-        mark = Mark(row[1], *row[2:12], isoformat(row[12]))
-        workers[row[0]][row[1]].append(mark)
-    return workers
+    marks = groupby(rows, key=lambda row: row[0])
+    next_text, next_marks = next(texts, None), next(marks, None)
+    for document_id, external_id, meta, is_gold, document_role in documents:
+        segments: list[str] = []
+        if next_text is not None and next_text[0] == document_id:
+            segments = [row[1] for row in next_text[1]]
+            next_text = next(texts, None)
+        workers: dict[str, list[Mark]] = {}
+        if next_marks is not None and next_marks[0] == document_id:
+            for row in next_marks[1]:
+                own = workers.setdefault(row[1], [])
+                if row[-1] is not None:  # an empty row: submitted without a mark
+                    own.append(Mark(*row[1:13], isoformat(row[13]), row[14]))
+            next_marks = next(marks, None)
+        if workers or not with_work_only:
+            yield AnnotatedDocument(
+                external_id, segments, meta or {}, bool(is_gold), document_role, workers
+            )

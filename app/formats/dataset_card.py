@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app.errors import InvalidInput
 from app.models import Study
 from app.quality.reporting import study_report
+from app.quality.work import Work
 
 DEFAULT_LICENSE = "unknown"
 LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")  # e.g. cc-by-4.0, mit, other
@@ -60,8 +61,10 @@ def dataset_card(
     study: Study,
     annotations: list[dict[str, Any]],
     documents: list[dict[str, Any]],
+    work: Work | None = None,
 ) -> str:
-    """The card's Markdown text."""
+    """The card's Markdown text (agreement over the same documents as the export's)."""
+    include_practice = work is not None and work.include_practice
     licence = str((study.settings or {}).get("license") or DEFAULT_LICENSE)
     metadata = {
         "license": licence,
@@ -77,7 +80,7 @@ def dataset_card(
             {"config_name": "documents", "data_files": "data/documents.parquet"},
         ],
     }
-    agreement = study_report(session, study)["agreement"]
+    agreement = study_report(session, study, include_practice=include_practice)["agreement"]
     per_category = Counter(row["category"] for row in annotations)
     workers = {row["worker_id"] for row in annotations} | {
         w for d in documents for w in d["workers"]
@@ -122,7 +125,8 @@ def dataset_card(
     lines += [
         "",
         "Definitions: workers = distinct worker ids with a submitted assignment; annotations "
-        "= live annotations of submitted assignments; alpha = Krippendorff's alpha (nominal) "
+        "= live annotations of submitted assignments (a training phase's practice documents "
+        "are left out unless the export includes them); alpha = Krippendorff's alpha (nominal) "
         "with each token of each segment a unit and each worker who annotated the document a "
         "coder, a token's value being whether that worker marked it with the category (n/a "
         "where no unit has two coders). Marginalia's docs/FORMATS.md has the details.",

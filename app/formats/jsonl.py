@@ -17,8 +17,9 @@ from app.formats.records import (
     parse_json,
     segment_list,
 )
-from app.formats.rows import CHUNK_ROWS, annotation_rows
+from app.formats.rows import annotation_rows
 from app.models import Study
+from app.quality.work import CHUNK_ROWS, Work
 
 NAME = "jsonl"
 
@@ -40,12 +41,11 @@ def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
 
 
 def export(
-    session: Session, study: Study, layer: str = "workers", extra_columns: tuple[str, ...] = ()
+    session: Session, study: Study, work: Work | None = None, extra_columns: tuple[str, ...] = ()
 ) -> Iterator[str]:
-    """One JSON object per line with the CSV columns (then any ``extra_columns``), typed
-    (nulls for empty fields)."""
+    """One JSON object per line with the CSV's columns, typed (nulls for empty fields)."""
     lines: list[str] = []
-    for row in annotation_rows(session, study, layer, extra_columns):
+    for row in annotation_rows(session, study, work, extra_columns):
         lines.append(json.dumps(row, ensure_ascii=False))
         if len(lines) >= CHUNK_ROWS:
             yield "\n".join(lines) + "\n"

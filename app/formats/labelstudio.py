@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -28,14 +28,30 @@ from app.formats.labelstudio_config import (
 )
 from app.formats.records import DocumentInput, ImportedSpan, ImportedSuggestion, Problem
 from app.formats.records import document_id as checked_id
-from app.formats.wholetext import Layout, layout_from_ranges, segment_ranges, split
+from app.formats.wholetext import (
+    CROSSING,
+    Layout,
+    layout_from_ranges,
+    place,
+    segment_ranges,
+    split,
+)
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "labelstudio"
 WHOLE_TEXT = True
 WRITES_FILES = True
 
-Region = tuple[int, int, int, str, list[str]]  # segment, start, end, text, labels
+
+class Region(NamedTuple):
+    segment: int
+    start: int
+    end: int
+    text: str
+    labels: list[str]
+    end_segment: int  # segment unless it runs across segment breaks (a pair's earlier half)
+    at: str  # where it is in the file, for messages
 
 
 def looks_like(data: Any) -> bool:
@@ -77,21 +93,25 @@ def _regions(results: Any, layout: Layout, problem: Problem, where: str) -> dict
             or not all(isinstance(x, str) for x in labels)
         ):
             raise problem(f'{where}: result {r} needs a non-empty "labels" list')
-        located = layout.to_segment(start, end)
+        located = place(layout, start, end)
         if located is None:
-            raise problem(
-                f"{where}: result {r}: [{start}, {end}] is outside the text or crosses a segment "
-                "boundary (import with fewer segments)"
-            )
+            raise problem(f"{where}: result {r}: [{start}, {end}] is outside the text")
         text = value.get("text")
         if isinstance(text, str) and layout.text[start:end] != text:
             raise problem(f"{where}: result {r}: text at [{start}, {end}] is not {text[:40]!r}")
-        segment, s, e = located
         rid = str(result.get("id", f"#{r}"))
         if rid in regions:
             raise problem(f"{where}: result {r}: region id {rid!r} is used twice")
-        regions[rid] = (segment, s, e, layout.segments[segment][s:e], labels)
+        segment, s, e, in_text, to = located
+        regions[rid] = Region(segment, s, e, in_text, labels, to, f"{where}: result {r}")
     return regions
+
+
+def _within(region: Region, problem: Problem) -> Region:
+    """``region``, refused when it runs across segment breaks (only a pair's earlier may)."""
+    if region.end_segment != region.segment:
+        raise problem(f"{region.at}: [{region.start}, {region.end}] {CROSSING}")
+    return region
 
 
 def _spans(
@@ -114,16 +134,19 @@ def _spans(
                 raise problem(f"{where}: region {second!r} is paired twice")
             pairs[second] = first
     spans = []
-    for rid, (segment, start, end, text, labels) in regions.items():
+    for rid, region in regions.items():
         if rid in pairs.values() and rid not in pairs:
-            continue  # only the earlier half of a pair
-        paired = regions[pairs[rid]][:4] if rid in pairs else None
+            continue  # only the earlier half of a pair (it may run across segment breaks)
+        segment, start, end, text, labels = _within(region, problem)[:5]
+        earlier = regions[pairs[rid]] if rid in pairs else None
+        paired = earlier[:4] if earlier is not None else None
+        crossing = (
+            earlier.end_segment if earlier and earlier.end_segment != earlier.segment else None
+        )
+        note = comments.get(rid, "")
         for label in labels:
-            spans.append(
-                ImportedSpan(
-                    worker, segment, start, end, text, label, paired, comments.get(rid, "")
-                )
-            )
+            span = ImportedSpan(worker, segment, start, end, text, label, paired, note, crossing)
+            spans.append(span)
     return spans
 
 
@@ -164,7 +187,8 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
         results = prediction.get("result")
         regions = _regions(results, layout, problem, where)
         scores = {str(r.get("id", f"#{i}")): r.get("score", score) for i, r in enumerate(results)}
-        for rid, (segment, start, end, text, labels) in regions.items():
+        for rid, region in regions.items():
+            segment, start, end, text, labels = _within(region, problem)[:5]
             value = scores.get(rid)
             value = float(value) if isinstance(value, int | float) else 1.0
             for label in labels:
@@ -172,6 +196,8 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
                     ImportedSuggestion(segment, start, end, text, label, value, f"import:{model}")
                 )
     meta_out = {**layout.meta(), "labelstudio": {"task_id": task.get("id")}}
+    if isinstance(data.get("system"), str) and data["system"].strip():
+        meta_out["source"] = data["system"].strip()  # the generating system (ours)
     return DocumentInput(doc, layout.segments, meta_out, work=work, suggestions=suggestions)
 
 
@@ -188,7 +214,7 @@ def parse(
 def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
 
-    def region(rid: str, segment: int, start: int, end: int, text: str, category: str) -> None:
+    def region(rid: str, start: int, end: int, text: str, category: str) -> None:
         results.append(
             {
                 "id": rid,
@@ -196,18 +222,17 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
                 "to_name": TEXT_NAME,
                 "type": "labels",
                 "origin": "manual",
-                "value": {
-                    "start": layout.to_whole(segment, start),
-                    "end": layout.to_whole(segment, end),
-                    "text": text,
-                    "labels": [category],
-                },
+                "value": {"start": start, "end": end, "text": text, "labels": [category]},
             }
         )
 
     for m, mark in enumerate(marks):
         rid = f"{prefix}-{m}"
-        region(rid, mark.segment, mark.start, mark.end, mark.text, mark.category)
+        start, end = (
+            layout.to_whole(mark.segment, mark.start),
+            layout.to_whole(mark.segment, mark.end),
+        )
+        region(rid, start, end, mark.text, mark.category)
         if mark.comment:
             results.append(
                 {
@@ -219,9 +244,9 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
                     "value": {"text": [mark.comment]},
                 }
             )
-        if mark.paired is not None:
-            segment, start, end, text = mark.paired
-            region(f"{rid}p", segment, start, end, text, mark.category)
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            region(f"{rid}p", *paired, mark.category)
             results.append(
                 {
                     "from_id": f"{rid}p",
@@ -261,18 +286,18 @@ def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -
     }
 
 
-def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
-    """Label Studio tasks of every document with its submitted workers' annotations."""
+def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
+    """Label Studio tasks of every document that counts with its counted annotations."""
     users: dict[str, int] = {}
     return [
         _task_out(n, document, users)
-        for n, document in enumerate(annotated_documents(session, study, layer), start=1)
+        for n, document in enumerate(annotated_documents(session, study, work), start=1)
     ]
 
 
 def export_files(
-    session: Session, study: Study, layer: str = "workers"
+    session: Session, study: Study, work: Work | None = None
 ) -> Iterator[tuple[str, bytes]]:
-    tasks = json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
+    tasks = json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
     yield "tasks.json", tasks.encode("utf-8")
     yield "labeling_config.xml", labeling_config(study.taxonomy).encode("utf-8")

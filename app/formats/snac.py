@@ -12,21 +12,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Select, String, literal, select
 from sqlalchemy.orm import Session
 
 from app.documents.records import gold_problem
+from app.formats.annotated import annotated_documents
 from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
-from app.formats.rows import ADJUDICATED, check_layer
-from app.models import (
-    AdjudicatedError,
-    Annotation,
-    Assignment,
-    Document,
-    DocumentReview,
-    Segment,
-    Study,
-)
+from app.models import Study
+from app.quality.work import Work
 
 NAME = "snac"
 
@@ -145,85 +137,34 @@ def document_errors(texts: list[str], marks: list[Mark]) -> dict[str, Any]:
     return document
 
 
-def build(session: Session, study: Study, layer: str = "workers") -> dict[str, Any]:
-    """The SNaC release's JSON shape over all submitted assignments of the study (``layer``
-    "adjudicated": over the adjudicated layer of the documents with a review, one voter)."""
-    check_layer(layer)
-    adjudicated = layer == ADJUDICATED
-    annotated = (
-        select(DocumentReview.document_id)
-        if adjudicated
-        else select(Assignment.document_id).where(
-            Assignment.study_id == study.id, Assignment.status == "submitted"
-        )
-    )
-    documents = session.scalars(
-        select(Document)
-        .where(Document.study_id == study.id, Document.id.in_(annotated))
-        .order_by(Document.position)
-    ).all()
+def build(session: Session, study: Study, work: Work | None = None) -> dict[str, Any]:
+    """The SNaC release's JSON shape over the counted work of the study: the documents with
+    some (layer "adjudicated": the documents of the layer, one voter)."""
     result: dict[str, Any] = {}
-    for document in documents:
-        texts = list(
-            session.scalars(
-                select(Segment.text)
-                .where(Segment.document_id == document.id)
-                .order_by(Segment.index)
-            )
+    for document in annotated_documents(session, study, work, with_work_only=True):
+        marks = sorted(document.marks, key=lambda m: (m.segment, m.start, m.id))
+        result[document.external_id] = document_errors(
+            document.segments,
+            [
+                (
+                    m.worker_id,
+                    m.segment,
+                    m.start,
+                    m.end,
+                    m.text,
+                    m.category,
+                    m.paired_segment,
+                    m.paired_start,
+                    m.paired_end,
+                    m.paired_text,
+                    m.paired_end_segment,
+                )
+                for m in marks
+            ],
         )
-        marks = session.execute(
-            _adjudicated_marks(document) if adjudicated else _worker_marks(document)
-        ).all()
-        result[document.external_id] = document_errors(texts, [tuple(m) for m in marks])  # type: ignore[misc]
     return result
 
 
-def _worker_marks(document: Document) -> Select:
-    return (
-        select(
-            Assignment.worker_id,
-            Annotation.segment,
-            Annotation.start,
-            Annotation.end,
-            Annotation.text,
-            Annotation.category,
-            Annotation.paired_segment,
-            Annotation.paired_start,
-            Annotation.paired_end,
-            Annotation.paired_text,
-            Annotation.paired_end_segment,
-        )
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.document_id == document.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Annotation.segment, Annotation.start, Annotation.id)
-    )
-
-
-def _adjudicated_marks(document: Document) -> Select:
-    row = AdjudicatedError
-    return (
-        select(
-            literal(ADJUDICATED, String),
-            row.segment,
-            row.start,
-            row.end,
-            row.text,
-            row.category,
-            row.paired_segment,
-            row.paired_start,
-            row.paired_end,
-            row.paired_text,
-            row.paired_end_segment,
-        )
-        .where(row.document_id == document.id, row.decision == "accepted")
-        .order_by(row.segment, row.start, row.id)
-    )
-
-
-def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
+def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
     """The whole aggregate as one JSON text (the release's shape is one object)."""
-    yield json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
+    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"

@@ -19,10 +19,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.annotation.pairing import pair_comes_first
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
-from app.formats.wholetext import Layout, split
+from app.formats.wholetext import Layout, place, split
 from app.models import Study
+from app.quality.work import Work
 
 NAME = "thresh"
 WHOLE_TEXT = True
@@ -88,6 +90,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     work: list[ImportedSpan] = []
     unlocated: list[Any] = []
     taken: Counter[tuple[Any, ...]] = Counter()
+    skipped = 0
     for e, edit in enumerate(edits):
         where = f"edit {e}"
         if not isinstance(edit, dict):
@@ -100,27 +103,38 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             unlocated.append(edit)
             continue
         spans = []
-        for start, end in ranges:
-            located = layout.to_segment(mapper(start), mapper(end))
-            if located is None:
+        for n, (start, end) in enumerate(ranges):
+            located = place(layout, mapper(start), mapper(end))
+            # only the earlier range of two (a pair's earlier span) may run across segments
+            if located is None or (located[4] != located[0] and n == len(ranges) - 1):
                 raise problem(
                     f"{where}: range [{start}, {end}] crosses a segment boundary "
                     "(import with fewer segments: no --sentences-per-segment, or a larger N)",
                     doc,
                 )
-            segment, s, t = located
-            spans.append((segment, s, t, layout.segments[segment][s:t]))
+            spans.append(located)
         key = (tuple(map(tuple, ranges)), category)
         named = {"annotators", "annotator", "votes"} & set(edit)
         if not named and isinstance(entry.get("annotator"), str):  # one annotator's file
             edit = {**edit, "annotator": entry["annotator"]}
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
-        main, paired = spans[-1], (spans[0] if len(spans) == 2 else None)
+        main, paired = spans[-1][:4], (spans[0] if len(spans) == 2 else None)
+        # (its end segment, start, end): a pair may run across segments, it must end first
+        if paired is not None and not pair_comes_first((paired[4], *paired[1:3]), main[:2]):
+            unlocated.append(edit)  # kept verbatim (written back on export), counted
+            skipped += 1
+            continue
         comment = edit.get("comment") if isinstance(edit.get("comment"), str) else ""
-        work.extend(ImportedSpan(w, *main, category, paired, comment) for w in workers)
+        crossing = paired[4] if paired is not None and paired[4] != paired[0] else None
+        work.extend(
+            ImportedSpan(w, *main, category, paired and paired[:4], comment, crossing)
+            for w in workers
+        )
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
-    return DocumentInput(doc, layout.segments, meta, work=work)
+    if isinstance(entry.get("system"), str) and entry["system"].strip():
+        meta["source"] = entry["system"].strip()  # the generating system (ours: Thresh has none)
+    return DocumentInput(doc, layout.segments, meta, work=work, skipped_pairs=skipped)
 
 
 def parse(
@@ -135,9 +149,9 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for mark in document.marks:
         ranges = []
-        if mark.paired is not None:
-            segment, start, end, _ = mark.paired
-            ranges.append([layout.to_whole(segment, start), layout.to_whole(segment, end)])
+        paired = mark.paired_range(layout)
+        if paired is not None:
+            ranges.append(list(paired[:2]))
         ranges.append(
             [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
         )
@@ -162,10 +176,10 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     return edits
 
 
-def build(session: Session, study: Study, layer: str = "workers") -> list[dict[str, Any]]:
-    """Thresh entries of every document with its submitted workers' edits."""
+def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
+    """Thresh entries of every document that counts with its counted edits."""
     entries = []
-    for document in annotated_documents(session, study, layer):
+    for document in annotated_documents(session, study, work):
         layout = document.layout
         kept = document.meta.get("thresh") or {}
         entry: dict[str, Any] = {"id": document.external_id, **(kept.get("extra") or {})}
@@ -181,5 +195,5 @@ def build(session: Session, study: Study, layer: str = "workers") -> list[dict[s
     return entries
 
 
-def export(session: Session, study: Study, layer: str = "workers") -> Iterator[str]:
-    yield json.dumps(build(session, study, layer), ensure_ascii=False, indent=1) + "\n"
+def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
+    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"

@@ -16,8 +16,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
+from app.documents.locating import crossing_text
 from app.documents.segmenting import sentence_spans
-from app.formats.records import Problem, segment_text
+from app.formats.records import MAX_WHOLE_TEXT_CHARS, Problem, segment_text
 
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 JOIN = "\n\n"
@@ -64,8 +65,47 @@ class Layout:
             return None
         return index, start - first, clipped_end - first
 
+    def to_segments(self, start: int, end: int) -> tuple[int, int, int, int] | None:
+        """(segment, start, end segment, end) of a whole-text range that may run across
+        segment breaks (an earlier span of ``pair_across_segments``); trimmed to the
+        segments like :meth:`to_segment`; None outside the text or within a gap."""
+        if not 0 <= start < end <= len(self.text):
+            return None
+        first = bisect_right(self.starts, start) - 1
+        if first < 0 or start >= self.ends[first]:
+            first += 1  # starts in a gap: the next segment
+        last = bisect_left(self.starts, end) - 1  # the last segment starting before end
+        if first >= len(self.starts) or last < first:
+            return None
+        if end > self.ends[last] and self.text[self.ends[last] : end].strip():
+            return None
+        begin = max(start, self.starts[first]) - self.starts[first]
+        return first, begin, last, min(end, self.ends[last]) - self.starts[last]
+
     def to_whole(self, segment: int, offset: int) -> int:
         return self.starts[segment] + offset
+
+
+CROSSING = (
+    "crosses a segment boundary, which only the earlier span of a pair may "
+    "(import with fewer segments)"
+)
+Place = tuple[int, int, int, str, int]
+"""Where a whole-text range sits: (segment, start, end, text, end segment)."""
+
+
+def place(layout: Layout, start: int, end: int) -> Place | None:
+    """A whole-text range in segment terms (:meth:`Layout.to_segments`); a range across
+    segment breaks ends at ``end`` in the end segment and its text is the pieces joined as
+    a paired span's are (:func:`app.documents.locating.crossing_text`). None outside."""
+    located = layout.to_segments(start, end)
+    if located is None:
+        return None
+    segment, begin, to, finish = located
+    segments = layout.segments
+    if to == segment:
+        return segment, begin, finish, segments[segment][begin:finish], to
+    return segment, begin, finish, crossing_text(segments, segment, begin, to, finish), to
 
 
 def split(
@@ -74,8 +114,11 @@ def split(
     """Cut a whole text into segments; returns the layout and an offset mapper.
 
     The mapper turns an offset of the text as given into one of the stored text (CR LF and
-    lone CR become LF, as everywhere else).
+    lone CR become LF, as everywhere else). A text over ``MAX_WHOLE_TEXT_CHARS`` is refused
+    before anything else.
     """
+    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting (issue 26 row 2)
+        raise problem(f"its text is longer than {MAX_WHOLE_TEXT_CHARS} characters", doc)
     normal, mapper = _normalised(text)
     if sentences_per_segment:
         sentences = sentence_spans(normal)

@@ -3,8 +3,10 @@
 Definitions (``docs/METRICS.md``, "Candidate errors"):
 
 * the **marks** are the live annotations of the document's submitted assignments;
-* per segment and category, workers are taken in the order of their assignments; each
-  worker's marks join the candidates built so far through a maximum one-to-one matching
+* per segment and category, workers are taken in the order of their assignments (the
+  ``workers`` argument; a worker missing from it after those, by id), each worker's marks by
+  (start, end, id); each worker's marks join the candidates built so far through a maximum
+  one-to-one matching
   (:func:`app.quality.matching.maximum_matching`) in which a mark may join a candidate when
   it is **strict-eligible** (:func:`app.quality.matching.eligible`: token IoU ≥ 0.5, sentence
   IoU for sentence-scope categories) with *every* mark already in it; a mark left over
@@ -14,7 +16,11 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   document's submitted workers; it is **unanimous** when votes = workers and every mark has
   the same offsets and paired span, else a **disagreement**;
 * its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
-  its marks, ties to the earliest worker;
+  its marks, ties to the earliest worker, with the distinct comments of all its marks (one
+  per line, in mark order);
+* so the candidates depend on the marks and the workers' order only, never on the order the
+  marks arrive in (``tests/test_candidate_order.py`` shuffles them); the list comes sorted by
+  segment, proposal start, proposal end, category, then the smallest mark id;
 * its **key** is a digest of its marks' annotation ids: stable while those marks stand.
 """
 
@@ -26,12 +32,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document
+from app.annotation.values import MAX_COMMENT_CHARS
+from app.models import Document, Study
 from app.quality.matching import eligible, maximum_matching
 from app.quality.spans import Span, TextKey
+from app.quality.work import Work, columns, select_work, stream
 
 PAIRED_FIELDS = (
     "paired_segment",
@@ -108,6 +115,12 @@ class Candidate:
         return next(m for m in self.marks if shapes[(m.start, m.end, m.paired)] == best)
 
     @property
+    def comment(self) -> str:
+        """The distinct non-empty comments of its marks, one per line, cut at the limit."""
+        comments = dict.fromkeys(m.comment.strip() for m in self.marks if m.comment.strip())
+        return "\n".join(comments)[:MAX_COMMENT_CHARS]
+
+    @property
     def unanimous(self) -> bool:
         return (
             self.votes == self.workers
@@ -115,40 +128,44 @@ class Candidate:
         )
 
 
-def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
-    """The submitted workers (assignment order) and their live marks (creation order)."""
-    workers = list(
-        session.scalars(
-            select(Assignment.worker_id)
-            .where(Assignment.document_id == document.id, Assignment.status == "submitted")
-            .order_by(Assignment.id)
-        )
-    )
-    rows = session.execute(
-        select(Annotation, Assignment.worker_id)
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.document_id == document.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Assignment.id, Annotation.id)
-    ).all()
+MARK_COLUMNS = ("assignment_id", "worker_id", "id", "segment", "start", "end", "text", "category")
+
+
+def _mark_query(study: Study, work: Work, document_id: int | None = None) -> Any:
+    sql = columns(study, work)
+    names = ("document_id", *MARK_COLUMNS, *PAIRED_FIELDS, "comment")
+    return select_work(study, work, *(sql[n] for n in names), document_id=document_id)
+
+
+def _workers_and_marks(rows: Sequence[Any]) -> tuple[list[str], list[Mark]]:
+    """Rows of :func:`_mark_query` of one document -> (workers in assignment order, marks in
+    creation order)."""
+    rows = sorted(rows, key=lambda row: (row[1], row[3] or 0))
+    workers = list(dict.fromkeys(row[2] for row in rows))
     marks = [
-        Mark(
-            a.id,
-            worker,
-            a.segment,
-            a.start,
-            a.end,
-            a.text,
-            a.category,
-            tuple(getattr(a, name) for name in PAIRED_FIELDS),
-            a.comment or "",
-        )
-        for a, worker in rows
+        Mark(row[3], row[2], *row[4:9], tuple(row[9:14]), row[14] or "")
+        for row in rows
+        if row[3] is not None
     ]
     return workers, marks
+
+
+def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
+    """The submitted workers (assignment order) and their live marks (creation order): the
+    document's counted work (:mod:`app.quality.work`), whatever its role."""
+    query = _mark_query(document.study, Work(include_practice=True), document.id)
+    return _workers_and_marks(session.execute(query).all())
+
+
+def study_marks(
+    session: Session, study: Study, work: Work
+) -> dict[int, tuple[list[str], list[Mark]]]:
+    """Per document id (of the documents that count for ``work``, workers' layer) its
+    submitted workers and their marks, as :func:`document_marks` gives them, in one query."""
+    by_document: dict[int, list[Any]] = defaultdict(list)
+    for row in stream(session, _mark_query(study, work)):
+        by_document[row[0]].append(row)
+    return {doc: _workers_and_marks(rows) for doc, rows in by_document.items()}
 
 
 def group_candidates(
@@ -160,13 +177,13 @@ def group_candidates(
 ) -> list[Candidate]:
     """The candidates of one document's marks, by segment, then start, then category."""
     places: dict[tuple[int, str], dict[str, list[Mark]]] = defaultdict(lambda: defaultdict(list))
-    for mark in marks:
+    for mark in sorted(marks, key=lambda m: (m.segment, m.category, m.start, m.end, m.id)):
         places[(mark.segment, mark.category)][mark.worker].append(mark)
     order = {worker: n for n, worker in enumerate(workers)}
     out: list[Candidate] = []
     for (segment, category), by_worker in places.items():
         groups: list[Candidate] = []
-        for worker in sorted(by_worker, key=lambda w: order.get(w, len(order))):
+        for worker in sorted(by_worker, key=lambda w: (order.get(w, len(order)), w)):
             own = by_worker[worker]
             edges = [
                 [
@@ -192,4 +209,9 @@ def group_candidates(
                 else:
                     groups.append(Candidate(segment, category, [mark], len(workers)))
         out.extend(groups)
-    return sorted(out, key=lambda c: (c.segment, c.proposal.start, c.proposal.end, c.category))
+
+    def order_key(c: Candidate) -> tuple[Any, ...]:
+        proposal = c.proposal
+        return (c.segment, proposal.start, proposal.end, c.category, min(m.id for m in c.marks))
+
+    return sorted(out, key=order_key)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.quality.agreement import LEVELS, NORMALISED
+from app.quality.work import TRAINING_ROLES
 
 
 def _row(table: Table, *cells: Any) -> None:
@@ -26,10 +27,34 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
-    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
-    buffer = io.StringIO()
-    console = Console(
+def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
+    """The workers by rank: estimated P, R and F1 with their bases, marks per 100 words."""
+    table = Table(title="Worker quality (estimated; rank 1 = best F1)")
+    for column in ("rank", "worker", "P", "R", "F1", "from", "marks/100 words"):
+        table.add_column(column)
+    order = sorted(
+        rows, key=lambda r: ((r.get("quality") or {}).get("rank") or 10**9, r["worker_id"])
+    )
+    for row in order:
+        q = row.get("quality") or {}
+        bases = f"P: {q.get('precision_basis') or '–'}; R: {q.get('recall_basis') or '–'}"
+        rate = _num(q.get("marks_per_100_words"), 1)
+        _row(
+            table,
+            str(q.get("rank") or "–"),
+            row["worker_id"],
+            _num(q.get("precision")),
+            _num(q.get("recall")),
+            _num(q.get("f1")),
+            bases,
+            rate + (" over-marking" if q.get("over_marking") else ""),
+        )
+    console.print(table)
+
+
+def plain_console(buffer: io.StringIO, width: int) -> Console:
+    """A rich console writing plain text (no colour, markup, highlighting or emoji)."""
+    return Console(
         file=buffer,
         width=width,
         color_system=None,
@@ -38,14 +63,24 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         highlight=False,
         emoji=False,
     )
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = plain_console(buffer, width)
     study, progress = report["study"], report["progress"]
     counts = progress["assignments"]
     console.print(
         f"Study {study['slug']}: {study['title']} ({study['taxonomy']}, "
         f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
     )
+    practice = progress.get("practice_documents", 0)
+    included = any(row.get("role") in TRAINING_ROLES for row in progress["per_document"])
+    state = "included" if included else "left out"
+    note = f"; {practice} of the training phase {state}" if practice else ""
     console.print(
-        f"Documents {progress['documents']} ({progress['gold_documents']} gold), "
+        f"Documents {progress['documents']} ({progress['gold_documents']} gold{note}), "
         f"complete {progress['complete_documents']}; assignments {counts['total']}: "
         f"submitted {counts['submitted']}, active {counts['active']}"
     )
@@ -56,7 +91,14 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     for row in progress["per_document"][:max_documents]:
         _row(
             docs,
-            row["document"] + (" (gold)" if row["gold"] else ""),
+            row["document"]
+            + (
+                f" ({row['role']})"
+                if row.get("role") in TRAINING_ROLES
+                else " (gold)"
+                if row["gold"]
+                else ""
+            ),
             row["source"],
             str(row["segments"]),
             str(row["submitted"]),
@@ -118,6 +160,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             + (" uncalibrated" if sure.get("basis") == "uncalibrated" else ""),
         )
     console.print(workers)
+    _print_quality(console, report["workers"])
     scored = [row for row in report["workers"] if row["gold"]]
     if scored:
         gold = Table(title="Against gold (strict: token IoU >= 0.5, one-to-one)")
@@ -178,6 +221,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             *(_pct(stats[v]["two_agree"]) for v in variants),
         )
     console.print(table)
+    _breakdown(console, agreement, max_documents)
 
     categories = report["categories"]
     dist = Table(title=f"Annotations per category ({categories['total']} in all)")
@@ -207,3 +251,30 @@ def _attention(console: Console, attention: Mapping[str, Any]) -> None:
         flag = "FLAGGED" if row["flagged"] else ""
         _row(table, worker_id, row["checks"], row["caught"], _pct(row["catch_rate"]), flag)
     console.print(table)
+
+
+def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) -> None:
+    """Agreement per document and per pair of workers (token alpha, all categories), the
+    lowest first: where the workers part ways."""
+
+    def lowest_first(row: Mapping[str, Any]) -> tuple[bool, float]:
+        alpha = row["token"]["alpha"]
+        return (alpha is None, alpha if alpha is not None else 0.0)
+
+    for key, title, columns in (
+        ("per_document", "Agreement per document", ("document", "workers")),
+        ("per_pair", "Agreement per pair of workers", ("workers", "shared documents")),
+    ):
+        rows = sorted(agreement.get(key) or [], key=lowest_first)
+        if not rows:
+            continue
+        table = Table(title=f"{title} (token alpha over all categories, lowest first)")
+        for column in (*columns, "α tok", "2-agree tok"):
+            table.add_column(column)
+        for row in rows[:max_rows]:
+            name = row["document"] if key == "per_document" else " + ".join(row["workers"])
+            size = row["workers"] if key == "per_document" else row["documents"]
+            _row(table, name, size, _num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
+        console.print(table)
+        if len(rows) > max_rows:
+            console.print(f"... and {len(rows) - max_rows} more (marginalia report --json)")

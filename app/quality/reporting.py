@@ -1,7 +1,8 @@
 """The study report behind ``marginalia report SLUG [--json]``: built from the database.
 
-Only live annotations (``removed_at IS NULL``) of *submitted* assignments count anywhere
-in the report; active assignments appear only in the progress counts.
+The work counts as :mod:`app.quality.work` reads it (live annotations of *submitted*
+assignments, practice documents left out unless ``include_practice``) everywhere in the
+report; active assignments appear only in the progress counts.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.annotation.reviews import worker_states
 from app.models import (
-    Annotation,
     Assignment,
     DetectorVersion,
     Document,
@@ -25,7 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.confident import (
     confident_recall,
@@ -35,6 +36,16 @@ from app.quality.confident import (
 )
 from app.quality.report_text import format_report
 from app.quality.time_on_task import add_to_report
+from app.quality.work import (
+    TRAINING_ROLES,
+    Work,
+    columns,
+    document_filter,
+    role,
+    select_documents,
+    select_work,
+)
+from app.quality.worker_quality import add_quality
 
 __all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
@@ -54,18 +65,25 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return (end - start).total_seconds()
 
 
-def study_report(session: Session, study: Study) -> dict[str, Any]:
+def study_report(
+    session: Session, study: Study, *, include_practice: bool = False
+) -> dict[str, Any]:
     """Progress, per-worker scores, agreement and category distribution of one study.
 
     A JSON-serialisable dict with these keys, always present, in this order:
 
     * ``study``: ``slug``, ``title``, ``taxonomy`` (name), ``taxonomy_version``,
       ``annotators_per_doc``, ``suggestions`` (off/shown/hidden).
-    * ``progress``: ``documents`` (count), ``gold_documents``, ``complete_documents``
-      (submitted assignments >= annotators_per_doc), ``assignments`` (``total``,
-      ``active``, ``submitted``, plus a count for any other status met), ``per_document``:
-      a list in document order of ``document`` (external id), ``source``, ``gold``,
-      ``segments``, ``active``, ``submitted``, ``needed``, ``complete``.
+    Every section but ``detector`` and ``attention`` covers the documents that count
+    (:func:`app.quality.work.document_filter`: not the practice documents of a training
+    phase unless ``include_practice``).
+
+    * ``progress``: ``documents`` (count), ``practice_documents`` (in the study, counted or
+      not), ``gold_documents``, ``complete_documents`` (submitted assignments >=
+      annotators_per_doc), ``assignments`` (``total``, ``active``, ``submitted``, plus a
+      count for any other status met), ``per_document``: a list in document order of
+      ``document`` (external id), ``source``, ``role``, ``gold``, ``segments``, ``active``,
+      ``submitted``, ``needed``, ``complete``.
     * ``workers``: a list sorted by worker id of ``worker_id``, ``documents_done``
       (submitted assignments), ``documents_active``, ``annotations`` (live, submitted),
       ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
@@ -78,15 +96,19 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
       :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
       did gold documents, else ``documents`` plus
       :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
-      ``overall``, ``lenient`` and ``sentence``).
+      ``overall``, ``lenient`` and ``sentence``) and ``state``
+      (:func:`app.annotation.reviews.worker_state`: rejected, screened_out, active,
+      submitted or abandoned).
     * ``detector``: ``version`` (the detector version most suggestions came from, None
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
-      (:func:`app.quality.time_on_task.add_to_report`).
-    * ``agreement``: :func:`app.quality.agreement.agreement_report` over all submitted
-      assignments (practice documents left out while the study has a pass mark), per
-      taxonomy category and group.
+      (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
+      recall and F1 with their bases, the rank by F1, marks per 100 words and
+      ``over_marking`` (:func:`app.quality.worker_quality.add_quality`).
+    * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
+      assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
+      (:func:`app.quality.agreement.agreement_breakdown`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -99,12 +121,17 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
     scopes = scopes_from_taxonomy(taxonomy)
     groups = groups_from_taxonomy(taxonomy)
+    work = Work(include_practice=include_practice)
 
     documents = session.scalars(
         select(Document)
         .where(Document.study_id == study.id)
         .order_by(Document.position, Document.id)
     ).all()
+    every = select_documents(study, Work(include_practice=True), Document.id, role(study))
+    roles: dict[int, str] = dict(session.execute(every).all())
+    counting = set(session.scalars(select_documents(study, work, Document.id)))
+    counted = [doc for doc in documents if doc.id in counting]
     external = {doc.id: doc.external_id for doc in documents}
     texts: dict[TextKey, str] = {}
     segment_counts: Counter[int] = Counter()
@@ -116,28 +143,30 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
         texts[(external[doc_id], index)] = text
         segment_counts[doc_id] += 1
 
+    # assignments of the documents that count (every status: progress), and their work
     assignments = session.scalars(
-        select(Assignment).where(Assignment.study_id == study.id).order_by(Assignment.id)
+        select(Assignment)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(Assignment.study_id == study.id, *document_filter(study, work))
+        .order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if a.status == "submitted"]
-    annotations = session.execute(
-        select(
-            Annotation.id,
-            Annotation.assignment_id,
-            Annotation.segment,
-            Annotation.start,
-            Annotation.end,
-            Annotation.category,
-            Annotation.text,
-        )
-        .join(Assignment, Annotation.assignment_id == Assignment.id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Annotation.id)
+    # every worker's state from all their assignments; a worker the counted work leaves out
+    # (screened out on practice, or rejected) still gets a row, counting nothing, tagged
+    states = worker_states(session, study)
+    seen = {a.worker_id for a in assignments}
+    shown = [w for w, s in states.items() if w not in seen and s in ("screened_out", "rejected")]
+    fates = session.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, Assignment.worker_id.in_(shown))
     ).all()
+    sql = columns(study, work)
+    names = ("assignment_id", "id", "segment", "start", "end", "category", "text")
+    annotations = sorted(
+        session.execute(
+            select_work(study, work, *(sql[n].label(n) for n in names), marks_only=True)
+        ).all(),
+        key=lambda row: row.id,
+    )
     by_assignment: dict[int, list[Any]] = defaultdict(list)  # rows: id, segment, ...
     for ann in annotations:
         by_assignment[ann.assignment_id].append(ann)
@@ -227,9 +256,9 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             "annotators_per_doc": study.annotators_per_doc,
             "suggestions": study.suggestions,
         },
-        "progress": _progress(study, documents, assignments, segment_counts, gold_docs),
+        "progress": _progress(study, counted, assignments, segment_counts, gold_docs, roles),
         "workers": _workers(
-            assignments,
+            [*assignments, *fates],
             by_assignment,
             segment_counts,
             external,
@@ -241,32 +270,46 @@ def study_report(session: Session, study: Study) -> dict[str, Any]:
             scopes,
             category_ids,
             (thresholds, calibrated),
+            states,
         ),
-        "agreement": agreement_report(
+        "agreement": _agreement(
             [span for spans in worker_spans.values() for span in spans],
             texts,
-            _agreement_documents(study, documents, annotated),
-            categories=category_ids,
-            groups=groups,
-            scopes=scopes,
+            annotated,
+            category_ids,
+            groups,
+            scopes,
         ),
-        "categories": _distribution(documents, submitted, by_assignment, category_ids),
+        "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
     }
-    add_to_report(session, study, report["workers"])
+    order: dict[str, list[str]] = defaultdict(list)
+    for assignment in submitted:
+        names = order[external[assignment.document_id]]
+        if assignment.worker_id not in names:
+            names.append(assignment.worker_id)
+    add_quality(report["workers"], worker_spans, order, texts, scopes)
+    add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
 
 
-def _agreement_documents(
-    study: Study, documents: list[Document], annotated: dict[str, set[str]]
-) -> dict[str, set[str]]:
-    """Each worker's documents that count in agreement: with a pass mark (a training phase),
-    the gold documents are practice items, not data, and are left out."""
-    if not (study.settings or {}).get("qualification"):
-        return annotated
-    practice = {doc.external_id for doc in documents if doc.is_gold}
-    return {worker: docs - practice for worker, docs in annotated.items()}
+def _agreement(
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, set[str]],
+    categories: list[str],
+    groups: Mapping[str, list[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """:func:`agreement_report` plus its breakdown per document and per pair of workers
+    (:func:`agreement_breakdown`), from the same spans and units."""
+    return {
+        **agreement_report(
+            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
+        ),
+        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
+    }
 
 
 def _progress(
@@ -275,6 +318,7 @@ def _progress(
     assignments: list[Assignment],
     segment_counts: Mapping[int, int],
     gold_docs: set[str],
+    roles: Mapping[int, str],
 ) -> dict[str, Any]:
     status_counts: Counter[str] = Counter(a.status for a in assignments)
     per_doc: dict[int, Counter[str]] = defaultdict(Counter)
@@ -285,6 +329,7 @@ def _progress(
         {
             "document": doc.external_id,
             "source": doc.source or "",
+            "role": roles[doc.id],
             "gold": doc.external_id in gold_docs,
             "segments": segment_counts.get(doc.id, 0),
             "active": per_doc[doc.id]["active"],
@@ -302,6 +347,7 @@ def _progress(
     counts.update(sorted(status_counts.items()))
     return {
         "documents": len(documents),
+        "practice_documents": sum(1 for r in roles.values() if r in TRAINING_ROLES),
         "gold_documents": sum(1 for row in rows if row["gold"]),
         "complete_documents": sum(1 for row in rows if row["complete"]),
         "assignments": counts,
@@ -322,6 +368,7 @@ def _workers(
     scopes: Mapping[str, str],
     category_ids: list[str],
     confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
+    states: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     thresholds, calibrated = confident
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
@@ -373,6 +420,7 @@ def _workers(
                     scopes=scopes,
                 ),
                 "gold": gold_score,
+                "state": states[worker_id],
             }
         )
     return rows

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import distinct, func, select
 from sqlalchemy.orm import Session
 
 from app.models import (
     AdjudicatedError,
-    Annotation,
-    Assignment,
     Document,
     DocumentReview,
     Segment,
@@ -29,6 +27,14 @@ from app.quality.candidates import (
     paired_json,
 )
 from app.quality.scoring import Span, TextKey, precision_recall_f1, scopes_from_taxonomy
+from app.quality.work import (
+    ADJUDICATED,
+    Work,
+    columns,
+    review_status,
+    select_documents,
+    select_work,
+)
 
 
 def texts_of(session: Session, document: Document) -> dict[TextKey, str]:
@@ -108,7 +114,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
                 "votes": c.votes,
                 "workers": c.workers,
                 "unanimous": c.unanimous,
-                "proposal": c.proposal.json(),
+                "proposal": {**c.proposal.json(), "comment": c.comment},
                 "marks": [m.id for m in c.marks],
                 "decision": row_json(by_candidate[c.key]) if c.key in by_candidate else None,
             }
@@ -138,19 +144,12 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
 
 
 def review_progress(session: Session, study: Study) -> list[dict[str, Any]]:
-    """Per document in order: submitted workers, review status, accepted / rejected rows."""
+    """Per document that counts (:mod:`app.quality.work`), in order: submitted workers,
+    review status, accepted / rejected rows."""
+    work = Work()
     documents = session.execute(
-        select(Document.id, Document.external_id)
-        .where(Document.study_id == study.id)
-        .order_by(Document.position, Document.id)
+        select_documents(study, work, Document.id, Document.external_id, review_status())
     ).all()
-    statuses = dict(
-        session.execute(
-            select(DocumentReview.document_id, DocumentReview.status)
-            .join(Document, Document.id == DocumentReview.document_id)
-            .where(Document.study_id == study.id)
-        ).all()
-    )
     decided: dict[int, Counter[str]] = defaultdict(Counter)
     for document_id, decision in session.execute(
         select(AdjudicatedError.document_id, AdjudicatedError.decision)
@@ -158,58 +157,50 @@ def review_progress(session: Session, study: Study) -> list[dict[str, Any]]:
         .where(Document.study_id == study.id)
     ):
         decided[document_id][decision] += 1
-    workers: Counter[int] = Counter(
-        session.scalars(
-            select(Assignment.document_id).where(
-                Assignment.study_id == study.id, Assignment.status == "submitted"
-            )
-        )
+    sql = columns(study, work)
+    workers = dict(
+        session.execute(
+            select_work(study, work, sql["document_id"], func.count(distinct(sql["assignment_id"])))
+            .order_by(None)
+            .group_by(sql["document_id"])
+        ).all()
     )
     return [
         {
             "document": external_id,
-            "workers": workers[document_id],
-            "status": statuses.get(document_id, "unreviewed"),
+            "workers": workers.get(document_id, 0),
+            "status": status,
             "accepted": decided[document_id]["accepted"],
             "rejected": decided[document_id]["rejected"],
         }
-        for document_id, external_id in documents
+        for document_id, external_id, status in documents
     ]
-
-
-def layer_spans(session: Session, study: Study, *, done_only: bool) -> dict[str, list[Span]]:
-    """The accepted rows of the study's documents (reviewed ones only with ``done_only``)."""
-    query = (
-        select(AdjudicatedError, Document.external_id)
-        .join(Document, Document.id == AdjudicatedError.document_id)
-        .where(Document.study_id == study.id, AdjudicatedError.decision == "accepted")
-        .order_by(AdjudicatedError.segment, AdjudicatedError.start, AdjudicatedError.id)
-    )
-    if done_only:
-        query = query.join(DocumentReview, DocumentReview.document_id == Document.id).where(
-            DocumentReview.status == "done"
-        )
-    out: dict[str, list[Span]] = defaultdict(list)
-    for row, doc in session.execute(query):
-        out[doc].append(
-            Span(
-                doc, row.segment, row.start, row.end, row.category, "adjudicated", row.text, row.id
-            )
-        )
-    return out
 
 
 def adjudicated_scores(session: Session, study: Study) -> list[dict[str, Any]]:
     """Each worker's P/R/F1 against the adjudicated layer of the documents marked done
     that they submitted (the shape of the report's ``gold``: strict, lenient, sentence)."""
-    done = set(
-        session.scalars(
-            select(Document.external_id)
-            .join(DocumentReview, DocumentReview.document_id == Document.id)
-            .where(Document.study_id == study.id, DocumentReview.status == "done")
-        )
-    )
-    layer = layer_spans(session, study, done_only=True)
+    names = ("document", "worker_id", "id", "segment", "start", "end", "category", "text")
+
+    def rows(work: Work) -> list[Any]:
+        sql = columns(study, work)
+        return session.execute(select_work(study, work, *(sql[n] for n in names))).all()
+
+    layer: dict[str, list[Span]] = defaultdict(list)
+    for doc, worker, ref, segment, start, end, category, text in rows(Work(layer=ADJUDICATED)):
+        found = layer[doc]  # a document marked done without an error still counts
+        if ref is not None:
+            found.append(Span(doc, segment, start, end, category, worker, text, ref))
+    docs: dict[str, set[str]] = defaultdict(set)
+    spans: dict[str, list[Span]] = defaultdict(list)
+    for doc, worker, ref, segment, start, end, category, text in sorted(
+        rows(Work()), key=lambda row: row[2] or 0
+    ):
+        if doc in layer:
+            docs[worker].add(doc)
+            if ref is not None:
+                spans[worker].append(Span(doc, segment, start, end, category, worker, text, ref))
+    done = set(layer)
     texts = {
         (doc, index): text
         for doc, index, text in session.execute(
@@ -218,30 +209,6 @@ def adjudicated_scores(session: Session, study: Study) -> list[dict[str, Any]]:
             .where(Document.study_id == study.id, Document.external_id.in_(done))
         )
     }
-    spans: dict[str, list[Span]] = defaultdict(list)
-    docs: dict[str, set[str]] = defaultdict(set)
-    for worker, doc in session.execute(
-        select(Assignment.worker_id, Document.external_id)
-        .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id, Assignment.status == "submitted")
-    ):
-        if doc in done:
-            docs[worker].add(doc)
-    for worker, doc, a in session.execute(
-        select(Assignment.worker_id, Document.external_id, Annotation)
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .join(Document, Document.id == Assignment.document_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Annotation.id)
-    ):
-        if doc in done:
-            spans[worker].append(
-                Span(doc, a.segment, a.start, a.end, a.category, worker, a.text, a.id)
-            )
     taxonomy = study.taxonomy or {}
     categories = [cat["id"] for cat in taxonomy.get("categories", [])]
     return [

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, SegmentTime, Study
+from app.quality.work import Work, document_filter
 
 COUNTED = ("submitted", "rejected")
 
@@ -51,18 +52,24 @@ def is_speeder(median: float | None, minimum: float | None) -> bool:
 
 
 def worker_times(
-    session: Session, study: Study, *, statuses: tuple[str, ...] = COUNTED
+    session: Session,
+    study: Study,
+    *,
+    statuses: tuple[str, ...] = COUNTED,
+    include_practice: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Worker ID -> ``median_seconds_per_segment``, ``active_seconds`` (total), ``measured``
-    (segments counted), ``speeder``; over their assignments with one of ``statuses`` (not
-    the practice documents while the study has a pass mark)."""
-    query = select(Assignment.id, Assignment.worker_id, Assignment.document_id).where(
-        Assignment.study_id == study.id, Assignment.status.in_(statuses)
-    )
-    if (study.settings or {}).get("qualification"):  # practice documents are not the work
-        query = query.join(Document, Document.id == Assignment.document_id).where(
-            Document.is_gold.is_(False)
+    (segments counted), ``speeder``; over their assignments with one of ``statuses`` on the
+    documents that count (:func:`app.quality.work.document_filter`: not the practice
+    documents of a training phase unless ``include_practice``)."""
+    query = (
+        select(Assignment.id, Assignment.worker_id, Assignment.document_id)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(
+            Assignment.status.in_(statuses),
+            *document_filter(study, Work(include_practice=include_practice)),
         )
+    )
     rows = session.execute(query).all()
     counts = (
         dict(
@@ -94,9 +101,11 @@ def worker_times(
     return result
 
 
-def add_to_report(session: Session, study: Study, workers: list[dict[str, Any]]) -> None:
+def add_to_report(
+    session: Session, study: Study, workers: list[dict[str, Any]], *, include_practice: bool = False
+) -> None:
     """The report's worker rows gain ``active_seconds_per_segment`` (median) and ``speeder``."""
-    times = worker_times(session, study, statuses=("submitted",))
+    times = worker_times(session, study, statuses=("submitted",), include_practice=include_practice)
     for row in workers:
         found = times.get(row["worker_id"], {})
         row["active_seconds_per_segment"] = found.get("median_seconds_per_segment")

@@ -3,7 +3,7 @@ selects a span and reaches the category and Add without scrolling the page; hint
 only by their button (a double-click selects the word); Esc in the comment keeps the form;
 n / p move between segments (not while typing); an exact duplicate is refused with a message;
 a segment view's "shown" events ride in the next move's position update (no request of their
-own). Screenshots of segment 15 land in test-artifacts/."""
+own). Screenshots of segment 15 land in tests/.artifacts/."""
 
 from __future__ import annotations
 
@@ -253,6 +253,7 @@ def test_escape_in_the_comment_keeps_the_form_and_keys_move_segments(app, live_s
     assert progress_text(page) == "Segment 2 of 26"
     # A second Esc outside any field drops the half-made annotation, as before.
     drag_select(page, 1, first_word(1))
+    wait_value(page, "#span-field", first_word(1))  # the selection is read after the mouseup
     page.keyboard.press("Escape")
     assert page.input_value("#span-field") == ""
 

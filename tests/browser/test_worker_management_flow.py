@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Assignment, SegmentTime, Study
+from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -33,7 +32,7 @@ SEGMENTS = [
     "Every morning Anna bakes rye bread for the fishermen, who pay her in herring.",
     "Anna's brother visits her and they argue about the shop. Tomas leaves before dawn.",
 ]
-SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "/work/notes/shots/h13-ops"))
+SHOTS = ARTIFACTS / "worker-management"
 
 
 def busy(page, seconds: float) -> None:
@@ -139,8 +138,11 @@ def test_time_is_measured_shown_and_reject_reopens_the_slot(app, client, live_se
 
     assert agreement_workers(app) == 2
     assert arrive(client, "late-worker") == 409  # doc-1 has both its workers
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
+    assert asked and "Reject reader-1?" in asked[0]  # Reject asks first (issue 27 item 10)
     page.fill("textarea[name=note]", "Marked nothing on segment 3; fast.")
     page.click("#action-note")
     page.wait_for_selector("#worker-log")

@@ -20,9 +20,26 @@ from app.formats import (
     iter_export_files,
 )
 from app.formats.bundles import zip_stream
-from app.formats.rows import LAYERS, check_columns
+from app.formats.rows import check_columns
+from app.quality.work import WORKERS, Work
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
+
+
+def _flag(name: str) -> bool:
+    return request.args.get(name, "") in ("1", "true", "yes", "on")
+
+
+def work_from_args() -> Work:
+    """The counted work a download asks for: ``?layer=workers|adjudicated``,
+    ``?include_practice=1``, ``?review_status=done|any`` (adjudicated layer),
+    ``?include_in_progress=1`` (workers' layer); InvalidInput for anything else."""
+    return Work(
+        layer=request.args.get("layer", WORKERS),
+        include_practice=_flag("include_practice"),
+        review_status=request.args.get("review_status", "done"),
+        in_progress=_flag("include_in_progress"),
+    )
 
 
 @bp.get("/studies/<slug>/export.<fmt>")
@@ -33,15 +50,18 @@ def export(slug: str, fmt: str):
     db = get_session()
     study = study_or_404(db, slug)
     mimetype, extension = EXPORT_TYPES[fmt]
-    layer = request.args.get("layer", "workers")  # ?layer=adjudicated: the reviewed layer
-    if layer not in LAYERS:
-        return Response(f"unknown layer (use {' or '.join(LAYERS)})\n", 400, mimetype="text/plain")
-    if layer != "workers" and fmt in ASSIGNMENT_FORMATS:
-        return Response(f"{fmt} has one row per assignment: no layer\n", 400, mimetype="text/plain")
-    name = slug if layer == "workers" else f"{slug}.{layer}"
+    try:
+        work = work_from_args()
+    except MarginaliaError as exc:
+        return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
+    if work != Work() and fmt in ASSIGNMENT_FORMATS:
+        return Response(
+            f"{fmt} has one row per assignment: no layer or filters\n", 400, mimetype="text/plain"
+        )
+    name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
     if fmt in FILE_SET_FORMATS:
         try:
-            files = list(iter_export_files(db, study, fmt, layer))
+            files = list(iter_export_files(db, study, fmt, work))
         except MarginaliaError as exc:  # e.g. pyarrow not installed for parquet
             return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
         response = Response(zip_stream(files), mimetype=mimetype)
@@ -54,7 +74,7 @@ def export(slug: str, fmt: str):
     except MarginaliaError as exc:
         return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
     # The request context (and with it the session) lives until the stream ends.
-    chunks = iter_export(db, study, fmt, layer, extra)
+    chunks = iter_export(db, study, fmt, work, extra)
     response = Response(stream_with_context(chunks), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
     return response

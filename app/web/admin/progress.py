@@ -10,42 +10,56 @@ from sqlalchemy import func, select
 
 from app.detection import import_jobs
 from app.models import Annotation, Assignment, Document, Study
+from app.quality.work import Work, document_filter, is_practice, role, select_documents
 
 
-def study_progress(db, study_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Documents and assignments (active, submitted) per study."""
-    progress = {sid: {"documents": 0, "active": 0, "submitted": 0} for sid in study_ids}
+def study_progress(db, studies: list[Study]) -> dict[int, dict[str, int]]:
+    """Documents that count (not a training phase's practice documents) and their
+    assignments (active, submitted) per study."""
+    progress = {s.id: {"documents": 0, "active": 0, "submitted": 0} for s in studies}
+    counted = ~is_practice(studies)
     for sid, count in db.execute(
-        select(Document.study_id, func.count()).group_by(Document.study_id)
+        select(Document.study_id, func.count()).where(counted).group_by(Document.study_id)
     ):
         if sid in progress:
             progress[sid]["documents"] = count
     for sid, status, count in db.execute(
-        select(Assignment.study_id, Assignment.status, func.count()).group_by(
-            Assignment.study_id, Assignment.status
-        )
+        select(Assignment.study_id, Assignment.status, func.count())
+        .join(Document, Document.id == Assignment.document_id)
+        .where(counted)
+        .group_by(Assignment.study_id, Assignment.status)
     ):
         if sid in progress and status in ("active", "submitted"):
             progress[sid][status] = count
     return progress
 
 
-def live_progress(db, study: Study) -> dict[str, Any]:
-    """Cheap counts for the dashboard's polling: assignments, documents, live annotations.
+def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[str, Any]:
+    """Cheap counts for the dashboard's polling: assignments, documents, live annotations,
+    over the documents that count (:mod:`app.quality.work`; the practice documents of a
+    training phase only with ``include_practice``).
 
     ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes;
     ``imports`` are the study's latest import jobs (queued, running N of M, done, failed).
     """
+    work = Work(include_practice=include_practice)
     docs = db.execute(
-        select(Document.id, Document.external_id, Document.source, Document.is_gold)
-        .where(Document.study_id == study.id)
-        .order_by(Document.position, Document.id)
+        select_documents(
+            study,
+            work,
+            Document.id,
+            Document.external_id,
+            Document.source,
+            Document.is_gold,
+            role(study),
+        )
     ).all()
     per_doc: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     counts: dict[str, int] = defaultdict(int)
     for doc_id, status, n in db.execute(
         select(Assignment.document_id, Assignment.status, func.count())
-        .where(Assignment.study_id == study.id)
+        .join(Document, Document.id == Assignment.document_id)
+        .where(*document_filter(study, work))
         .group_by(Assignment.document_id, Assignment.status)
     ):
         per_doc[doc_id][status] += n
@@ -54,7 +68,8 @@ def live_progress(db, study: Study) -> dict[str, Any]:
     for status, n in db.execute(
         select(Assignment.status, func.count())
         .join(Annotation, Annotation.assignment_id == Assignment.id)
-        .where(Assignment.study_id == study.id, Annotation.removed_at.is_(None))
+        .join(Document, Document.id == Assignment.document_id)
+        .where(Annotation.removed_at.is_(None), *document_filter(study, work))
         .group_by(Assignment.status)
     ):
         if status in annotations:
@@ -65,12 +80,13 @@ def live_progress(db, study: Study) -> dict[str, Any]:
             "document": ext,
             "source": source or "",
             "gold": bool(gold),
+            "role": document_role,
             "submitted": per_doc[doc_id]["submitted"],
             "active": per_doc[doc_id]["active"],
             "abandoned": per_doc[doc_id]["abandoned"],
             "needed": needed,
         }
-        for doc_id, ext, source, gold in docs
+        for doc_id, ext, source, gold, document_role in docs
     ]
     slots = needed * len(documents)
     submitted_slots = sum(min(d["submitted"], needed) for d in documents)
@@ -87,6 +103,7 @@ def live_progress(db, study: Study) -> dict[str, Any]:
     )
     return {
         "study": study.slug,
+        "include_practice": include_practice,
         "documents": len(documents),
         "complete_documents": sum(1 for d in documents if d["submitted"] >= needed),
         "slots": slots,

@@ -2,6 +2,7 @@
 // the comment, Add and Cancel. Adding queues the annotation in the outbox.
 
 import { append, clear, h, setVar } from "../dom.js";
+import { t } from "../i18n.js";
 import { groupedCategories } from "../instructions.js";
 import {
   currentCategory,
@@ -34,14 +35,14 @@ export function buildCategoryButtons() {
           class: "cat-btn",
           dataset: { category: c.id },
           "aria-pressed": "false",
-          title: `${c.label}: ${c.definition || ""}${c.shortcut ? ` (key ${c.shortcut})` : ""}`,
+          title: `${c.label}: ${c.definition || ""}${c.shortcut ? t("key_suffix", { key: c.shortcut }) : ""}`,
           "aria-keyshortcuts": c.shortcut || null,
           onclick: () => chooseCategory(c.id),
         },
         h("span", { class: "swatch", "aria-hidden": "true" }),
         h("span", { class: "cat-label" }, c.label),
-        c.kind === "paired" ? h("span", { class: "cat-tag", title: "Paired: also select the earlier text" }, "paired") : null,
-        c.scope === "sentence" ? h("span", { class: "cat-tag", title: "Marks the whole sentence" }, "sentence") : null,
+        c.kind === "paired" ? h("span", { class: "cat-tag", title: t("tag_paired_title") }, t("tag_paired")) : null,
+        c.scope === "sentence" ? h("span", { class: "cat-tag", title: t("tag_sentence_title") }, t("tag_sentence")) : null,
         c.shortcut ? h("kbd", { "aria-hidden": "true" }, c.shortcut) : null,
       );
       setVar(btn, "--cat", c.color);
@@ -51,9 +52,9 @@ export function buildCategoryButtons() {
       el.categoryButtons,
       h(
         "div",
-        { class: "cat-group", role: "group", "aria-label": group ? group.label : "Other" },
+        { class: "cat-group", role: "group", "aria-label": group ? group.label : t("group_other") },
         labelled
-          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : "Other")
+          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : t("group_other"))
           : null,
         h("div", { class: "cat-group-buttons" }, buttons),
       ),
@@ -74,9 +75,9 @@ function chooseCategory(id) {
   }
   if (cat.kind !== "paired") f.paired = null;
   if (f.suggestion !== null && f.suggestionCategory !== id) f.suggestion = null;
-  if (!f.span) setHint(el.formHint, "Now select the words in the current segment.");
+  if (!f.span) setHint(el.formHint, t("select_words_now"));
   else if (cat.kind === "paired" && !f.paired) setHint(el.formHint, pairedPrompt(cat));
-  else setHint(el.formHint, "");
+  else setHint(el.formHint, t("category_chosen", { label: cat.label }));
   renderForm();
   page.renderText();
 }
@@ -103,8 +104,8 @@ function addAnnotation() {
   if (state.readOnly) return;
   const f = state.form;
   const cat = currentCategory();
-  if (!f.span) return setHint(el.formHint, "Select the words with the error first.", "warn");
-  if (!cat) return setHint(el.formHint, "Choose a category first.", "warn");
+  if (!f.span) return setHint(el.formHint, t("select_first"), "warn");
+  if (!cat) return setHint(el.formHint, t("choose_first"), "warn");
   if (cat.kind === "paired" && !f.paired) return setHint(el.formHint, pairedPrompt(cat), "warn");
   const clientId = uuid();
   const body = {
@@ -117,7 +118,7 @@ function addAnnotation() {
   if (f.suggestion !== null) body.suggestion_id = f.suggestion;
   const twin = findDuplicate(body);
   if (twin) {
-    setHint(el.formHint, `Already marked: ${cat.label} — ${quote(body.text)}. Choose another span or category.`, "warn");
+    setHint(el.formHint, t("already_marked", { label: cat.label, text: quote(body.text) }), "warn");
     page.flashAnnotation(twin.key);
     return;
   }
@@ -127,7 +128,7 @@ function addAnnotation() {
     page.outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted", client_id: clientId });
   }
   resetForm();
-  setHint(el.formHint, `Added: ${cat.label} — ${quote(body.text)}`, "ok");
+  setHint(el.formHint, t("added", { label: cat.label, text: quote(body.text) }), "ok");
   page.renderAll();
 }
 
@@ -159,8 +160,8 @@ export function renderForm() {
   el.categoryDefinition.title = definition;
   el.definitionToggle.hidden = !cat || !definitionCut();
   el.definitionToggle.textContent = el.categoryDefinition.classList.contains("is-open")
-    ? "Less"
-    : "Full definition";
+    ? t("definition_less")
+    : t("definition_full");
   const paired = Boolean(cat && cat.kind === "paired");
   el.pairedRow.hidden = !paired;
   if (paired) {

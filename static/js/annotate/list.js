@@ -1,8 +1,13 @@
 // The list of annotations made so far: one entry each (category, segment, text, paired
-// text, comment), hover to light it up in the text, jump to its segment, remove it.
+// text, comment), hover to light it up in the text, jump to its segment, remove it, edit its
+// category or comment in place (the same span: an "edit" in the outbox, stored server-side
+// as the old annotation removed and the span added again).
 
 import { clear, h, setVar } from "../dom.js";
-import { el, page, quote, segLabel, setHint, state } from "./state.js";
+import { t } from "../i18n.js";
+import { el, page, quote, segLabel, setHint, state, textAttrs, uuid } from "./state.js";
+
+let editingKey = null; // the annotation whose category / comment is being changed
 
 export function renderList() {
   clear(el.list);
@@ -28,43 +33,65 @@ export function renderList() {
           { class: "annot-head" },
           h("span", { class: "annot-cat" }, cat.label),
           a.segment === state.current
-            ? h("span", { class: "annot-seg" }, `${segLabel(a.segment)} (this one)`)
+            ? h("span", { class: "annot-seg" }, t("this_segment", { segment: segLabel(a.segment) }))
             : h(
                 "button",
                 {
                   type: "button",
                   class: "annot-seg link-btn",
-                  title: `Go to ${segLabel(a.segment)}`,
+                  title: t("go_to", { segment: segLabel(a.segment) }),
                   onclick: () => page.goTo(a.segment),
                 },
                 segLabel(a.segment),
               ),
-          a.pending ? h("span", { class: "annot-pending" }, "saving…") : null,
+          a.pending ? h("span", { class: "annot-pending" }, t("saving_item")) : null,
         ),
-        h("q", { class: "annot-span" }, a.text),
+        h("q", { class: "annot-span", ...textAttrs() }, a.text),
         a.paired
           ? h(
               "div",
               { class: "annot-paired" },
-              h("span", { class: "annot-paired-label" }, `earlier (${segLabel(a.paired.segment)}): `),
-              h("q", {}, a.paired.text),
+              h("span", { class: "annot-paired-label" }, t("earlier_in", { segment: segLabel(a.paired.segment) })),
+              h("q", textAttrs(), a.paired.text),
             )
           : null,
-        a.comment ? h("div", { class: "annot-comment" }, h("span", { class: "annot-paired-label" }, "Comment: "), a.comment) : null,
+        a.comment
+          ? h("div", { class: "annot-comment" }, h("span", { class: "annot-paired-label" }, t("comment_label")), h("span", { dir: "auto" }, a.comment))
+          : null,
       ),
       state.readOnly
         ? null
         : h(
-            "button",
-            {
-              type: "button",
-              class: "btn btn-small btn-quiet remove-btn",
-              "aria-label": `Remove ${cat.label}: ${a.text}`,
-              onclick: () => removeAnnotation(a.key),
-            },
-            "Remove",
+            "div",
+            { class: "annot-actions" },
+            h(
+              "button",
+              {
+                type: "button",
+                class: "btn btn-small btn-quiet edit-btn",
+                "aria-label": t("edit_label", { label: cat.label, text: a.text }),
+                "aria-expanded": editingKey === a.key ? "true" : "false",
+                disabled: a.pending || a.id === null || a.id === undefined,
+                onclick: () => {
+                  editingKey = editingKey === a.key ? null : a.key;
+                  renderList();
+                },
+              },
+              t("edit"),
+            ),
+            h(
+              "button",
+              {
+                type: "button",
+                class: "btn btn-small btn-quiet remove-btn",
+                "aria-label": t("remove_label", { label: cat.label, text: a.text }),
+                onclick: (e) => removeAnnotation(a.key, e.currentTarget),
+              },
+              t("remove"),
+            ),
           ),
     );
+    if (editingKey === a.key && !state.readOnly) li.append(editForm(a, cat));
     li.addEventListener("mouseenter", () => hotAnnotation(a.key, true));
     li.addEventListener("mouseleave", () => hotAnnotation(a.key, false));
     el.list.append(li);
@@ -78,13 +105,66 @@ function hotAnnotation(key, on) {
   }
 }
 
-function removeAnnotation(key) {
+/**
+ * Remove an annotation (its list button, or Delete at the keyboard cursor). When the button
+ * had focus, focus goes on to the next entry's button (or the list's heading), not nowhere.
+ */
+export function removeAnnotation(key, button = null) {
   if (state.readOnly) return;
   const a = state.annotations.find((x) => x.key === key);
+  const items = [...el.list.querySelectorAll(".annot-item")].map((li) => li.dataset.key);
+  const next = items[items.indexOf(key) + 1] ?? items[items.indexOf(key) - 1] ?? null;
   state.annotations = state.annotations.filter((x) => x.key !== key);
   page.outbox.push({ kind: "remove", client_id: key });
-  if (a) setHint(el.formHint, `Removed: ${quote(a.text)}`, "ok");
+  if (a) setHint(el.formHint, t("removed", { text: quote(a.text) }), "ok");
   page.renderAll();
+  if (button && document.activeElement !== button) {
+    const target = next && el.list.querySelector(`[data-key="${CSS.escape(next)}"] .remove-btn`);
+    (target || el.listHeading).focus();
+  }
+}
+
+/** The in-place editor: another category of the same kind (a pair keeps its earlier span),
+ * the comment. */
+function editForm(a, cat) {
+  const choices = [...state.categories.values()].filter((c) => (c.kind === "paired") === (cat.kind === "paired"));
+  const select = h(
+    "select",
+    { class: "edit-category", "aria-label": t("edit_category") },
+    choices.map((c) => h("option", { value: c.id, selected: c.id === a.category }, c.label)),
+  );
+  const comment = h("textarea", { class: "edit-comment", rows: "2", maxlength: "5000", "aria-label": t("edit_comment") }, a.comment || "");
+  return h(
+    "form",
+    {
+      class: "annot-edit",
+      onsubmit: (event) => {
+        event.preventDefault();
+        saveEdit(a.key, select.value, comment.value.trim());
+      },
+    },
+    h("label", {}, `${t("edit_category")} `, select),
+    h("label", {}, `${t("edit_comment")} `, comment),
+    h(
+      "div",
+      { class: "annot-edit-actions" },
+      h("button", { type: "submit", class: "btn btn-small btn-primary save-edit" }, t("edit_save")),
+      h("button", { type: "button", class: "btn btn-small btn-quiet", onclick: () => { editingKey = null; renderList(); } }, t("edit_cancel")),
+    ),
+  );
+}
+
+function saveEdit(key, category, comment) {
+  const a = state.annotations.find((x) => x.key === key);
+  editingKey = null;
+  if (!a || state.readOnly) return renderList();
+  if (category === a.category && comment === (a.comment || "")) return renderList();
+  const newKey = uuid();
+  const previous = { key: a.key, category: a.category, comment: a.comment || "" };
+  Object.assign(a, { key: newKey, category, comment, pending: true });
+  page.outbox.push({ kind: "edit", client_id: newKey, from: previous.key, previous, body: { category, comment, client_id: newKey } });
+  setHint(el.formHint, t("changed", { text: quote(a.text) }), "ok");
+  return page.renderAll();
 }
 
 /** Draw attention to one annotation in the list (e.g. the one a duplicate would repeat). */

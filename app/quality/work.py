@@ -1,0 +1,257 @@
+"""The work that counts, read once: which annotations of a study count, for a layer, as
+SQLAlchemy Core statements that stream (docs/METRICS.md, "Which work counts").
+
+Every export, the report, progress, agreement, the review state and the scores read the
+work through :func:`select_work` (and the documents through :func:`document_filter`), so a
+new column or filter is one change here.
+
+* Layer ``workers``: the live annotations (not removed) of the study's **submitted**
+  assignments (rejected, abandoned, returned or screened-out ones are not submitted); with
+  ``in_progress`` also the live annotations of active assignments. A submitted assignment
+  without a live annotation is one row whose annotation columns are empty (NULL): "saw no
+  errors" stays apart from "never annotated".
+* Layer ``adjudicated``: the accepted rows of the adjudicated layer of the documents whose
+  review is ``done`` (``review_status="any"``: of every document with a review, whatever
+  its status), worker ``adjudicated``; a document of the layer without an accepted row is
+  one row whose error columns are empty.
+* Documents: every document of the study but its **training phase** (``include_practice``
+  keeps it): the gold documents of a study with a pass mark, served before real work by
+  app/annotation/assigning.py. A document's **role** is ``practice`` (a training document
+  that teaches: ``Document.is_practice``, its answer key shown, never graded),
+  ``qualification`` (a training document that grades: any other gold document of a study
+  with a pass mark), ``check`` (it carries attention checks, app/quality/attention.py) or
+  ``real``; it follows the study's pass mark as it stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    null,
+    select,
+)
+from sqlalchemy.orm import Session
+
+from app.errors import InvalidInput
+from app.models import (
+    AdjudicatedError,
+    Annotation,
+    Assignment,
+    Document,
+    DocumentReview,
+    GoldError,
+    Segment,
+    Study,
+)
+
+WORKERS, ADJUDICATED = LAYERS = ("workers", "adjudicated")
+REVIEW_STATUSES = ("done", "any")
+ROLES = ("practice", "qualification", "check", "real")
+TRAINING_ROLES = ROLES[:2]  # the training phase: out of the counted work by default
+UNREVIEWED = "unreviewed"  # the review status of a document without a review row
+CHUNK_ROWS = 2_000
+
+
+@dataclass(frozen=True)
+class Work:
+    """Which work counts: the layer and its filters (checked on creation)."""
+
+    layer: str = WORKERS
+    include_practice: bool = False
+    review_status: str = "done"  # adjudicated layer: "done" or "any"
+    in_progress: bool = False  # workers' layer: also the live annotations of active work
+
+    def __post_init__(self) -> None:
+        if self.layer not in LAYERS:
+            raise InvalidInput(f"unknown layer {self.layer!r} (use {' or '.join(LAYERS)})")
+        if self.review_status not in REVIEW_STATUSES:
+            raise InvalidInput(
+                f"unknown review status {self.review_status!r} (use {' or '.join(REVIEW_STATUSES)})"
+            )
+        if self.layer == WORKERS and self.review_status != "done":
+            raise InvalidInput("--review-status applies to the adjudicated layer only")
+        if self.layer == ADJUDICATED and self.in_progress:
+            raise InvalidInput("--include-in-progress applies to the workers' layer only")
+
+
+def has_pass_mark(study: Study) -> bool:
+    """Whether the study has a training phase (``settings["qualification"]``)."""
+    return bool((study.settings or {}).get("qualification"))
+
+
+def is_practice(studies: Iterable[Study]) -> ColumnElement[bool]:
+    """SQL: the document belongs to the training phase of one of ``studies`` (a gold
+    document of a study with a pass mark: a practice or a qualification document)."""
+    marked = [study.id for study in studies if has_pass_mark(study)]
+    if not marked:
+        return false()
+    return and_(Document.is_gold.is_(True), Document.study_id.in_(marked))
+
+
+def document_filter(study: Study, work: Work) -> list[ColumnElement[bool]]:
+    """WHERE conditions on ``Document``: the study's documents that count for ``work``."""
+    conditions: list[ColumnElement[bool]] = [Document.study_id == study.id]
+    if not work.include_practice and has_pass_mark(study):
+        conditions.append(~is_practice([study]))
+    return conditions
+
+
+def role(study: Study) -> ColumnElement[str]:
+    """SQL: the role of the ``Document`` in the query (:data:`ROLES`)."""
+    checks = exists().where(GoldError.document_id == Document.id, GoldError.is_check.is_(True))
+    training = (
+        [(is_practice([study]), case((Document.is_practice.is_(True), ROLES[0]), else_=ROLES[1]))]
+        if has_pass_mark(study)
+        else []
+    )
+    return case(*training, (checks, ROLES[2]), else_=ROLES[3])
+
+
+def review_status() -> ColumnElement[str]:
+    """SQL: the review status of the ``Document`` in the query (``unreviewed`` without one)."""
+    status = select(DocumentReview.status).where(DocumentReview.document_id == Document.id)
+    return func.coalesce(status.scalar_subquery(), UNREVIEWED)
+
+
+def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
+    """Every column of the work by name, as SQL over :func:`select_work`'s tables.
+
+    ``document_id``, ``document`` (external id), ``role``, ``review_status``, ``worker_id``,
+    ``assignment`` (token), ``assignment_id``, ``completion_code``, ``status`` (the
+    assignment's; workers' layer only), ``id`` (the annotation's or layer row's),
+    ``segment``, ``start``, ``end``, ``text``, ``category``, ``paired_segment``,
+    ``paired_start``, ``paired_end``, ``paired_text``, ``paired_end_segment`` (as stored:
+    set only when the earlier span ends in a later segment than it starts), ``comment``,
+    ``created_at`` (workers: when marked, or for an empty row when submitted; adjudicated:
+    when decided) and ``segment_text`` (the annotated segment's text). The adjudicated
+    layer has no assignment: those are NULL.
+    """
+    row: Any = Annotation if work.layer == WORKERS else AdjudicatedError
+    out: dict[str, ColumnElement[Any]] = {
+        "document_id": Document.id,
+        "document": Document.external_id,
+        "role": role(study),
+        "review_status": review_status(),
+    }
+    if work.layer == WORKERS:
+        out |= {
+            "worker_id": Assignment.worker_id,
+            "assignment": Assignment.token,
+            "assignment_id": Assignment.id,
+            "completion_code": Assignment.completion_code,
+            "status": Assignment.status,
+        }
+    else:
+        out |= {
+            "worker_id": literal(ADJUDICATED, String),
+            "assignment": cast(null(), String),
+            "assignment_id": null(),
+            "completion_code": cast(null(), String),
+        }
+    for name in ("id", "segment", "start", "end", "text", "category", "comment"):
+        out[name] = getattr(row, name)
+    for name in ("segment", "start", "end", "text", "end_segment"):
+        out[f"paired_{name}"] = getattr(row, f"paired_{name}")
+    out["created_at"] = (
+        func.coalesce(Annotation.created_at, Assignment.submitted_at)
+        if work.layer == WORKERS
+        else AdjudicatedError.decided_at
+    )
+    text = select(Segment.text).where(
+        Segment.document_id == Document.id, Segment.index == row.segment
+    )
+    out["segment_text"] = text.scalar_subquery()
+    return out
+
+
+def select_work(
+    study: Study,
+    work: Work,
+    *selected: Any,
+    document_id: int | None = None,
+    marks_only: bool = False,
+) -> Select:
+    """``selected`` (columns of :func:`columns`, or any SQL over the same tables) over the
+    counted work, in export order: documents by position, then (workers) assignments in
+    order, then segment, start and id. ``marks_only``: no empty rows; ``document_id``: one
+    document's work."""
+    if work.layer == WORKERS:
+        live = (Annotation.assignment_id == Assignment.id) & Annotation.removed_at.is_(None)
+        query = (
+            select(*selected)
+            .select_from(Assignment)
+            .join(Document, Document.id == Assignment.document_id)
+        )
+        query = query.join(Annotation, live) if marks_only else query.outerjoin(Annotation, live)
+        if work.in_progress:
+            query = query.where(
+                Assignment.status.in_(("submitted", "active")),
+                Annotation.id.is_not(None) | (Assignment.status == "submitted"),
+            )
+        else:
+            query = query.where(Assignment.status == "submitted")
+        query = query.where(Assignment.study_id == study.id)
+        order: tuple[Any, ...] = (
+            Assignment.id,
+            Annotation.segment,
+            Annotation.start,
+            Annotation.id,
+        )
+    else:
+        row = AdjudicatedError
+        accepted = (row.document_id == Document.id) & (row.decision == "accepted")
+        query = select(*selected).select_from(Document)
+        query = query.join(row, accepted) if marks_only else query.outerjoin(row, accepted)
+        reviewed = select(DocumentReview.document_id).where(
+            DocumentReview.document_id == Document.id
+        )
+        if work.review_status == "done":
+            reviewed = reviewed.where(DocumentReview.status == "done")
+        query = query.where(reviewed.exists())
+        order = (row.segment, row.start, row.id)
+    query = query.where(*document_filter(study, work))
+    if document_id is not None:
+        query = query.where(Document.id == document_id)
+    return query.order_by(Document.position, Document.id, *order)
+
+
+def select_documents(study: Study, work: Work, *selected: Any) -> Select:
+    """``selected`` over the documents that count for ``work``, by position."""
+    return (
+        select(*selected)
+        .select_from(Document)
+        .where(*document_filter(study, work))
+        .order_by(Document.position, Document.id)
+    )
+
+
+def select_segments(study: Study, work: Work) -> Select:
+    """(document id, text) of every segment of the documents that count, in document order."""
+    return (
+        select(Segment.document_id, Segment.text)
+        .join(Document, Document.id == Segment.document_id)
+        .where(*document_filter(study, work))
+        .order_by(Document.position, Document.id, Segment.index)
+    )
+
+
+def stream(session: Session, query: Select) -> Iterator[Row[Any]]:
+    """The rows of ``query`` from a server-side cursor on Postgres, CHUNK_ROWS at a time."""
+    options = query.execution_options(stream_results=True, yield_per=CHUNK_ROWS)
+    result = session.connection().execute(options)
+    for rows in result.partitions():
+        yield from rows
