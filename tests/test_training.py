@@ -461,7 +461,7 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     create_researcher(app, "ada@example.org", admin=True)
     ada = logged_in(app, "ada@example.org")
     listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
-    row = re.search(r'<tr data-worker="A">.*?</tr>', listing, re.DOTALL)
+    row = re.search(r'<tr data-worker="A"[^>]*>.*?</tr>', listing, re.DOTALL)
     assert row is not None and "67%" in row.group(0)
     assert "33%" in ada.get("/admin/studies/demo/worker?id=B").get_data(as_text=True)
 
@@ -562,7 +562,7 @@ def test_a_rejected_workers_catch_rate_stays_on_the_worker_pages(app, client, cl
         act(session, session.scalar(select(Study)), "B", "reject", EMAIL)
     assert login(client).status_code == 302
     listing = client.get("/admin/studies/demo/workers").get_data(as_text=True)
-    rows = dict(re.findall(r'<tr data-worker="(\w+)">(.*?)</tr>', listing, re.DOTALL))
+    rows = dict(re.findall(r'<tr data-worker="(\w+)"[^>]*>(.*?)</tr>', listing, re.DOTALL))
     assert "50%" in rows["B"] and "50%" not in rows["C"]
     page = client.get("/admin/studies/demo/worker", query_string={"id": "B"})
     assert re.search(r"Attention-check catch rate</th><td[^>]*>50%<", page.get_data(as_text=True))
