@@ -155,6 +155,11 @@ def test_a_checked_segment_is_frozen_and_others_are_not(app, client):
     assert late.status_code == 409 and "can no longer be changed" in late.get_json()["error"]
     removed = client.delete(f"/api/assignments/{token}/annotations/{first['id']}")
     assert removed.status_code == 409
+    edited = client.post(
+        f"/api/assignments/{token}/annotations/{first['id']}/edit",
+        json={"category": "CharE", "client_id": "edit-1"},
+    )
+    assert edited.status_code == 409 and edited.get_json()["error"] == late.get_json()["error"]
     assert live_count(app, token) == before == 1
     # segment 1 is open until it is checked
     assert add(client, token, span(1, "leaved", "GramE")).status_code == 201
