@@ -4,10 +4,12 @@ write repeating the claim's rule (``insert_annotation(checked=True)``, ``REMOVE_
 the API route runs the claim, reads its row count, then the write, on the request's ORM
 session; on SQLite the lane runs them on a bare connection. A hypothesis state machine
 drives random sequences (add, remove, duplicate, retry, a client_id reused, a refused body,
-position with active time after time passed, a practice check, heartbeat, submit, reject)
+position with active time and suggestion events after time passed, a practice check,
+heartbeat, submit, reject)
 through both, each step on two assignments of one practice document (one through the lane,
 one through the route), and asserts identical statuses, bodies (ids as ordinals) and stored
-rows after every step, on SQLite and Postgres. It also checks the time budget's promise
+rows after every step, on SQLite and Postgres. Events name the suggestion the worker is shown,
+another document's and one that does not exist: only the first is ever stored. It also checks the time budget's promise
 after every step: an assignment's stored active seconds never exceed the clock's time since
 it opened plus one slack.
 
@@ -41,7 +43,16 @@ from app.annotation.admission import open_for_document
 from app.annotation.reviews import act
 from app.crowd.platforms import configure_study
 from app.db import session_scope
-from app.models import Annotation, Assignment, Document, PracticeCheck, SegmentTime, Study
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    PracticeCheck,
+    SegmentTime,
+    Study,
+    Suggestion,
+    SuggestionEvent,
+)
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, SEGMENTS, annotation_body
 
@@ -98,6 +109,11 @@ class Pair:
             checks = session.scalars(
                 select(PracticeCheck.segment).where(PracticeCheck.assignment_id == a.id)
             ).all()
+            events = session.execute(
+                select(SuggestionEvent.suggestion_id, SuggestionEvent.event)
+                .where(SuggestionEvent.assignment_id == a.id)
+                .order_by(SuggestionEvent.suggestion_id, SuggestionEvent.event)
+            ).all()
             return {
                 "assignment": (a.status, a.current_segment, a.last_seen_at, a.engaged_at),
                 "opened": a.created_at,
@@ -118,6 +134,7 @@ class Pair:
                 "ids": [x.id for x in annotations],
                 "times": [tuple(t) for t in times],
                 "checks": sorted(checks),
+                "events": [tuple(e) for e in events],
             }
 
     def send(self, method: str, path, body=None) -> tuple:
@@ -143,9 +160,28 @@ class Pair:
 
 
 def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypatch):
-    make_study(app, documents=DOCUMENTS, gold=True, annotators_per_doc=1000)
+    make_study(app, documents=DOCUMENTS, gold=True, annotators_per_doc=1000, suggestions="shown")
     with app.app_context(), session_scope() as session:
         configure_study(session.scalar(select(Study)), qualification_f1=0.5)
+        hints = []
+        for document in session.scalars(select(Document).order_by(Document.external_id)):
+            document.is_practice = document.external_id == "doc-1"  # it teaches: checks freeze
+            hint = Suggestion(
+                document_id=document.id,
+                segment=0,
+                start=0,
+                end=4,
+                text="Anna",
+                category="CharE",
+                score=0.9,
+                detector="test",
+                detector_version="1",
+            )
+            session.add(hint)
+            session.flush()
+            hints.append(hint.id)
+    hint_ids = [*hints, hints[-1] + 1000]  # doc-1's (shown), doc-2's, none
+    app.config["PRACTICE_RATE_LIMIT"] = "1000000 per hour"  # every check freezes, none is a 429
     clock = {"now": START}
     monkeypatch.setattr(assignments, "now", lambda: clock["now"])
 
@@ -191,7 +227,9 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
                 body = annotation_body(*span, client_id=f"first-{n}")
                 self.agree(self.pair.send("POST", "/annotations", body))
             if checked is not None:
-                self.agree(self.pair.send("POST", f"/practice/{checked}", {}))
+                answers = self.pair.send("POST", f"/practice/{checked}", {})
+                self.agree(answers)
+                assert answers[0][0] == 200  # a practice document: the segment is frozen
 
         @rule(which=st.integers(0, 3))
         def remove(self, which) -> None:
@@ -211,15 +249,22 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
                 st.sampled_from([0.0, 0.5, 2.0, 4.0, 30.0]),
                 max_size=2,
             ),
+            events=st.dictionaries(
+                st.sampled_from(["shown", "accepted"]),
+                st.lists(st.sampled_from(range(3)), min_size=1, max_size=3),
+                max_size=2,
+            ),
         )
-        def position(self, wait, segment, active) -> None:
-            """Some time passes (the clock), then the page reports its active time (or, with
-            no segment, only says it is there: a heartbeat)."""
+        def position(self, wait, segment, active, events) -> None:
+            """Some time passes (the clock), then the page reports its active time and
+            suggestion events (or, with no segment, only says it is there: a heartbeat)."""
             clock["now"] += timedelta(seconds=wait)
             if segment is None:
                 self.agree(self.pair.send("POST", "/heartbeat", {}))
             else:
                 body = {"segment": segment, "active": active}
+                if events:
+                    body["events"] = {k: [hint_ids[i] for i in v] for k, v in events.items()}
                 self.agree(self.pair.send("POST", "/position", body))
 
         @rule(segment=st.integers(0, len(SEGMENTS) - 1))
@@ -246,6 +291,7 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
             stored = sum(seconds for _segment, seconds, _at in lane["times"])
             elapsed = (clock["now"] - opened).total_seconds()
             assert stored <= elapsed + timing.SLACK_SECONDS + 1e-6
+            assert {suggestion for suggestion, _event in lane["events"]} <= {hint_ids[0]}
 
     run_state_machine_as_test(
         HotPath,
