@@ -50,11 +50,11 @@ from app.models import (
     PracticeCheck,
     SegmentTime,
     Study,
-    Suggestion,
     SuggestionEvent,
 )
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, SEGMENTS, annotation_body
+from tests.test_worker_attacks import add_suggestions
 
 EXAMPLES = int(os.environ.get("MARGINALIA_MODEL_EXAMPLES", "40"))
 STEPS = 20
@@ -163,24 +163,10 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
     make_study(app, documents=DOCUMENTS, gold=True, annotators_per_doc=1000, suggestions="shown")
     with app.app_context(), session_scope() as session:
         configure_study(session.scalar(select(Study)), qualification_f1=0.5)
-        hints = []
-        for document in session.scalars(select(Document).order_by(Document.external_id)):
-            document.is_practice = document.external_id == "doc-1"  # it teaches: checks freeze
-            hint = Suggestion(
-                document_id=document.id,
-                segment=0,
-                start=0,
-                end=4,
-                text="Anna",
-                category="CharE",
-                score=0.9,
-                detector="test",
-                detector_version="1",
-            )
-            session.add(hint)
-            session.flush()
-            hints.append(hint.id)
-    hint_ids = [*hints, hints[-1] + 1000]  # doc-1's (shown), doc-2's, none
+        doc_1 = session.scalar(select(Document).where(Document.external_id == "doc-1"))
+        doc_1.is_practice = True  # it teaches: a check freezes its segment
+    hints = add_suggestions(app)
+    hint_ids = [hints["doc-1"], hints["doc-2"], hints["doc-2"] + 1000]  # shown, another's, none
     app.config["PRACTICE_RATE_LIMIT"] = "1000000 per hour"  # every check freezes, none is a 429
     clock = {"now": START}
     monkeypatch.setattr(assignments, "now", lambda: clock["now"])
