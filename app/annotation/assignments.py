@@ -222,8 +222,28 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     """
     _require_active(assignment)
     texts = segment_texts(session, assignment.document_id)
-    values, client_id = annotation_values(body, texts, categories_by_id(assignment.study.taxonomy))
+    taxonomy = assignment.study.taxonomy
+    values, client_id = annotation_values(
+        body, texts, categories_by_id(taxonomy), bool(taxonomy.get("multi_label"))
+    )
     check_suggestion(session, assignment.document_id, values["suggestion_id"])
+    labels = values.pop("categories", None) or [values["category"]]
+    for label in labels[1:]:
+        refuse_exact_duplicate(session, assignment, client_id, {**values, "category": label})
+    annotation, created = _add_row(session, assignment, client_id, values)
+    if created:
+        for n, label in enumerate(labels[1:], 1):  # a multi-label mark: one row per category
+            row = {**values, "category": label, "mark": annotation.id}
+            session.add(
+                Annotation(assignment_id=assignment.id, client_id=f"~{annotation.id}.{n}", **row)
+            )
+        session.flush()
+    return annotation, created
+
+
+def _add_row(
+    session: Session, assignment: Assignment, client_id: str, values: dict[str, Any]
+) -> tuple[Annotation, bool]:
 
     def earlier() -> Annotation | None:
         return session.scalar(
@@ -282,9 +302,23 @@ def remove_annotation(session: Session, assignment: Assignment, annotation_id: i
     )
     if annotation is None:
         raise NotFound("this assignment has no such annotation")
-    if annotation.removed_at is None:
-        annotation.removed_at = now()
+    moment = now()
+    for row in [annotation, *mark_rows(session, annotation)]:
+        if row.removed_at is None:
+            row.removed_at = moment
     engage(assignment)
+
+
+def mark_rows(session: Session, annotation: Annotation) -> list[Annotation]:
+    """The other rows of a multi-label mark whose first row is ``annotation``."""
+    return list(
+        session.scalars(
+            select(Annotation)
+            .where(Annotation.assignment_id == annotation.assignment_id)
+            .where(Annotation.mark == annotation.id)
+            .order_by(Annotation.id)
+        )
+    )
 
 
 def set_position(session: Session, assignment: Assignment, body: Any) -> None:
@@ -352,7 +386,7 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         }
         if annotation.paired_end_segment is not None:
             paired["end_segment"] = annotation.paired_end_segment
-    return {
+    out = {
         "id": annotation.id,
         "segment": annotation.segment,
         "start": annotation.start,
@@ -365,3 +399,27 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         "suggestion_id": annotation.suggestion_id,
         "created_at": isoformat(annotation.created_at),
     }
+    attributes = getattr(annotation, "attributes", None)
+    if attributes:  # only when set: other studies' payloads stay as they were
+        out["attributes"] = attributes
+    return out
+
+
+def mark_json(session: Session, annotation: Annotation) -> dict[str, Any]:
+    """One stored mark's JSON (with its other categories, if multi-label)."""
+    return marks_json([annotation, *mark_rows(session, annotation)])[0]
+
+
+def marks_json(rows: Any) -> list[dict[str, Any]]:
+    """Live rows (in id order) as the page's marks: a multi-label mark's rows folded into
+    its first row's JSON, ``categories`` listing them all (docs/CONTRACT.md)."""
+    out: list[dict[str, Any]] = []
+    first: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        mark = getattr(row, "mark", None)
+        if mark is None:
+            out.append(first.setdefault(row.id, annotation_json(row)))
+        elif mark in first:
+            head = first[mark]
+            head.setdefault("categories", [head["category"]]).append(row.category)
+    return out

@@ -136,6 +136,8 @@ def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
 def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
     """Store a new annotation in two statements (in one round trip on the driver): its JSON,
     or None."""
+    if isinstance(body, dict) and ("categories" in body or "attributes" in body):
+        return None  # multi-label or attribute-carrying marks: the rules store them
     keys = keys_of(db, token)
     if keys is None:
         return None
@@ -178,7 +180,7 @@ def try_remove(db: Database, token: str, annotation_id: int) -> bool:
         params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
         claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
         write = ("remove_checked", hot_sql.REMOVE_CHECKED)
-        return db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount == 1
+        return db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount >= 1
     return (
         keys is not None
         and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id)
@@ -188,7 +190,7 @@ def try_remove(db: Database, token: str, annotation_id: int) -> bool:
             hot_sql.REMOVE,
             {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()},
         ).rowcount
-        == 1
+        >= 1
     )
 
 
@@ -241,7 +243,7 @@ def add(session: Session, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     if isinstance(body, dict):
         practice.refuse_if_checked(session, assignment.id, segment=body.get("segment"))
     annotation, created = rules.add_annotation(session, assignment, body)
-    return rules.annotation_json(annotation), created
+    return rules.mark_json(session, annotation), created
 
 
 def remove(session: Session, token: str, annotation_id: int) -> None:

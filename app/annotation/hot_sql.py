@@ -85,15 +85,16 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
+# A multi-label mark's other rows name its first row in ``mark``: they go with it.
 REMOVE = _stamped(
     "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id"
+    "WHERE assignment_id = :assignment_id AND (id = :annotation_id OR mark = :annotation_id)"
 )
 
 # REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
 REMOVE_CHECKED = _stamped(
     "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id "
+    "WHERE assignment_id = :assignment_id AND (id = :annotation_id OR mark = :annotation_id) "
     f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
 )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from app.documents.attributes import check_attributes
 from app.documents.locating import crossing_text
 from app.documents.records import DocumentInput, ImportedSpan
 from app.documents.text import storable
@@ -36,7 +37,22 @@ def check_spans(study: Study, document: DocumentInput) -> None:
     categories = {c["id"]: c for c in study.taxonomy["categories"]}
     known = set(categories)
     where = f"document {document.external_id!r}"
+    for worker in document.empty_workers:
+        if not worker.strip() or len(worker) > MAX_WORKER_ID_CHARS or not storable(worker):
+            raise InvalidInput(f"{where}: worker id {worker[:40]!r} is not a usable worker id")
     for span in document.work:
+        labels = [span.category, *span.also]
+        if span.also and not study.taxonomy.get("multi_label"):
+            raise InvalidInput(
+                f"{where}: a mark has several categories ({', '.join(labels)}) but the "
+                "study's taxonomy does not set multi_label"
+            )
+        if any(label not in known for label in span.also):
+            raise InvalidInput(f"{where}: categories {labels!r} are not all of the study's")
+        try:
+            check_attributes(span.attributes, [categories[c] for c in labels if c in known])
+        except InvalidInput as exc:
+            raise InvalidInput(f"{where}: {exc}") from None
         if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
             raise InvalidInput(
                 f"{where}: worker id {span.worker_id[:40]!r} must be 1 to "
@@ -80,7 +96,8 @@ def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], whe
     assert span.paired is not None and span.paired_end_segment is not None
     segment, start, end, text = span.paired
     to = span.paired_end_segment
-    if not category.get("pair_across_segments"):
+    relation = category["kind"] == "relation"  # the other span anywhere (pairing.py)
+    if not category.get("pair_across_segments") and not relation:
         raise InvalidInput(
             f"{where}: category {span.category!r} takes its earlier span within one segment "
             "(the taxonomy does not set pair_across_segments)"
@@ -93,7 +110,7 @@ def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], whe
         raise InvalidInput(
             f"{where}: segments {segment}..{to}: offsets {start}-{end} do not hold {text[:40]!r}"
         )
-    if to > span.segment or (to == span.segment and end > span.start):
+    if not relation and (to > span.segment or (to == span.segment and end > span.start)):
         raise InvalidInput(f"{where}: the paired span must come before the annotated span")
 
 
@@ -115,6 +132,8 @@ def store_imported_work(
         by_worker: dict[str, list[ImportedSpan]] = {}
         for span in document.work:
             by_worker.setdefault(span.worker_id, []).append(span)
+        for worker_id in document.empty_workers:
+            by_worker.setdefault(worker_id, [])
         for worker_id, spans in by_worker.items():
             assignment = Assignment(
                 token=_token(),
@@ -124,16 +143,25 @@ def store_imported_work(
                 platform=IMPORTED_PLATFORM,
                 platform_data={"imported": True},
                 status="submitted",
-                current_segment=max(s.segment for s in spans),
+                current_segment=max((s.segment for s in spans), default=0),
                 submitted_at=moment,
                 created_at=moment,
                 last_seen_at=moment,
                 engaged_at=moment,
             )
-            assignment.annotations = [_annotation(span, n, moment) for n, span in enumerate(spans)]
+            rows = [_annotation(span, n, moment) for n, span in enumerate(spans)]
+            assignment.annotations = rows
             session.add(assignment)
             counts.assignments += 1
             counts.annotations += len(spans)
+            if any(span.also for span in spans):  # a multi-label mark: a row per category
+                session.flush()
+                for n, (span, row) in enumerate(zip(spans, rows, strict=True)):
+                    for k, label in enumerate(span.also, 1):
+                        extra = _annotation(span, n, moment)
+                        extra.category, extra.mark = label, row.id
+                        extra.client_id = f"import-{n}.{k}"
+                        assignment.annotations.append(extra)
         session.add_all(
             Suggestion(
                 document_id=document_id,
@@ -166,6 +194,7 @@ def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
         paired_text=paired[3] if paired else None,
         paired_end_segment=span.paired_end_segment if paired else None,
         comment=span.comment,
+        attributes=span.attributes or None,
         client_id=f"import-{number}",
         created_at=moment,
     )

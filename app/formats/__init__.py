@@ -24,6 +24,7 @@ from app.errors import InvalidInput
 from app.formats import (
     assignments_csv,
     assignments_jsonl,
+    booookscore,
     brat,
     bundles,
     csv,
@@ -41,11 +42,11 @@ from app.models import Study
 from app.quality.work import LAYERS, Work
 
 READERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
+    m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat, booookscore)
 }
 WRITERS: dict[str, ModuleType] = {
     m.NAME: m
-    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet, booookscore)
     + (assignments_csv, assignments_jsonl)
 }
 IMPORT_FORMATS = ("auto", *READERS)
@@ -80,7 +81,7 @@ def detect_format(path: Path, data: Any) -> str:
     if path.suffix == ".jsonl":
         return "jsonl"
     if isinstance(data, dict) and data:
-        for name in ("paragraphs", "falte", "snac"):
+        for name in ("paragraphs", "falte", "booookscore", "snac"):
             if READERS[name].looks_like(data):
                 return name
     if isinstance(data, list) and data:
@@ -165,6 +166,7 @@ def _finish(
         if gold:
             document.gold = document.gold or gold_from_work(document)
             document.work = []
+            document.empty_workers = []
         else:
             document.gold = []
     return documents

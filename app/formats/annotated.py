@@ -38,6 +38,8 @@ MARK_COLUMNS = (
     "comment",
     "created_at",
     "id",
+    "attributes",
+    "mark",
 )
 
 
@@ -59,6 +61,8 @@ class Mark:
     comment: str
     created_at: str | None
     id: int
+    attributes: dict[str, Any] | None = None
+    mark: int | None = None  # the id shared by a multi-label mark's rows (one per category)
 
     @property
     def paired_to(self) -> int | None:
@@ -99,6 +103,14 @@ class AnnotatedDocument:
         return [mark for marks in self.workers.values() for mark in marks]
 
 
+def grouped(marks: list[Mark]) -> list[list[Mark]]:
+    """A worker's marks as multi-label marks: the rows sharing a ``mark``, in order."""
+    groups: dict[int, list[Mark]] = {}
+    for mark in marks:
+        groups.setdefault(mark.id if mark.mark is None else mark.mark, []).append(mark)
+    return list(groups.values())
+
+
 def annotated_documents(
     session: Session, study: Study, work: Work | None = None, *, with_work_only: bool = False
 ) -> Iterator[AnnotatedDocument]:
@@ -134,8 +146,8 @@ def annotated_documents(
         if next_marks is not None and next_marks[0] == document_id:
             for row in next_marks[1]:
                 own = workers.setdefault(row[1], [])
-                if row[-1] is not None:  # an empty row: submitted without a mark
-                    own.append(Mark(*row[1:13], isoformat(row[13]), row[14]))
+                if row[14] is not None:  # an empty row: submitted without a mark
+                    own.append(Mark(*row[1:13], isoformat(row[13]), *row[14:17]))
             next_marks = next(marks, None)
         if workers or not with_work_only:
             yield AnnotatedDocument(
