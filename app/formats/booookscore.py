@@ -14,7 +14,9 @@ the release has it); ``annotators`` also lists who submitted the summary with no
 and without it the file's one worker submitted every summary of the file.
 Written: the same shape per document that counts, summaries as imported, one single or
 relation per mark (a multi-label mark's categories as its label list), ``annotators`` on
-every entry and ``annotator`` on every item when a summary has several workers.
+every entry and ``annotator`` on every item when a summary has several workers. A
+document's source (the report's per-source figures) is the file's name, e.g.
+``summary-gpt4-4096-hier``: the system that wrote the summaries.
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def _entry(
                 )
             )
     marked = {span.worker_id for span in work}
-    meta = {**layout.meta(), "booookscore": {"file": fallback}}
+    meta = {**layout.meta(), "source": fallback}  # the file: its system, for the report
     return DocumentInput(
         doc, layout.segments, meta, work=work, empty_workers=[w for w in workers if w not in marked]
     )

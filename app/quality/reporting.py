@@ -27,6 +27,7 @@ from app.models import (
 )
 from app.quality.agreement import agreement_report, groups_from_taxonomy
 from app.quality.attention import attention_report
+from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import (
     confident_recall,
     confident_thresholds,
@@ -100,7 +101,12 @@ def study_report(
       worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
-      sources sorted; documents without a source under ``""``).
+      sources sorted; documents without a source under ``""``); a multi-label mark counts
+      once per category.
+    * ``attributes``: {attribute id: {value: marks}}
+      (:func:`app.quality.booookscore.attribute_counts`).
+    * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
+      is done), each :func:`app.quality.booookscore.booookscore`.
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
@@ -259,6 +265,11 @@ def study_report(
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
+        "attributes": attribute_counts(session, study, work),
+        "booookscore": {
+            "workers": booookscore(session, study, work),
+            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
+        },
     }
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
