@@ -165,3 +165,20 @@ def value_problem(declaration: Mapping[str, Any], value: Any) -> str | None:
 def attribute_ids(snapshot: Mapping[str, Any]) -> list[str]:
     """Every attribute id of a taxonomy snapshot, in first-declared order (export columns)."""
     return list(declared_for(snapshot["categories"]))
+
+
+def coerce_attributes(value: Any, categories: Iterable[Mapping[str, Any]]) -> Any:
+    """A file's attribute values read as their declarations say (files that store every
+    value as text: brat): ``"3"`` for a scale is 3, ``3`` for a choice is ``"3"``."""
+    if not isinstance(value, dict):
+        return value
+    declared = declared_for(categories)
+    out = {}
+    for key, given in value.items():
+        kinds = {d["kind"] for d in declared.get(key, ())}
+        if kinds == {"scale"} and isinstance(given, str) and given.strip().lstrip("-").isdigit():
+            given = int(given)
+        elif kinds == {"choice"} and isinstance(given, int) and not isinstance(given, bool):
+            given = str(given)
+        out[key] = given
+    return out

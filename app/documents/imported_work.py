@@ -9,11 +9,11 @@ Label Studio ``predictions`` become detector suggestions (detector ``import:<mod
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from app.documents.attributes import check_attributes
+from app.documents.attributes import check_attributes, coerce_attributes
 from app.documents.locating import crossing_text
 from app.documents.records import DocumentInput, ImportedSpan
 from app.documents.text import storable
@@ -33,26 +33,34 @@ class ImportedWork:
 
 
 def check_spans(study: Study, document: DocumentInput) -> None:
-    """Every imported span names a known category and its text sits at its offsets."""
+    """Every imported span names a known category, its text sits at its offsets and its
+    attributes are declared (values read as the declarations say: "3" for a scale is 3).
+    In a study without ``multi_label``, a mark of several categories becomes one mark per
+    category first."""
     categories = {c["id"]: c for c in study.taxonomy["categories"]}
     known = set(categories)
     where = f"document {document.external_id!r}"
     for worker in document.empty_workers:
         if not worker.strip() or len(worker) > MAX_WORKER_ID_CHARS or not storable(worker):
             raise InvalidInput(f"{where}: worker id {worker[:40]!r} is not a usable worker id")
+    if not study.taxonomy.get("multi_label"):  # several categories: a mark for each
+        document.work = [
+            replace(span, category=label, also=())
+            for span in document.work
+            for label in (span.category, *span.also)
+        ]
     for span in document.work:
         labels = [span.category, *span.also]
-        if span.also and not study.taxonomy.get("multi_label"):
-            raise InvalidInput(
-                f"{where}: a mark has several categories ({', '.join(labels)}) but the "
-                "study's taxonomy does not set multi_label"
-            )
-        if any(label not in known for label in span.also):
-            raise InvalidInput(f"{where}: categories {labels!r} are not all of the study's")
+        if any(label not in known for label in labels):
+            continue  # named below
+        chosen = [categories[c] for c in labels]
         try:
-            check_attributes(span.attributes, [categories[c] for c in labels if c in known])
+            span.attributes = check_attributes(coerce_attributes(span.attributes, chosen), chosen)
         except InvalidInput as exc:
-            raise InvalidInput(f"{where}: {exc}") from None
+            raise InvalidInput(
+                f"{where}: {exc} (declare the attributes in the taxonomy, e.g. "
+                "`marginalia taxonomy from-thresh`)"
+            ) from None
         if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
             raise InvalidInput(
                 f"{where}: worker id {span.worker_id[:40]!r} must be 1 to "
@@ -69,9 +77,10 @@ def check_spans(study: Study, document: DocumentInput) -> None:
         if not storable(hint.detector):
             raise InvalidInput(f"{where}: a model version contains a NUL or unpaired surrogate")
     for span in [*document.work, *document.suggestions]:
-        if span.category not in known:
+        unknown = [c for c in (span.category, *getattr(span, "also", ())) if c not in known]
+        if unknown:
             raise InvalidInput(
-                f"{where}: category {span.category!r} is not a category of study "
+                f"{where}: category {unknown[0]!r} is not a category of study "
                 f"{study.slug!r} (make the taxonomy with `marginalia taxonomy from-thresh` "
                 "or add it)"
             )

@@ -93,6 +93,8 @@ class AnnotatedDocument:
     is_gold: bool
     role: str
     workers: dict[str, list[Mark]] = field(default_factory=dict)
+    # each worker's latest time: its last mark's, or for a submission with no mark its own
+    times: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def layout(self) -> Layout:
@@ -143,13 +145,17 @@ def annotated_documents(
             segments = [row[1] for row in next_text[1]]
             next_text = next(texts, None)
         workers: dict[str, list[Mark]] = {}
+        times: dict[str, str | None] = {}
         if next_marks is not None and next_marks[0] == document_id:
             for row in next_marks[1]:
                 own = workers.setdefault(row[1], [])
+                stamp = isoformat(row[13])
+                if stamp and (times.get(row[1]) or "") < stamp:
+                    times[row[1]] = stamp
                 if row[14] is not None:  # an empty row: submitted without a mark
                     own.append(Mark(*row[1:13], isoformat(row[13]), *row[14:17]))
             next_marks = next(marks, None)
         if workers or not with_work_only:
             yield AnnotatedDocument(
-                external_id, segments, meta or {}, bool(is_gold), document_role, workers
+                external_id, segments, meta or {}, bool(is_gold), document_role, workers, times
             )

@@ -3,10 +3,18 @@
 
 Written: ``DOC.txt`` (the whole text) with an empty ``DOC.ann`` at the top for every
 document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker: ``T`` lines for
-spans (type = category), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans,
-``#`` ``AnnotatorNotes`` lines for comments; ``annotation.conf`` and ``visual.conf`` from the
-taxonomy. Names are percent-encoded ids. Read: the same; a folder's name is the worker
-(``import-1`` for files at the top), any relation pairs its two spans.
+spans (type = category; a multi-label mark is one ``T`` line per category, each with the
+mark's relation, note and attributes), an ``R`` line ``paired Arg1:earlier Arg2:later`` for
+paired spans and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
+``A1<TAB>attribute T1 value`` (the value percent-encoded; a binary attribute, with no
+value, is not read), ``#`` ``AnnotatorNotes`` lines
+for comments; ``annotation.conf`` (attributes declared with their values) and
+``visual.conf`` from the taxonomy. A worker who submitted with no mark has an empty
+``WORKER/DOC.ann``. Names are percent-encoded ids. Read: the same; a folder's name is the
+worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
+submission with no mark), a ``related`` relation keeps its direction, any other relation
+pairs its two spans (the earlier with the later), and one worker's ``T`` lines with the
+same offsets, relation, note and attributes are one mark (its categories in order).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from urllib.parse import quote, unquote
 from sqlalchemy.orm import Session
 
 from app.formats.annotated import Mark, annotated_documents
-from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
+from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
 from app.quality.work import Work
@@ -29,9 +37,11 @@ NAME = "brat"
 READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"
+RELATED = "related"  # a relation category: Arg1 the marked span, Arg2 the other, any order
 TOP_WORKER = "import-1"
 SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)(?:\t(.*))?$")
 RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
+ATTRIBUTE_LINE = re.compile(r"^[AM]\d+\t(\S+) (T\d+|[ERN]\d+)(?: (\S+))?\s*$")
 NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 
 
@@ -40,11 +50,26 @@ def file_name(value: str) -> str:
     return quote(value, safe=" ,;=+@()[]{}!'~-_")
 
 
+def attribute_value(value: Any) -> str:
+    """An attribute's value as one brat token (percent-encoded: no spaces)."""
+    return quote(str(value), safe=",;=+@()[]{}!'~-_.")
+
+
 def annotation_conf(taxonomy: dict[str, Any]) -> str:
     types = "\n".join(c["id"] for c in taxonomy["categories"])
+    declared: dict[str, list[str]] = {}
+    for category in taxonomy["categories"]:
+        for a in category.get("attributes", ()):
+            values = a["values"] if a["kind"] == "choice" else range(a["min"], a["max"] + 1)
+            declared.setdefault(a["id"], [attribute_value(v) for v in values])
+    attributes = "".join(
+        f"{key}\tArg:<ENTITY>, Value:{'|'.join(values)}\n" for key, values in declared.items()
+    )
     return (
         f"[entities]\n{types}\n\n[relations]\n{RELATION}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
-        "<OVERLAP>\tArg1:<ENTITY>, Arg2:<ENTITY>, <OVL-TYPE>:<ANY>\n\n[events]\n\n[attributes]\n"
+        f"{RELATED}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
+        "<OVERLAP>\tArg1:<ENTITY>, Arg2:<ENTITY>, <OVL-TYPE>:<ANY>\n\n[events]\n\n"
+        f"[attributes]\n{attributes}"
     )
 
 
@@ -62,10 +87,11 @@ def visual_conf(taxonomy: dict[str, Any]) -> str:
     return f"[labels]\n{labels}\n\n[drawing]\n{drawing}\n"
 
 
-def ann_text(marks: list[Mark], layout: Layout) -> str:
-    """The ``.ann`` lines of one worker's marks on one document."""
+def ann_text(marks: list[Mark], layout: Layout, related: set[str] = frozenset()) -> str:
+    """The ``.ann`` lines of one worker's marks on one document (``related``: the relation
+    categories, whose link goes from the marked span to the other, in any order)."""
     lines: list[str] = []
-    number = 0
+    number = attributes = 0
 
     def span(a: int, b: int, text: str, category: str) -> str:
         nonlocal number
@@ -81,7 +107,13 @@ def ann_text(marks: list[Mark], layout: Layout) -> str:
         if paired is not None:
             earlier = span(*paired, mark.category)
             relations += 1
-            lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
+            if mark.category in related:
+                lines.append(f"R{relations}\t{RELATED} Arg1:{tag} Arg2:{earlier}")
+            else:
+                lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
+        for key, value in (mark.attributes or {}).items():
+            attributes += 1
+            lines.append(f"A{attributes}\t{key} {tag} {attribute_value(value)}")
         if mark.comment:
             notes += 1
             lines.append(f"#{notes}\tAnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
@@ -93,6 +125,7 @@ def export_files(
 ) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
+    related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
     for document in annotated_documents(session, study, work):
         layout = document.layout
         name = file_name(document.external_id)
@@ -102,7 +135,7 @@ def export_files(
         for worker, marks in document.workers.items():
             folder = file_name(worker)
             yield f"{folder}/{name}.txt", text
-            yield f"{folder}/{name}.ann", ann_text(marks, layout).encode("utf-8")
+            yield f"{folder}/{name}.ann", ann_text(marks, layout, related).encode("utf-8")
 
 
 def _spans(
@@ -111,7 +144,9 @@ def _spans(
     spans: dict[str, tuple[int, int, int, str, str]] = {}
     ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
+    linked: dict[str, str] = {}  # a relation category's marked span -> its other span
     notes: dict[str, str] = {}
+    attributes: dict[str, dict[str, str]] = {}
     for number, line in enumerate(ann.splitlines(), start=1):
         if not line.strip():
             continue
@@ -138,7 +173,16 @@ def _spans(
             match = RELATION_LINE.match(line)
             if match is None:
                 raise problem(f"{at}: not a relation line `R1<TAB>Type Arg1:T1 Arg2:T2`")
-            relations.append((match.group(4), match.group(3)))
+            if match.group(2) == RELATED:
+                linked[match.group(3)] = match.group(4)
+            else:
+                relations.append((match.group(4), match.group(3)))
+        elif line.startswith(("A", "M")):
+            match = ATTRIBUTE_LINE.match(line)
+            if match is None:
+                raise problem(f"{at}: not an attribute line `A1<TAB>Name T1 Value`")
+            if match.group(3) is not None:  # a binary attribute (no value) has no counterpart
+                attributes.setdefault(match.group(2), {})[match.group(1)] = unquote(match.group(3))
         elif line.startswith("#"):
             match = NOTE_LINE.match(line)
             if match is not None:
@@ -151,6 +195,12 @@ def _spans(
         if later in ordered:
             raise problem(f"{where}: span {later} is the later half of two relations")
         ordered[later] = earlier
+    for marked, other in linked.items():
+        if marked not in spans or other not in spans or marked in ordered:
+            raise problem(f"{where}: a {RELATED} relation names a span that is not there")
+        ordered[marked] = other
+    if any(tag.startswith("T") and tag not in spans for tag in attributes):
+        raise problem(f"{where}: an attribute names a span that is not there")
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
         if tag in pairs.values() and tag not in pairs:
@@ -160,9 +210,13 @@ def _spans(
         earlier = pairs.get(tag)
         paired = spans[earlier][:4] if earlier else None
         to = ends[earlier][0] if earlier and ends[earlier][0] != spans[earlier][0] else None
-        note = notes.get(tag, "")
-        result.append(ImportedSpan(worker, segment, start, end, text, category, paired, note, to))
-    return result
+        note, given = notes.get(tag, ""), attributes.get(tag) or None
+        result.append(
+            ImportedSpan(
+                worker, segment, start, end, text, category, paired, note, to, attributes=given
+            )
+        )
+    return group_marks(result)  # one T line per category of a mark
 
 
 def parse_files(
@@ -182,6 +236,9 @@ def parse_files(
         layout, mapper, original = layouts[doc]
         if files[name] != original:
             raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
-        ann = files.get(name[: -len(".txt")] + ".ann", "")
-        documents[doc].work += _spans(ann, layout, mapper, problem, name[:-4] + ".ann", worker)
+        ann_name = name[: -len(".txt")] + ".ann"
+        spans = _spans(files.get(ann_name, ""), layout, mapper, problem, ann_name, worker)
+        if not spans and ann_name in files and worker != TOP_WORKER:
+            documents[doc].empty_workers.append(worker)  # a worker's empty .ann: no errors
+        documents[doc].work += spans
     return list(documents.values())
