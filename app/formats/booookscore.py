@@ -14,7 +14,8 @@ the release has it); ``annotators`` also lists who submitted the summary with no
 and without it the file's one worker submitted every summary of the file.
 Written: the same shape per document that counts, summaries as imported, one single or
 relation per mark (a multi-label mark's categories as its label list), ``annotators`` on
-every entry and ``annotator`` on every item when a summary has several workers. A
+every entry and ``annotator`` on every item when a summary has several workers, and
+``attributes`` on an item whose mark has some (ours; read back). A
 document's source (the report's per-source figures) is the file's name, e.g.
 ``summary-gpt4-4096-hier``: the system that wrote the summaries.
 """
@@ -141,6 +142,7 @@ def _entry(
                     question,
                     crossing,
                     tuple(labels[1:]),
+                    item.get("attributes"),  # ours: the marks' attributes, when declared
                 )
             )
     marked = {span.worker_id for span in work}
@@ -178,6 +180,8 @@ def _item(rows: list[Mark], layout: Layout, worker: str | None) -> tuple[str, di
             "shared_questions": first.comment,
             "shared_labels": labels,
         }
+    if first.attributes:
+        item["attributes"] = first.attributes
     if worker is not None:
         item["annotator"] = worker
     return ("singles" if other is None else "relations"), item

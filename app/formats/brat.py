@@ -2,32 +2,36 @@
 ``annotation.conf``.
 
 Written: ``DOC.txt`` (the whole text) with an empty ``DOC.ann`` at the top for every
-document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker: ``T`` lines for
-spans (type = category; a multi-label mark is one ``T`` line per category, each with the
-mark's relation, note and attributes), an ``R`` line ``paired Arg1:earlier Arg2:later`` for
-paired spans and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
-``A1<TAB>attribute T1 value`` (the value percent-encoded; a binary attribute, with no
-value, is not read), ``#`` ``AnnotatorNotes`` lines
+document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker (an empty
+``.ann``: submitted with no mark): one ``T`` line per mark (type = its first category; its
+further categories binary attributes ``also_<category>``; marks alike in all but category
+share the line), never two ``T`` lines on the same offsets where it can be helped (strict
+readers refuse them: a mark's other span reuses the line on its offsets, else gets its own
+flagged ``pair_only``), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans
+and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
+``A1<TAB>attribute T1 value`` (the value percent-encoded), ``#`` ``AnnotatorNotes`` lines
 for comments; ``annotation.conf`` (attributes declared with their values) and
-``visual.conf`` from the taxonomy. A worker who submitted with no mark has an empty
-``WORKER/DOC.ann``. Names are percent-encoded ids. Read: the same; a folder's name is the
-worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
-submission with no mark), a ``related`` relation keeps its direction, any other relation
-pairs its two spans (the earlier with the later), and one worker's ``T`` lines with the
-same offsets, relation, note and attributes are one mark (its categories in order).
+``visual.conf`` from the taxonomy. Names are percent-encoded ids. Read: the same; a
+folder's name is the worker (``import-1`` for files at the top; an empty ``.ann`` in a
+worker's folder is a submission with no mark), a ``related`` relation keeps its
+direction, any other pairs its two spans (the earlier with the later); without
+``pair_only`` flags (files of other tools) a span that is only a relation's earlier half is
+not a mark; a binary attribute with no counterpart is not read.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
 
 from sqlalchemy.orm import Session
 
-from app.formats.annotated import Mark, annotated_documents
+from app.formats.annotated import Mark, annotated_documents, grouped
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
@@ -38,6 +42,8 @@ READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"
 RELATED = "related"  # a relation category: Arg1 the marked span, Arg2 the other, any order
+ALSO = "also_"  # binary attribute also_<category>: a further category of the mark
+PAIR_ONLY = "pair_only"  # binary attribute: this T line is only a mark's other span
 TOP_WORKER = "import-1"
 SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)(?:\t(.*))?$")
 RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
@@ -65,6 +71,9 @@ def annotation_conf(taxonomy: dict[str, Any]) -> str:
     attributes = "".join(
         f"{key}\tArg:<ENTITY>, Value:{'|'.join(values)}\n" for key, values in declared.items()
     )
+    attributes += f"{PAIR_ONLY}\tArg:<ENTITY>\n" + "".join(
+        f"{ALSO}{c['id']}\tArg:<ENTITY>\n" for c in taxonomy["categories"]
+    )
     return (
         f"[entities]\n{types}\n\n[relations]\n{RELATION}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
         f"{RELATED}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
@@ -87,36 +96,68 @@ def visual_conf(taxonomy: dict[str, Any]) -> str:
     return f"[labels]\n{labels}\n\n[drawing]\n{drawing}\n"
 
 
-def ann_text(marks: list[Mark], layout: Layout, related: set[str] = frozenset()) -> str:
+def ann_text(marks: list[Mark], layout: Layout, related: Collection[str] = ()) -> str:
     """The ``.ann`` lines of one worker's marks on one document (``related``: the relation
-    categories, whose link goes from the marked span to the other, in any order)."""
+    categories, whose link goes from the marked span to the other, in any order).
+
+    One ``T`` line per mark (strict readers such as pybrat refuse two ``T`` lines on the
+    same offsets): a mark's further categories are binary attributes ``also_<category>``,
+    marks alike in all but category share one line, and a paired or related span reuses
+    the ``T`` line already on its offsets, else gets one flagged ``pair_only``.
+    """
     lines: list[str] = []
-    number = attributes = 0
+    count: Counter[str] = Counter()
+
+    def add(kind: str, body: str) -> str:
+        count[kind] += 1
+        lines.append(f"{kind}{count[kind]}\t{body}")
+        return f"{kind}{count[kind]}"
 
     def span(a: int, b: int, text: str, category: str) -> str:
-        nonlocal number
-        number += 1
-        lines.append(f"T{number}\t{category} {a} {b}\t{' '.join(text.splitlines())}")
-        return f"T{number}"
+        return add("T", f"{category} {a} {b}\t{' '.join(text.splitlines())}")
 
-    relations = notes = 0
-    for mark in marks:
-        a, b = layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)
-        tag = span(a, b, mark.text, mark.category)
+    at: dict[tuple[int, int], str] = {}  # offsets -> the T line there
+    alike: dict[tuple[Any, ...], tuple[str, list[str]]] = {}  # one line, its categories
+    written: list[tuple[str, Mark]] = []
+    for rows in grouped(marks):
+        first = rows[0]
+        a, b = (
+            layout.to_whole(first.segment, first.start),
+            layout.to_whole(first.segment, first.end),
+        )
+        paired = first.paired_range(layout)
+        key = (
+            a,
+            b,
+            paired and paired[:2],
+            first.comment,
+            json.dumps(first.attributes, sort_keys=True),
+        )
+        if key in alike:
+            alike[key][1].extend(row.category for row in rows)
+            continue
+        tag = span(a, b, first.text, first.category)
+        at.setdefault((a, b), tag)
+        alike[key] = (tag, [row.category for row in rows])
+        written.append((tag, first))
+    for tag, categories in alike.values():
+        for category in dict.fromkeys(categories[1:]):
+            add("A", f"{ALSO}{category} {tag}")
+    for tag, mark in written:
         paired = mark.paired_range(layout)
         if paired is not None:
-            earlier = span(*paired, mark.category)
-            relations += 1
+            other = at.get(paired[:2])
+            if other is None:
+                other = at[paired[:2]] = span(*paired, mark.category)
+                add("A", f"{PAIR_ONLY} {other}")
             if mark.category in related:
-                lines.append(f"R{relations}\t{RELATED} Arg1:{tag} Arg2:{earlier}")
+                add("R", f"{RELATED} Arg1:{tag} Arg2:{other}")
             else:
-                lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
+                add("R", f"{RELATION} Arg1:{other} Arg2:{tag}")
         for key, value in (mark.attributes or {}).items():
-            attributes += 1
-            lines.append(f"A{attributes}\t{key} {tag} {attribute_value(value)}")
+            add("A", f"{key} {tag} {attribute_value(value)}")
         if mark.comment:
-            notes += 1
-            lines.append(f"#{notes}\tAnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
+            add("#", f"AnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -147,6 +188,8 @@ def _spans(
     linked: dict[str, str] = {}  # a relation category's marked span -> its other span
     notes: dict[str, str] = {}
     attributes: dict[str, dict[str, str]] = {}
+    also: dict[str, list[str]] = {}
+    pair_only: set[str] = set()
     for number, line in enumerate(ann.splitlines(), start=1):
         if not line.strip():
             continue
@@ -181,8 +224,14 @@ def _spans(
             match = ATTRIBUTE_LINE.match(line)
             if match is None:
                 raise problem(f"{at}: not an attribute line `A1<TAB>Name T1 Value`")
-            if match.group(3) is not None:  # a binary attribute (no value) has no counterpart
-                attributes.setdefault(match.group(2), {})[match.group(1)] = unquote(match.group(3))
+            name, target, value = match.groups()
+            if value is not None:
+                attributes.setdefault(target, {})[name] = unquote(value)
+            elif name.startswith(ALSO):
+                also.setdefault(target, []).append(name[len(ALSO) :])
+            elif name == PAIR_ONLY:
+                pair_only.add(target)
+            # any other binary attribute (no value) has no counterpart
         elif line.startswith("#"):
             match = NOTE_LINE.match(line)
             if match is not None:
@@ -203,18 +252,17 @@ def _spans(
         raise problem(f"{where}: an attribute names a span that is not there")
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
-        if tag in pairs.values() and tag not in pairs:
-            continue  # only the earlier half of a pair (it may run across segment breaks)
+        if tag in pair_only or (not pair_only and tag in pairs.values() and tag not in pairs):
+            continue  # only the other half of a pair (it may run across segment breaks)
         if ends[tag][0] != segment:
             raise problem(f"{ends[tag][1]} {CROSSING}")
         earlier = pairs.get(tag)
         paired = spans[earlier][:4] if earlier else None
         to = ends[earlier][0] if earlier and ends[earlier][0] != spans[earlier][0] else None
         note, given = notes.get(tag, ""), attributes.get(tag) or None
+        more = {"also": tuple(also.get(tag, ())), "attributes": given}
         result.append(
-            ImportedSpan(
-                worker, segment, start, end, text, category, paired, note, to, attributes=given
-            )
+            ImportedSpan(worker, segment, start, end, text, category, paired, note, to, **more)
         )
     return group_marks(result)  # one T line per category of a mark
 

@@ -83,7 +83,7 @@ def annotation_attributes(annotation: Any, problem: Problem, where: str) -> dict
     for question, answer in annotation.items():
         if isinstance(answer, dict):
             chosen = answer.get("val")
-            rest = {k: v for k, v in answer.items() if k != "val"}
+            rest = {k: v for k, v in answer.items() if k != "val" and v is not None}
             if (
                 not isinstance(chosen, str)
                 or set(rest) - {chosen}
