@@ -145,11 +145,14 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
         if not ranges:
             unlocated.append(edit)
             continue
+        # the marked range: the later of two, unless "marked" (ours, for relation categories,
+        # whose other span may come after) says it is the first
+        marked = 0 if edit.get("marked") == 0 and len(ranges) == 2 else len(ranges) - 1
         spans = []
         for n, (start, end) in enumerate(ranges):
             located = place(layout, mapper(start), mapper(end))
-            # only the earlier range of two (a pair's earlier span) may run across segments
-            if located is None or (located[4] != located[0] and n == len(ranges) - 1):
+            # only the other range of two (a pair's earlier span) may run across segments
+            if located is None or (located[4] != located[0] and n == marked):
                 raise problem(
                     f"{where}: range [{start}, {end}] crosses a segment boundary "
                     "(import with fewer segments: no --sentences-per-segment, or a larger N)",
@@ -164,7 +167,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             edit = {**edit, "annotator": _rater(entry)}
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
-        main, paired = spans[-1][:4], (spans[0] if len(spans) == 2 else None)
+        main, paired = spans[marked][:4], (spans[1 - marked] if len(spans) == 2 else None)
         comment = edit.get("comment") if isinstance(edit.get("comment"), str) else ""
         crossing = paired[4] if paired is not None and paired[4] != paired[0] else None
         given = annotation_attributes(edit.get("annotation"), problem, f"document {doc!r}: {where}")
@@ -239,25 +242,25 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for mark in document.marks:
         attributes = mark.attributes or {}
-        ranges = []
         paired = mark.paired_range(layout)
-        if paired is not None:
-            ranges.append(list(paired[:2]))
-        ranges.append(
-            [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
-        )
+        main = [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
+        ranges = sorted([main, list(paired[:2])]) if paired is not None else [main]
+        first = len(ranges) == 2 and ranges[0] == main and ranges[1] != main
         # one edit per (ranges, category, comment, answers): the workers who marked it so
         key = (
             tuple(map(tuple, ranges)),
+            first,
             mark.category,
             mark.comment,
             json.dumps(attributes, sort_keys=True),
         )
-        entry = merged.setdefault(key, {"ranges": ranges, "workers": [], "attributes": attributes})
+        entry = merged.setdefault(
+            key, {"ranges": ranges, "workers": [], "attributes": attributes, "first": first}
+        )
         if mark.worker_id not in entry["workers"]:
             entry["workers"].append(mark.worker_id)
     edits = []
-    for (_, category, comment, _a), entry in sorted(merged.items(), key=lambda item: item[0]):
+    for (_, _f, category, comment, _a), entry in sorted(merged.items(), key=lambda kv: kv[0][0]):
         edit: dict[str, Any] = {
             "id": len(edits),
             "category": category,
@@ -265,6 +268,8 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
             "votes": len(entry["workers"]),
             "annotators": entry["workers"],
         }
+        if entry["first"]:  # a relation's marked span before its other span
+            edit["marked"] = 0
         if entry["attributes"]:
             edit["annotation"] = attributes_annotation(entry["attributes"])
         if comment:
