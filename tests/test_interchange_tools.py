@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from app.formats import iter_export_files, parse_documents
 from app.formats.bundles import write_folder
 from app.models import Annotation, Assignment, Document
+from app.quality.work import Work
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import api_add, open_token
 
@@ -248,3 +249,42 @@ def test_pybrat_reads_the_export_strictly(app, client, tmp_path):
     # study above has none, so every file is one T line per span
     conf = (folder / "annotation.conf").read_text(encoding="utf-8")
     assert "severity\tArg:<ENTITY>, Value:minor|major|a%20lot" in conf
+
+
+def test_csv_jsonl_and_parquet_carry_marks_and_attributes(app, client, tmp_path):
+    import io
+
+    import pyarrow.parquet as pq
+
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.formats import iter_export
+    from app.formats.rows import column_names, row_values
+    from app.formats.spreadsheet import safe_row
+
+    marked(app, client, tmp_path)
+    with app.app_context(), session_scope() as session:
+        study = get_study(session, "demo")
+        text = "".join(iter_export(session, study, "csv"))  # Postgres: the server's lines
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(column_names(Work(), (), study))
+        writer.writerows(safe_row(row) for row in row_values(session, study, Work()))
+        assert text == buffer.getvalue()  # the csv module's, byte for byte
+        lines = [
+            json.loads(x) for x in "".join(iter_export(session, study, "jsonl")).split("\n") if x
+        ]
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0])[-3:] == ["mark", "attribute.severity", "attribute.confidence"]
+    both = [r for r in rows if r["span_text"] == "Bo left."]
+    assert [r["category"] for r in both] == ["omit", "lang"]  # a row per category, one mark
+    assert {r["mark"] for r in both} == {both[0]["mark"]}
+    assert {(r["attribute.severity"], r["attribute.confidence"]) for r in both} == {("a lot", "4")}
+    assert sum(1 for r in rows if not r["span_text"]) == 2  # the two empty submissions
+    typed = [x["attributes"] for x in lines if x["span_text"] == "Bo left."]
+    assert typed == [{"severity": "a lot", "confidence": 4}] * 2
+    folder = export(app, "parquet", tmp_path / "pq")
+    table = pq.read_table(folder / "data" / "annotations.parquet").to_pylist()
+    row = next(r for r in table if r["text"] == "Bo left.")
+    assert json.loads(row["attributes"]) == {"severity": "a lot", "confidence": 4}
+    assert len({r["mark"] for r in table if r["text"] == "Bo left."}) == 1
