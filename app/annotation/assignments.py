@@ -228,8 +228,12 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     )
     check_suggestion(session, assignment.document_id, values["suggestion_id"])
     labels = values.pop("categories", None) or [values["category"]]
-    for label in labels[1:]:
-        refuse_exact_duplicate(session, assignment, client_id, {**values, "category": label})
+    retry = select(Annotation.id).where(
+        Annotation.assignment_id == assignment.id, Annotation.client_id == client_id
+    )
+    if len(labels) > 1 and session.scalar(retry) is None:  # a new mark: each category's guard
+        for label in labels[1:]:
+            refuse_exact_duplicate(session, assignment, client_id, {**values, "category": label})
     annotation, created = _add_row(session, assignment, client_id, values)
     if created:
         for n, label in enumerate(labels[1:], 1):  # a multi-label mark: one row per category

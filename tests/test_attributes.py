@@ -1,0 +1,174 @@
+"""Issue 28: annotation attributes and multi-label marks through the taxonomy checks and
+the HTTP API (the fast lane hands such bodies to the rules): stored, validated with a clear
+400, one mark as one row per category, removed together, folded in the page's payload."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.documents.taxonomy import TaxonomyError, parse_taxonomy
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import api_add, db_snapshot, open_token
+
+BASE = """name: T
+multi_label: true
+categories:
+  - id: omit
+    label: Omission
+    definition: d
+    attributes:
+      - id: severity
+        kind: choice
+        values: [minor, major, critical]
+        required: true
+      - {id: confidence, kind: scale, min: 1, max: 5}
+  - id: lang
+    label: Language
+    definition: d
+  - id: link
+    label: Linked
+    kind: relation
+    definition: d
+"""
+TEXTS = ["Ann met Bo. Bo left.", "Cy won. The end."]
+
+
+@pytest.mark.parametrize(
+    "change, where",
+    [
+        (
+            "values: [minor, major, critical]",
+            "values: []",
+        ),
+        ("kind: choice", "kind: colour"),
+        (
+            "{id: confidence, kind: scale, min: 1, max: 5}",
+            "{id: confidence, kind: scale, min: 5, max: 1}",
+        ),
+        (
+            "{id: confidence, kind: scale, min: 1, max: 5}",
+            "{id: severity, kind: scale, min: 1, max: 5}",
+        ),
+        ("required: true", "required: yes please"),
+        ("multi_label: true", "multi_label: 1"),
+        (
+            "{id: confidence, kind: scale, min: 1, max: 5}",
+            "{id: confidence, kind: scale, min: 1, max: 5, colour: red}",
+        ),
+    ],
+)
+def test_bad_attribute_declarations_name_file_line_and_field(change, where):
+    text = BASE.replace(change, where)
+    assert text != BASE
+    with pytest.raises(TaxonomyError) as caught:
+        parse_taxonomy(text, "t.yaml")
+    assert str(caught.value).startswith("t.yaml:")
+    assert caught.value.line > 1 and caught.value.field != "(file)"
+
+
+def test_declarations_are_kept_only_where_given():
+    snapshot = parse_taxonomy(BASE, "t.yaml")
+    omit, lang, link = snapshot["categories"]
+    assert snapshot["multi_label"] is True
+    assert omit["attributes"][0] == {
+        "id": "severity",
+        "label": "severity",
+        "kind": "choice",
+        "required": True,
+        "values": ["minor", "major", "critical"],
+    }
+    assert "attributes" not in lang and link["kind"] == "relation"
+    plain = parse_taxonomy(BASE.replace("multi_label: true\n", ""), "t.yaml")
+    assert "multi_label" not in plain
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def token(app, client, tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(BASE, encoding="utf-8")
+    make_study(app, taxonomy=str(path), documents=[("doc-1", TEXTS)], suggestions="off")
+    return open_token(client, "w1")
+
+
+def body(**more):
+    return {"segment": 0, "start": 12, "end": 20, "text": "Bo left.", **more}
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"category": "omit"}, "attribute 'severity' is required for 'omit'"),
+        ({"category": "omit", "attributes": {"severity": "huge"}}, "'huge' is not one of"),
+        (
+            {"category": "omit", "attributes": {"severity": "minor", "confidence": 9}},
+            "outside 1..5",
+        ),
+        (
+            {"category": "omit", "attributes": {"severity": "minor", "confidence": "4"}},
+            "whole number",
+        ),
+        ({"category": "lang", "attributes": {"severity": "minor"}}, "not declared by lang"),
+        ({"category": "omit", "attributes": ["minor"]}, "attributes must be an object"),
+        ({"categories": ["lang", "lang"]}, "names a category twice"),
+        ({"categories": []}, "categories must be a list"),
+        ({"categories": ["lang", "nope"]}, "unknown category 'nope'"),
+        ({"category": "omit", "categories": ["lang"]}, "category must be the first"),
+    ],
+)
+def test_bad_marks_get_a_clear_400_and_change_nothing(app, client, token, given, message):
+    before = db_snapshot(app)
+    answer = api_add(client, token, body(**given))
+    assert answer.status_code == 400, answer.get_json()
+    assert message in answer.get_json()["error"]
+    assert db_snapshot(app) == before
+
+
+def test_a_multi_label_mark_with_attributes_is_stored_read_and_removed_as_one(app, client, token):
+    mark = body(categories=["omit", "lang"], attributes={"severity": "major", "confidence": 2})
+    answer = api_add(client, token, {**mark, "client_id": "m1"})
+    assert answer.status_code == 201, answer.get_json()
+    stored = answer.get_json()
+    assert stored["categories"] == ["omit", "lang"] and stored["category"] == "omit"
+    assert stored["attributes"] == {"severity": "major", "confidence": 2}
+    again = api_add(client, token, {**mark, "client_id": "m1"})  # a retry: the same mark
+    assert again.status_code == 200 and again.get_json() == stored
+    # the duplicate guard covers each category of the mark
+    duplicate = api_add(client, token, body(category="lang", client_id="m2"))
+    assert duplicate.status_code == 409
+    single = api_add(client, token, {**body(category="lang"), "start": 0, "end": 3, "text": "Ann"})
+    assert single.status_code == 201 and "categories" not in single.get_json()
+    payload = client.get(f"/api/assignments/{token}").get_json()
+    assert [a.get("categories", [a["category"]]) for a in payload["annotations"]] == [
+        ["omit", "lang"],
+        ["lang"],
+    ]
+    assert client.delete(f"/api/assignments/{token}/annotations/{stored['id']}").status_code == 204
+    payload = client.get(f"/api/assignments/{token}").get_json()
+    assert [a["text"] for a in payload["annotations"]] == ["Ann"]  # both rows went
+
+
+def test_one_category_per_mark_unless_the_taxonomy_says_so(app, client, tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(BASE.replace("multi_label: true\n", ""), encoding="utf-8")
+    make_study(app, taxonomy=str(path), documents=[("doc-1", TEXTS)], suggestions="off")
+    token = open_token(client, "w1")
+    answer = api_add(client, token, body(categories=["lang", "link"]))
+    assert answer.status_code == 400 and "not multi_label" in answer.get_json()["error"]
+    assert api_add(client, token, body(categories=["lang"])).status_code == 201
+
+
+def test_a_relation_may_point_anywhere_and_may_be_left_out(app, client, token):
+    after = {"segment": 1, "start": 0, "end": 7, "text": "Cy won."}
+    same = {"segment": 0, "start": 12, "end": 20, "text": "Bo left."}
+    overlapping = {"segment": 0, "start": 15, "end": 20, "text": "left."}
+    for n, paired in enumerate((after, same, overlapping, None)):
+        answer = api_add(client, token, body(category="link", paired=paired, client_id=f"r{n}"))
+        assert answer.status_code == 201, answer.get_json()
+    marks = client.get(f"/api/assignments/{token}").get_json()["annotations"]
+    shown = [m["paired"] and m["paired"]["text"] for m in marks]
+    assert shown == ["Cy won.", "Bo left.", "left.", None]
