@@ -2,7 +2,7 @@
 // text, comment), hover to light it up in the text, jump to its segment, remove it.
 
 import { clear, h, setVar } from "../dom.js";
-import { el, page, quote, segLabel, setHint, state } from "./state.js";
+import { el, labelsOf, page, quote, segLabel, setHint, state } from "./state.js";
 
 export function renderList() {
   clear(el.list);
@@ -13,6 +13,9 @@ export function renderList() {
   el.listCount.textContent = items.length ? `(${items.length})` : "";
   for (const a of items) {
     const cat = state.categories.get(a.category) || { label: a.category, color: "#888888" };
+    const labels = labelsOf(a).map((id) => (state.categories.get(id) || { label: id }).label).join(" + ");
+    const linked = labelsOf(a).some((id) => state.categories.get(id)?.kind === "relation");
+    const attributes = Object.entries(a.attributes || {});
     const li = h(
       "li",
       {
@@ -26,7 +29,7 @@ export function renderList() {
         h(
           "div",
           { class: "annot-head" },
-          h("span", { class: "annot-cat" }, cat.label),
+          h("span", { class: "annot-cat" }, labels),
           a.segment === state.current
             ? h("span", { class: "annot-seg" }, `${segLabel(a.segment)} (this one)`)
             : h(
@@ -46,8 +49,19 @@ export function renderList() {
           ? h(
               "div",
               { class: "annot-paired" },
-              h("span", { class: "annot-paired-label" }, `earlier (${segLabel(a.paired.segment)}): `),
+              h(
+                "span",
+                { class: "annot-paired-label" },
+                `${linked ? "linked" : "earlier"} (${segLabel(a.paired.segment)}): `,
+              ),
               h("q", {}, a.paired.text),
+            )
+          : null,
+        attributes.length
+          ? h(
+              "div",
+              { class: "annot-attributes" },
+              attributes.map(([key, value]) => h("span", { class: "annot-attribute" }, `${attributeLabel(key)}: ${value}`)),
             )
           : null,
         a.comment ? h("div", { class: "annot-comment" }, h("span", { class: "annot-paired-label" }, "Comment: "), a.comment) : null,
@@ -59,7 +73,7 @@ export function renderList() {
             {
               type: "button",
               class: "btn btn-small btn-quiet remove-btn",
-              "aria-label": `Remove ${cat.label}: ${a.text}`,
+              "aria-label": `Remove ${labels}: ${a.text}`,
               onclick: () => removeAnnotation(a.key),
             },
             "Remove",
@@ -95,4 +109,13 @@ export function flashAnnotation(key) {
   item.classList.remove("flash");
   void item.offsetWidth; // restart the animation
   item.classList.add("flash");
+}
+
+/** An attribute's label as the taxonomy declares it (its id when none). */
+function attributeLabel(id) {
+  for (const c of state.categories.values()) {
+    const found = (c.attributes || []).find((a) => a.id === id);
+    if (found) return found.label;
+  }
+  return id;
 }

@@ -4,15 +4,30 @@
 
 import { snapToWords } from "../offsets.js";
 import { readSelection } from "../textview.js";
-import { currentCategory, el, page, pairedPrompt, setHint, snapSpan, state } from "./state.js";
+import {
+  chosenCategories,
+  currentCategory,
+  el,
+  page,
+  pairedPrompt,
+  pairKind,
+  setHint,
+  snapSpan,
+  state,
+} from "./state.js";
 
 /** A selection was made in the text (mouse or keyboard). */
 function onSelection() {
   if (state.readOnly || !state.data) return;
   const f = state.form;
   let cat = currentCategory();
-  const pairing = Boolean(cat && cat.kind === "paired" && f.span && !f.paired);
-  const sel = readSelection(el.textArea, { across: pairing && Boolean(cat.pair_across_segments) });
+  const kind = pairKind();
+  const pairing = Boolean(kind && f.span && !f.paired);
+  const anywhere = kind === "relation"; // a relation's other span: before, after, the same
+  const rule = chosenCategories().find((c) => c.kind === kind) || cat;
+  const sel = readSelection(el.textArea, {
+    across: pairing && (anywhere || Boolean(rule && rule.pair_across_segments)),
+  });
   if (!sel) return;
   if (sel.error) {
     setHint(el.formHint, sel.error, "warn");
@@ -26,7 +41,7 @@ function onSelection() {
     if (!head || !tail) return;
     const before =
       sel.end_segment < f.span.segment || (sel.end_segment === f.span.segment && tail.end <= f.span.start);
-    if (!before) {
+    if (!before && !anywhere) {
       setHint(el.formHint, "The earlier text must come before the marked span.", "warn");
       window.getSelection().removeAllRanges();
       return;
@@ -38,7 +53,7 @@ function onSelection() {
     if (!snapped) return;
     const before =
       sel.segment < f.span.segment || (sel.segment === f.span.segment && snapped.end <= f.span.start);
-    if (!before) {
+    if (!before && !anywhere) {
       setHint(el.formHint, "The earlier text must come before the marked span (in the context box, or earlier in this segment).", "warn");
       window.getSelection().removeAllRanges();
       return;
@@ -58,13 +73,16 @@ function onSelection() {
     if (f.suggestion !== null) cat = null; // a used hint's category does not stick to a new span
     const snapped = snapSpan(text, sel, cat);
     if (!snapped) return;
-    if (!cat) f.category = null;
+    if (!cat) {
+      f.category = null;
+      f.extra = [];
+    }
     f.raw = { start: sel.start, end: sel.end };
     f.span = { segment: sel.segment, ...snapped };
     f.paired = null;
     f.suggestion = null;
     if (!cat) setHint(el.formHint, "Now choose a category (click it or press its key).");
-    else if (cat.kind === "paired") setHint(el.formHint, pairedPrompt(cat));
+    else if (pairKind()) setHint(el.formHint, pairedPrompt(rule));
     else setHint(el.formHint, "");
   }
   window.getSelection().removeAllRanges();
