@@ -12,9 +12,10 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   its marks would match each other under the scores' strict rule;
 * a candidate's **votes** = its number of marks (= distinct workers); **workers** = the
   document's submitted workers; it is **unanimous** when votes = workers and every mark has
-  the same offsets and paired span, else a **disagreement**;
+  the same offsets, paired span and attribute values, else a **disagreement**;
 * its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
-  its marks, ties to the earliest worker;
+  its marks, ties to the earliest worker, with that mark's attributes (a multi-label mark's
+  categories are candidates of their own: one per category);
 * its **key** is a digest of its marks' annotation ids: stable while those marks stand.
 """
 
@@ -55,6 +56,7 @@ class Mark:
     category: str
     paired: tuple[Any, ...]  # PAIRED_FIELDS values (all None for singletons)
     comment: str
+    attributes: dict[str, Any] | None = None
 
     def span(self, document: str) -> Span:
         return Span(document, self.segment, self.start, self.end, self.category, self.worker)
@@ -70,6 +72,7 @@ class Mark:
             "category": self.category,
             "paired": paired_json(self.paired),
             "comment": self.comment,
+            "attributes": self.attributes or {},
         }
 
 
@@ -111,8 +114,13 @@ class Candidate:
     def unanimous(self) -> bool:
         return (
             self.votes == self.workers
-            and len({(m.start, m.end, m.paired) for m in self.marks}) == 1
+            and len({(m.start, m.end, m.paired, _answers(m)) for m in self.marks}) == 1
         )
+
+
+def _answers(mark: Mark) -> tuple[tuple[str, Any], ...]:
+    """A mark's attribute values, comparable."""
+    return tuple(sorted((mark.attributes or {}).items()))
 
 
 def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
@@ -124,13 +132,13 @@ def document_marks(session: Session, document: Document) -> tuple[list[str], lis
     query = select_work(
         document.study,
         work,
-        *(sql[n] for n in (*names, *PAIRED_FIELDS, "comment")),
+        *(sql[n] for n in (*names, *PAIRED_FIELDS, "comment", "attributes")),
         document_id=document.id,
     )
     rows = sorted(session.execute(query).all(), key=lambda row: (row[0], row[2] or 0))
     workers = list(dict.fromkeys(row[1] for row in rows))
     marks = [
-        Mark(row[2], row[1], *row[3:8], tuple(row[8:13]), row[13] or "")
+        Mark(row[2], row[1], *row[3:8], tuple(row[8:13]), row[13] or "", row[14])
         for row in rows
         if row[2] is not None
     ]

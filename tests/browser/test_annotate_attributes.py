@@ -97,3 +97,60 @@ def test_a_multi_label_mark_with_attributes_by_keyboard(
     assert rows[1].mark == rows[0].id and rows[0].mark is None
     assert {r.paired_text for r in rows} == {"Ann met Bo"}
     assert rows[0].attributes == {"severity": "major"}
+
+
+def test_review_shows_and_edits_attributes(app, client, live_server, pw_page, artifacts, tmp_path):
+    from app.db import session_scope
+    from app.models import AdjudicatedError
+    from app.researchers.accounts import create_researcher
+    from tests.helpers import api_add, open_token
+
+    path = tmp_path / "summary.yaml"
+    path.write_text(TAXONOMY, encoding="utf-8")
+    make_study(
+        app, slug="sum", taxonomy=str(path), documents=[("doc-1", SEGMENTS)], suggestions="off"
+    )
+    start = SEGMENTS[0].index("Bo left the the town")
+    mark = {"segment": 0, "start": start, "end": start + 20, "text": "Bo left the the town"}
+    for worker, severity in (("w1", "minor"), ("w2", "major")):
+        token = open_token(client, worker, study="sum")
+        body = {
+            **mark,
+            "categories": ["omission", "language"],
+            "attributes": {"severity": severity},
+        }
+        assert api_add(client, token, body).status_code == 201
+        for segment in (0, 1):
+            client.put(f"/api/assignments/{token}/position", json={"segment": segment})
+        assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    with app.app_context(), session_scope() as session:
+        create_researcher(session, "r@example.org", "a long password 28", role="admin")
+    page = pw_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server.url}/admin/login")
+    page.fill('input[name="email"]', "r@example.org")
+    page.fill('input[name="password"]', "a long password 28")
+    page.click('button:has-text("Log in")')
+    page.goto(f"{live_server.url}/admin/studies/sum/review")
+    page.click("a:has-text('doc-1')")
+    page.wait_for_selector("#review[data-ready]")
+    if "omission" not in page.locator("#review-panel .cand-meta").inner_text():
+        page.keyboard.press("j")  # candidates go by category within a place: language first
+    assert "omission" in page.locator("#review-panel .cand-meta").inner_text()
+    marks = page.locator("#review-panel ul.marks").first.inner_text()
+    assert "severity: minor" in marks and "severity: major" in marks
+    page.keyboard.press("e")
+    page.select_option("#edit-attr-severity", "critical")
+    page.fill("#edit-attr-confidence", "4")
+    for width, height in ((1440, 900), (1024, 768), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(artifacts / f"review-attributes-edit-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.click("#save-edit")
+    page.wait_for_function(
+        "() => (document.getElementById('review-summary').textContent || '').includes('1 decided')"
+    )
+    assert "severity: critical" in page.locator("#review-panel .decision").inner_text()
+    with app.app_context(), session_scope() as session:
+        (row,) = session.scalars(select(AdjudicatedError)).all()
+    assert (row.category, row.attributes) == ("omission", {"severity": "critical", "confidence": 4})

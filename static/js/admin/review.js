@@ -203,16 +203,21 @@ function render() {
 
 // --- the panel: the focused candidate, the edit form, added errors --------------------------
 
+function attributesText(values) {
+  const shown = Object.entries(values || {}).map(([key, value]) => `${key}: ${value}`);
+  return shown.length ? h("span", { class: "attributes" }, ` · ${shown.join(", ")}`) : "";
+}
+
 function describe(m) {
   const paired = m.paired ? ` ← paired: “${m.paired.text}” (segment ${m.paired.segment + 1})` : "";
-  return [h("strong", {}, `${m.worker}: `), `“${m.text}” [${m.start}–${m.end}]`, paired, m.comment ? h("span", { class: "comment" }, ` · ${m.comment}`) : ""];
+  return [h("strong", {}, `${m.worker}: `), `“${m.text}” [${m.start}–${m.end}]`, paired, attributesText(m.attributes), m.comment ? h("span", { class: "comment" }, ` · ${m.comment}`) : ""];
 }
 
 function decisionLine(row) {
   if (!row) return h("p", { class: "decision undecided" }, "Undecided");
   const what = row.decision === "accepted" ? (row.origin === "edited" ? "Accepted (edited)" : row.origin === "auto" ? "Auto-accepted" : "Accepted") : "Rejected";
   const moved = row.origin === "edited" ? [h("br"), `as ${row.category} “${row.text}” [${row.start}–${row.end}]`] : [];
-  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved);
+  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved, attributesText(row.attributes));
 }
 
 function renderPanel() {
@@ -243,7 +248,7 @@ function renderPanel() {
 }
 
 function valuesOf(source) {
-  return { segment: source.segment, start: source.start, end: source.end, category: source.category, paired: source.paired ? { ...source.paired } : null, comment: source.comment || "" };
+  return { segment: source.segment, start: source.start, end: source.end, category: source.category, paired: source.paired ? { ...source.paired } : null, comment: source.comment || "", attributes: { ...(source.attributes || {}) } };
 }
 
 function startEdit(kind = "candidate", values = null) {
@@ -268,6 +273,7 @@ function editForm() {
     h("h3", {}, editing.kind === "new" ? "Add an error" : "Edit"),
     h("div", { class: "edit-grid" }, field("Segment", "edit-segment", v.segment + 1, { min: "1" }), field("Start", "edit-start", v.start), field("End", "edit-end", v.end), h("label", { for: "edit-category" }, "Category", select)),
     h("div", { class: "edit-grid" }, field("Paired segment", "edit-psegment", v.paired ? v.paired.segment + 1 : "", { min: "1" }), field("Paired start", "edit-pstart", v.paired ? v.paired.start : ""), field("Paired end", "edit-pend", v.paired ? v.paired.end : "")),
+    h("div", { class: "edit-grid", id: "edit-attributes" }, attributeFields(v)),
     preview,
     h("div", { class: "decide" }, h("button", { type: "submit", class: "primary", id: "save-edit" }, "Save ", h("kbd", {}, "Enter")), h("button", { type: "button", onclick: () => { editing = null; render(); } }, "Cancel ", h("kbd", {}, "Esc"))),
   );
@@ -275,9 +281,26 @@ function editForm() {
     const body = readForm(form);
     preview.textContent = body ? body.text : "(out of range)";
   };
+  select.addEventListener("change", () => {
+    editing.values.category = select.value;
+    clear(byId("edit-attributes")).append(...attributeFields(editing.values));
+  });
   form.addEventListener("input", update);
   queueMicrotask(update);
   return form;
+}
+
+/** The edit's attribute fields: a list for a choice, a number for a scale (the category's). */
+function attributeFields(v) {
+  return (state.attributes[v.category] || []).map((a) => {
+    const id = `edit-attr-${a.id}`;
+    const value = v.attributes[a.id];
+    const input =
+      a.kind === "choice"
+        ? h("select", { id, dataset: { attribute: a.id } }, h("option", { value: "" }, a.required ? "(choose)" : "(none)"), a.values.map((x) => h("option", { value: x, selected: x === value }, x)))
+        : h("input", { id, type: "number", min: String(a.min), max: String(a.max), value: value === undefined ? "" : String(value), dataset: { attribute: a.id, scale: "1" } });
+    return h("label", { for: id }, a.label, input);
+  });
 }
 
 function slice(segment, start, end) {
@@ -291,6 +314,11 @@ function readForm(form) {
   const body = { segment, start: num("edit-start"), end: num("edit-end"), category: form.querySelector("#edit-category").value, comment: editing.values.comment || "" };
   body.text = slice(segment, body.start, body.end);
   if (body.text === undefined) return null;
+  body.attributes = {};
+  for (const input of form.querySelectorAll("[data-attribute]")) {
+    if (input.value === "") continue;
+    body.attributes[input.dataset.attribute] = input.dataset.scale ? Number(input.value) : input.value;
+  }
   const ps = num("edit-psegment");
   const old = editing.values.paired;
   if (ps !== null && num("edit-pstart") !== null && num("edit-pend") !== null) {
@@ -318,7 +346,7 @@ function decide(decision) {
 
 function addFromSelection() {
   const selection = window.getSelection();
-  let values = { segment: state.candidates[focus] ? state.candidates[focus].segment : 0, start: 0, end: 0, category: Object.keys(categories)[0], paired: null, comment: "" };
+  let values = { segment: state.candidates[focus] ? state.candidates[focus].segment : 0, start: 0, end: 0, category: Object.keys(categories)[0], paired: null, comment: "", attributes: {} };
   if (selection && !selection.isCollapsed && selection.rangeCount) {
     const at = (node, offset) => {
       const piece = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
