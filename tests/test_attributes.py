@@ -172,3 +172,26 @@ def test_a_relation_may_point_anywhere_and_may_be_left_out(app, client, token):
     marks = client.get(f"/api/assignments/{token}").get_json()["annotations"]
     shown = [m["paired"] and m["paired"]["text"] for m in marks]
     assert shown == ["Cy won.", "Bo left.", "left.", None]
+
+
+def test_the_fast_lane_stores_attributes_as_the_route_does(app, client, flask_saw, token):
+    from sqlalchemy import select
+
+    from app.db import session_scope
+    from app.models import Annotation
+
+    mark = body(category="omit", attributes={"severity": "minor", "confidence": 3})
+    flask_saw.clear()
+    lane = api_add(client, token, {**mark, "client_id": "a1"})
+    assert lane.status_code == 201 and flask_saw == []  # answered before Flask
+    app.config["FAST_LANE"] = False
+    other = open_token(client, "w2")
+    route = api_add(client, other, {**mark, "client_id": "a1"})
+    assert route.status_code == 201 and "POST annotations" in flask_saw
+    drop = ("id", "created_at")
+    assert {k: v for k, v in lane.get_json().items() if k not in drop} == {
+        k: v for k, v in route.get_json().items() if k not in drop
+    }
+    with app.app_context(), session_scope() as session:
+        stored = session.scalars(select(Annotation.attributes)).all()
+    assert stored == [{"severity": "minor", "confidence": 3}] * 2

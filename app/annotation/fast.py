@@ -21,6 +21,7 @@ token whose claim fails is dropped from the cache.
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -136,8 +137,8 @@ def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
 def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
     """Store a new annotation in two statements (in one round trip on the driver): its JSON,
     or None."""
-    if isinstance(body, dict) and ("categories" in body or "attributes" in body):
-        return None  # multi-label or attribute-carrying marks: the rules store them
+    if isinstance(body, dict) and "categories" in body:
+        return None  # a multi-label mark (a row per category): the rules store it
     keys = keys_of(db, token)
     if keys is None:
         return None
@@ -149,7 +150,9 @@ def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
     except InvalidInput:  # the rules give the answer, in their order (status first)
         return None
     row = {**values, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
+    given = row.setdefault("attributes", None)
     params = {**row, "assignment_id": keys.id, "token": token, "now": row["created_at"]}
+    params["attributes_json"] = None if given is None else json.dumps(given, ensure_ascii=False)
     if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
         stored = db.claim_and_run(
             ("claim_for_add", hot_sql.CLAIM_FOR_ADD),

@@ -136,6 +136,7 @@ ANNOTATION_COLUMNS = (
     ("comment", "comment", "TEXT"),
     ("client_id", "client_id", "TEXT"),
     ("suggestion_id", "suggestion_id", "INTEGER"),
+    ("attributes_json", "attributes", "JSON"),  # JSON text or NULL (app/annotation/fast.py)
 )
 # A duplicate: the same span, category and pair (app/annotation/duplicates.py's keys).
 DUPLICATE_COLUMNS = (
