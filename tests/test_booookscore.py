@@ -204,3 +204,13 @@ def test_bad_files_get_one_clear_line(tmp_path):
         path.write_text(json.dumps(data), encoding="utf-8")
         with pytest.raises(InvalidInput, match=message):
             parse_documents(path, "booookscore")
+
+
+def test_as_gold_a_mark_of_several_types_is_a_gold_error_per_type(tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(FILE), encoding="utf-8")
+    book1, _book2 = parse_documents(path, "booookscore", gold=True)
+    assert not book1.work and not book1.empty_workers
+    found = {(g.text, g.category) for g in book1.gold}
+    assert {("Bo left.", "event_omission"), ("Bo left.", "causal_omission")} <= found
+    assert ("Cy won.", "unlabelled") in found

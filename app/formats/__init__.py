@@ -177,15 +177,16 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     merged: dict[tuple[Any, ...], GoldSpan] = {}
     voters: dict[tuple[Any, ...], set[str]] = {}
     for span in document.work:
-        key = (span.segment, span.start, span.end, span.category)
-        gold = merged.setdefault(
-            key, GoldSpan(span.segment, span.text, span.category, 0, [], (span.start, span.end))
-        )
-        if span.worker_id not in voters.setdefault(key, set()):
-            voters[key].add(span.worker_id)
-            gold.votes += 1
-            if span.paired is not None:
-                gold.antecedents.append(span.paired[3])
+        for category in (span.category, *span.also):  # a multi-label mark: gold per category
+            key = (span.segment, span.start, span.end, category)
+            gold = merged.setdefault(
+                key, GoldSpan(span.segment, span.text, category, 0, [], (span.start, span.end))
+            )
+            if span.worker_id not in voters.setdefault(key, set()):
+                voters[key].add(span.worker_id)
+                gold.votes += 1
+                if span.paired is not None:
+                    gold.antecedents.append(span.paired[3])
     return list(merged.values())
 
 
