@@ -70,7 +70,9 @@ def main() -> None:
             answer = client.post(f"/api/assignments/{token}/annotations", json=body)
             times.append(time.perf_counter() - began)
             assert answer.status_code == 201, answer.get_json()
-        print(f"{name:24s} median {1000 * statistics.median(times):.2f} ms per add ({len(times)} adds)")
+        print(
+            f"{name:24s} median {1000 * statistics.median(times):.2f} ms per add ({len(times)} adds)"
+        )
 
 
 if __name__ == "__main__":
