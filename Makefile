@@ -44,6 +44,7 @@ run: $(RUN_STAMP)
 
 test: $(TEST_STAMP)
 	bash .ci/install-system-deps.sh
+	$(BIN)/python -m tests.browser.axe
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache

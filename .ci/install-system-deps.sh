@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Installs the system packages the test suite drives for real: PostgreSQL, Chromium, and
-# docker-compose to validate docker-compose.yml.
+# Installs the system packages the test suite drives for real: PostgreSQL, Chromium, npm (for
+# axe-core), and docker-compose to validate docker-compose.yml.
 # Debian packages only (Playwright's own browser download cannot work offline).
 set -euo pipefail
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# npm installs axe-core, the accessibility checker the browser tests run (tests/browser/axe.py).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+# Fonts for emoji and Chinese, so screenshots of pages with them show glyphs, not boxes
+# (the tests read offsets, not pixels, and pass without them).
+fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || missing+=(fonts-noto-color-emoji)
+fc-list 2>/dev/null | grep -qi "WenQuanYi" || missing+=(fonts-wqy-microhei)
 # `docker compose config` validation (no engine needed); Debian ships the v1 CLI.
 command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 \
   || missing+=(docker-compose)

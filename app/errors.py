@@ -8,6 +8,10 @@ class MarginaliaError(Exception):
     extra fields for the JSON answer (e.g. ``existing_id``)."""
 
     status = 400
+    # A message a worker page shows in the worker's language: ``template % params``, the
+    # template marked for the interface catalogue (see :func:`translatable`).
+    template: str | None = None
+    params: dict[str, object] | None = None
 
     def __init__(self, message: str, status: int | None = None, **details: object):
         super().__init__(message)
@@ -20,6 +24,13 @@ class InvalidInput(MarginaliaError):
     """The request or file is malformed or breaks a rule; nothing was changed."""
 
     status = 400
+
+
+def translatable(template: str, **params: object) -> InvalidInput:
+    """An :class:`InvalidInput` saying ``template % params``, which a page can translate."""
+    error = InvalidInput(template % params)
+    error.template, error.params = template, params
+    return error
 
 
 class NotFound(MarginaliaError):

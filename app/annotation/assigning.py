@@ -42,6 +42,7 @@ from app.annotation.qualification import (
     qualification_state,
 )
 from app.annotation.reviews import Blocked, refuse_blocked
+from app.documents.language import N_
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
 from app.models import (
@@ -75,12 +76,14 @@ class ScreenedOut(Conflict):
 class WorkInProgress(Conflict):
     """The arriving worker ID has an active assignment that this arrival did not prove it owns."""
 
+    template = N_(
+        "this worker ID already has work in progress in another browser. Continue in the "
+        "browser where you started; if you did not start this study, check the ID you were "
+        "given"
+    )
+
     def __init__(self) -> None:
-        super().__init__(
-            "this worker ID already has work in progress in another browser. Continue in the "
-            "browser where you started; if you did not start this study, check the ID you "
-            "were given"
-        )
+        super().__init__(self.template)
 
 
 class NoDocumentsLeft(Conflict):

@@ -76,6 +76,25 @@ from app.cli.base import with_app as _run
     help="Flag workers who catch fewer than this share (0-1) of the attention checks ('off' "
     "disables).",
 )
+@click.option(
+    "--lang",
+    default=None,
+    help="The documents' language, a tag such as en, ar or zh-Hans ('' clears); the pages "
+    "mark the text with it, and a right-to-left language sets the direction.",
+)
+@click.option(
+    "--dir",
+    "direction",
+    type=click.Choice(["ltr", "rtl", "auto", ""]),
+    default=None,
+    help="The documents' direction ('' clears: from --lang).",
+)
+@click.option(
+    "--interface-lang",
+    default=None,
+    help="The language of the worker pages' own text: en or de ('' clears: --lang when the "
+    "pages have it, else each worker's browser).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -91,14 +110,18 @@ def study_settings(
     hints: str | None,
     screen_out_url: str | None,
     min_catch_rate: str | None,
+    lang: str | None,
+    direction: str | None,
+    interface_lang: str | None,
     as_json: bool,
 ) -> None:
-    """Show or change a study's platform and assignment settings."""
+    """Show or change a study's platform and assignment settings and its texts' language."""
 
     @_run
     def apply() -> dict[str, Any]:
         from app.crowd import platforms
         from app.db import session_scope
+        from app.documents import language
         from app.documents.studies import get_study
         from app.errors import InvalidInput
 
@@ -136,9 +159,14 @@ def study_settings(
             changes["min_catch_rate"] = None if off else min_catch_rate
         if min_hint_score is not None:
             changes["min_hint_score"] = min_hint_score
+        texts: dict[str, Any] = {}
+        for key, value in (("lang", lang), ("dir", direction), ("interface_lang", interface_lang)):
+            if value is not None:
+                texts[key] = value
         with session_scope() as session:
             study = get_study(session, slug)
-            return platforms.configure_study(study, **changes)
+            described = language.configure_language(study, **texts)
+            return {**platforms.configure_study(study, **changes), **described}
 
     described = apply()
     if as_json:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from app.documents.language import N_
 from app.errors import InvalidInput
 from app.models import Study
 
@@ -31,7 +32,8 @@ CODE_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 @dataclass(frozen=True)
 class PlatformReturn:
-    """Where a worker with nothing to do goes: a URL, a code to show, and a sentence."""
+    """Where a worker with nothing to do goes: a URL, a code to show, and a sentence (in
+    English, marked for the interface catalogue: the page translates it)."""
 
     url: str | None
     code: str | None
@@ -66,15 +68,15 @@ def platform_return(study: Study, platform: str, reason: str) -> PlatformReturn:
     if platform == "prolific":
         if code:
             return PlatformReturn(
-                PROLIFIC_COMPLETE + quote(code, safe=""), code, "Back to Prolific"
+                PROLIFIC_COMPLETE + quote(code, safe=""), code, N_("Back to Prolific")
             )
         return PlatformReturn(
-            None, None, "Please return this study on Prolific (the “Return” button there)."
+            None, None, N_("Please return this study on Prolific (the “Return” button there).")
         )
     if platform == "mturk":
         return PlatformReturn(
-            None, None, "Please return this HIT on Mechanical Turk; nothing was recorded."
+            None, None, N_("Please return this HIT on Mechanical Turk; nothing was recorded.")
         )
     if code:
-        return PlatformReturn(None, code, "Give this code on the task page.")
-    return PlatformReturn(None, None, "You may close this page.")
+        return PlatformReturn(None, code, N_("Give this code on the task page."))
+    return PlatformReturn(None, None, N_("You may close this page."))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from app.documents.language import N_
 from app.documents.taxonomy import (
     ID_PATTERN,
     TaxonomyError,
@@ -38,7 +39,7 @@ from app.documents.taxonomy import (
     _text,
 )
 from app.documents.text import text_problem
-from app.errors import InvalidInput
+from app.errors import InvalidInput, translatable
 
 STAGES = ("after_document", "after_study")
 STAGE_KEYS = {"after_document": "document", "after_study": "study"}
@@ -185,18 +186,24 @@ def check_answers(questions: list[dict[str, Any]], form: Any) -> dict[str, str]:
         label = f"“{question['prompt'][:80]}”"
         if not raw:
             if question["required"]:
-                raise InvalidInput(f"please answer {label}")
+                raise translatable(N_("please answer %(label)s"), label=label)
             continue
         if question["type"] == "likert":
             if not raw.isdigit() or not 1 <= int(raw) <= question["scale"]:
-                raise InvalidInput(f"{label}: choose a point from 1 to {question['scale']}")
+                raise translatable(
+                    N_("%(label)s: choose a point from 1 to %(scale)s"),
+                    label=label,
+                    scale=question["scale"],
+                )
         elif question["type"] == "choice":
             if raw not in question["options"]:
-                raise InvalidInput(f"{label}: choose one of the options given")
+                raise translatable(N_("%(label)s: choose one of the options given"), label=label)
         else:
             if len(raw) > question["max_chars"]:
-                raise InvalidInput(
-                    f"{label}: the answer is longer than {question['max_chars']} characters"
+                raise translatable(
+                    N_("%(label)s: the answer is longer than %(most)s characters"),
+                    label=label,
+                    most=question["max_chars"],
                 )
             problem = text_problem(raw)
             if problem:

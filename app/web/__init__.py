@@ -38,7 +38,7 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, assets, fast_lane, health, journey, pages
+    from app.web import admin, api, assets, fast_lane, health, i18n, journey, pages
     from app.web.limits import limiter
 
     fast_lane.install(app)
@@ -55,6 +55,7 @@ def register(app: Flask) -> None:
     app.register_blueprint(admin.bp)
     app.register_blueprint(health.bp)
     assets.register(app)
+    i18n.init_app(app)
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):

@@ -17,6 +17,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_babel import gettext
 
 from app.annotation import assignments as service
 from app.crowd import platforms
@@ -24,30 +25,37 @@ from app.crowd.returns import platform_return
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.documents import journey
+from app.documents.language import N_
 from app.documents.lifecycle import accepts_new_work
 from app.documents.questionnaires import check_answers
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
+from app.web.i18n import error_text, use_study
 from app.web.limits import arrival_limit, limiter
 from app.web.markdown import render_markdown
 
 bp = Blueprint("journey", __name__)
 
 HEADINGS = {
-    "no_places": "No documents left",
-    "unavailable": "This study is not taking workers right now",
-    "declined": "You chose not to take part",
+    "no_places": N_("No documents left"),
+    "unavailable": N_("This study is not taking workers right now"),
+    "declined": N_("You chose not to take part"),
 }
 MESSAGES = {
-    "no_places": "Thank you for coming. Every document in this study already has all the "
-    "annotators it needs (or you have done all the ones you may do), so there is no work "
-    "for you here.",
-    "paused": "The researchers have paused this study for a while, so no new work is "
-    "handed out. Nothing was recorded for you.",
-    "closed": "This study has finished, so no new work is handed out. Nothing was recorded "
-    "for you.",
-    "declined": "Nothing was recorded apart from your choice. Thank you for your time.",
+    "no_places": N_(
+        "Thank you for coming. Every document in this study already has all the annotators "
+        "it needs (or you have done all the ones you may do), so there is no work for you "
+        "here."
+    ),
+    "paused": N_(
+        "The researchers have paused this study for a while, so no new work is handed out. "
+        "Nothing was recorded for you."
+    ),
+    "closed": N_(
+        "This study has finished, so no new work is handed out. Nothing was recorded for you."
+    ),
+    "declined": N_("Nothing was recorded apart from your choice. Thank you for your time."),
 }
 
 
@@ -72,12 +80,13 @@ def return_page(study: Study, platform: str, reason: str, status: int = 200):
     key = reason
     if reason == "unavailable":
         key = "paused" if study.status == "paused" else "closed"
+    use_study(study)
     body = render_template(
         "returned.html",
         study=study,
         reason=reason,
-        heading=HEADINGS[reason],
-        message=MESSAGES[key],
+        heading=gettext(HEADINGS[reason]),
+        message=gettext(MESSAGES[key]),
         back=platform_return(study, platform, reason),
         platform=platform,
     )
@@ -85,11 +94,12 @@ def return_page(study: Study, platform: str, reason: str, status: int = 200):
 
 
 def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = None):
+    use_study(study)
     body = render_template(
         "consent.html",
         study=study,
         consent=render_markdown(journey.consent_text(study)),
-        button=journey.definition(study).get("consent_button") or "I agree",
+        button=journey.definition(study).get("consent_button") or gettext("I agree"),
         params=arrival.start_params(),
         error=error,
     )
@@ -127,7 +137,8 @@ def consent(slug: str):
     decision = request.form.get("decision")
     if decision not in ("agree", "decline"):
         session.rollback()
-        return consent_page(study, arrival, error="choose whether you agree to take part")
+        use_study(study)
+        return consent_page(study, arrival, error=gettext("choose whether you agree to take part"))
     journey.record_consent(session, study, arrival.worker_id, agreed=decision == "agree")
     session.commit()
     if decision == "decline":
@@ -141,8 +152,10 @@ def questionnaire_page(session, assignment: Assignment, *, error: str | None = N
     if pending is None:
         return None
     stage, questions = pending
+    use_study(assignment.study)
     body = render_template(
         "questionnaire.html",
+        study=assignment.study,
         title=assignment.study.title,
         token=assignment.token,
         stage=stage,
@@ -170,7 +183,8 @@ def answer_questionnaire(token: str):
         answers = check_answers(questions, request.form)
     except MarginaliaError as exc:
         session.rollback()
-        return questionnaire_page(session, assignment, error=str(exc), form=request.form)
+        use_study(assignment.study)
+        return questionnaire_page(session, assignment, error=error_text(exc), form=request.form)
     journey.save_answers(session, assignment, stage, questions, answers)
     session.commit()
     return redirect(url_for("pages.done", token=token))

@@ -20,6 +20,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_babel import gettext
 
 from app.annotation import admission
 from app.annotation import assignments as service
@@ -35,6 +36,7 @@ from app.annotation.reviews import Blocked
 from app.crowd import platforms
 from app.csp import content_security_policy
 from app.db import begin_write, get_session
+from app.documents.language import N_, text_language
 from app.documents.lifecycle import StudyUnavailable, accepts_new_work
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
@@ -42,6 +44,7 @@ from app.models import Assignment, Study
 from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web import journey
+from app.web.i18n import error_text, script_messages, use_study
 from app.web.limits import arrival_limit, limiter
 from app.web.markdown import render_markdown
 
@@ -80,9 +83,16 @@ def _continues(assignment: Assignment) -> bool:
     return qualification(assignment.study) is not None and assignment.document.is_gold
 
 
-def _preview(study: Study, segments: list[str], **researcher_preview):
+def _preview(study: Study, document, **researcher_preview):
+    text_dir, text_lang = text_language(study, document.meta if document else None)
     body = render_template(
-        "preview.html", study=study, title=study.title, segments=segments, **researcher_preview
+        "preview.html",
+        study=study,
+        title=study.title,
+        segments=[s.text for s in document.segments] if document else [],
+        text_dir=text_dir,
+        text_lang=text_lang,
+        **researcher_preview,
     )
     return _worker_page(body, 200, study)
 
@@ -101,11 +111,14 @@ def _researcher_preview(session, study: Study, external_id: str):
     except MarginaliaError as exc:
         body = render_template("start.html", study=study, error=str(exc))
         return _worker_page(body, exc.status, study)
-    segments = [s.text for s in document.segments]
-    return _preview(study, segments, researcher=True, document_id=document.external_id)
+    return _preview(study, document, researcher=True, document_id=document.external_id)
 
 
-PLATFORM_NAMES = {"prolific": "Prolific", "mturk": "Mechanical Turk", "generic": "the task page"}
+PLATFORM_NAMES = {
+    "prolific": "Prolific",
+    "mturk": "Mechanical Turk",
+    "generic": N_("the task page"),
+}
 
 
 def _screened_out(session, study: Study, worker_id: str, platform: str, assignment=None):
@@ -118,7 +131,7 @@ def _screened_out(session, study: Study, worker_id: str, platform: str, assignme
         title=study.title or study.slug,
         url=platforms.screen_out_url(study),
         platform=platform,
-        platform_name=PLATFORM_NAMES.get(platform, "the task page"),
+        platform_name=gettext(PLATFORM_NAMES.get(platform, PLATFORM_NAMES["generic"])),
         best_f1=state.best_f1,
         min_f1=rule.min_f1 if rule else None,
     )
@@ -127,7 +140,7 @@ def _screened_out(session, study: Study, worker_id: str, platform: str, assignme
 
 def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
     body = render_template(
-        "resume.html", study=study, worker_id=worker_id, error=str(exc), tried=tried
+        "resume.html", study=study, worker_id=worker_id, error=error_text(exc), tried=tried
     )
     return _worker_page(body, exc.status, study)
 
@@ -141,6 +154,7 @@ def start(slug: str):
         study = get_study(session, slug)
     except MarginaliaError:
         abort(404)
+    use_study(study)
     if request.args.get("document"):
         answer = _researcher_preview(session, study, request.args["document"])
         session.rollback()
@@ -163,7 +177,7 @@ def start(slug: str):
             return journey.return_page(study, arrival.platform, "unavailable")
         document = preview_document(session, study)
         session.rollback()
-        return _preview(study, [s.text for s in document.segments] if document else [])
+        return _preview(study, document)
     resume_token = request.args.get("resume", "")
     try:
         visit = platforms.find_visit(session, study, arrival)
@@ -217,13 +231,20 @@ def annotate(token: str):
         assignment = service.get_assignment(session, token)
     except MarginaliaError:
         abort(404)
+    study = assignment.study
+    text_dir, text_lang = text_language(study, assignment.document.meta)
+    use_study(study)  # the message table below is in the study's language
     body = render_template(
         "annotate.html",
+        study=study,
         token=token,
-        title=assignment.study.title,
-        study_slug=assignment.study.slug,
+        title=study.title,
+        study_slug=study.slug,
         worker_id=assignment.worker_id,
-        instructions=render_markdown((assignment.study.settings or {}).get("instructions")),
+        instructions=render_markdown((study.settings or {}).get("instructions")),
+        text_dir=text_dir,
+        text_lang=text_lang,
+        messages=script_messages(),
     )
     return _worker_page(body, 200, assignment.study, assignment)
 
@@ -240,12 +261,14 @@ def done(token: str):
         session.rollback()
         return redirect(url_for("pages.annotate", token=token))
     study = assignment.study
+    use_study(study)
     if _continues(assignment):
         state = qualification_state(session, study, assignment.worker_id)
         session.commit()
         if state.qualified or state.can_try_again:
             body = render_template(
                 "qualification.html",
+                study=study,
                 title=study.title,
                 state=state,
                 rule=qualification(study),
@@ -269,6 +292,7 @@ def done(token: str):
         action, fields = form
         body = render_template(
             "mturk_submit.html",
+            study=study,
             title=study.title,
             action=action,
             fields=fields,
@@ -278,5 +302,7 @@ def done(token: str):
     url = platforms.completion_url(assignment)
     if url and assignment.platform == "prolific":
         return redirect(url)
-    body = render_template("done.html", code=assignment.completion_code, title=study.title)
+    body = render_template(
+        "done.html", study=study, code=assignment.completion_code, title=study.title
+    )
     return _worker_page(body, 200, study, assignment)

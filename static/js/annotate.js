@@ -13,12 +13,15 @@
 //   list.js       the list of annotations, jump to one, remove one
 //   nav.js        progress, Previous / Next (buttons and keys), jump to a segment, Submit
 //   practice.js   practice documents: a segment's feedback before moving on
+//   keyboard.js   marking without a mouse: a cursor moved by word and sentence, announced
 
 import { wireEntityHover } from "./entities.js";
+import { t } from "./i18n.js";
 import { load, outbox, renderAll } from "./annotate/controller.js";
 import { renderForm, resetForm, wireForm } from "./annotate/form.js";
 import { renderHints, visibleSuggestions, wireHints } from "./annotate/hints.js";
-import { flashAnnotation } from "./annotate/list.js";
+import { keyboardMoved, keyboardRange, wireKeyboard } from "./annotate/keyboard.js";
+import { flashAnnotation, removeAnnotation } from "./annotate/list.js";
 import { goTo, wireNav } from "./annotate/nav.js";
 import { holdForFeedback, renderPractice } from "./annotate/practice.js";
 import { renderText } from "./annotate/segments.js";
@@ -40,17 +43,21 @@ Object.assign(page, {
   takeActive,
   holdForFeedback,
   renderPractice,
+  removeAnnotation,
+  keyboardMoved,
+  keyboardRange,
 });
 for (const [name, value] of Object.entries(page)) {
   if (!value) throw new Error(`annotate: page.${name} is not bound`);
 }
 
 wireSelection();
+wireKeyboard();
 wireHints();
 wireForm();
 wireNav();
 wireTimer();
 wireEntityHover(document.body);
 showStatus("saving");
-el.saveStatus.textContent = "Loading…";
+el.saveStatus.textContent = t("loading");
 load();

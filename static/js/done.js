@@ -1,4 +1,5 @@
-// Completion page: a Copy button for the completion code (shown only when the clipboard works).
+// Completion page: a Copy button for the completion code (shown only when the clipboard works);
+// its messages come translated in the button's data attributes.
 
 const button = document.getElementById("copy-code");
 const status = document.getElementById("copy-status");
@@ -8,9 +9,9 @@ if (button && navigator.clipboard && window.isSecureContext) {
   button.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(button.dataset.code || "");
-      status.textContent = "Copied";
+      status.textContent = button.dataset.copied;
     } catch {
-      status.textContent = "Copy failed: select the code and copy it by hand";
+      status.textContent = button.dataset.failed;
     }
   });
 }

@@ -2,6 +2,7 @@
 // the same entity; the side panel lists the entities met so far.
 
 import { clear, h } from "./dom.js";
+import { t } from "./i18n.js";
 
 const HOT = "entity-hot";
 
@@ -79,16 +80,16 @@ export function renderEntityPanel(list, { entities, mentions, current }) {
             type: "button",
             class: "entity-btn",
             dataset: { entityRef: String(e.id) },
-            title: `Show the first mention of ${e.name}`,
+            title: t("first_mention_title", { name: e.name }),
             onclick: () => revealFirstMention(e.id),
           },
-          h("span", { class: "entity-name" }, e.name),
+          h("span", { class: "entity-name", dir: "auto" }, e.name),
           e.label && e.label !== "PERSON" ? h("span", { class: "entity-label" }, e.label) : null,
           h(
             "span",
             { class: "entity-meta" },
-            isNew ? "new in this segment" : `first in segment ${e.first_segment + 1}`,
-            n > 1 ? ` · ${n} mentions` : "",
+            isNew ? t("entity_new") : t("entity_first", { n: e.first_segment + 1 }),
+            n > 1 ? t("entity_mentions", { n }) : "",
           ),
         ),
       ),

@@ -1,6 +1,7 @@
 // The instructions panel, built from the study's taxonomy snapshot (text only).
 
 import { append, clear, h, setVar } from "./dom.js";
+import { t } from "./i18n.js";
 
 /** Categories grouped in taxonomy order: [{group, categories}] (ungrouped ones last). */
 export function groupedCategories(taxonomy) {
@@ -14,8 +15,8 @@ export function groupedCategories(taxonomy) {
 
 function categoryEntry(cat) {
   const notes = [];
-  if (cat.kind === "paired") notes.push("paired: select the span, then the earlier text it relates to");
-  if (cat.scope === "sentence") notes.push("marks the whole sentence");
+  if (cat.kind === "paired") notes.push(t("note_paired"));
+  if (cat.scope === "sentence") notes.push(t("note_sentence"));
   return h(
     "li",
     { class: "instr-cat" },
@@ -26,7 +27,7 @@ function categoryEntry(cat) {
       h("strong", {}, cat.label),
       " ",
       h("span", { class: "cat-id" }, `(${cat.id})`),
-      cat.shortcut ? h("kbd", { title: "Keyboard shortcut" }, cat.shortcut) : null,
+      cat.shortcut ? h("kbd", { title: t("shortcut_title") }, cat.shortcut) : null,
     ),
     cat.definition ? h("p", { class: "instr-def" }, cat.definition) : null,
     notes.length ? h("p", { class: "instr-note" }, notes.join("; ")) : null,
@@ -34,7 +35,7 @@ function categoryEntry(cat) {
       ? h(
           "ul",
           { class: "instr-examples" },
-          cat.examples.map((ex) => h("li", {}, h("span", { class: "ex-label" }, "Example: "), ex)),
+          cat.examples.map((ex) => h("li", {}, h("span", { class: "ex-label" }, t("example_label")), ex)),
         )
       : null,
   );
@@ -51,11 +52,11 @@ export function renderInstructions(container, taxonomy, { readOnly = false } = {
       h(
         "ol",
         { class: "instr-steps" },
-        h("li", {}, "Select the words with the error in the current segment (drag with the mouse)."),
-        h("li", {}, "Choose a category (click it or press its key)."),
-        h("li", {}, "For a paired category, select the earlier text it relates to."),
-        h("li", {}, "Add a comment if it helps, then press Add."),
-        h("li", {}, "When the segment has no more errors, go to the next segment."),
+        h("li", {}, t("step_select")),
+        h("li", {}, t("step_category")),
+        h("li", {}, t("step_paired")),
+        h("li", {}, t("step_add")),
+        h("li", {}, t("step_next")),
       ),
     );
   }
@@ -65,7 +66,7 @@ export function renderInstructions(container, taxonomy, { readOnly = false } = {
       h(
         "section",
         { class: "instr-group" },
-        h("h3", {}, group ? group.label : "Error categories"),
+        h("h3", {}, group ? group.label : t("error_categories")),
         group && group.description ? h("p", { class: "instr-note" }, group.description) : null,
         h("ul", { class: "instr-cats" }, categories.map(categoryEntry)),
       ),

@@ -4,6 +4,6 @@ const form = document.getElementById("mturk-submit");
 const status = document.getElementById("mturk-status");
 
 if (form && form.dataset.auto === "1") {
-  if (status) status.textContent = "Sending your HIT to Mechanical Turk…";
+  if (status) status.textContent = form.dataset.sending;
   window.setTimeout(() => form.submit(), 400);
 }

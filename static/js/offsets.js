@@ -48,6 +48,7 @@ export function converter(text) {
 
 const WORD = /^[\p{L}\p{N}\p{M}]$/u;
 const SPACE = /^\s$/u;
+const PUNCTUATION = /^[\p{P}\s]*$/u;
 
 function charAt(text, i) {
   const c = text.codePointAt(i);
@@ -74,26 +75,90 @@ export function splitsPair(text, i) {
   return high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff;
 }
 
-/**
- * Snap a UTF-16 range to whole words: trim surrounding white space, then widen a start or
- * end that falls inside a word to the word's edge. Returns {start, end} or null if empty.
- */
-export function snapToWords(text, start, end) {
-  start = Math.max(0, Math.min(start, text.length));
-  end = Math.max(start, Math.min(end, text.length));
-  // Never split a surrogate pair.
+// Intl.Segmenter (every current browser) knows what a reader sees as one character (an emoji
+// with its skin tone or ZWJ family, a letter with its combining marks, a flag) and where
+// words end in scripts written without spaces (Chinese, Japanese, Thai). Without it the
+// page falls back to surrogate pairs and letter runs.
+const SEGMENTERS = new Map();
+function segmenter(granularity, lang) {
+  if (typeof Intl.Segmenter !== "function") return null;
+  const key = `${granularity}:${lang || ""}`;
+  if (!SEGMENTERS.has(key)) {
+    let made;
+    try {
+      made = new Intl.Segmenter(lang || undefined, { granularity });
+    } catch {
+      made = new Intl.Segmenter(undefined, { granularity }); // a tag the browser refuses
+    }
+    SEGMENTERS.set(key, made);
+  }
+  return SEGMENTERS.get(key);
+}
+
+const BOUNDARIES = new Map(); // `${granularity}\u0000${lang}\u0000${text}` -> Set of UTF-16 indices
+function boundaries(text, granularity, lang) {
+  const key = `${granularity}\u0000${lang || ""}\u0000${text}`;
+  let found = BOUNDARIES.get(key);
+  if (!found) {
+    const seg = segmenter(granularity, lang);
+    found = new Set([0, text.length]);
+    if (seg) for (const piece of seg.segment(text)) found.add(piece.index);
+    if (BOUNDARIES.size > 500) BOUNDARIES.clear();
+    BOUNDARIES.set(key, found);
+  }
+  return found;
+}
+
+/** Widen a UTF-16 range so that it never cuts a character a reader sees as one. */
+export function snapToGraphemes(text, start, end) {
   if (splitsPair(text, start)) start -= 1;
   if (splitsPair(text, end)) end += 1;
+  if (!segmenter("grapheme")) return { start, end };
+  const edges = boundaries(text, "grapheme");
+  while (start > 0 && !edges.has(start)) start -= 1;
+  while (end < text.length && !edges.has(end)) end += 1;
+  return { start, end };
+}
+
+/**
+ * Snap a UTF-16 range to whole words: trim surrounding white space, then widen a start or
+ * end that falls inside a word to the word's edge (a word: letters, digits and marks, cut
+ * where the browser's word segmenter cuts, e.g. between two Chinese words). Never cuts a
+ * grapheme. Returns {start, end} or null if empty.
+ */
+export function snapToWords(text, start, end, lang) {
+  start = Math.max(0, Math.min(start, text.length));
+  end = Math.max(start, Math.min(end, text.length));
+  ({ start, end } = snapToGraphemes(text, start, end));
   while (start < end && SPACE.test(charAt(text, start))) start += charAt(text, start).length;
   while (end > start && SPACE.test(charBefore(text, end))) end -= charBefore(text, end).length;
   if (start >= end) return null;
-  while (start > 0 && isWord(charBefore(text, start)) && isWord(charAt(text, start))) {
-    start -= charBefore(text, start).length;
+  const cuts = segmenter("word", lang) ? boundaries(text, "word", lang) : new Set();
+  const inside = (i) => !cuts.has(i) && isWord(charBefore(text, i)) && isWord(charAt(text, i));
+  while (start > 0 && inside(start)) start -= charBefore(text, start).length;
+  while (end < text.length && inside(end)) end += charAt(text, end).length;
+  return snapToGraphemes(text, start, end);
+}
+
+/**
+ * The stops of the keyboard cursor in a text: its words (as the browser's word segmenter
+ * cuts them) and its other visible characters but punctuation (an emoji, a symbol), as
+ * UTF-16 {start, end}, in reading order.
+ */
+export function wordStops(text, lang) {
+  const seg = segmenter("word", lang);
+  const stops = [];
+  if (seg) {
+    for (const piece of seg.segment(text)) {
+      if (piece.isWordLike || !PUNCTUATION.test(piece.segment)) {
+        stops.push({ start: piece.index, end: piece.index + piece.segment.length });
+      }
+    }
+    return stops;
   }
-  while (end < text.length && isWord(charBefore(text, end)) && isWord(charAt(text, end))) {
-    end += charAt(text, end).length;
-  }
-  return { start, end };
+  const re = /[\p{L}\p{N}\p{M}]+|[^\p{L}\p{N}\p{M}\p{P}\s]+/gu;
+  for (const m of text.matchAll(re)) stops.push({ start: m.index, end: m.index + m[0].length });
+  return stops;
 }
 
 const ABBREVIATIONS = new Set([
@@ -101,14 +166,20 @@ const ABBREVIATIONS = new Set([
   "col", "lt", "sgt", "rev", "hon", "fr", "sen", "rep", "gov", "pres", "lord", "lady",
 ]);
 
+// A sentence ends at . ! ? … (and the Arabic ؟ and Urdu ۔) followed by white space, or at
+// the full-width 。！？ of Chinese and Japanese, which need none; closing quotes and brackets
+// stay with the sentence they close.
+const SENTENCE_END = /[.!?…؟۔]+["'”’»)\]]*(\s+)|[。！？]+[」』”’）)\]]*(\s*)/gu;
+
 /** Sentence ranges [start, end) in UTF-16 units, trailing white space excluded. */
 export function sentences(text) {
   const out = [];
-  const re = /[.!?…]+["'”’)\]]*(\s+)/gu;
+  const re = new RegExp(SENTENCE_END.source, "gu");
   let begin = 0;
   let match;
   while ((match = re.exec(text))) {
-    const stop = match.index + match[0].length - match[1].length;
+    const gap = match[1] ?? match[2] ?? "";
+    const stop = match.index + match[0].length - gap.length;
     const before = text.slice(begin, match.index);
     const lastWord = (before.match(/([\p{L}]+)$/u) || ["", ""])[1];
     const abbreviated =

@@ -3,12 +3,14 @@
 // and maps a DOM selection back to offsets. Ranges here are in UTF-16 units.
 
 import { h } from "./dom.js";
+import { t } from "./i18n.js";
 
 const TYPE_CLASS = {
   annotation: "hl",
   paired: "hl-paired",
   pending: "pending",
   "pending-paired": "pending-paired",
+  kb: "kb-sel",
   mention: "mention",
   suggestion: "suggestion",
 };
@@ -77,7 +79,8 @@ function decorate(span, r, isFirst, isLast, opened) {
     if (isFirst) {
       span.tabIndex = 0;
       span.setAttribute("role", "button");
-      if (r.title) span.setAttribute("aria-label", r.title);
+      // the visible words first in the accessible name (WCAG 2.5.3, label in name)
+      if (r.title) span.setAttribute("aria-label", `${span.textContent} — ${r.title}`);
       if (r.title) span.title = r.title;
     }
     if (isLast) {
@@ -131,7 +134,7 @@ export function readSelection(scope, { across = false } = {}) {
     const first = hits[0];
     const last = hits[hits.length - 1];
     const consecutive = hits.every((hit, i) => i === 0 || hit.segment === hits[i - 1].segment + 1);
-    if (!across || !consecutive) return { error: "Select text within a single segment." };
+    if (!across || !consecutive) return { error: t("single_segment") };
     return { segment: first.segment, start: first.start, end: last.end, end_segment: last.segment };
   }
   return hits[0];

@@ -120,6 +120,22 @@ def pw_page(pw_context):
 
 
 @pytest.fixture(scope="session")
+def axe_source(pw_browser) -> str:
+    """axe-core's script, installed from npm once (tests/browser/axe.py); skips without
+    npm or the registry, fails where MARGINALIA_REQUIRE_BROWSER is set."""
+    from tests.browser import axe
+
+    try:
+        path = axe.install()
+    except RuntimeError as exc:
+        if axe.required():
+            pytest.fail(f"axe-core is needed for the accessibility checks: {exc}")
+        pytest.skip(f"axe-core is not available: {exc}")
+    axe.load(path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def artifacts() -> Path:
     """test-artifacts/ (git-ignored) for screenshots."""
     ARTIFACTS.mkdir(exist_ok=True)

@@ -16,6 +16,19 @@ CASES = [
     ("She met Zoë there.", "o", "Zoë"),
     ("🎉 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 wins.", "𝔫𝔦", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢"),
     ("Tom and Daisy goes back.", "d Dai", "and Daisy"),
+    # never half a character a reader sees as one: a ZWJ family, a flag, a skin tone
+    ("Hi 👩‍👩‍👧 there.", "👩‍👩", "👩‍👩‍👧"),
+    ("We flew 🇯🇵 home.", "🇯", "🇯🇵"),
+    ("Wave 👋🏽 back.", "👋", "👋🏽"),
+    # a letter and its combining mark stay together; the mark belongs to its word
+    ("The café opens.", "caf", "café"),
+    ("The café opens.", "́", "café"),
+    # Chinese has no spaces: the browser's word segmenter finds the words
+    ("小明今天去了图书馆。", "书馆", "图书馆"),
+    ("小明今天去了图书馆。", "今", "今天"),
+    # Arabic and Hebrew words, with their marks
+    ("ذهبت سارة إلى السوق.", "ار", "سارة"),
+    ("שָׁלוֹם עולם", "לו", "שָׁלוֹם"),
 ]
 
 SENTENCES = [
@@ -27,6 +40,18 @@ SENTENCES = [
     ("He left. 🎉 The party began at nine. Nobody came.", "party", "🎉 The party began at nine."),
     ("One sentence without a stop", "without", "One sentence without a stop"),
     ('She said "stop." He went on.', "stop", 'She said "stop."'),
+    # full stops that are not ASCII: Chinese needs no space after them, Arabic has its own ?
+    ("小明今天去了图书馆。他借了三本书！然后他回家了。", "三本", "他借了三本书！"),
+    ("ذهبت سارة إلى السوق. هل اشترت خبزاً؟ نعم اشترت.", "خبزاً", "هل اشترت خبزاً؟"),
+    ("「走吧。」他说。然后走了。", "他说", "他说。"),
+]
+
+
+WORD_STOPS = [
+    # the keyboard cursor's stops: words and emoji, never punctuation or half a character
+    ("🎉🎉 Hi, 👩‍👩‍👧 café!", ["🎉", "🎉", "Hi", "👩‍👩‍👧", "café"]),
+    ("小明今天去了图书馆。", ["小明", "今天", "去了", "图书", "馆"]),
+    ("ذهبت سارة.", ["ذهبت", "سارة"]),
 ]
 
 
@@ -91,3 +116,10 @@ def test_sentence_snapping(offsets, text, picked, expected):
     snapped = offsets("snapToSentence", text, start, end)
     raw = text.encode("utf-16-le")
     assert raw[2 * snapped["start"] : 2 * snapped["end"]].decode("utf-16-le") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), WORD_STOPS)
+def test_keyboard_word_stops(offsets, text, expected):
+    raw = text.encode("utf-16-le")
+    stops = offsets("wordStops", text)
+    assert [raw[2 * s["start"] : 2 * s["end"]].decode("utf-16-le") for s in stops] == expected

@@ -153,7 +153,7 @@ function drawSegment(text, segment) {
           type: "button",
           class: `votes${c.unanimous ? "" : " disagree"}${c.decision ? ` decided-${c.decision.decision}` : ""}${index === focus ? " current" : ""}`,
           title: `${c.category}: ${c.votes} of ${c.workers} workers`,
-          "aria-label": `candidate ${index + 1}, ${c.category}, ${c.votes} of ${c.workers} workers`,
+          "aria-label": `${c.votes}/${c.workers}: candidate ${index + 1}, ${c.category}, ${c.votes} of ${c.workers} workers`,
           onclick: () => moveTo(index),
         }, `${c.votes}/${c.workers}`),
       );

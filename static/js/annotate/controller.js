@@ -4,6 +4,7 @@
 
 import { append, byId, clear, h } from "../dom.js";
 import { renderEntityPanel } from "../entities.js";
+import { t } from "../i18n.js";
 import { renderInstructions, renderSources } from "../instructions.js";
 import { converter } from "../offsets.js";
 import { Outbox, requestJson } from "../outbox.js";
@@ -47,14 +48,14 @@ export const outbox = new Outbox(API, TOKEN, {
       return;
     }
     if (err.status === 409 && (await submittedMeanwhile())) {
-      enterReadOnly("This assignment has already been submitted; it can no longer be changed.");
+      enterReadOnly(t("submitted_elsewhere"));
       return;
     }
     if (op.kind === "add") {
       state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
       renderAll();
       showStatus("error", err.message);
-      setHint(el.formHint, `The annotation was not saved: ${err.message}`, "error");
+      setHint(el.formHint, t("not_saved_annotation", { message: err.message }), "error");
     } else if (op.kind === "remove") {
       showStatus("error", err.message);
     }
@@ -67,7 +68,7 @@ function refusedDuplicate(op, err) {
   const twin = state.annotations.find((a) => a.id === err.data.existing_id);
   renderAll();
   showStatus("saved");
-  setHint(el.formHint, `Not added: ${err.message}.`, "warn");
+  setHint(el.formHint, t("not_added", { message: err.message }), "warn");
   if (twin) flashAnnotation(twin.key);
 }
 
@@ -86,14 +87,14 @@ export async function load() {
   try {
     data = await requestJson("GET", API);
   } catch (err) {
-    showBanner(`The document could not be loaded (${err.message}).`, "error", () => {
+    showBanner(t("load_failed", { message: err.message }), "error", () => {
       window.location.reload();
     });
     showStatus(navigator.onLine ? "error" : "offline", err.message);
     return;
   }
   if (!data.document.segments.length) {
-    showBanner("This document has no text to annotate.", "error");
+    showBanner(t("no_text"), "error");
     showStatus("saved");
     return;
   }
@@ -146,17 +147,17 @@ function readOnlyMessage() {
   const d = state.data;
   if (d.status === "submitted") {
     return d.completion_code
-      ? `Submitted. Your completion code is ${d.completion_code}. This view is read-only.`
-      : "Submitted. This view is read-only.";
+      ? t("read_only_code", { code: d.completion_code })
+      : t("read_only_submitted");
   }
-  return "Preview: read-only, annotations cannot be added here.";
+  return t("read_only_preview");
 }
 
 function showBanner(message, tone = "info", retry = null) {
   clear(el.banner);
   el.banner.dataset.tone = tone;
   append(el.banner, h("p", {}, message));
-  if (retry) append(el.banner, h("button", { type: "button", class: "btn", onclick: retry }, "Try again"));
+  if (retry) append(el.banner, h("button", { type: "button", class: "btn", onclick: retry }, t("try_again")));
   el.banner.hidden = false;
 }
 
@@ -184,7 +185,7 @@ function renderEntities() {
   root.classList.toggle("no-entities", none);
   const labels = new Set((state.data.entities || []).map((e) => e.label));
   byId("entity-heading").textContent =
-    labels.size === 0 || (labels.size === 1 && labels.has("PERSON")) ? "Characters so far" : "Entities so far";
+    labels.size === 0 || (labels.size === 1 && labels.has("PERSON")) ? t("characters_so_far") : t("entities_so_far");
 }
 
 export function renderAll(opts = {}) {

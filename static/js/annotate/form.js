@@ -2,6 +2,7 @@
 // the comment, Add and Cancel. Adding queues the annotation in the outbox.
 
 import { append, clear, h, setVar } from "../dom.js";
+import { t } from "../i18n.js";
 import { groupedCategories } from "../instructions.js";
 import {
   chosenAttributes,
@@ -37,15 +38,15 @@ export function buildCategoryButtons() {
           class: "cat-btn",
           dataset: { category: c.id },
           "aria-pressed": "false",
-          title: `${c.label}: ${c.definition || ""}${c.shortcut ? ` (key ${c.shortcut})` : ""}`,
+          title: `${c.label}: ${c.definition || ""}${c.shortcut ? t("key_suffix", { key: c.shortcut }) : ""}`,
           "aria-keyshortcuts": c.shortcut || null,
           onclick: () => chooseCategory(c.id),
         },
         h("span", { class: "swatch", "aria-hidden": "true" }),
         h("span", { class: "cat-label" }, c.label),
-        c.kind === "paired" ? h("span", { class: "cat-tag", title: "Paired: also select the earlier text" }, "paired") : null,
-        c.kind === "relation" ? h("span", { class: "cat-tag", title: "May link to another span, anywhere" }, "link") : null,
-        c.scope === "sentence" ? h("span", { class: "cat-tag", title: "Marks the whole sentence" }, "sentence") : null,
+        c.kind === "paired" ? h("span", { class: "cat-tag", title: t("tag_paired_title") }, t("tag_paired")) : null,
+        c.kind === "relation" ? h("span", { class: "cat-tag", title: t("tag_link_title") }, t("tag_link")) : null,
+        c.scope === "sentence" ? h("span", { class: "cat-tag", title: t("tag_sentence_title") }, t("tag_sentence")) : null,
         c.shortcut ? h("kbd", { "aria-hidden": "true" }, c.shortcut) : null,
       );
       setVar(btn, "--cat", c.color);
@@ -55,9 +56,9 @@ export function buildCategoryButtons() {
       el.categoryButtons,
       h(
         "div",
-        { class: "cat-group", role: "group", "aria-label": group ? group.label : "Other" },
+        { class: "cat-group", role: "group", "aria-label": group ? group.label : t("group_other") },
         labelled
-          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : "Other")
+          ? h("span", { class: "cat-group-label", "aria-hidden": "true" }, group ? group.label : t("group_other"))
           : null,
         h("div", { class: "cat-group-buttons" }, buttons),
       ),
@@ -88,7 +89,7 @@ function afterChoice() {
   const cat = currentCategory();
   if (!cat) {
     f.paired = null;
-    setHint(el.formHint, "Choose a category (click it or press its key).");
+    setHint(el.formHint, t("choose_category"));
     renderForm();
     page.renderText();
     return;
@@ -101,9 +102,9 @@ function afterChoice() {
   }
   if (!pairKind()) f.paired = null;
   if (f.suggestion !== null && f.suggestionCategory !== id) f.suggestion = null;
-  if (!f.span) setHint(el.formHint, "Now select the words in the current segment.");
+  if (!f.span) setHint(el.formHint, t("select_words_now"));
   else if (pairKind() && !f.paired) setHint(el.formHint, pairedPrompt(pairing()));
-  else setHint(el.formHint, "");
+  else setHint(el.formHint, t("category_chosen", { label: chosenLabels({ categories: [f.category, ...f.extra] }) }));
   renderForm();
   page.renderText();
 }
@@ -140,11 +141,11 @@ function addAnnotation() {
   if (state.readOnly) return;
   const f = state.form;
   const cat = currentCategory();
-  if (!f.span) return setHint(el.formHint, "Select the words with the error first.", "warn");
-  if (!cat) return setHint(el.formHint, "Choose a category first.", "warn");
+  if (!f.span) return setHint(el.formHint, t("select_first"), "warn");
+  if (!cat) return setHint(el.formHint, t("choose_first"), "warn");
   if (pairKind() === "paired" && !f.paired) return setHint(el.formHint, pairedPrompt(pairing()), "warn");
   const missing = missingAttribute();
-  if (missing) return setHint(el.formHint, `Choose ${missing.label} first.`, "warn");
+  if (missing) return setHint(el.formHint, t("choose_attribute", { label: missing.label }), "warn");
   const clientId = uuid();
   const body = {
     ...toWire(f.span),
@@ -162,7 +163,7 @@ function addAnnotation() {
   if (f.suggestion !== null) body.suggestion_id = f.suggestion;
   const twin = findDuplicate(body);
   if (twin) {
-    setHint(el.formHint, `Already marked: ${cat.label} — ${quote(body.text)}. Choose another span or category.`, "warn");
+    setHint(el.formHint, t("already_marked", { label: chosenLabels(body), text: quote(body.text) }), "warn");
     page.flashAnnotation(twin.key);
     return;
   }
@@ -172,8 +173,7 @@ function addAnnotation() {
     page.outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted", client_id: clientId });
   }
   resetForm();
-  const names = chosenLabels(body);
-  setHint(el.formHint, `Added: ${names} — ${quote(body.text)}`, "ok");
+  setHint(el.formHint, t("added", { label: chosenLabels(body), text: quote(body.text) }), "ok");
   page.renderAll();
 }
 
@@ -207,14 +207,14 @@ export function renderForm() {
   el.categoryDefinition.title = definition;
   el.definitionToggle.hidden = !cat || !definitionCut();
   el.definitionToggle.textContent = el.categoryDefinition.classList.contains("is-open")
-    ? "Less"
-    : "Full definition";
+    ? t("definition_less")
+    : t("definition_full");
   const kind = pairKind();
   const paired = Boolean(cat && kind);
   el.pairedRow.hidden = !paired;
   renderAttributes();
   if (paired) {
-    el.pairedLabel.textContent = kind === "relation" ? "3. Linked span (optional)" : "3. Earlier span";
+    el.pairedLabel.textContent = kind === "relation" ? t("linked_span_label") : t("earlier_span_label");
     el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(pairing());
     el.pairedPrompt.hidden = Boolean(f.paired);
     el.pairedField.value = f.paired ? spanText(f.paired) : "";
@@ -251,7 +251,7 @@ function renderAttributes() {
       h(
         "fieldset",
         { class: `attribute attribute-${a.kind}` },
-        h("legend", {}, a.label, a.required ? null : h("span", { class: "optional" }, " (optional)")),
+        h("legend", {}, a.label, a.required ? null : h("span", { class: "optional" }, ` ${t("optional")}`)),
         h(
           "div",
           { class: "attribute-values" },

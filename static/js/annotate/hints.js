@@ -6,7 +6,8 @@
 // like anywhere else.
 
 import { clear, h, setVar } from "../dom.js";
-import { el, emptyForm, page, pairedPrompt, quote, saveSet, setHint, state } from "./state.js";
+import { t } from "../i18n.js";
+import { el, emptyForm, page, pairedPrompt, quote, saveSet, setHint, state, textAttrs } from "./state.js";
 
 export function visibleSuggestions() {
   const list = (state.data && state.data.suggestions) || [];
@@ -29,7 +30,7 @@ function useSuggestion(s) {
   const cat = state.categories.get(s.category);
   setHint(
     el.formHint,
-    cat.kind === "paired" ? pairedPrompt(cat) : "Check the suggestion, add a comment if you like, then press Add.",
+    cat.kind === "paired" ? pairedPrompt(cat) : t("check_suggestion"),
   );
   page.renderForm();
   page.renderText();
@@ -62,17 +63,17 @@ export function renderHints(list) {
       { class: "hint-item", dataset: { suggestionItem: String(s.id) } },
       setVar(h("span", { class: "swatch", "aria-hidden": "true" }), "--cat", cat.color),
       h("span", { class: "hint-cat" }, cat.label),
-      h("q", { class: "hint-text" }, s.text),
+      h("q", { class: "hint-text", ...textAttrs() }, s.text),
       s.reason ? h("span", { class: "hint-reason" }, s.reason) : null,
       h(
         "button",
-        { type: "button", class: "btn btn-small", "aria-label": `Use the suggestion ${quote(s.text)}`, onclick: () => useSuggestion(s) },
-        "Use",
+        { type: "button", class: "btn btn-small", "aria-label": t("use_label", { text: quote(s.text) }), onclick: () => useSuggestion(s) },
+        t("use"),
       ),
       h(
         "button",
-        { type: "button", class: "btn btn-small btn-quiet", "aria-label": `Dismiss the suggestion ${quote(s.text)}`, onclick: () => dismissSuggestion(s) },
-        "Dismiss",
+        { type: "button", class: "btn btn-small btn-quiet", "aria-label": t("dismiss_label", { text: quote(s.text) }), onclick: () => dismissSuggestion(s) },
+        t("dismiss"),
       ),
     );
     el.hintList.append(item);

@@ -2,7 +2,8 @@
 // text, comment), hover to light it up in the text, jump to its segment, remove it.
 
 import { clear, h, setVar } from "../dom.js";
-import { el, labelsOf, page, quote, segLabel, setHint, state } from "./state.js";
+import { t } from "../i18n.js";
+import { el, labelsOf, page, quote, segLabel, setHint, state, textAttrs } from "./state.js";
 
 export function renderList() {
   clear(el.list);
@@ -31,20 +32,20 @@ export function renderList() {
           { class: "annot-head" },
           h("span", { class: "annot-cat" }, labels),
           a.segment === state.current
-            ? h("span", { class: "annot-seg" }, `${segLabel(a.segment)} (this one)`)
+            ? h("span", { class: "annot-seg" }, t("this_segment", { segment: segLabel(a.segment) }))
             : h(
                 "button",
                 {
                   type: "button",
                   class: "annot-seg link-btn",
-                  title: `Go to ${segLabel(a.segment)}`,
+                  title: t("go_to", { segment: segLabel(a.segment) }),
                   onclick: () => page.goTo(a.segment),
                 },
                 segLabel(a.segment),
               ),
-          a.pending ? h("span", { class: "annot-pending" }, "saving…") : null,
+          a.pending ? h("span", { class: "annot-pending" }, t("saving_item")) : null,
         ),
-        h("q", { class: "annot-span" }, a.text),
+        h("q", { class: "annot-span", ...textAttrs() }, a.text),
         a.paired
           ? h(
               "div",
@@ -52,19 +53,23 @@ export function renderList() {
               h(
                 "span",
                 { class: "annot-paired-label" },
-                `${linked ? "linked" : "earlier"} (${segLabel(a.paired.segment)}): `,
+                t(linked ? "linked_in" : "earlier_in", { segment: segLabel(a.paired.segment) }),
               ),
-              h("q", {}, a.paired.text),
+              h("q", textAttrs(), a.paired.text),
             )
           : null,
         attributes.length
           ? h(
               "div",
               { class: "annot-attributes" },
-              attributes.map(([key, value]) => h("span", { class: "annot-attribute" }, `${attributeLabel(key)}: ${value}`)),
+              attributes.map(([key, value]) =>
+                h("span", { class: "annot-attribute" }, t("attribute_value", { label: attributeLabel(key), value })),
+              ),
             )
           : null,
-        a.comment ? h("div", { class: "annot-comment" }, h("span", { class: "annot-paired-label" }, "Comment: "), a.comment) : null,
+        a.comment
+          ? h("div", { class: "annot-comment" }, h("span", { class: "annot-paired-label" }, t("comment_label")), h("span", { dir: "auto" }, a.comment))
+          : null,
       ),
       state.readOnly
         ? null
@@ -73,10 +78,10 @@ export function renderList() {
             {
               type: "button",
               class: "btn btn-small btn-quiet remove-btn",
-              "aria-label": `Remove ${labels}: ${a.text}`,
-              onclick: () => removeAnnotation(a.key),
+              "aria-label": t("remove_label", { label: labels, text: a.text }),
+              onclick: (e) => removeAnnotation(a.key, e.currentTarget),
             },
-            "Remove",
+            t("remove"),
           ),
     );
     li.addEventListener("mouseenter", () => hotAnnotation(a.key, true));
@@ -92,13 +97,23 @@ function hotAnnotation(key, on) {
   }
 }
 
-function removeAnnotation(key) {
+/**
+ * Remove an annotation (its list button, or Delete at the keyboard cursor). When the button
+ * had focus, focus goes on to the next entry's button (or the list's heading), not nowhere.
+ */
+export function removeAnnotation(key, button = null) {
   if (state.readOnly) return;
   const a = state.annotations.find((x) => x.key === key);
+  const items = [...el.list.querySelectorAll(".annot-item")].map((li) => li.dataset.key);
+  const next = items[items.indexOf(key) + 1] ?? items[items.indexOf(key) - 1] ?? null;
   state.annotations = state.annotations.filter((x) => x.key !== key);
   page.outbox.push({ kind: "remove", client_id: key });
-  if (a) setHint(el.formHint, `Removed: ${quote(a.text)}`, "ok");
+  if (a) setHint(el.formHint, t("removed", { text: quote(a.text) }), "ok");
   page.renderAll();
+  if (button && document.activeElement !== button) {
+    const target = next && el.list.querySelector(`[data-key="${CSS.escape(next)}"] .remove-btn`);
+    (target || el.listHeading).focus();
+  }
 }
 
 /** Draw attention to one annotation in the list (e.g. the one a duplicate would repeat). */

@@ -2,6 +2,7 @@
 // as the worker's position), and Submit, which waits for the outbox to drain, retries while
 // offline and then leaves for the done page.
 
+import { t } from "../i18n.js";
 import { requestJson } from "../outbox.js";
 import {
   API,
@@ -22,12 +23,12 @@ const PREV_KEYS = ["p", "["];
 
 export function renderProgress() {
   const n = state.texts.length;
-  el.progressText.textContent = `Segment ${state.current + 1} of ${n}`;
+  el.progressText.textContent = t("progress", { n: state.current + 1, total: n });
   el.progressBar.max = n;
   el.progressBar.value = state.current + 1;
   el.currentLabel.textContent = state.readOnly
-    ? `Segment ${state.current + 1} of ${n}`
-    : `Segment ${state.current + 1} of ${n} — mark errors here`;
+    ? t("progress", { n: state.current + 1, total: n })
+    : t("progress_mark", { n: state.current + 1, total: n });
 }
 
 export function renderNav() {
@@ -35,7 +36,7 @@ export function renderNav() {
   el.prev.disabled = state.current === 0 || state.submitting;
   el.next.hidden = last;
   el.next.disabled = state.submitting;
-  el.next.textContent = state.readOnly ? "Next segment" : "No more errors — next segment";
+  el.next.textContent = state.readOnly ? t("next_segment") : t("next_no_errors");
   el.submit.hidden = !last || state.readOnly;
   el.submit.disabled = state.submitting;
   renderJump();
@@ -43,7 +44,7 @@ export function renderNav() {
 
 function unfinishedForm() {
   if (state.readOnly || !state.form.span) return false;
-  setHint(el.navHint, "You have a selection that is not added yet: press Add, or Cancel it first.", "warn");
+  setHint(el.navHint, t("unfinished"), "warn");
   el.addButton.disabled ? el.cancelButton.focus() : el.addButton.focus();
   return true;
 }
@@ -58,8 +59,10 @@ export function goTo(segment) {
   state.current = target;
   el.instructions.open = false;
   if (!state.readOnly) page.outbox.push({ kind: "position", segment: target, active });
+  const typing = document.activeElement === el.textArea && el.textArea.classList.contains("kb-active");
   page.renderAll({ scrollContext: true });
-  el.currentHeading.focus({ preventScroll: true });
+  if (typing) page.keyboardMoved();
+  else el.currentHeading.focus({ preventScroll: true });
 }
 
 async function submit() {
@@ -67,7 +70,7 @@ async function submit() {
   if (page.holdForFeedback(state.current)) return; // practice: the last segment's feedback
   state.submitting = true;
   renderNav();
-  setHint(el.navHint, "Submitting…");
+  setHint(el.navHint, t("submitting"));
   const active = page.takeActive(); // the last segment's time goes before the submit
   if (Object.keys(active).length) page.outbox.push({ kind: "position", segment: state.current, active });
   let delay = 500;
@@ -91,11 +94,11 @@ async function submit() {
       if (!transient) {
         state.submitting = false;
         renderNav();
-        setHint(el.navHint, `Could not submit: ${err.message}`, "error");
+        setHint(el.navHint, t("submit_failed", { message: err.message }), "error");
         return;
       }
       showStatus("offline", err.message);
-      setHint(el.navHint, "Offline — submitting again shortly…", "warn");
+      setHint(el.navHint, t("submit_offline"), "warn");
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 10000);
     }
@@ -133,9 +136,9 @@ export function wireNav() {
 
 /** The jump menu lists the earlier segments and the current one. */
 export function renderJump() {
-  const options = [new Option("Read an earlier segment…", "")];
+  const options = [new Option(t("jump_prompt"), "")];
   for (let i = 0; i <= state.current; i++) {
-    options.push(new Option(i === state.current ? `${i + 1} (current)` : String(i + 1), String(i)));
+    options.push(new Option(i === state.current ? t("jump_current", { n: i + 1 }) : String(i + 1), String(i)));
   }
   el.segmentJump.replaceChildren(...options);
   el.segmentJump.hidden = state.current === 0;

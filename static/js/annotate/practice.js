@@ -5,8 +5,9 @@
 // wrongly against the reference; the next press moves on. Text nodes only.
 
 import { append, h } from "../dom.js";
+import { t } from "../i18n.js";
 import { requestJson } from "../outbox.js";
-import { API, el, page, quote, segLabel, setHint, state } from "./state.js";
+import { API, el, page, quote, segLabel, setHint, state, textAttrs } from "./state.js";
 
 const panel = document.getElementById("practice-panel");
 let checking = false;
@@ -30,7 +31,7 @@ export function holdForFeedback(segment) {
   if (checking) return true;
   if (feedbackFor(segment)) return false;
   checking = true;
-  setHint(el.navHint, "Checking your marks against the reference…");
+  setHint(el.navHint, t("practice_checking"));
   check(segment).finally(() => {
     checking = false;
   });
@@ -42,7 +43,7 @@ async function check(segment) {
     await page.outbox.drain();
     const feedback = await requestJson("POST", `${API}/practice/${segment}`, {});
     practice().checked[String(segment)] = feedback;
-    setHint(el.navHint, "Compare your marks with the reference below, then go on.", "info");
+    setHint(el.navHint, t("practice_compare"), "info");
     renderPractice();
     panel.scrollIntoView({ block: "nearest" });
   } catch (err) {
@@ -52,7 +53,7 @@ async function check(segment) {
       setHint(el.navHint, "");
       return;
     }
-    setHint(el.navHint, `Your marks could not be checked: ${err.message}`, "error");
+    setHint(el.navHint, t("practice_failed", { message: err.message }), "error");
   }
 }
 
@@ -62,7 +63,7 @@ const CONTEXT_CHARS = 40;
 function inContext(entry) {
   const text = state.texts[entry.segment];
   if (text === undefined || entry.start === null || entry.end === null) {
-    return h("span", { class: "practice-span" }, quote(entry.text));
+    return h("span", { class: "practice-span", ...textAttrs() }, quote(entry.text));
   }
   const chars = Array.from(text); // offsets are code points
   let from = Math.max(0, entry.start - CONTEXT_CHARS);
@@ -74,7 +75,7 @@ function inContext(entry) {
   const after = chars.slice(entry.end, to).join("");
   return h(
     "span",
-    { class: "practice-span" },
+    { class: "practice-span", ...textAttrs() },
     from > 0 ? `…${before.trimStart()}` : before,
     h("mark", { class: "practice-mark" }, chars.slice(entry.start, entry.end).join("")),
     to < chars.length ? `${after.trimEnd()}…` : after,
@@ -97,7 +98,7 @@ function group(kind, title, entries, note) {
   return h(
     "section",
     { class: `practice-group practice-${kind}`, dataset: { kind } },
-    h("h3", { class: "practice-title" }, `${title} (${entries.length})`),
+    h("h3", { class: "practice-title" }, t("practice_group", { title, n: entries.length })),
     h("ul", { class: "practice-list" }, entries.map((e) => item(e, note(e)))),
   );
 }
@@ -111,20 +112,20 @@ export function renderPractice() {
   if (!feedback) return;
   const { found, missed, wrong, gold } = feedback;
   const summary = gold
-    ? `You found ${found.length} of the ${gold} error${gold === 1 ? "" : "s"} the reference marks here.`
-    : "The reference marks no error here.";
+    ? t(gold === 1 ? "practice_found_one" : "practice_found_many", { found: found.length, gold })
+    : t("practice_none");
   append(panel, [
-    h("h2", { class: "section-label" }, `Practice feedback — ${segLabel(feedback.segment)}`),
+    h("h2", { class: "section-label" }, t("practice_heading", { segment: segLabel(feedback.segment) })),
     h("p", { class: "practice-summary" }, summary),
-    group("found", "Found", found, () => null),
-    group("missed", "Missed", missed, (e) => e.definition || null),
-    group("wrong", "Marked, but not in the reference", wrong, (e) =>
-      e.reference ? `The reference marks this as ${e.reference}.` : null,
+    group("found", t("practice_found"), found, () => null),
+    group("missed", t("practice_missed"), missed, (e) => e.definition || null),
+    group("wrong", t("practice_wrong"), wrong, (e) =>
+      e.reference ? t("practice_reference", { label: e.reference }) : null,
     ),
     h(
       "p",
       { class: "hint" },
-      "Your marks on this segment are final now. A match needs the same category and most of the same words.",
+      t("practice_final"),
     ),
   ]);
 }

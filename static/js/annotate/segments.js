@@ -5,8 +5,9 @@
 // page so the current segment starts at the top of the window.
 
 import { clear, h } from "../dom.js";
+import { t } from "../i18n.js";
 import { renderSegmentText } from "../textview.js";
-import { currentCategory, el, page, pieceIn, root, segLabel, state } from "./state.js";
+import { el, page, pairKind, pieceIn, root, state } from "./state.js";
 
 let entityById = new Map();
 
@@ -22,7 +23,7 @@ function rangesFor(segment, { current }) {
       start: u(m.start),
       end: u(m.end),
       entity: m.entity,
-      title: ent ? `${ent.name} — first in segment ${ent.first_segment + 1}` : null,
+      title: ent ? t("mention_title", { name: ent.name, n: ent.first_segment + 1 }) : null,
     });
   }
   for (const a of state.annotations) {
@@ -48,6 +49,9 @@ function rangesFor(segment, { current }) {
   if (f.span && f.span.segment === segment) ranges.push({ type: "pending", start: f.span.start, end: f.span.end });
   const pendingPiece = f.paired ? pieceIn(f.paired, segment) : null;
   if (pendingPiece) ranges.push({ type: "pending-paired", start: pendingPiece.start, end: pendingPiece.end });
+  const cursor = page.keyboardRange();
+  const cursorPiece = cursor ? pieceIn(cursor, segment) : null;
+  if (cursorPiece) ranges.push({ type: "kb", start: cursorPiece.start, end: cursorPiece.end });
   if (current && !state.readOnly) {
     for (const s of page.visibleSuggestions()) {
       const cat = state.categories.get(s.category);
@@ -58,7 +62,7 @@ function rangesFor(segment, { current }) {
         end: u(s.end),
         color: cat.color,
         label: cat.id,
-        title: `Suggested: ${cat.label} — press Use in the list below (or Enter here) to apply it`,
+        title: t("suggested_title", { label: cat.label }),
       });
     }
   }
@@ -73,7 +77,7 @@ export function renderText({ scrollContext = false } = {}) {
       h(
         "div",
         { class: "ctx-seg", dataset: { block: String(i) } },
-        h("span", { class: "seg-num", "aria-label": segLabel(i) }, String(i + 1)),
+        h("span", { class: "seg-num" }, h("span", { class: "visually-hidden" }, `${t("segment_word")} `), String(i + 1)),
         h("p", { class: "ctx-text" }, renderSegmentText(state.texts[i], i, rangesFor(i, { current: false }))),
       ),
     );
@@ -85,8 +89,7 @@ export function renderText({ scrollContext = false } = {}) {
     h("p", { class: "cur-text" }, renderSegmentText(state.texts[state.current], state.current, rangesFor(state.current, { current: true }))),
   );
   const f = state.form;
-  const cat = currentCategory();
-  root.classList.toggle("awaiting-paired", Boolean(cat && cat.kind === "paired" && f.span && !f.paired));
+  root.classList.toggle("awaiting-paired", Boolean(pairKind() && f.span && !f.paired));
   page.renderHints(state.readOnly ? [] : page.visibleSuggestions());
   if (scrollContext && state.current > 0) el.currentHeading.scrollIntoView({ block: "start" });
 }

@@ -1,10 +1,13 @@
 // Selecting text on the annotate page: a selection in the current segment becomes the form's
 // span (snapped to words, or to the sentence for sentence categories); for a paired
-// category, a second selection before it becomes the earlier, paired text.
+// category, a second selection before it becomes the earlier, paired text. Mouse and touch
+// selections come through here; the keyboard cursor (keyboard.js) uses applySelection too.
 
+import { t } from "../i18n.js";
 import { snapToWords } from "../offsets.js";
 import { readSelection } from "../textview.js";
 import {
+  TEXT_LANG,
   chosenCategories,
   currentCategory,
   el,
@@ -16,57 +19,81 @@ import {
   state,
 } from "./state.js";
 
-/** A selection was made in the text (mouse or keyboard). */
+/** Is the form waiting for the earlier text of a paired category (or the other span of a
+ * relation category: optional, anywhere)? */
+export function awaitingPaired() {
+  const f = state.form;
+  return Boolean(pairKind() && f.span && !f.paired);
+}
+
+/** The chosen category whose pairing rule applies (paired first, then relation). */
+function pairRule() {
+  const kind = pairKind();
+  return chosenCategories().find((c) => c.kind === kind) || currentCategory();
+}
+
+/** May the second span run across segment breaks? */
+function mayCross() {
+  const rule = pairRule();
+  return pairKind() === "relation" || Boolean(rule && rule.pair_across_segments);
+}
+
+/** A selection was made in the text with the mouse or touch. */
 function onSelection() {
   if (state.readOnly || !state.data) return;
-  const f = state.form;
-  let cat = currentCategory();
-  const kind = pairKind();
-  const pairing = Boolean(kind && f.span && !f.paired);
-  const anywhere = kind === "relation"; // a relation's other span: before, after, the same
-  const rule = chosenCategories().find((c) => c.kind === kind) || cat;
-  const sel = readSelection(el.textArea, {
-    across: pairing && (anywhere || Boolean(rule && rule.pair_across_segments)),
-  });
-  if (!sel) return;
+  const across = awaitingPaired() && mayCross();
+  applySelection(readSelection(el.textArea, { across }));
+}
+
+/**
+ * A selection ({segment, start, end, end_segment?} in UTF-16 units, from the mouse or the
+ * keyboard cursor) becomes the form's span, or its earlier, paired span when a paired
+ * category waits for one; otherwise a message says why not.
+ */
+export function applySelection(sel) {
+  if (state.readOnly || !state.data || !sel) return;
   if (sel.error) {
     setHint(el.formHint, sel.error, "warn");
+    return;
+  }
+  const f = state.form;
+  let cat = currentCategory();
+  const pairing = awaitingPaired();
+  const anywhere = pairKind() === "relation"; // a relation's other span: before, after, the same
+  if (sel.end_segment !== undefined && !(pairing && mayCross())) {
+    setHint(el.formHint, t("single_segment"), "warn");
     return;
   }
   const text = state.texts[sel.segment];
   if (pairing && sel.end_segment !== undefined) {
     const last = state.texts[sel.end_segment];
-    const head = snapToWords(text, sel.start, text.length);
-    const tail = snapToWords(last, 0, sel.end);
+    const head = snapToWords(text, sel.start, text.length, TEXT_LANG);
+    const tail = snapToWords(last, 0, sel.end, TEXT_LANG);
     if (!head || !tail) return;
     const before =
       sel.end_segment < f.span.segment || (sel.end_segment === f.span.segment && tail.end <= f.span.start);
     if (!before && !anywhere) {
-      setHint(el.formHint, "The earlier text must come before the marked span.", "warn");
+      setHint(el.formHint, t("earlier_before_span"), "warn");
       window.getSelection().removeAllRanges();
       return;
     }
     f.paired = { segment: sel.segment, start: head.start, end: tail.end, end_segment: sel.end_segment };
-    setHint(el.formHint, "");
+    setHint(el.formHint, t("paired_taken"), "ok");
   } else if (pairing) {
-    const snapped = snapToWords(text, sel.start, sel.end);
+    const snapped = snapToWords(text, sel.start, sel.end, TEXT_LANG);
     if (!snapped) return;
     const before =
       sel.segment < f.span.segment || (sel.segment === f.span.segment && snapped.end <= f.span.start);
     if (!before && !anywhere) {
-      setHint(el.formHint, "The earlier text must come before the marked span (in the context box, or earlier in this segment).", "warn");
+      setHint(el.formHint, t("earlier_before_span_where"), "warn");
       window.getSelection().removeAllRanges();
       return;
     }
     f.paired = { segment: sel.segment, ...snapped };
-    setHint(el.formHint, "");
+    setHint(el.formHint, t("paired_taken"), "ok");
   } else {
     if (sel.segment !== state.current) {
-      setHint(
-        el.formHint,
-        "Mark errors in the current segment. Earlier text is only selected for a paired category, after marking the span.",
-        "warn",
-      );
+      setHint(el.formHint, t("mark_current_segment"), "warn");
       window.getSelection().removeAllRanges();
       return;
     }
@@ -81,9 +108,9 @@ function onSelection() {
     f.span = { segment: sel.segment, ...snapped };
     f.paired = null;
     f.suggestion = null;
-    if (!cat) setHint(el.formHint, "Now choose a category (click it or press its key).");
-    else if (pairKind()) setHint(el.formHint, pairedPrompt(rule));
-    else setHint(el.formHint, "");
+    if (!cat) setHint(el.formHint, t("choose_category"));
+    else if (pairKind()) setHint(el.formHint, pairedPrompt(pairRule()));
+    else setHint(el.formHint, t("span_taken_ready"));
   }
   window.getSelection().removeAllRanges();
   page.renderForm();

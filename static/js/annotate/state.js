@@ -3,12 +3,22 @@
 // page uses, and `page`, the table through which the parts call one another.
 
 import { byId } from "../dom.js";
+import { t } from "../i18n.js";
 import { snapToSentence, snapToWords } from "../offsets.js";
 
 export const root = byId("annotate");
 export const API = root.dataset.api;
 export const DONE_URL = root.dataset.doneUrl;
 export const TOKEN = root.dataset.token;
+// The documents' direction and language (the study's settings or the document's metadata,
+// app/documents/language.py): set on every element that shows document text.
+export const TEXT_DIR = root.dataset.textDir || null;
+export const TEXT_LANG = root.dataset.textLang || null;
+
+/** Attributes for an element holding document text (for dom.js's h()). */
+export function textAttrs() {
+  return { dir: TEXT_DIR || "auto", lang: TEXT_LANG };
+}
 
 export const el = {
   progressText: byId("progress-text"),
@@ -25,6 +35,8 @@ export const el = {
   current: byId("current"),
   currentHeading: byId("current-heading"),
   textArea: byId("text-area"),
+  kbStatus: byId("kb-status"),
+  listHeading: byId("annotations-heading"),
   hints: byId("hints"),
   hintList: byId("hint-list"),
   form: byId("annot-form"),
@@ -70,6 +82,7 @@ export const state = {
   dismissed: new Set(),
   shown: new Set(),
   submitting: false,
+  kb: null, // the keyboard cursor: {anchor, head} as {segment, index} into its words (keyboard.js)
 };
 
 export function emptyForm() {
@@ -148,25 +161,17 @@ export function findDuplicate(body) {
   );
 }
 
-export const segLabel = (i) => `segment ${i + 1}`;
-export const quote = (text) => `“${text}”`;
+export const segLabel = (i) => t("segment_n", { n: i + 1 });
+export const quote = (text) => t("quote", { text });
 
 export function setHint(target, message, tone = "info") {
   target.textContent = message || "";
   target.dataset.tone = tone;
 }
 
-const STATUS_TEXT = {
-  saving: "Saving…",
-  saved: "Saved",
-  offline: "Offline — will retry",
-  retrying: "Server problem — will retry",
-  error: "Not saved",
-};
-
 export function showStatus(kind, detail) {
   el.saveStatus.dataset.state = kind;
-  el.saveStatus.textContent = kind === "error" && detail ? `Not saved: ${detail}` : STATUS_TEXT[kind];
+  el.saveStatus.textContent = kind === "error" && detail ? t("status_error_detail", { detail }) : t(`status_${kind}`);
 }
 
 export function clampSegment(i) {
@@ -179,11 +184,11 @@ export function currentCategory() {
 
 export function snapSpan(text, raw, cat) {
   if (cat && cat.scope === "sentence") return snapToSentence(text, raw.start, raw.end);
-  return snapToWords(text, raw.start, raw.end);
+  return snapToWords(text, raw.start, raw.end, TEXT_LANG);
 }
 
 export function pairedPrompt(cat) {
-  return cat.paired_prompt || "Now select the earlier text this relates to.";
+  return cat.paired_prompt || t("paired_prompt");
 }
 
 export function spanText(span) {
@@ -225,4 +230,7 @@ export const page = {
   takeActive: null, // timer.js
   holdForFeedback: null, // practice.js
   renderPractice: null, // practice.js
+  removeAnnotation: null, // list.js
+  keyboardMoved: null, // keyboard.js
+  keyboardRange: null, // keyboard.js
 };
