@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from tests.browser import axe
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -47,7 +48,7 @@ SEGMENTS = [
 
 
 def test_a_multi_label_mark_with_attributes_by_keyboard(
-    app, live_server, pw_page, artifacts, tmp_path
+    app, live_server, pw_page, artifacts, tmp_path, axe_source
 ):
     path = tmp_path / "summary.yaml"
     path.write_text(TAXONOMY, encoding="utf-8")
@@ -73,6 +74,7 @@ def test_a_multi_label_mark_with_attributes_by_keyboard(
     drag_select(page, 0, "Ann met Bo")  # the linked span: anywhere, here before it
     wait_value(page, "#paired-field", "Ann met Bo")
     assert page.locator("#paired-row label").inner_text().startswith("3. Linked span")
+    assert axe.check(page, "annotate-attributes") == []  # WCAG 2.2 AA: nothing serious
     for width, height in ((1440, 900), (1024, 768), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.screenshot(path=str(artifacts / f"annotate-attributes-form-{width}.png"))
@@ -99,7 +101,9 @@ def test_a_multi_label_mark_with_attributes_by_keyboard(
     assert rows[0].attributes == {"severity": "major"}
 
 
-def test_review_shows_and_edits_attributes(app, client, live_server, pw_page, artifacts, tmp_path):
+def test_review_shows_and_edits_attributes(
+    app, client, live_server, pw_page, artifacts, tmp_path, axe_source
+):
     from app.db import session_scope
     from app.models import AdjudicatedError
     from app.researchers.accounts import create_researcher
@@ -142,6 +146,7 @@ def test_review_shows_and_edits_attributes(app, client, live_server, pw_page, ar
     page.keyboard.press("e")
     page.select_option("#edit-attr-severity", "critical")
     page.fill("#edit-attr-confidence", "4")
+    assert axe.check(page, "review-attributes") == []
     for width, height in ((1440, 900), (1024, 768), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.screenshot(path=str(artifacts / f"review-attributes-edit-{width}.png"), full_page=True)
