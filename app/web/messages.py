@@ -120,6 +120,9 @@ SCRIPT_MESSAGES: dict[str, str] = {
     # the instructions panel (instructions.js)
     "note_paired": N_("paired: select the span, then the earlier text it relates to"),
     "note_sentence": N_("marks the whole sentence"),
+    "note_relation": N_("may also link to another span, anywhere in the text"),
+    "note_attribute": N_("{label}: {values}"),
+    "note_attribute_required": N_("{label} (required): {values}"),
     "shortcut_title": N_("Keyboard shortcut"),
     "example_label": N_("Example: "),
     "step_select": N_(
