@@ -47,6 +47,7 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "choose_category": N_("Now choose a category (click it or press its key)."),
     "span_taken_ready": N_("Ready: press Add (Ctrl+Enter) to add the annotation."),
     "paired_taken": N_("Earlier text taken: press Add (Ctrl+Enter) to add the annotation."),
+    "linked_taken": N_("Linked text taken: press Add (Ctrl+Enter) to add the annotation."),
     # the form (form.js)
     "key_suffix": N_(" (key {key})"),
     "tag_paired": N_("paired"),

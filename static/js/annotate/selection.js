@@ -78,7 +78,7 @@ export function applySelection(sel) {
       return;
     }
     f.paired = { segment: sel.segment, start: head.start, end: tail.end, end_segment: sel.end_segment };
-    setHint(el.formHint, t("paired_taken"), "ok");
+    setHint(el.formHint, t(anywhere ? "linked_taken" : "paired_taken"), "ok");
   } else if (pairing) {
     const snapped = snapToWords(text, sel.start, sel.end, TEXT_LANG);
     if (!snapped) return;
@@ -90,7 +90,7 @@ export function applySelection(sel) {
       return;
     }
     f.paired = { segment: sel.segment, ...snapped };
-    setHint(el.formHint, t("paired_taken"), "ok");
+    setHint(el.formHint, t(anywhere ? "linked_taken" : "paired_taken"), "ok");
   } else {
     if (sel.segment !== state.current) {
       setHint(el.formHint, t("mark_current_segment"), "warn");
