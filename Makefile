@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run   — virtualenv, install, migrate the embedded SQLite, demo study, web + detector worker
 #   make test  — installs what the suite needs (Postgres, Chromium from Debian), runs everything
+# (make install: only the virtualenv, with what bench/ needs.)
 PYTHON ?= python3
 PORT ?= 5000
 VENV := .venv
@@ -8,6 +9,7 @@ BIN := $(VENV)/bin
 DEPS_HASH := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
 RUN_STAMP := $(VENV)/.run-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.test-$(DEPS_HASH)
+BENCH_STAMP := $(VENV)/.bench-$(DEPS_HASH)
 
 .PHONY: run test install lint format bench clean
 
@@ -27,7 +29,12 @@ $(TEST_STAMP): $(RUN_STAMP)
 	$(BIN)/pip install -q --no-deps label-studio-converter==0.0.59
 	touch $@
 
-install: $(RUN_STAMP)
+# The app and what bench/ needs (psutil, httpx).
+$(BENCH_STAMP): $(RUN_STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $@
+
+install: $(BENCH_STAMP)
 
 run: $(RUN_STAMP)
 	$(BIN)/marginalia db upgrade
@@ -59,4 +66,4 @@ bench: $(TEST_STAMP)
 	@ls bench/*.py
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache test-artifacts
+	rm -rf $(VENV) instance .pytest_cache tests/.artifacts

@@ -130,10 +130,6 @@ def begin_write(session: Session) -> Session:
     return session
 
 
-def get_engine() -> Engine:
-    return current_app.extensions["db_engine"]
-
-
 @contextmanager
 def session_scope() -> Iterator[Session]:
     """A session committed on success and rolled back on error (CLI and workers)."""

@@ -16,8 +16,6 @@ from pathlib import Path
 from model_server.grammar import find_span
 from model_server.text import split_many
 
-DETECTED = ("CharE", "RefE", "SceneE", "InconE")
-
 
 def shared_data_dir() -> Path:
     """``$MARGINALIA_SHARED_DATA`` or ``<repo>/../shared/data``."""

@@ -32,6 +32,19 @@ def shared_file(*parts: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> tuple[Path, dict]:
+    """A T5 small enough to train in seconds, on SNaC train's first summary (enough epochs
+    that it says something on that summary), saved in HF format: trained once per session
+    for the detector's tests and the worker's. ``(folder, training summary)``."""
+    from model_server.train import tiny_config, train
+
+    data = shared_file("snac", "train.json")
+    out = tmp_path_factory.mktemp("t5") / "tiny"
+    config = tiny_config(epochs=60, max_minutes=1.5, d_model=64, d_ff=128)
+    return out, train(data, out, cfg=config, limit_docs=1, progress=False)
+
+
+@pytest.fixture(scope="session")
 def postgres_cluster():
     cluster = pg_cluster.start_cluster()
     if cluster is None:
@@ -105,9 +118,21 @@ def _collect_leftover_connections():
     gc.freeze()
 
 
+# Password hashes in the suite's apps: one cheap pbkdf2 round instead of scrypt's ~85 ms of
+# CPU (hundreds of logins); outside these fixtures (the CLI's processes, production) scrypt.
+TEST_PASSWORD_HASH = "pbkdf2:sha256:1"
+
+
 @pytest.fixture
 def app(database_url):
-    application = create_app({"DATABASE_URL": database_url, "TESTING": True, "SECRET_KEY": "test"})
+    application = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "TESTING": True,
+            "SECRET_KEY": "test",
+            "PASSWORD_HASH_METHOD": TEST_PASSWORD_HASH,
+        }
+    )
     yield application
     application.extensions["db_engine"].dispose()
 

@@ -99,10 +99,34 @@ def export_rows(app, slug: str = "demo") -> list[dict[str, str]]:
 
 
 def run_import_worker(app) -> dict[str, int]:
-    """Run the worker's import queue until no job is runnable (what ``marginalia worker``
-    does between polls); returns its outcome counts."""
-    from app.detection.importing import nlp_loader, work_imports
+    """Run the worker's import queue until no job is runnable (``marginalia worker --once
+    --queue imports``: :func:`app.detection.worker.work` without a detector); returns its
+    outcome counts: ``done``, ``failed``, ``queued`` (retried later), ``lost``."""
+    from app.detection.importing import nlp_loader
+    from app.detection.worker import work
 
     factory = app.extensions["db_sessionmaker"]
     with app.app_context():
-        return work_imports(factory, nlp_loader(app.config.get("SPACY_MODEL")))
+        stats = work(factory, None, once=True, load_nlp=nlp_loader(app.config.get("SPACY_MODEL")))
+    outcomes = {k.removeprefix("imports_"): int(v) for k, v in stats.items() if "imports" in k}
+    outcomes["done"] = outcomes.pop("imports")
+    return {outcome: n for outcome, n in outcomes.items() if n}
+
+
+def cli_in_process(env: dict[str, str | None], *args: str):
+    """``marginalia ARGS`` run in this process (click's CliRunner) with ``env`` set (a None
+    value unsets a variable): the same commands, without a fresh interpreter's second or
+    two of imports each. tests/test_cli.py runs the real console script.
+
+    Returns a ``subprocess.CompletedProcess`` (returncode, stdout, stderr); anything a
+    command raises other than its exit is raised here, so a crash fails the test."""
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=True)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

@@ -109,24 +109,15 @@ def test_assignments_csv_is_spreadsheet_safe_and_matches(app, client, study):
     assert rows[1]["worker_id"] == "'=HYPERLINK(1)"
 
 
-def test_registered_columns_fill_in_and_review_status_shows(app, client, study):
-    token, _ = study
+def test_review_status_shows(app, client, study):
+    """(Catch rates from real attention checks: tests/test_training.py.)"""
+    with app.app_context(), session_scope() as session:
+        from app.annotation.reviews import act
 
-    def catch_rate(session, study):
-        return {"5f1a2b3c4d": 0.75}
-
-    assignment_rows.register_column("check_catch_rate", catch_rate, per_worker=True)
-    try:
-        with app.app_context(), session_scope() as session:
-            from app.annotation.reviews import act
-
-            act(session, session.scalar(select(Study)), "5f1a2b3c4d", "approve", "me@x.org")
-        rows = [json.loads(x) for x in export_text(app, fmt="assignments-jsonl").splitlines()]
-        assert rows[0]["check_catch_rate"] == 0.75 and rows[1]["check_catch_rate"] is None
-        assert rows[0]["review_status"] == "approved"
-        assert list(rows[0]) == list(assignment_rows.columns())  # the hooked place kept
-    finally:
-        assignment_rows.EXTRA_COLUMNS.clear()
+        act(session, session.scalar(select(Study)), "5f1a2b3c4d", "approve", "me@x.org")
+    rows = [json.loads(x) for x in export_text(app, fmt="assignments-jsonl").splitlines()]
+    assert rows[0]["review_status"] == "approved" and rows[1]["review_status"] is None
+    assert list(rows[0]) == list(assignment_rows.columns())
 
 
 def test_annotation_export_optional_columns(app, client, study):

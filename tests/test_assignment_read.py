@@ -158,7 +158,7 @@ def enrich(app, slug: str) -> dict[str, str]:
                     )
                 )
         if slug == "shown":
-            doc2.is_gold = True
+            doc2.is_gold = doc2.is_practice = True
             practice = session.scalar(
                 select(Assignment).where(Assignment.token == tokens["practice"])
             )

@@ -164,9 +164,14 @@ def test_every_export_leaves_practice_out_unless_asked(app, study):
     rows = csv_rows(exported(app, "csv", Work(include_practice=True))["demo.csv"].decode())
     assert len(rows) == 11 and "W3" not in {r["worker_id"] for r in rows}
     roles = {(r["document"], r["role"]) for r in rows}
-    assert roles == {("r1", "real"), ("r2", "real"), ("p1", "practice"), ("p2", "practice")}
+    assert roles == {
+        ("r1", "real"),
+        ("r2", "real"),
+        ("p1", "qualification"),
+        ("p2", "qualification"),
+    }
     jsonl = exported(app, "jsonl", Work(include_practice=True))["demo.jsonl"].decode()
-    assert sum(json.loads(line)["role"] == "practice" for line in jsonl.splitlines()) == 7
+    assert sum(json.loads(line)["role"] == "qualification" for line in jsonl.splitlines()) == 7
 
     pq = pytest.importorskip("pyarrow.parquet")
     files = exported(app, "parquet", Work(include_practice=True))
@@ -176,11 +181,11 @@ def test_every_export_leaves_practice_out_unless_asked(app, study):
         "r2": "real",
         "r3": "real",
         "c1": "check",
-        "p1": "practice",
-        "p2": "practice",
+        "p1": "qualification",
+        "p2": "qualification",
     }
     annotations = pq.read_table(io.BytesIO(files["data/annotations.parquet"])).to_pylist()
-    assert sorted(a["role"] for a in annotations) == ["practice"] * 6 + ["real"] * 3
+    assert sorted(a["role"] for a in annotations) == ["qualification"] * 6 + ["real"] * 3
 
 
 def test_the_command_line_export_takes_the_flags(app, study, tmp_path):
@@ -188,7 +193,7 @@ def test_the_command_line_export_takes_the_flags(app, study, tmp_path):
     assert plain.exit_code == 0, plain.output
     assert {r["document"] for r in csv_rows(plain.output)} == {"r1", "r2"}
     practice = cli(app, "export", "demo", "--include-practice")
-    assert {r["role"] for r in csv_rows(practice.output)} == {"real", "practice"}
+    assert {r["role"] for r in csv_rows(practice.output)} == {"real", "qualification"}
     active = cli(app, "export", "demo", "--include-practice", "--include-in-progress")
     assert "W3" in {r["worker_id"] for r in csv_rows(active.output)}
     wrong = cli(app, "export", "demo", "--review-status", "any")
@@ -243,12 +248,12 @@ def test_the_report_counts_real_documents(app, study):
     assert included["agreement"]["documents"] == 3  # and p1
 
     text = format_report(report)
-    assert "Documents 4 (0 gold; 2 practice left out), complete 2" in text
+    assert "Documents 4 (0 gold; 2 of the training phase left out), complete 2" in text
     assert "p1" not in text
     command = cli(app, "report", "demo", "--include-practice")
     assert command.exit_code == 0, command.output
-    assert "Documents 6 (2 gold; 2 practice included), complete 3" in command.output
-    assert "p1 (practice)" in command.output
+    assert "Documents 6 (2 gold; 2 of the training phase included), complete 3" in command.output
+    assert "p1 (qualification)" in command.output
 
 
 def researcher(app):
@@ -289,7 +294,10 @@ def test_dashboard_progress_and_downloads_take_the_toggle(app, study):
 
     download = ada.get("/admin/studies/demo/export.csv?include_practice=1")
     assert download.status_code == 200
-    assert {r["role"] for r in csv_rows(download.get_data(as_text=True))} == {"real", "practice"}
+    assert {r["role"] for r in csv_rows(download.get_data(as_text=True))} == {
+        "real",
+        "qualification",
+    }
     plain = csv_rows(ada.get("/admin/studies/demo/export.csv").get_data(as_text=True))
     assert {r["document"] for r in plain} == {"r1", "r2"}
     for bad in ("review_status=any", "layer=adjudicated&review_status=some"):
@@ -338,8 +346,8 @@ def test_the_adjudicated_layer_holds_documents_marked_done(app, study):
     )
     rows = csv_rows(every.output)
     assert [(r["document"], r["role"], r["review_status"]) for r in rows][3:] == [
-        ("p1", "practice", "in_review")
-    ] * 3 + [("p2", "practice", "in_review")] * 3
+        ("p1", "qualification", "in_review")
+    ] * 3 + [("p2", "qualification", "in_review")] * 3
     snac = json.loads(
         cli(app, "export", "demo", "--layer", "adjudicated", "--format", "snac").output
     )
@@ -357,3 +365,31 @@ def test_the_adjudicated_layer_holds_documents_marked_done(app, study):
         ["r3", "0 workers", "unreviewed"],
         ["c1", "0 workers", "unreviewed"],
     ]
+
+
+def test_a_practice_document_and_a_qualification_document_have_their_own_roles(app, study):
+    """The training phase has two roles: a document imported with ``--practice`` teaches
+    (``practice``), the other gold documents grade (``qualification``); both are out of
+    the counted work by default and back with ``include_practice``."""
+    from app.documents.studies import import_documents
+    from app.quality.work import role, select_documents
+
+    with app.app_context(), session_scope() as session:
+        row = session.scalar(select(Study))
+        gold = [GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in GOLD]
+        teach = DocumentInput("p0", list(PRACTICE), gold=gold)
+        import_documents(session, row, [teach], gold=True, practice=True)
+    with app.app_context(), session_scope() as session:
+        row = session.scalar(select(Study))
+        every = session.execute(
+            select_documents(row, Work(include_practice=True), Document.external_id, role(row))
+        ).all()
+        counted = session.scalars(select_documents(row, Work(), Document.external_id)).all()
+    roles = dict(every)
+    assert (roles["p0"], roles["p1"], roles["c1"], roles["r1"]) == (
+        "practice",
+        "qualification",
+        "check",
+        "real",
+    )
+    assert sorted(counted) == ["c1", "r1", "r2", "r3"]

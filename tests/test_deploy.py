@@ -61,7 +61,7 @@ def test_procfile_has_web_release_and_worker():
     assert processes["worker"] == "marginalia worker"
 
 
-def test_web_server_settings_follow_the_environment(monkeypatch):
+def test_web_server_settings_follow_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PORT", "4321")
     monkeypatch.setenv("WEB_CONCURRENCY", "3")
     monkeypatch.setenv("GUNICORN_THREADS", "6")
@@ -70,19 +70,37 @@ def test_web_server_settings_follow_the_environment(monkeypatch):
     settings = web_settings()
     assert (settings["address"], settings["port"]) == ("0.0.0.0", 4321)
     assert settings["workers"] == 3
-    assert settings["blocking_threads"] == 6  # gunicorn's variable still works
-    assert settings["interface"].value == "wsgi" and settings["factory"] is True
+    # the front (app/web/front.py) reads bodies on the loop, then runs the app in its pool
+    assert settings["interface"].value == "asginl" and settings["factory"] is True
+    assert settings["target"] == "app.web.front:create"
     assert settings["respawn_failed_workers"] is True  # a killed worker comes back
     assert settings["workers_kill_timeout"] < 30  # graceful stop, under Heroku's 30 s
     assert settings["http1_settings"].header_read_timeout == 60_000  # keep-alive
     assert settings["log_access"] is False
-    monkeypatch.setenv("WEB_ACCESS_LOG", "/tmp/access.log")
+    log = tmp_path / "access.log"
+    monkeypatch.setenv("WEB_ACCESS_LOG", str(log))
     monkeypatch.setenv("WEB_THREADS", "2")
+    monkeypatch.setenv("WEB_FRONT", "0")  # granian's WSGI interface, behind a buffering proxy
     settings = web_settings()
-    assert settings["blocking_threads"] == 2
+    assert settings["interface"].value == "wsgi" and settings["blocking_threads"] == 2
+    monkeypatch.setenv("GUNICORN_THREADS", "6")
+    monkeypatch.delenv("WEB_THREADS")
+    assert web_settings()["blocking_threads"] == 6  # gunicorn's variable still works
     assert settings["log_access"] is True
     handler = settings["log_dictconfig"]["handlers"]["access"]
-    assert handler["filename"] == "/tmp/access.log"
+    assert handler["filename"] == str(log)
+
+
+def test_the_front_takes_its_threads_and_limits_from_the_environment(monkeypatch):
+    from app.web import front
+
+    monkeypatch.setenv("WEB_APP", "app:create_app")
+    monkeypatch.setenv("WEB_THREADS", "3")
+    monkeypatch.setenv("WEB_BODY_TIMEOUT", "4")
+    monkeypatch.setenv("MAX_UPLOAD_LENGTH", str(2**20))
+    built = front.create()
+    assert built.pool._max_workers == 3
+    assert built.body_timeout == 4 and built.max_body == 2**20
 
 
 def test_a_bad_web_server_setting_is_one_clear_line(monkeypatch):

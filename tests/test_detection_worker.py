@@ -20,33 +20,6 @@ from tests.conftest import make_database_url, make_study, shared_file
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]  # both tests run on Postgres
 
 
-@pytest.fixture(scope="module")
-def tiny_t5(tmp_path_factory) -> Path:
-    """A T5 small enough to train in seconds on one SNaC summary, saved in HF format."""
-    from model_server.train import TrainConfig, train
-
-    out = tmp_path_factory.mktemp("tiny-t5")
-    config = TrainConfig(
-        epochs=60,
-        max_minutes=1.5,
-        batch_size=8,
-        lr=3e-3,
-        warmup_steps=10,
-        d_model=64,
-        num_layers=1,
-        num_heads=2,
-        d_ff=128,
-        vocab_size=400,
-        max_context_words=16,
-    )
-    summary = train(
-        shared_file("snac", "train.json"), out, cfg=config, limit_docs=1, progress=False
-    )
-    assert summary["steps"] > 0
-    assert (out / "config.json").exists() and (out / "README.md").exists()
-    return out
-
-
 @pytest.fixture
 def database_url(request, tmp_path):
     return make_database_url("postgres", request, tmp_path)
@@ -79,7 +52,7 @@ def test_trained_t5_suggestions_reach_the_page_and_the_recall_score(
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(func.count()).select_from(DetectionJob)) == 1
 
-    result = run_worker(database_url, tiny_t5)
+    result = run_worker(database_url, tiny_t5[0])
     assert result.returncode == 0, result.stderr
     assert "1 document, 0 failures" in result.stderr
 
@@ -185,3 +158,67 @@ def test_one_bad_document_never_stops_the_worker(app, database_url):
         health = jobs.health(session)
     assert health["done"] == 2 and health["queued"] == 1
     assert "model crashed" in health["recent_errors"][0]["error"]
+
+
+def test_a_document_that_keeps_killing_its_worker_fails_after_max_attempts(app, database_url):
+    """The import queue's give-up rule (app/detection/queue.py) holds for detection too: a
+    job whose workers died MAX_ATTEMPTS times is failed for good, not claimed forever."""
+    from sqlalchemy import update
+
+    from app.detection import jobs, queue
+    from app.detection.worker import work
+    from app.models import utcnow
+
+    make_study(app, suggestions="hidden", documents=[("doomed", ["A quiet morning."])])
+    factory = app.extensions["db_sessionmaker"]
+    for attempt in range(1, queue.MAX_ATTEMPTS + 1):
+        with factory() as session:
+            job = jobs.claim(session, f"doomed-{attempt}")
+            assert job is not None and job.attempts == attempt
+            stale = utcnow() - jobs.STALE_AFTER * 2
+            session.execute(update(DetectionJob).values(claimed_at=stale))
+            session.commit()
+    stats = work(factory, ExplodingOnMarker(), once=True)
+    assert (stats["done"], stats["failed"]) == (0, 0)
+    with factory() as session:
+        [job] = session.scalars(select(DetectionJob)).all()
+        assert (job.status, job.attempts) == ("failed", queue.MAX_ATTEMPTS)
+        assert job.last_error == "the worker stopped while detecting this document 5 times"
+        assert jobs.claim(session, "next") is None
+
+
+class SavingMeanwhile:
+    """A model during whose run an annotator's save commits (another connection writes)."""
+
+    name, version = "slow", "1"
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def detect(self, batch):
+        import sqlite3
+
+        other = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("UPDATE studies SET title = title || '.'")
+        other.execute("COMMIT")
+        other.close()
+        return [[] for _ in batch]
+
+
+def test_a_save_while_the_model_runs_never_fails_the_job_on_sqlite(request, tmp_path, caplog):
+    """`make run` (SQLite): an annotator's save committed while the detector runs once made
+    the job's write fail at once ("database is locked", logged with its SQL) and retried."""
+    import logging
+
+    from app import create_app
+    from app.detection.worker import work
+
+    url = make_database_url("sqlite", request, tmp_path)
+    app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
+    make_study(app, suggestions="hidden", documents=[("d1", ["One."]), ("d2", ["Two."])])
+    with caplog.at_level(logging.INFO, logger="app.detection.worker"):
+        stats = work(app.extensions["db_sessionmaker"], SavingMeanwhile(url[10:]), once=True)
+    app.extensions["db_engine"].dispose()
+    assert (stats["done"], stats["failed"], stats.get("retried", 0)) == (2, 0, 0)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or "locked" in r.message]

@@ -11,35 +11,21 @@ from app.documents.taxonomy import load_taxonomy
 from model_server.detector import load_detector
 from model_server.pipeline import detect_document
 from model_server.predict import predict_tsv
-from model_server.snac_data import shared_data_dir, snac_path
 from model_server.t5 import T5Detector
-from model_server.train import tiny_config, train
 from tests.conftest import shared_file
 
 ROOT = Path(__file__).resolve().parents[1]
-TRAIN = snac_path("train")
-SAMPLE = shared_data_dir() / "snac" / "sample.tsv"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _shared_data():
-    """Skip without ../shared, or fail under MARGINALIA_REQUIRE_DATA (CI)."""
-    shared_file("snac", "train.json")
-    shared_file("snac", "sample.tsv")
+def snac() -> dict[str, Path]:
+    """SNaC train and the sample TSV: skip without ../shared, or fail under
+    MARGINALIA_REQUIRE_DATA (CI)."""
+    return {"train": shared_file("snac", "train.json"), "sample": shared_file("snac", "sample.tsv")}
 
 
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    out = tmp_path_factory.mktemp("t5") / "tiny"
-    # Enough epochs on one summary that the model says something on that summary's text
-    # (with 3 epochs it answers "" to everything, and the pipeline test proved nothing).
-    config = tiny_config(epochs=60, max_minutes=1.5, d_model=64, d_ff=128)
-    summary = train(TRAIN, out, cfg=config, limit_docs=1, progress=False)
-    return out, summary
-
-
-def test_training_writes_hf_checkpoint_and_model_card(tiny_checkpoint):
-    out, summary = tiny_checkpoint
+def test_training_writes_hf_checkpoint_and_model_card(tiny_t5):
+    out, summary = tiny_t5
     assert summary["steps"] > 0 and summary["train_sentences"] > 5
     for name in (
         "config.json",
@@ -54,8 +40,8 @@ def test_training_writes_hf_checkpoint_and_model_card(tiny_checkpoint):
     assert json.loads((out / "marginalia_detector.json").read_text())["max_context_words"] == 24
 
 
-def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
-    out, _ = tiny_checkpoint
+def test_reloaded_model_predicts_through_pipeline(tiny_t5, snac):
+    out, _ = tiny_t5
     detector = load_detector(str(out))
     assert isinstance(detector, T5Detector) and detector.version.startswith("tiny-test+")
     texts = detector.texts([("Don Pedro arrives.", "Claudio meets Hero."), ("", "A start.")])
@@ -63,7 +49,7 @@ def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
     outputs = detector.generate(texts)
     assert len(outputs) == 2 and all(isinstance(t, str) and 0 <= c <= 1 for t, c in outputs)
     taxonomy = load_taxonomy(ROOT / "taxonomies" / "snac.yaml")
-    first = next(iter(json.loads(TRAIN.read_text(encoding="utf-8")).values()))
+    first = next(iter(json.loads(snac["train"].read_text(encoding="utf-8")).values()))
     segments = [first[str(i)]["text"] for i in range(len(first))]  # the summary it learnt
     rows = detect_document(segments, detector, taxonomy)
     assert rows, "the pipeline produced no suggestion at all"
@@ -72,8 +58,8 @@ def test_reloaded_model_predicts_through_pipeline(tiny_checkpoint):
         assert row.detector == "t5"
 
 
-def test_output_parsing_places_spans(tiny_checkpoint):
-    detector = T5Detector.load(tiny_checkpoint[0])
+def test_output_parsing_places_spans(tiny_t5):
+    detector = T5Detector.load(tiny_t5[0])
     sentence = "At the ball, Hero dances with Claudio."
     found = detector.to_suggestions("false character claudio event the ring scene", 0.8, sentence)
     assert [(s.label, sentence[s.start : s.end]) for s in found] == [
@@ -82,10 +68,10 @@ def test_output_parsing_places_spans(tiny_checkpoint):
     ]
 
 
-def test_predict_tsv_writes_snac_lines(tiny_checkpoint):
-    detector = T5Detector.load(tiny_checkpoint[0])
+def test_predict_tsv_writes_snac_lines(tiny_t5, snac):
+    detector = T5Detector.load(tiny_t5[0])
     buf = io.StringIO()
-    n = predict_tsv(detector, SAMPLE, buf)
+    n = predict_tsv(detector, snac["sample"], buf)
     lines = buf.getvalue().splitlines()
     assert n > 0 and len(lines) == 2 * n
     assert all(line.startswith("Predicted: ") for line in lines[1::2])

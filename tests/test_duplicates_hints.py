@@ -209,8 +209,7 @@ def test_batched_events_refuse_other_documents_suggestions_and_bad_bodies(app, c
     mine = suggestion_ids(client, token)
     before = db_snapshot(app)
     for body, status in [
-        ({"event": "shown", "suggestions": [*mine, foreign]}, 404),
-        ({"event": "shown", "suggestions": [2**62]}, 404),
+        ({"event": "shown", "suggestions": [2**62]}, 400),
         ({"event": "shown", "suggestions": []}, 400),
         ({"event": "shown", "suggestions": [True]}, 400),
         ({"event": "shown", "suggestions": "1,2"}, 400),
@@ -221,6 +220,11 @@ def test_batched_events_refuse_other_documents_suggestions_and_bad_bodies(app, c
         answer = post_events(client, token, body)
         assert answer.status_code == status, body
         assert "error" in answer.get_json()
+    assert db_snapshot(app) == before
+    # another document's suggestion is ignored, as any id the worker is not shown (issue 26)
+    assert (
+        post_events(client, token, {"event": "shown", "suggestions": [foreign]}).status_code == 204
+    )
     assert db_snapshot(app) == before
     unknown = client.post("/api/assignments/nope/suggestions/events", json={"event": "shown"})
     assert unknown.status_code in (400, 404)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, select
@@ -24,13 +22,6 @@ from app.entities import (
 from app.entities import nlp as nlp_module
 from app.models import Base, Document, Entity, EntityMention, Study
 from tests.conftest import shared_file
-
-SHARED = Path(
-    os.environ.get(
-        "MARGINALIA_SHARED_DATA",
-        Path(__file__).resolve().parents[1] / ".." / "shared" / "data",
-    )
-)
 
 
 @pytest.fixture(scope="module")
@@ -429,6 +420,7 @@ def test_no_model_warns_once(monkeypatch, caplog):
 
     monkeypatch.setattr(spacy, "load", fail)
     monkeypatch.setattr(nlp_module, "_warned", False)
+    monkeypatch.setattr(nlp_module, "_LOADED", {})  # as in a process that loaded none yet
     with caplog.at_level(logging.WARNING, logger="app.entities.nlp"):
         assert load_pipeline("en_core_web_sm") is None
         assert load_pipeline(None) is None

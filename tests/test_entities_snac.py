@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from app.entities import find_entities, load_pipeline
 from tests.conftest import shared_file
 
-SHARED = Path(
-    os.environ.get(
-        "MARGINALIA_SHARED_DATA",
-        Path(__file__).resolve().parents[1] / ".." / "shared" / "data",
-    )
-)
-DEV = SHARED / "snac" / "dev.json"
-
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def dev():
-    shared_file("snac", "dev.json")  # skips, or fails under MARGINALIA_REQUIRE_DATA
+    dev = shared_file("snac", "dev.json")  # skips, or fails under MARGINALIA_REQUIRE_DATA
     nlp = load_pipeline(None)
     if nlp is None:
         pytest.skip("no spaCy English model installed")
-    data = json.loads(DEV.read_text())
+    data = json.loads(dev.read_text())
     documents = [[body[k]["text"] for k in sorted(body, key=int)] for body in data.values()]
     errors = [[body[k]["errors"] for k in sorted(body, key=int)] for body in data.values()]
     return documents, errors, find_entities(documents, nlp, progress=False)

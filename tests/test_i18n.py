@@ -140,6 +140,8 @@ def test_the_study_language_wins_over_the_browser(app, client):
 
 
 def test_the_journey_pages_are_translated(app, client):
+    from tests.test_journey import consent as consent_form  # the form's signed token
+
     make_study(app, documents=[("d1", ["Eins.", "Zwei."])])
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
@@ -158,17 +160,12 @@ def test_the_journey_pages_are_translated(app, client):
         "/s/demo/consent", data={"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x"}
     )
     assert "wählen Sie, ob Sie der Teilnahme zustimmen" in refused.get_data(as_text=True)
-    declined = client.post(
-        "/s/demo/consent",
-        data={"PROLIFIC_PID": "p2", "STUDY_ID": "s", "SESSION_ID": "x", "decision": "decline"},
-    ).get_data(as_text=True)
+    p2 = {"PROLIFIC_PID": "p2", "STUDY_ID": "s", "SESSION_ID": "x"}
+    declined = consent_form(client, p2, "decline").get_data(as_text=True)
     assert "Sie haben sich gegen die Teilnahme entschieden" in declined
     assert "Bitte geben Sie diese Studie auf Prolific zurück" in declined
 
-    client.post(
-        "/s/demo/consent",
-        data={"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x", "decision": "agree"},
-    )
+    consent_form(client, {"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x"}, "agree")
     token = token_of(client, "demo", "p1&PROLIFIC_PID=p1&STUDY_ID=s&SESSION_ID=x")
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
     questions = client.get(f"/a/{token}/done").get_data(as_text=True)

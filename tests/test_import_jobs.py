@@ -20,8 +20,8 @@ from sqlalchemy import create_engine, func, inspect, select, update
 from sqlalchemy.exc import OperationalError
 
 from app.db import session_scope
-from app.detection import import_jobs
-from app.detection.importing import is_transient
+from app.detection import import_jobs, queue
+from app.detection.queue import is_transient
 from app.errors import InvalidInput
 from app.models import Base, Document, Entity, GoldError, ImportJob, Segment, utcnow
 from tests.conftest import BACKENDS, make_database_url, make_study
@@ -296,15 +296,15 @@ def test_transient_errors_are_retried_with_backoff_then_fail(app, admin, tmp_pat
     assert post_upload(admin, b'{"d": ["A."]}').status_code == 302
     with app.app_context(), session_scope() as session:
         job_id = session.scalar(select(ImportJob.id))
-        for attempt in range(1, import_jobs.MAX_ATTEMPTS + 1):
+        for attempt in range(1, queue.MAX_ATTEMPTS + 1):
             job = import_jobs.claim(session, "w")
             assert job is not None and job.attempts == attempt
             status = import_jobs.retry(session, job_id, "database is locked")
-            if attempt < import_jobs.MAX_ATTEMPTS:
+            if attempt < queue.MAX_ATTEMPTS:
                 assert status == "queued"
                 waiting = session.get(ImportJob, job_id)
                 run_after = waiting.run_after.replace(tzinfo=None)  # SQLite gives it naive
-                soonest = utcnow().replace(tzinfo=None) + import_jobs.backoff(attempt)
+                soonest = utcnow().replace(tzinfo=None) + queue.backoff(attempt)
                 assert run_after > soonest - timedelta(seconds=5)
                 assert import_jobs.claim(session, "w") is None  # not before its backoff
                 session.execute(update(ImportJob).values(run_after=utcnow()))
@@ -359,7 +359,7 @@ def test_a_file_that_keeps_killing_its_worker_fails_after_max_attempts(app, admi
     make_study(app, documents=[("doc-0", ["Existing."])])
     assert post_upload(admin, b'{"d": ["A."]}').status_code == 302
     factory = app.extensions["db_sessionmaker"]
-    for attempt in range(1, import_jobs.MAX_ATTEMPTS + 1):
+    for attempt in range(1, queue.MAX_ATTEMPTS + 1):
         with factory() as session:
             job = import_jobs.claim(session, f"doomed-{attempt}")
             assert job is not None and job.attempts == attempt

@@ -156,5 +156,5 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path):
         for _ in range(201):
             handle.write(b" " * 2**20)
     assert len(buffer.getvalue()) < 2**20  # small on the wire
-    with pytest.raises(InvalidInput, match="unpacks to more than 200 MiB"):
+    with pytest.raises(InvalidInput, match="unpacks to more than 64 MiB"):
         parse_documents("bomb.zip", "brat", archive=buffer.getvalue())

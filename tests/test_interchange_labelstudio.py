@@ -166,23 +166,6 @@ def test_labeling_config_escapes_taxonomy_text():
     assert label.get("hint") == '"/><script>alert(1)</script>'
 
 
-def test_export_validates_in_label_studio_sdk(app, tmp_path):
-    """Label Studio's own validators (label-studio-sdk), where that package is installed."""
-    interface_module = pytest.importorskip("label_studio_sdk.label_interface")
-    load(app, write(tmp_path, [task()]))
-    from app.db import session_scope
-    from app.documents.studies import get_study
-
-    with app.app_context(), session_scope() as session:
-        files = dict(iter_export_files(session, get_study(session, "ls"), "labelstudio"))
-    interface = interface_module.LabelInterface(files["labeling_config.xml"].decode())
-    tasks = json.loads(files["tasks.json"])
-    for exported in tasks:
-        assert exported["data"].get("text") is not None
-        for annotation in exported["annotations"]:
-            assert interface.validate_prediction(annotation, return_errors=True) == []
-
-
 @pytest.mark.parametrize(
     ("data", "message"),
     [

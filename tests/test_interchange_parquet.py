@@ -96,9 +96,10 @@ def test_card_escapes_taxonomy_text(app, tmp_path):
     assert "a \\| b &lt;script&gt;" in card
 
 
-def test_datasets_loads_the_folder_where_it_is_installed(app, client, tmp_path, monkeypatch):
-    """``datasets.load_dataset`` on the exported folder (skipped without ``datasets``)."""
-    datasets = pytest.importorskip("datasets")
+def test_datasets_loads_the_folder(app, client, tmp_path, monkeypatch):
+    """``datasets.load_dataset`` on the exported folder (``datasets`` is a test extra)."""
+    import datasets
+
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     make_study(app, documents=DOCUMENTS, suggestions="off")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from sqlalchemy import select
@@ -112,6 +113,17 @@ def test_no_documents_left_is_a_page_returning_the_worker(app, client):
     assert "No documents left" in generic and "NOPLACES" in generic and "<form" not in generic
 
 
+CONSENT_TOKEN = re.compile(r'name="consent_token" value="([^"]+)"')
+
+
+def consent(client, params: dict, decision: str):
+    """Answer the consent form the arrival with ``params`` is shown (its signed token)."""
+    page = client.get("/s/demo", query_string=params).get_data(as_text=True)
+    token = CONSENT_TOKEN.search(page).group(1)
+    data = {**params, "decision": decision, "consent_token": token}
+    return client.post("/s/demo/consent", data=data)
+
+
 def test_consent_is_asked_once_stored_with_the_texts_hash_and_declining_returns(app, client):
     make_study(app)
     _study(app, questionnaire=QUESTIONNAIRE, return_codes={"declined": "NOCONSENT"})
@@ -122,11 +134,11 @@ def test_consent_is_asked_once_stored_with_the_texts_hash_and_declining_returns(
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Assignment.id)) is None  # nothing assigned before consent
 
-    declined = client.post("/s/demo/consent", data={**PROLIFIC, "decision": "decline"})
+    declined = consent(client, PROLIFIC, "decline")
     assert "cc=NOCONSENT" in declined.get_data(as_text=True)
-    refused = client.post("/s/demo/consent", data={**PROLIFIC, "decision": "maybe"})
+    refused = consent(client, PROLIFIC, "maybe")
     assert refused.status_code == 400
-    agreed = client.post("/s/demo/consent", data={**PROLIFIC, "decision": "agree"})
+    agreed = consent(client, PROLIFIC, "agree")
     assert agreed.status_code == 302 and "PROLIFIC_PID=p1" in agreed.headers["Location"]
     assert _token(client.get(agreed.headers["Location"]))
     with app.app_context(), session_scope() as session:
@@ -141,7 +153,7 @@ def test_questionnaires_after_the_document_and_the_study_then_prolific(app, clie
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         study.completion_url = "https://app.prolific.com/submissions/complete?cc=DONE1"
-    client.post("/s/demo/consent", data={**PROLIFIC, "decision": "agree"})
+    consent(client, PROLIFIC, "agree")
     token = _token(client.get("/s/demo", query_string=PROLIFIC))
     submit = client.post(f"/api/assignments/{token}/submit").get_json()
     assert submit["redirect_url"] is None  # the done page asks the questions first
@@ -257,7 +269,7 @@ def test_hostile_journey_requests_change_nothing(app, client) -> None:
     assert (
         client.post("/a/not-a-token/questionnaire", data={"stage": "document"}).status_code == 404
     )
-    client.post("/s/demo/consent", data={**PROLIFIC, "decision": "agree"})
+    consent(client, PROLIFIC, "agree")
     token = _token(client.get("/s/demo", query_string=PROLIFIC))
     early = client.post(f"/a/{token}/questionnaire", data={"stage": "document", "difficulty": "3"})
     assert early.status_code == 302  # not submitted yet: nothing to answer, nothing stored

@@ -1,5 +1,6 @@
 """``marginalia study pause|close|reopen|archive|delete|remove-document|replace-documents|
-instructions|questionnaire|return-codes|answers`` as a subprocess (the real console script)."""
+instructions|questionnaire|return-codes|answers``, run in this process with their one-line
+errors on stderr (tests/test_cli.py runs the real console script)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,17 @@ import json
 
 from sqlalchemy import create_engine, text
 
+from tests.helpers import cli_in_process
 from tests.test_cli import (  # noqa: F401
     DOCS,
     assert_one_line_error,
     create_study_in_process,
-    run,
     url,
 )
+
+
+def run(database: str, *args: str):
+    return cli_in_process({"DATABASE_URL": database}, *args)
 
 
 def _scalar(database: str, sql: str):

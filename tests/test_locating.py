@@ -1,14 +1,10 @@
-"""The one locate rule (import and scoring): word boundaries, successive occurrences, context."""
+"""The one locate rule (import and scoring): word boundaries, successive occurrences; and
+the round-trip tests' placing of antecedents (tests/antecedents.py), which they build on."""
 
 from __future__ import annotations
 
-from app.documents.locating import (
-    at_word_boundaries,
-    locate,
-    locate_across,
-    locate_antecedent,
-    occurrences,
-)
+from app.documents.locating import at_word_boundaries, locate, occurrences
+from tests.antecedents import locate_across, locate_antecedent
 
 #        0         1         2
 #        0123456789012345678901234567

@@ -134,8 +134,9 @@ def test_taxonomy_flag_is_checked(tmp_path):
 def test_snac_train_antecedents_across_segment_breaks_round_trip(app, client):
     """The release's antecedent votes that straddle a segment break (4 in SNaC train) can
     now be marked through the API and come back in the snac export with their place."""
-    from app.documents.locating import locate, locate_across, locate_antecedent
+    from app.documents.locating import locate
     from app.formats import DocumentInput
+    from tests.antecedents import locate_across, locate_antecedent
     from tests.conftest import shared_file
 
     raw = json.loads(shared_file("snac", "train.json").read_text(encoding="utf-8"))

@@ -1,13 +1,9 @@
 """``marginalia prolific approve|reject|bonus`` against a local stand-in for Prolific's API
 (tests/prolific_standin.py) that checks method, path, token header and JSON body as
-Prolific documents them; error answers become one-line CLI errors."""
+Prolific documents them; error answers become one-line CLI errors. The commands run in this
+process (tests/helpers.py ``cli_in_process``); test_cli.py runs the console script."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -15,11 +11,10 @@ from sqlalchemy import select
 from app.crowd import platforms
 from app.db import session_scope
 from app.models import Study
-from tests.conftest import REPO, make_study
-from tests.helpers import DOCUMENTS
+from tests.conftest import make_study
+from tests.helpers import DOCUMENTS, cli_in_process
 from tests.prolific_standin import ProlificStandIn
 
-MARGINALIA = str(Path(sys.executable).parent / "marginalia")
 MESSAGE = (
     "Your annotations did not mark any of the planted errors that every attentive reader "
     "finds; we cannot accept this submission."
@@ -42,20 +37,12 @@ def prolific_study(app, client, database_url):
 
 
 def run(database_url: str, standin: ProlificStandIn | None, *args: str, token="test-token"):
-    env = {**os.environ, "DATABASE_URL": database_url}
-    env.pop("PROLIFIC_API_TOKEN", None)
-    if token is not None:
-        env["PROLIFIC_API_TOKEN"] = token
-    if standin is not None:
-        env["PROLIFIC_API_URL"] = standin.url
-    return subprocess.run(
-        [MARGINALIA, "prolific", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
+    env = {
+        "DATABASE_URL": database_url,
+        "PROLIFIC_API_TOKEN": token,
+        "PROLIFIC_API_URL": standin.url if standin is not None else None,
+    }
+    return cli_in_process(env, "prolific", *args)
 
 
 def test_approve_sends_the_documented_transition(prolific_study):
@@ -226,19 +213,81 @@ def test_missing_token_unknown_worker_and_dry_run(prolific_study):
 
 def test_unreachable_prolific_is_one_line(prolific_study):
     env_url = "http://127.0.0.1:9"  # discard port: nothing listens
-    env = {
-        **os.environ,
-        "DATABASE_URL": prolific_study,
-        "PROLIFIC_API_TOKEN": "t",
-        "PROLIFIC_API_URL": env_url,
-    }
-    done = subprocess.run(
-        [MARGINALIA, "prolific", "approve", "demo", "--worker", "5f1a"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
+    env = {"DATABASE_URL": prolific_study, "PROLIFIC_API_TOKEN": "t", "PROLIFIC_API_URL": env_url}
+    done = cli_in_process(env, "prolific", "approve", "demo", "--worker", "5f1a")
     assert done.returncode == 1
     assert done.stderr.strip().startswith("error: cannot reach Prolific at http://127.0.0.1:9")
+
+
+# --- issue 26 row 10 -----------------------------------------------------------------------
+
+
+class Recorder:
+    """Another host: records every request it gets, with its headers."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self) -> None:
+                seen.append((self.command, self.path, dict(self.headers)))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_GET = do_POST = _any  # noqa: N815
+
+            def log_message(self, *_args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_to_another_host_does_not_get_the_token(status):
+    from app.crowd.prolific_api import ProlificClient, ProlificError
+
+    other = Recorder()
+    try:
+        with ProlificStandIn() as standin:
+            standin.fail_next(status, {}, Location=other.url + "/steal")
+            client = ProlificClient(token="test-token", base_url=standin.url)
+            with pytest.raises(ProlificError, match=f"redirect \\({status}\\).*not followed"):
+                client.approve("sessA")
+    finally:
+        other.close()
+    assert other.seen == []
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.prolific.com", True),
+        ("http://127.0.0.1:8080", True),
+        ("http://localhost:9", True),
+        ("http://[::1]:9", True),
+        ("http://api.prolific.com", False),
+        ("http://127.0.0.1.evil.example", False),
+        ("ftp://api.prolific.com", False),
+        ("https://", False),
+    ],
+)
+def test_prolific_api_url_is_https_or_a_loopback_standin(url, allowed):
+    from app.crowd.prolific_api import ProlificClient
+    from app.errors import InvalidInput
+
+    if allowed:
+        assert ProlificClient(token="t", base_url=url).base_url == url
+    else:
+        with pytest.raises(InvalidInput, match="must start with https://"):
+            ProlificClient(token="t", base_url=url)

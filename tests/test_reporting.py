@@ -491,9 +491,9 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     # three synthetic workers: worker k marks every error that k or more annotators marked
     from app import create_app
-    from app.annotation.assignments import add_annotation, find_document, open_assignment, submit
+    from app.annotation.assignments import add_annotation, open_assignment, submit
     from app.db import session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
 
     app = create_app({"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "test"})
     workers = ["w1", "w2", "w3"]

@@ -166,3 +166,24 @@ def test_a_password_change_needs_the_current_password_and_ends_other_sessions(ap
         "/admin/login", data={"email": OWNER, "password": PASSWORD, "csrf_token": csrf(fresh)}
     )
     assert old.status_code == 401
+
+
+def test_passwords_are_hashed_with_scrypt_unless_the_suite_says_otherwise(app, database_url):
+    """The suite's app fixture hashes cheaply (tests/conftest.py TEST_PASSWORD_HASH); an app
+    configured as in production, and the CLI, use scrypt, and both kinds log in."""
+    from app import create_app
+    from app.researchers.accounts import authenticate, create_researcher
+
+    with app.app_context(), session_scope() as session:
+        cheap = create_researcher(session, "cheap@example.org", PASSWORD)
+        assert cheap.password_hash.startswith("pbkdf2:sha256:1$")
+    production = create_app({"DATABASE_URL": database_url, "SECRET_KEY": "test"})
+    try:
+        with production.app_context(), session_scope() as session:
+            strong = create_researcher(session, "strong@example.org", PASSWORD)
+            assert strong.password_hash.startswith("scrypt:32768:8:1$")
+            assert authenticate(session, "strong@example.org", PASSWORD) is not None
+            assert authenticate(session, "cheap@example.org", PASSWORD) is not None
+            assert authenticate(session, "nobody@example.org", PASSWORD) is None
+    finally:
+        production.extensions["db_engine"].dispose()

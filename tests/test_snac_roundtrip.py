@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from app.documents.locating import locate, locate_antecedent
+from app.documents.locating import locate
+from tests.antecedents import locate_antecedent
 from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 
 # The one error of SNaC dev that cannot be replayed: its span is empty, so there is nothing

@@ -20,6 +20,8 @@ from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import export_text
 
 PRACTICE = ["Anna met Bob. Bob said hello to the wrong person.", "Then Carla leaved the house."]
+TEST = ["Tom saw Eve. Eve gave the keys to the wrong man.", "Later Dan goed to town."]
+TEST_KEY = [(0, "the wrong man", "CharE"), (1, "goed", "GramE")]
 REAL = [("doc-1", ["A real text.", "Its second part."])]
 
 
@@ -45,22 +47,38 @@ def configure(app, **changes) -> dict:
 
 
 def training_study(app, *, attempts: int = 2, **settings) -> None:
+    """``practice-1`` teaches (feedback, never graded); ``test-1`` and ``test-2`` (another
+    text) grade the qualification and show no answers."""
     make_study(app, documents=REAL, annotators_per_doc=1, suggestions="off")
-    practice = [
+    practice = DocumentInput(
+        "practice-1",
+        list(PRACTICE),
+        gold=[
+            GoldSpan(segment=0, text="the wrong person", category="CharE", votes=1),
+            GoldSpan(segment=0, text="Anna", category="RefE", votes=1),
+            GoldSpan(segment=1, text="leaved", category="GramE", votes=1),
+        ],
+    )
+    tests = [
         DocumentInput(
-            f"practice-{n}",
-            list(PRACTICE),
-            gold=[
-                GoldSpan(segment=0, text="the wrong person", category="CharE", votes=1),
-                GoldSpan(segment=0, text="Anna", category="RefE", votes=1),
-                GoldSpan(segment=1, text="leaved", category="GramE", votes=1),
-            ],
+            f"test-{n}",
+            list(TEST),
+            gold=[GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in TEST_KEY],
         )
         for n in (1, 2)
     ]
     with app.app_context(), session_scope() as session:
-        import_documents(session, session.scalar(select(Study)), practice, gold=True)
+        study = session.scalar(select(Study))
+        import_documents(session, study, [practice], gold=True, practice=True)
+        import_documents(session, study, tests, gold=True)
     configure(app, qualification_f1=0.6, qualification_attempts=attempts, **settings)
+
+
+def do_practice(client, worker: str, **params) -> str:
+    """Arrive and submit the practice document untouched; its token."""
+    _, token, _ = arrive(client, worker, **params)
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    return token
 
 
 def arrive(client, worker: str, **params) -> tuple[int, str | None, bytes]:
@@ -157,15 +175,20 @@ def test_the_answer_key_of_a_segment_only_comes_with_freezing_it(app, client):
 
 def test_feedback_is_refused_outside_a_practice_document(app, client):
     training_study(app)
-    _, token, _ = arrive(client, "good")
-    for seg, text, cat in ((0, "the wrong person", "CharE"), (0, "Anna", "RefE")):
-        assert add(client, token, span(seg, text, cat)).status_code == 201
-    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    token = do_practice(client, "good")
+    _, graded, _ = arrive(client, "good")
+    assert document_of(app, graded).startswith("test-")
+    missing = check(client, "x" * 43, 0)
+    refused = check(client, graded, 0)  # the qualification document: no answers, ever
+    assert (refused.status_code, refused.get_json()) == (missing.status_code, missing.get_json())
+    assert missing.status_code == 404
+    assert "practice" not in client.get(f"/api/assignments/{graded}").get_json()
+    for seg, text, cat in TEST_KEY:
+        assert add(client, graded, span(seg, text, cat, TEST)).status_code == 201
+    assert client.post(f"/api/assignments/{graded}/submit").status_code == 200
     _, real, _ = arrive(client, "good")
     assert document_of(app, real) == "doc-1"
-    missing = check(client, "x" * 43, 0)
-    refused = check(client, real, 0)
-    assert refused.status_code == missing.status_code == 404
+    assert check(client, real, 0).get_json() == missing.get_json()
     assert "practice" not in client.get(f"/api/assignments/{real}").get_json()
     # out of range, not JSON (no cross-site form can send it), huge segment numbers
     assert check(client, token, 5).status_code == 404
@@ -181,15 +204,17 @@ def test_feedback_is_refused_outside_a_practice_document(app, client):
 
 def test_fail_once_pass_the_second_attempt_then_real_work(app, client):
     training_study(app, attempts=2)
+    practice = do_practice(client, "w1")
+    assert b"Practice done" in client.get(f"/a/{practice}/done").data  # never graded
     _, first, _ = arrive(client, "w1")
     assert client.post(f"/api/assignments/{first}/submit").status_code == 200
     assert b"Not quite yet" in client.get(f"/a/{first}/done").data
     _, second, _ = arrive(client, "w1")
-    assert document_of(app, second) == "practice-2"
-    for seg, text, cat in ((0, "the wrong person", "CharE"), (1, "leaved", "GramE")):
-        assert add(client, second, span(seg, text, cat)).status_code == 201
+    assert {document_of(app, first), document_of(app, second)} == {"test-1", "test-2"}
+    for seg, text, cat in (*TEST_KEY, (1, "Dan", "RefE")):
+        assert add(client, second, span(seg, text, cat, TEST)).status_code == 201
     assert client.post(f"/api/assignments/{second}/submit").status_code == 200
-    assert b"You qualified" in client.get(f"/a/{second}/done").data  # F1 = 2*1*(2/3)/(5/3) = 0.8
+    assert b"You qualified" in client.get(f"/a/{second}/done").data  # F1 = 2*(2/3)*1/(5/3) = 0.8
     _, real, _ = arrive(client, "w1")
     assert document_of(app, real) == "doc-1"
 
@@ -198,6 +223,7 @@ def test_a_failing_prolific_worker_is_screened_out_and_gets_no_real_document(app
     url = "https://app.prolific.com/submissions/complete?cc=SCREENOUT1"
     training_study(app, attempts=1, platform="prolific", screen_out_url=url)
     params = {"PROLIFIC_PID": "p1", "STUDY_ID": "s1", "SESSION_ID": "sess1"}
+    do_practice(client, "p1", **params)
     _, token, _ = arrive(client, "p1", **params)
     assert client.post(f"/api/assignments/{token}/submit").get_json()["redirect_url"] is None
     page = client.get(f"/a/{token}/done")
@@ -208,11 +234,12 @@ def test_a_failing_prolific_worker_is_screened_out_and_gets_no_real_document(app
     status, again, body = arrive(client, "p1", **{**params, "SESSION_ID": "sess2"})
     assert status == 200 and again is None and b"Thank you for trying" in body
     with app.app_context(), session_scope() as session:
-        assert session.scalar(select(func.count()).select_from(Assignment)) == 1
+        assert session.scalar(select(func.count()).select_from(Assignment)) == 2  # practice, test
 
 
 def test_screen_out_without_a_url_asks_to_return_the_task(app, client):
     training_study(app, attempts=1)
+    do_practice(client, "w1")
     _, token, _ = arrive(client, "w1")
     client.post(f"/api/assignments/{token}/submit")
     page = client.get(f"/a/{token}/done").data
@@ -373,6 +400,15 @@ def test_checks_uploaded_in_the_admin_are_imported_as_checks(app, client):
         assert up is not None and up.is_gold is False
         errors = session.scalars(select(GoldError).where(GoldError.document_id == up.id)).all()
         assert [(e.text, e.is_check) for e in errors] == [("at dawn", True)]
+    snac = {
+        "up-2": {"0": {"text": PRACTICE[0], "errors": [{"span": "Anna", "error_type": "RefE"}]}}
+    }
+    mixed = upload(client, json.dumps(snac).encode(), "p.json", checks="1", practice="1")
+    assert mixed.status_code == 400 and "not both" in mixed.get_data(as_text=True)
+    assert upload(client, json.dumps(snac).encode(), "p.json", practice="1").status_code == 302
+    with app.app_context(), session_scope() as session:
+        up = session.scalar(select(Document).where(Document.external_id == "up-2"))
+        assert (up.is_gold, up.is_practice) == (True, True)
 
 
 def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
@@ -383,7 +419,8 @@ def test_practice_import_without_a_pass_mark_says_so(app, cli, tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 gold error" in result.output and "has no pass mark yet" in result.output
     with app.app_context(), session_scope() as session:
-        assert session.scalar(select(Document.is_gold).where(Document.external_id == "p-1"))
+        stored = session.scalar(select(Document).where(Document.external_id == "p-1"))
+        assert (stored.is_gold, stored.is_practice) == (True, True)
 
 
 def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
@@ -391,7 +428,10 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
 ):
     """The hand-computed rates above, per assignment in ``assignments-jsonl`` and per worker
     on the researcher's worker pages (A 2/3, B 1/3 flagged at 0.5, C met no check)."""
+    import re
+
     from app.web.admin.workers import worker_rows
+    from tests.test_worker_management import create_researcher, logged_in
 
     checks_study(app, cli, tmp_path)
     work(
@@ -417,6 +457,12 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     assert pages["A"]["catch_rate"] == pytest.approx(2 / 3) and not pages["A"]["check_flagged"]
     assert pages["B"]["catch_rate"] == pytest.approx(1 / 3) and pages["B"]["check_flagged"]
     assert pages["C"]["catch_rate"] is None and not pages["C"]["check_flagged"]
+    create_researcher(app, "ada@example.org", admin=True)
+    ada = logged_in(app, "ada@example.org")
+    listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
+    row = re.search(r'<tr data-worker="A">.*?</tr>', listing, re.DOTALL)
+    assert row is not None and "67%" in row.group(0)
+    assert "33%" in ada.get("/admin/studies/demo/worker?id=B").get_data(as_text=True)
 
 
 def test_practice_documents_are_left_out_of_agreement_while_a_pass_mark_is_set(app):
@@ -495,3 +541,67 @@ def test_practice_time_is_left_out_of_the_median_while_a_pass_mark_is_set(app):
     with app.app_context(), session_scope() as session:
         median = worker_times(session, session.scalar(select(Study)))["W1"]
     assert median["median_seconds_per_segment"] == 52.0
+
+
+# --- issue 26 row 3: answer keys cannot be harvested -------------------------------------------
+
+
+def harvest(client, token: str, segments: int) -> list[tuple[int, str, str]]:
+    """Ask for every segment's feedback before marking anything: what it gives away."""
+    key = []
+    for segment in range(segments):
+        answer = check(client, token, segment)
+        if answer.status_code == 200:
+            key += [(m["segment"], m["text"], m["category"]) for m in answer.get_json()["missed"]]
+    return key
+
+
+def test_a_throwaway_ids_feedback_does_not_qualify_a_second_id(app, client):
+    """The probe: a throwaway ID opens the first gold document and asks for feedback before
+    marking anything; a second ID marks what ``missed`` listed and passed at F1 1.00. Gold
+    documents without ``--practice`` are graded and show no answers at all now."""
+    make_study(app, documents=REAL, annotators_per_doc=1, suggestions="off")
+    gold = [GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in TEST_KEY]
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        import_documents(
+            session, study, [DocumentInput("gold-1", list(TEST), gold=gold)], gold=True
+        )
+    configure(app, qualification_f1=0.6, qualification_attempts=1)
+    _, throwaway, _ = arrive(client, "throwaway")
+    key = harvest(client, throwaway, len(TEST))
+    assert key == []  # nothing learnt
+    _, cheat, _ = arrive(client, "cheat")
+    for segment, text, category in key:
+        add(client, cheat, span(segment, text, category, TEST))
+    assert client.post(f"/api/assignments/{cheat}/submit").status_code == 200
+    assert b"You qualified" not in client.get(f"/a/{cheat}/done").data
+
+
+def test_practice_answers_replayed_on_the_graded_document_do_not_qualify(app, client):
+    training_study(app, attempts=1)
+    _, throwaway, _ = arrive(client, "throwaway")
+    key = harvest(client, throwaway, len(PRACTICE))
+    assert {text for _, text, _ in key} == {"the wrong person", "Anna", "leaved"}  # it teaches
+    do_practice(client, "cheat")
+    _, graded, _ = arrive(client, "cheat")
+    assert document_of(app, graded).startswith("test-")
+    assert harvest(client, graded, len(TEST)) == []
+    payload = json.dumps(client.get(f"/api/assignments/{graded}").get_json())
+    assert "the wrong man" not in payload.replace(TEST[0], "")  # the key is not in the payload
+    for segment, text, category in key:
+        if text in TEST[segment]:
+            add(client, graded, span(segment, text, category, TEST))
+    assert client.post(f"/api/assignments/{graded}/submit").status_code == 200
+    page = client.get(f"/a/{graded}/done").data
+    assert b"You qualified" not in page and b"the wrong man" not in page
+
+
+def test_practice_checks_from_one_client_are_throttled_across_worker_ids(app, client):
+    training_study(app)
+    app.config["PRACTICE_RATE_LIMIT"] = "3 per hour"
+    statuses = []
+    for worker in ("a", "b", "c"):
+        _, token, _ = arrive(client, worker)
+        statuses += [check(client, token, 0).status_code, check(client, token, 1).status_code]
+    assert statuses[:3] == [200, 200, 200] and set(statuses[3:]) == {429}

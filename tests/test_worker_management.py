@@ -230,20 +230,3 @@ def test_worker_pages_show_time_flags_and_settings(app, client, study):
     listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
     assert "w1" in listing and "w2" in listing
     assert SEGMENTS[0] not in listing  # no document text on the management page
-
-
-def test_a_registered_catch_rate_shows_on_the_worker_pages(app, client, study):
-    from app.formats import assignment_rows
-
-    assignment_rows.register_column(
-        "check_catch_rate", lambda session, study: {"w1": 0.75}, per_worker=True
-    )
-    try:
-        ada = logged_in(app, ADMIN)
-        listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
-        row = re.search(r'<tr data-worker="w1">.*?</tr>', listing, re.DOTALL).group(0)
-        assert "75%" in row
-        page = ada.get("/admin/studies/demo/worker?id=w1").get_data(as_text=True)
-        assert "75%" in page
-    finally:
-        assignment_rows.EXTRA_COLUMNS.clear()

@@ -22,8 +22,10 @@ Rules, all per study:
 * with ``settings["qualification"] = {"min_f1": F, "attempts": K}`` a worker first does
   gold documents (``Document.is_gold``), at most K of them, scored on submission against
   their :class:`GoldError` rows, and gets real documents only once one of them reaches
-  F1 >= F (the training phase: :mod:`app.annotation.practice` gives feedback per segment;
-  a worker out of attempts is :class:`ScreenedOut`). Gold documents are then test items: they do not count against
+  F1 >= F (the training phase: practice documents, ``is_practice``, come first and teach,
+  :mod:`app.annotation.practice` gives their answers per segment, and are never graded; the
+  attempts are drawn at random from the other gold documents; a worker out of attempts is
+  :class:`ScreenedOut`). Gold documents are then test items: they do not count against
   ``annotators_per_doc`` and are never handed out as real work.
 """
 
@@ -206,7 +208,10 @@ def _had_before(study: Study, worker_id: str):
 
 
 def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Document | None:
-    """The next gold document while ``worker_id`` has not qualified; None once qualified."""
+    """The next gold document while ``worker_id`` has not qualified (None once qualified):
+    the practice documents first, in order, then a qualification document drawn at random
+    from those the worker has not had (their answers are never shown, so one that another ID
+    of the same person saw is no easier)."""
     if qualification(study) is None:
         return None
     state = qualification_state(session, study, worker_id)
@@ -214,14 +219,20 @@ def _gold_for_unqualified(session: Session, study: Study, worker_id: str) -> Doc
         return None
     if not state.can_try_again:
         raise ScreenedOut()
+    unseen = [
+        Document.study_id == study.id,
+        Document.is_gold.is_(True),
+        Document.id.not_in(_had_before(study, worker_id)),
+    ]
     gold = session.scalar(
         select(Document)
-        .where(
-            Document.study_id == study.id,
-            Document.is_gold.is_(True),
-            Document.id.not_in(_had_before(study, worker_id)),
-        )
+        .where(*unseen, Document.is_practice.is_(True))
         .order_by(Document.position, Document.id)
+        .limit(1)
+    ) or session.scalar(
+        select(Document)
+        .where(*unseen, Document.is_practice.is_(False))
+        .order_by(func.random())
         .limit(1)
     )
     if gold is None:

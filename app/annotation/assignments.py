@@ -22,7 +22,7 @@ from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.values import MAX_ID as MAX_ID
 from app.annotation.values import _int, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
-from app.documents.text import storable, text_problem
+from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     Annotation,
@@ -94,8 +94,8 @@ def _worker_id(value: Any) -> str:
         raise InvalidInput(f"worker_id is longer than {MAX_WORKER_ID_CHARS} characters")
     if not storable(value):
         raise InvalidInput("worker_id must not contain NUL characters or unpaired surrogates")
-    problem = text_problem(value, allow="")
-    if problem:  # a lone CR would split the worker's CSV rows
+    problem = identifier_problem(value)
+    if problem:  # a lone CR would split the worker's CSV rows; U+202E would reorder a page
         raise InvalidInput(f"worker_id {problem}")
     return value.strip()
 
@@ -177,21 +177,6 @@ _INSERT_IF_NEW = {
     .returning(Assignment.__table__.c.id)
     for dialect, insert in INSERT_IF_NEW.items()
 }
-
-
-def find_document(session: Session, study: Study, external_id: Any) -> Document:
-    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
-        raise InvalidInput("document must be the document's id as text")
-    if not storable(str(external_id)):
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    document = session.scalar(
-        select(Document).where(
-            Document.study_id == study.id, Document.external_id == str(external_id)
-        )
-    )
-    if document is None:
-        raise NotFound(f"study {study.slug!r} has no document {external_id!r}")
-    return document
 
 
 def segment_texts(session: Session, document_id: int) -> list[str]:

@@ -262,14 +262,12 @@ def remove(session: Session, token: str, annotation_id: int) -> None:
 def set_position(session: Session, token: str, body: Any) -> None:
     """:func:`app.annotation.assignments.set_position` for a token, and the suggestion
     events it carries (stored as ``POST …/suggestions/events`` would, even once submitted;
-    an id not of the document is a 400 and nothing is stored)."""
+    an id the worker is not shown is ignored)."""
     if not try_set_position(session, token, body):
         assignment = rules.get_assignment(session, token, for_update=True, related=False)
         rules.set_position(session, assignment, body)
         events = hint_events.parse_events(body.get("events")) if isinstance(body, dict) else {}
-        hint_events.record(
-            session, assignment.id, assignment.document_id, events, unknown=InvalidInput
-        )
+        hint_events.record(session, assignment.id, assignment.document_id, events)
 
 
 def heartbeat(session: Session, token: str) -> None:

@@ -4,26 +4,41 @@ once per (assignment, suggestion, event).
 They reach the server three ways, all storing the same rows: one event for one suggestion
 (``POST …/suggestions/<id>/events``), one event for many (``POST …/suggestions/events``),
 and riding in a position update (``POST …/position`` with ``"events": {"<event>": [id, ...]}``),
-so a segment view's hints cost no request of their own (issue 17). The batch and the
-position refuse the whole request, storing nothing, when any id is not one of the
-document's suggestions (the batch with ``404``, the position with ``400``: there it is a bad
-value in the body).
+so a segment view's hints cost no request of their own (issue 17). Only events for the
+suggestions the worker is shown are stored (:func:`shown_ids`, the payload's own rule); an
+event for any other id, another document's, one below the study's score or past its hints
+per segment, or any id at all where suggestions are hidden, is ignored with the same answer
+(issue 26 row 7: a 204-or-400 difference told which ids a hidden document had, and forged
+``accepted`` events reached the export). An id that is no whole number of the ids' range is
+a bad value (400).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Iterable
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
 from app.annotation.values import MAX_ID
-from app.errors import InvalidInput, MarginaliaError, NotFound
-from app.models import Suggestion, SuggestionEvent
+from app.crowd.platforms import hint_limits
+from app.errors import InvalidInput
+from app.models import SuggestionEvent
 
 EVENTS = ("shown", "accepted", "dismissed")
 MAX_BATCH = 200  # suggestion ids per event kind in one request
+VIEWER = text(
+    "SELECT assignments.condition, studies.suggestions, studies.settings FROM assignments "
+    "JOIN studies ON studies.id = assignments.study_id WHERE assignments.id = :assignment_id"
+)
+DOCUMENT_HINTS = text(
+    "SELECT id, segment FROM suggestions WHERE document_id = :document_id AND score >= :lowest "
+    "ORDER BY segment, score DESC, start_offset, id"
+)
 
 
 def parse_event(value: Any) -> str:
@@ -34,7 +49,8 @@ def parse_event(value: Any) -> str:
 
 
 def parse_ids(value: Any) -> list[int]:
-    """A non-empty list of at most :data:`MAX_BATCH` suggestion ids (integers), checked."""
+    """A non-empty list of at most :data:`MAX_BATCH` suggestion ids (integers in the ids'
+    range), checked."""
     if (
         not isinstance(value, list)
         or not value
@@ -43,12 +59,15 @@ def parse_ids(value: Any) -> list[int]:
         raise InvalidInput("suggestions must be a non-empty list of suggestion ids")
     if len(value) > MAX_BATCH:
         raise InvalidInput(f"at most {MAX_BATCH} suggestions per request")
+    outside = next((i for i in value if not 0 < i <= MAX_ID), None)
+    if outside is not None:
+        raise InvalidInput(f"{outside} is not a suggestion id (1 to {MAX_ID})")
     return value
 
 
 def parse_events(value: Any) -> dict[str, list[int]]:
     """A position update's ``events`` field: ``{"<event>": [id, ...]}`` (absent or None: no
-    events), each list as :func:`parse_ids` takes it; ids out of range are refused here."""
+    events), each list as :func:`parse_ids` takes it."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -58,41 +77,61 @@ def parse_events(value: Any) -> dict[str, list[int]]:
         if event not in EVENTS:
             raise InvalidInput(f"events: the keys must be among {', '.join(EVENTS)}")
         try:
-            wanted = sorted(set(parse_ids(ids)))
+            parsed[event] = sorted(set(parse_ids(ids)))
         except InvalidInput as error:
             raise InvalidInput(f"events.{event}: {error}") from None
-        outside = [i for i in wanted if not 0 < i <= MAX_ID]
-        if outside:
-            raise InvalidInput(f"events: this assignment's document has no suggestion {outside[0]}")
-        parsed[event] = wanted
     return parsed
 
 
+def pick_shown(rows: Iterable[Any], most: int) -> list[Any]:
+    """The suggestions a worker is shown, from a document's rows scoring at least the study's
+    lowest, in (segment, score best first, start, id) order: at most ``most`` per segment.
+    The one rule of the payload (app/web/assignment_read.py) and of which events count."""
+    kept: list[Any] = []
+    per_segment: dict[int, int] = {}
+    for row in rows:
+        if per_segment.get(row.segment, 0) < most:
+            per_segment[row.segment] = per_segment.get(row.segment, 0) + 1
+            kept.append(row)
+    return kept
+
+
+def shown_ids(db: Any, assignment_id: int, document_id: int) -> set[int]:
+    """The ids of the suggestions this assignment's worker is shown: none in a study whose
+    suggestions are hidden or off, nor in the unassisted condition."""
+    viewer = hot_sql.execute(db, "hint_viewer", VIEWER, {"assignment_id": assignment_id}).first()
+    if viewer is None or viewer.suggestions != "shown" or viewer.condition == "unassisted":
+        return set()
+    settings = viewer.settings
+    if isinstance(settings, str):  # SQLite hands JSON back as text
+        settings = json.loads(settings)
+    most, lowest = hint_limits(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
+    result = hot_sql.execute(
+        db, "document_hints", DOCUMENT_HINTS, {"document_id": document_id, "lowest": lowest}
+    )
+    rows = result.rows if isinstance(result, hot_sql.DriverResult) else result.all()
+    return {row[0] for row in pick_shown((_Hint(*row) for row in rows), most)}
+
+
+class _Hint(NamedTuple):
+    id: int
+    segment: int
+
+
 def record(
-    session: Session,
-    assignment_id: int,
-    document_id: int,
-    events: dict[str, list[int]],
-    *,
-    unknown: type[MarginaliaError] = NotFound,
+    session: Session, assignment_id: int, document_id: int, events: dict[str, list[int]]
 ) -> None:
-    """Store ``events`` (event -> suggestion ids) not stored yet, all or nothing: an id that is
-    not one of the document's suggestions raises ``unknown`` before anything is added."""
+    """Store ``events`` (event -> suggestion ids) not stored yet, for the suggestions this
+    worker is shown (:func:`shown_ids`); any other id is ignored, the same way whatever it is,
+    so an answer tells nothing about which ids belong to the document."""
     wanted = {i for ids in events.values() for i in ids}
     if not wanted:
         return
-    if not all(0 < i <= MAX_ID for i in wanted):
-        raise unknown("this assignment's document has no such suggestion")
-    owned = set(
-        session.scalars(
-            select(Suggestion.id).where(
-                Suggestion.id.in_(wanted), Suggestion.document_id == document_id
-            )
-        )
-    )
-    if owned != wanted:
-        raise unknown(f"this assignment's document has no suggestion {min(wanted - owned)}")
-    for event, ids in events.items():
+    visible = shown_ids(session, assignment_id, document_id) & wanted
+    for event, all_ids in events.items():
+        ids = [i for i in all_ids if i in visible]
+        if not ids:
+            continue
         stored = set(
             session.scalars(
                 select(SuggestionEvent.suggestion_id).where(
@@ -112,18 +151,10 @@ def record(
 
 def owned_fast(db: Any, keys: Any, events: dict[str, list[int]]) -> bool:
     """On the hot path (before any write): whether every id in ``events`` is one of the
-    document's suggestions (one prepared ``SELECT`` per distinct id)."""
-    wanted = sorted({i for ids in events.values() for i in ids})
-    return all(
-        hot_sql.execute(
-            db,
-            "suggestion_owned",
-            hot_sql.SUGGESTION_OWNED,
-            {"suggestion_id": i, "document_id": keys.document_id},
-        ).first()
-        is not None
-        for i in wanted
-    )
+    suggestions this worker is shown (two prepared ``SELECT``s when there are events). If
+    not, the lane leaves the request to the route, which stores the shown ones only."""
+    wanted = {i for ids in events.values() for i in ids}
+    return not wanted or wanted <= shown_ids(db, keys.id, keys.document_id)
 
 
 def insert_fast(db: Any, keys: Any, events: dict[str, list[int]], moment: Any) -> None:

@@ -19,8 +19,12 @@ from typing import Any
 from app.documents.locating import SEGMENT_JOIN, crossing_text
 from app.errors import InvalidInput
 
+PAIR_ORDER = (
+    "the paired span must come before the annotated span: in the same segment "
+    "it must end at or before the annotated span's start"
+)
 SpanCheck = Callable[[Any, list[str], str], tuple[int, int, int, str]]
-__all__ = ["SEGMENT_JOIN", "crossing_text", "paired_values"]
+__all__ = ["SEGMENT_JOIN", "crossing_text", "pair_comes_first", "paired_values"]
 
 
 def paired_values(
@@ -50,12 +54,9 @@ def paired_values(
             )
         p_segment, p_start, p_end, p_text, end_segment = _crossing(paired, texts)
     if ordered and (
-        p_segment > segment or end_segment > segment or (end_segment == segment and p_end > start)
+        p_segment > segment or not pair_comes_first((end_segment, p_start, p_end), (segment, start))
     ):
-        raise InvalidInput(
-            "the paired span must come before the annotated span: in the same segment "
-            "it must end at or before the annotated span's start"
-        )
+        raise InvalidInput(PAIR_ORDER)
     return {
         "paired_segment": p_segment,
         "paired_start": p_start,
@@ -63,6 +64,14 @@ def paired_values(
         "paired_text": p_text,
         "paired_end_segment": end_segment if end_segment != p_segment else None,
     }
+
+
+def pair_comes_first(paired: tuple[int, int, int], span: tuple[int, int]) -> bool:
+    """The one rule of order: the earlier span (its last segment, start, end) ends in an
+    earlier segment than the annotated span (segment, start), or in the same one at or before
+    its start. Imports (app/formats/thresh.py) apply it too."""
+    (p_segment, _, p_end), (segment, start) = paired, span
+    return p_segment < segment or (p_segment == segment and p_end <= start)
 
 
 def _number(paired: dict[str, Any], key: str) -> int:

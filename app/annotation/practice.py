@@ -1,9 +1,17 @@
 """The training phase's feedback: a worker's marks on one practice segment against gold.
 
-A *practice document* is a gold document of a study with a pass mark
-(``settings["qualification"]``, :func:`app.annotation.qualification.qualification`): the worker
-does it before any real document, and it is scored on submission as before. Here, segment by
-segment: the worker asks to *check* a segment (``POST /api/assignments/<token>/practice/<n>``)
+A *practice document* is a gold document marked ``is_practice`` (``import --practice``) of a
+study with a pass mark (``settings["qualification"]``,
+:func:`app.annotation.qualification.qualification`): every worker does the practice
+documents first, and they teach; they are **never graded**. The qualification is graded on
+the study's other gold documents, drawn at random for each attempt, whose answers no worker
+is ever shown (issue 26 row 3: when the document that gave feedback was also graded, a
+throwaway worker ID asked for feedback without marking anything, read every gold span, and a
+second ID copied them and passed at F1 1.00). So feedback never teaches the answer of
+anything graded, and asking for it on an empty segment tells only a practice answer. Checks
+are also limited per client address (``PRACTICE_RATE_LIMIT``, app/web/limits.py), so one
+client cycling worker IDs is slowed. Here, segment by segment: the worker asks to *check* a
+segment (``POST /api/assignments/<token>/practice/<n>``)
 once their marks for it are sent; the answer compares their live spans in that segment with
 the segment's gold errors under the **strict** rule of :mod:`app.quality.matching` and lists
 
@@ -35,6 +43,7 @@ from app.quality.matching import match
 from app.quality.scoring import Span, scopes_from_taxonomy
 
 MAX_SEGMENT = 2**31 - 1
+NO_ASSIGNMENT = "no assignment with this token"
 FROZEN = (
     "you have checked your marks on this practice segment: they can no longer be changed. "
     "Go on to the next segment"
@@ -42,9 +51,14 @@ FROZEN = (
 
 
 def is_practice(assignment: Assignment) -> bool:
-    """Whether the assignment is on a practice document (a gold document of a study with a
-    pass mark)."""
-    return qualification(assignment.study) is not None and bool(assignment.document.is_gold)
+    """Whether the assignment is on a practice document (a gold practice document of a study
+    with a pass mark)."""
+    document = assignment.document
+    return (
+        qualification(assignment.study) is not None
+        and bool(document.is_gold)
+        and bool(document.is_practice)
+    )
 
 
 def refuse_if_checked(
@@ -52,8 +66,8 @@ def refuse_if_checked(
 ) -> None:
     """Refuse an add in ``segment`` (or the removal of ``annotation_id``) when that practice
     segment's feedback was already read: one indexed query on ``practice_checks``, where an
-    assignment that is no practice has no rows. A segment that is not a whole number is left
-    to the add's own checks."""
+    assignment that is no practice has no rows. A segment that is not a whole number of the
+    column's range is left to the add's own checks (``2**63`` overflowed SQLite's driver)."""
     query = select(PracticeCheck.id).where(PracticeCheck.assignment_id == assignment_id)
     if annotation_id is not None:
         query = query.join(
@@ -61,7 +75,7 @@ def refuse_if_checked(
             (Annotation.assignment_id == PracticeCheck.assignment_id)
             & (Annotation.segment == PracticeCheck.segment),
         ).where(Annotation.id == annotation_id)
-    elif isinstance(segment, int) and not isinstance(segment, bool):
+    elif isinstance(segment, int) and not isinstance(segment, bool) and 0 <= segment <= MAX_SEGMENT:
         query = query.where(PracticeCheck.segment == segment)
     else:
         return
@@ -177,7 +191,7 @@ def check_segment(session: Session, assignment: Assignment, segment: int) -> dic
     """Freeze ``segment`` of a practice assignment and return its feedback (stored once: a
     second check returns what the first one said)."""
     if not is_practice(assignment) or not 0 <= segment <= MAX_SEGMENT:
-        raise NotFound("no assignment with this token has practice feedback")
+        raise NotFound(NO_ASSIGNMENT)  # the very answer of a token that does not exist
     if assignment.status not in ("active", "submitted"):
         raise Conflict("this practice document is no longer open")
     stored = session.scalar(

@@ -1,8 +1,9 @@
 """The qualification rule (the training phase's pass mark): which gold (practice) documents a
 worker has submitted, their strict F1 against gold, and whether they may go on to real work.
 
-``settings["qualification"] = {"min_f1": F, "attempts": K}``: a worker does at most K practice
-documents and qualifies once one of them reaches F1 >= F (docs/METRICS.md).
+``settings["qualification"] = {"min_f1": F, "attempts": K}``: a worker does at most K
+qualification documents (gold, not practice: ``Document.is_practice`` documents teach and are
+never graded) and qualifies once one of them reaches F1 >= F (docs/METRICS.md).
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def qualification_state(session: Session, study: Study, worker_id: str) -> Quali
             Assignment.worker_id == worker_id,
             Assignment.status == "submitted",
             Document.is_gold.is_(True),
+            Document.is_practice.is_(False),  # practice documents are never graded
         )
         .order_by(Assignment.id)
     ).all()

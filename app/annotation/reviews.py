@@ -86,12 +86,12 @@ def act(
     """Apply one action to a worker who has work in the study, and log it."""
     if action not in ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}")
-    known = session.scalar(
-        select(Assignment.id)
+    known = "\x00" not in worker_id and session.scalar(  # no stored ID has a NUL (Postgres
+        select(Assignment.id)  # refuses one in a query: it was a 500, issue 26 row 9)
         .where(Assignment.study_id == study.id, Assignment.worker_id == worker_id)
         .limit(1)
     )
-    if known is None:
+    if not known:
         raise NotFound("no worker with this ID in this study")
     detail = _note(note) if action == "note" else ""
     review = session.scalar(

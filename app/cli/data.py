@@ -32,9 +32,9 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 @click.option(
     "--practice",
     is_flag=True,
-    help="The documents are practice documents for the training phase (gold, with feedback "
-    "per segment); the same as --gold in a study with a pass mark (study settings "
-    "--qualification-f1).",
+    help="The documents are practice documents for the training phase: gold whose answers a "
+    "worker is shown segment by segment, never graded (the study's other gold documents "
+    "grade the qualification; study settings --qualification-f1).",
 )
 @click.option(
     "--checks",
@@ -61,6 +61,7 @@ def import_command(
     from flask import current_app
 
     from app.db import session_scope
+    from app.documents.storing import SKIPPED_PAIRS
     from app.documents.studies import analyse_entities, get_study, import_documents
     from app.formats import parse_documents
 
@@ -79,7 +80,14 @@ def import_command(
     # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
     with session_scope() as session:
         result = import_documents(
-            session, study, documents, gold=gold, checks=checks, nlp=nlp, entities=entities
+            session,
+            study,
+            documents,
+            gold=gold,
+            checks=checks,
+            practice=practice,
+            nlp=nlp,
+            entities=entities,
         )
     parts = [
         f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
@@ -91,6 +99,8 @@ def import_command(
         )
     if result.imported_suggestions:
         parts.append(counted(result.imported_suggestions, "imported suggestion"))
+    if result.skipped_pairs:
+        parts.append(f"{counted(result.skipped_pairs, 'edit')} {SKIPPED_PAIRS}")
     if checks:
         parts.append(counted(result.gold_errors, "attention check"))
     if gold or checks:

@@ -27,9 +27,8 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
     """Accept every undecided candidate that at least --min-workers workers marked."""
     from sqlalchemy import select
 
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
 
@@ -55,15 +54,17 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
 @click.argument("slug")
 @with_app
 def status_command(slug: str) -> None:
-    """Review progress per document: workers, status, accepted and rejected rows."""
+    """Review progress per document: workers, status, accepted and rejected rows (TSV, ids
+    made spreadsheet-safe)."""
     from app.db import session_scope
     from app.documents.studies import get_study
+    from app.formats.spreadsheet import spreadsheet_safe
     from app.quality.review_state import review_progress
 
     with session_scope() as session:
         for row in review_progress(session, get_study(session, slug)):
             click.echo(
-                f"{row['document']}\t{row['workers']} workers\t{row['status']}\t"
+                f"{spreadsheet_safe(row['document'])}\t{row['workers']} workers\t{row['status']}\t"
                 f"{row['accepted']} accepted\t{row['rejected']} rejected"
             )
 
@@ -74,9 +75,8 @@ def status_command(slug: str) -> None:
 @with_app
 def promote_command(slug: str, document: str) -> None:
     """Make a document marked done gold: its gold errors become its accepted layer."""
-    from app.annotation.assignments import find_document
     from app.db import begin_write, session_scope
-    from app.documents.studies import get_study
+    from app.documents.studies import find_document, get_study
     from app.quality.adjudication import promote
 
     with session_scope() as session:
@@ -105,11 +105,13 @@ def scores_command(slug: str, as_json: bool) -> None:
     def shown(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 
+    from app.formats.spreadsheet import spreadsheet_safe
+
     click.echo("worker\tdocuments\tP\tR\tF1\tlenient F1")
     for row in rows:
         overall = row["overall"]
         click.echo(
-            f"{row['worker_id']}\t{row['documents']}\t{shown(overall['precision'])}\t"
+            f"{spreadsheet_safe(row['worker_id'])}\t{row['documents']}\t{shown(overall['precision'])}\t"
             f"{shown(overall['recall'])}\t{shown(overall['f1'])}\t"
             f"{shown(row['lenient']['overall']['f1'])}"
         )

@@ -179,49 +179,46 @@ def demo_command(slug: str, owner: str | None) -> None:
         click.echo(f"demo study {slug!r}: {counted(result.documents, 'document')} loaded")
 
 
-@study.command("share")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_share(slug: str, email: str) -> None:
-    """Let another researcher see, export and change a study (a collaborator)."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import share
-
-    with session_scope() as session:
-        researcher = share(session, get_study(session, slug), email)
-        click.echo(f"study {slug} shared with {researcher.email}")
-
-
-@study.command("unshare")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_unshare(slug: str, email: str) -> None:
-    """Take a study back from a collaborator."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import unshare
-
-    with session_scope() as session:
-        researcher = unshare(session, get_study(session, slug), email)
-        click.echo(f"study {slug} no longer shared with {researcher.email}")
+# ``study share | unshare | set-owner SLUG EMAIL``: app/researchers/access.py does the work.
+SHARING = (
+    (
+        "share",
+        "share",
+        "Let another researcher see, export and change a study (a collaborator).",
+        "study {slug} shared with {email}",
+    ),
+    (
+        "unshare",
+        "unshare",
+        "Take a study back from a collaborator.",
+        "study {slug} no longer shared with {email}",
+    ),
+    (
+        "set-owner",
+        "set_owner",
+        "Give a study (for example one made before owners existed) to a researcher.",
+        "study {slug} is now owned by {email}",
+    ),
+)
 
 
-@study.command("set-owner")
-@click.argument("slug")
-@click.argument("email")
-@with_app
-def study_set_owner(slug: str, email: str) -> None:
-    """Give a study (for example one made before owners existed) to a researcher."""
-    from app.db import session_scope
-    from app.documents.studies import get_study
-    from app.researchers.access import set_owner
+def _sharing_command(name: str, action: str, help_text: str, done: str) -> None:
+    @study.command(name, help=help_text)
+    @click.argument("slug")
+    @click.argument("email")
+    @with_app
+    def command(slug: str, email: str) -> None:
+        from app.db import session_scope
+        from app.documents.studies import get_study
+        from app.researchers import access
 
-    with session_scope() as session:
-        researcher = set_owner(session, get_study(session, slug), email)
-        click.echo(f"study {slug} is now owned by {researcher.email}")
+        with session_scope() as session:
+            researcher = getattr(access, action)(session, get_study(session, slug), email)
+            click.echo(done.format(slug=slug, email=researcher.email))
+
+
+for _sharing in SHARING:
+    _sharing_command(*_sharing)
 
 
 @taxonomy.command("from-thresh", cls=OneLineCommand)

@@ -3,6 +3,13 @@ serving the app.
 
     marginalia web
 
+granian serves the app through :mod:`app.web.front` (its ASGI interface): a request's body
+is read on the event loop, under a deadline and a cap, before the app gets one of its
+``WEB_THREADS`` threads, so slow bodies cannot hold the threads (issue 26 row 1; settings
+``WEB_BODY_TIMEOUT``, ``WEB_BODY_MIN_RATE``; ``WEB_FRONT=0`` serves the WSGI app directly,
+for a deployment behind a proxy that buffers bodies). The access log masks tokens and its
+file is ``0600``.
+
 granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here in issue 17:
 with the fast lane the app's own work per annotation is smaller than gunicorn's (its Python
 HTTP parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
@@ -39,7 +46,9 @@ What gunicorn did and what stands in for it:
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 
 import click
 
@@ -58,23 +67,44 @@ def _int(name: str, default: int, *fallbacks: str) -> int:
 ACCESS_FORMAT = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).3f'
 
 
+# An assignment token in a path (/a/<token>, /api/assignments/<token>/...) or a query
+# (?resume=<token>) is a worker's only credential: the log keeps its first 4 characters.
+_TOKENS = re.compile(r"(/a/|/api/assignments/|resume=)([A-Za-z0-9_-]{4})[A-Za-z0-9_%-]*")
+
+
+class MaskedAccessFormatter(logging.Formatter):
+    """granian's access line with every assignment token cut to 4 characters and ``…``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return _TOKENS.sub(r"\1\2…", super().format(record))
+
+
 def _access_log() -> dict:
-    """The access log's settings: off unless WEB_ACCESS_LOG is set."""
+    """The access log's settings: off unless WEB_ACCESS_LOG is set. Tokens are masked
+    (:class:`MaskedAccessFormatter`); a log file is created (or narrowed to) ``0600``."""
     target = os.environ.get("WEB_ACCESS_LOG", "0").strip()
     if target in ("", "0"):
         return {"log_access": False}
-    settings = {
+    settings: dict = {
         "log_access": True,
         "log_access_format": os.environ.get("WEB_ACCESS_LOG_FORMAT", ACCESS_FORMAT),
     }
-    if target not in ("1", "-"):  # a file: granian's logging config with the file handler
-        from granian.log import LOGGING_CONFIG
+    from granian.log import LOGGING_CONFIG
 
-        handlers = {
-            **LOGGING_CONFIG["handlers"],
-            "access": {"formatter": "access", "class": "logging.FileHandler", "filename": target},
-        }
-        settings["log_dictconfig"] = {"handlers": handlers}
+    formatters = {
+        **LOGGING_CONFIG["formatters"],
+        "access": {"()": f"{__name__}.MaskedAccessFormatter", "fmt": "%(message)s"},
+    }
+    handler: dict = {**LOGGING_CONFIG["handlers"]["access"]}
+    if target not in ("1", "-"):  # a file, private to the server's user
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+            os.chmod(target, 0o600)
+        except OSError as exc:
+            raise click.UsageError(f"WEB_ACCESS_LOG {target}: {exc.strerror}") from None
+        handler = {"formatter": "access", "class": "logging.FileHandler", "filename": target}
+    handlers = {**LOGGING_CONFIG["handlers"], "access": handler}
+    settings["log_dictconfig"] = {"formatters": formatters, "handlers": handlers}
     return settings
 
 
@@ -85,18 +115,22 @@ def settings() -> dict:
     from granian.log import LogLevels
 
     max_rss = _int("WEB_WORKER_MAX_RSS", 1024)
+    front = os.environ.get("WEB_FRONT", "1").strip() != "0"
     return {
-        # A factory: each worker process builds its own app (and database pool).
-        "target": os.environ.get("WEB_APP", "app:create_app"),
+        # A factory: each worker process builds its own app (and database pool) behind the
+        # front, which reads request bodies on the event loop before a thread is taken
+        # (app/web/front.py; WEB_APP names the app factory it wraps).
+        "target": "app.web.front:create" if front else os.environ.get("WEB_APP", "app:create_app"),
         "factory": True,
-        "interface": Interfaces.WSGI,
+        "interface": Interfaces.ASGINL if front else Interfaces.WSGI,
         "address": os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job
         "port": _int("PORT", 5000),
         "workers": _int("WEB_CONCURRENCY", max(2, os.cpu_count() or 1)),
-        # Annotation requests spend most of their time waiting on the database: threads are
-        # cheap concurrency (gunicorn gthread's ``threads``; granian's start-up warning that 8
-        # is many for the cores is expected). One runtime thread does the I/O.
-        "blocking_threads": _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
+        # The app's threads (WEB_THREADS, 8) are the front's pool: annotation requests spend
+        # most of their time waiting on the database, so threads are cheap concurrency
+        # (gunicorn gthread's ``threads``). One runtime thread does the I/O; one blocking
+        # thread runs the event loop (granian's only choice for ASGI).
+        "blocking_threads": 1 if front else _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
         "runtime_threads": 1,
         "backlog": _int("WEB_BACKLOG", 2048),
         # Idle keep-alive connections cost no thread. hyper closes a connection that sends no

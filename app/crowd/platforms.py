@@ -27,7 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.documents.journey import has_questions
-from app.documents.text import text_problem
+from app.documents.text import identifier_problem, text_problem
 from app.errors import InvalidInput
 from app.models import Assignment, Study
 
@@ -81,7 +81,7 @@ def _param(args: Mapping[str, str], name: str, *, required: bool = True) -> str:
         raise InvalidInput(f"the link is missing the {name} parameter")
     if len(value) > MAX_PARAM_CHARS:
         raise InvalidInput(f"{name} is longer than {MAX_PARAM_CHARS} characters")
-    problem = text_problem(value, allow="")
+    problem = identifier_problem(value)
     if problem:
         raise InvalidInput(f"{name} {problem}")
     return value

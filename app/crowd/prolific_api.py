@@ -10,8 +10,11 @@ Requests as Prolific documents them (https://docs.prolific.com/api-reference):
   then ``POST /api/v1/bulk-bonus-payments/{id}/pay/`` pays it (not idempotent: sent once).
 
 Every request carries ``Authorization: Token <PROLIFIC_API_TOKEN>``; the base URL is
-``PROLIFIC_API_URL`` (default ``https://api.prolific.com``), overridable for tests. Error
-answers become one-line :class:`ProlificError` messages.
+``PROLIFIC_API_URL`` (default ``https://api.prolific.com``), overridable for tests: it must
+be ``https://``, except a stand-in on this machine (``http://`` to ``127.0.0.1``, ``::1`` or
+``localhost``, explicitly). No redirect is followed: the token would go with it to another
+host (issue 26 row 10); a redirect is an error. Error answers become one-line
+:class:`ProlificError` messages.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import urllib.error
 import urllib.request
 from decimal import Decimal, InvalidOperation
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from app.errors import InvalidInput, MarginaliaError
 
@@ -45,6 +48,30 @@ REJECTION_CATEGORIES = (
     "OTHER",
 )
 PROLIFIC_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect: the 3xx comes back as an HTTPError, the token stays here."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def base_url_checked(base: str) -> str:
+    """``base`` if it is https, or http to this machine (a local stand-in); else InvalidInput."""
+    parts = urlsplit(base)
+    if parts.scheme == "https" and parts.hostname:
+        return base.rstrip("/")
+    if parts.scheme == "http" and parts.hostname in LOOPBACK:
+        return base.rstrip("/")
+    raise InvalidInput(
+        "PROLIFIC_API_URL must start with https:// (plain http only to a stand-in on "
+        "127.0.0.1, ::1 or localhost)"
+    )
 
 
 class ProlificError(MarginaliaError):
@@ -75,9 +102,7 @@ class ProlificClient:
         if not self.token.strip():
             raise InvalidInput("set PROLIFIC_API_TOKEN to your Prolific API token")
         base = base_url or os.environ.get("PROLIFIC_API_URL") or DEFAULT_BASE_URL
-        if not base.startswith(("https://", "http://")):
-            raise InvalidInput("PROLIFIC_API_URL must start with https://")
-        self.base_url = base.rstrip("/")
+        self.base_url = base_url_checked(base)
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode("utf-8") if body is not None else None
@@ -92,7 +117,7 @@ class ProlificClient:
             },
         )
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as answer:
+            with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as answer:
                 raw = answer.read()
         except urllib.error.HTTPError as exc:
             raise self._error(exc, path) from None
@@ -113,6 +138,12 @@ class ProlificClient:
             return ProlificError(f"Prolific forbids this (403){suffix}")
         if exc.code == 404:
             return ProlificError(f"Prolific has nothing at {path} (404){suffix}")
+        if 300 <= exc.code < 400:
+            where = exc.headers.get("Location", "elsewhere") if exc.headers else "elsewhere"
+            return ProlificError(
+                f"Prolific answered with a redirect ({exc.code}) to {where[:200]}: not "
+                "followed (it would carry the token); check PROLIFIC_API_URL"
+            )
         if exc.code == 429:
             wait = exc.headers.get("Retry-After") if exc.headers else None
             later = f" in {wait} s" if wait else " later"

@@ -1,7 +1,7 @@
 """The import queue: uploaded document files waiting for the worker, kept in the database.
 
 A web request only validates cheap things and calls :func:`enqueue`; the worker claims the
-job (``FOR UPDATE SKIP LOCKED`` on Postgres, SQLite serialises writers), reports progress
+job (the claim rule both queues share: ``app/detection/queue.py``), reports progress
 with :func:`report_progress`, keeps it claimed with :class:`KeepAlive` (a heartbeat every
 30 s, even while spaCy or the store runs) and ends it with
 :func:`mark_done` inside the transaction that stores the documents, or with :func:`fail`
@@ -10,32 +10,29 @@ with :func:`report_progress`, keeps it claimed with :class:`KeepAlive` (a heartb
 
 from __future__ import annotations
 
+import logging
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, defer
 
 from app.db import begin_write
+from app.detection import queue
 from app.documents.text import counted
 from app.errors import Conflict
 from app.models import ImportJob, isoformat, utcnow
 
-MAX_ATTEMPTS = 5
-BACKOFF_BASE = timedelta(seconds=5)
+log = logging.getLogger(__name__)
+
 # A running job whose heartbeat is older than this lost its worker and is claimed again.
 STALE_AFTER = timedelta(minutes=5)
 HEARTBEAT_EVERY = 30.0  # seconds
 RECENT_JOBS = 5
 # Unfinished imports a study may have at once (each holds its file in the database).
 MAX_PENDING = 5
-
-
-def backoff(attempts: int) -> timedelta:
-    """5 s, 10 s, 20 s ... after the 1st, 2nd, 3rd ... transient failure."""
-    return BACKOFF_BASE * (2 ** max(attempts - 1, 0))
 
 
 def enqueue(
@@ -75,33 +72,27 @@ def pending(session: Session, study_id: int) -> int:
     )
 
 
+def _give_up(job: ImportJob, now: datetime) -> None:
+    # Its workers kept dying on it (out of memory, killed): give up instead of looping.
+    job.status, job.payload, job.finished_at = "failed", b"", now
+    job.error = f"the worker stopped while importing this file {job.attempts} times"
+
+
 def claim(session: Session, worker: str) -> ImportJob | None:
     """Take the oldest runnable import (or one whose worker died) and mark it running; commits.
 
     Returns the job detached from ``session``, as it was when claimed."""
-    begin_write(session)
-    now = utcnow()
-    runnable = or_(
-        (ImportJob.status == "queued") & (ImportJob.run_after <= now),
-        (ImportJob.status == "running") & (ImportJob.heartbeat_at < now - STALE_AFTER),
+    job = queue.claim(
+        session,
+        ImportJob,
+        worker,
+        alive=ImportJob.heartbeat_at,
+        stale_after=STALE_AFTER,
+        give_up=_give_up,
     )
-    query = select(ImportJob).where(runnable).order_by(ImportJob.id).limit(1)
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True)
-    job = session.scalar(query)
     if job is None:
-        session.rollback()
         return None
-    if job.status == "running" and job.attempts >= MAX_ATTEMPTS:
-        # Its workers kept dying on it (out of memory, killed): give up instead of looping.
-        job.status, job.payload, job.finished_at = "failed", b"", now
-        job.error = f"the worker stopped while importing this file {job.attempts} times"
-        session.commit()
-        return claim(session, worker)
-    job.status = "running"
-    job.attempts += 1
-    job.claimed_at = job.heartbeat_at = now
-    job.claimed_by = worker[:200]
+    job.heartbeat_at = job.claimed_at
     job.processed_documents = 0
     job.error = None
     session.commit()
@@ -156,8 +147,8 @@ class KeepAlive:
                         update(ImportJob).where(self.mine).values(heartbeat_at=utcnow())
                     )
                     session.commit()
-            except Exception:  # noqa: BLE001, S112 - a missed beat is retried at the next
-                continue
+            except Exception:  # noqa: BLE001 - a missed beat is retried at the next
+                log.warning("import heartbeat missed, retried in %.0f s", self.every, exc_info=True)
 
     def __enter__(self) -> KeepAlive:
         self.thread.start()
@@ -211,13 +202,10 @@ def retry(session: Session, job_id: int, error: str) -> str:
     if job is None:
         session.rollback()
         return "gone"
-    line = (error.strip().splitlines() or ["failed"])[-1][:1000]
-    if job.attempts >= MAX_ATTEMPTS:
-        job.status, job.error, job.payload = "failed", line, b""
-        job.finished_at = utcnow()
-    else:
-        job.status, job.error = "queued", line
-        job.run_after = utcnow() + backoff(job.attempts)
+    job.error = (error.strip().splitlines() or ["failed"])[-1][:1000]
+    queue.requeue(job)
+    if job.status == "failed":
+        job.payload = b""
     status = job.status
     session.commit()
     return status
@@ -225,6 +213,8 @@ def retry(session: Session, job_id: int, error: str) -> str:
 
 def describe(job: ImportJob) -> dict[str, Any]:
     """What the dashboard shows of one job (its progress JSON and its page)."""
+    from app.documents.storing import SKIPPED_PAIRS
+
     counts = job.counts or {}
     if job.status == "done":
         documents = counted(counts.get("documents", 0), "document")
@@ -238,6 +228,8 @@ def describe(job: ImportJob) -> dict[str, Any]:
             )
         if counts.get("imported_suggestions"):
             parts.append(f"{counted(counts['imported_suggestions'], 'imported suggestion')}")
+        if counts.get("skipped_pairs"):
+            parts.append(f"{counted(counts['skipped_pairs'], 'edit')} {SKIPPED_PAIRS}")
         if counts.get("gold"):
             parts.append(counted(counts.get("gold_errors", 0), "gold error"))
             for key, what in (
@@ -291,17 +283,4 @@ def recent(session: Session, study_id: int, limit: int = RECENT_JOBS) -> list[di
 
 def health(session: Session) -> dict[str, Any]:
     """Import jobs per status and the oldest waiting job's age (``worker --health``)."""
-    counts = dict(
-        session.execute(select(ImportJob.status, func.count()).group_by(ImportJob.status)).all()
-    )
-    oldest = session.scalar(
-        select(func.min(ImportJob.created_at)).where(ImportJob.status == "queued")
-    )
-    age = None
-    if oldest is not None:
-        oldest = oldest if oldest.tzinfo else oldest.replace(tzinfo=utcnow().tzinfo)
-        age = round((utcnow() - oldest).total_seconds(), 1)
-    return {
-        **{status: counts.get(status, 0) for status in ("queued", "running", "done", "failed")},
-        "oldest_queued_seconds": age,
-    }
+    return queue.status_counts(session, ImportJob)

@@ -9,16 +9,14 @@ transaction that also marks the job done, so they appear all at once or not at a
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.detection import import_jobs
+from app.detection.queue import is_transient
 from app.documents.storing import prepare_import, store_prepared
 from app.documents.studies import analyse_entities
 from app.entities.results import DocumentEntities
@@ -33,19 +31,12 @@ PROGRESS_EVERY = 50
 NlpLoader = Callable[[], Any]
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Database trouble that a later attempt may not meet (a lock, a lost connection)."""
-    if isinstance(exc, OperationalError):
-        return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
-
-
 def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
     options = job.options or {}
     per_segment = options.get("sentences_per_segment")
     return (
         int(per_segment) if per_segment else None,
-        bool(options.get("gold") or options.get("checks")),
+        bool(options.get("gold") or options.get("checks") or options.get("practice")),
         bool(options.get("ner")),
     )
 
@@ -100,7 +91,10 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
     nlp = load_nlp() if ner else None
     entities = _entities(session, job, study, documents, nlp)
     checks = bool((job.options or {}).get("checks"))
-    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
+    practice = bool((job.options or {}).get("practice"))
+    prepared = prepare_import(
+        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
+    )
     if session.in_transaction():
         session.commit()  # nothing pending: ends any read, so the write starts with the lock
     begin_write(session)
@@ -120,6 +114,7 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "imported_annotations": result.imported_annotations,
         "imported_assignments": result.imported_assignments,
         "imported_suggestions": result.imported_suggestions,
+        "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
         "ner_available": nlp is not None or bool(entities),
         "detection_jobs": result.detection_jobs,
@@ -158,26 +153,12 @@ def run_next(session: Session, worker: str, load_nlp: NlpLoader) -> str | None:
 
 
 def nlp_loader(model: str | None) -> NlpLoader:
-    """Load the spaCy pipeline on first use and keep it (it takes seconds to load)."""
-    cache: dict[str, Any] = {}
+    """The spaCy pipeline, loaded on first use (``load_pipeline`` keeps it for the process):
+    a worker that runs no import with entity cues never loads it."""
 
     def load() -> Any:
-        if "nlp" not in cache:
-            from app.entities import load_pipeline
+        from app.entities import load_pipeline
 
-            cache["nlp"] = load_pipeline(model)
-        return cache["nlp"]
+        return load_pipeline(model)
 
     return load
-
-
-def work_imports(session_factory: Callable[[], Session], load_nlp: NlpLoader) -> dict[str, int]:
-    """Run import jobs until none is runnable; outcome counts (tests, ``worker --once``)."""
-    name = f"{socket.gethostname()}:{os.getpid()}"
-    stats: dict[str, int] = {}
-    while True:
-        with session_factory() as session:
-            outcome = run_next(session, name, load_nlp)
-        if outcome is None:
-            return stats
-        stats[outcome] = stats.get(outcome, 0) + 1

@@ -1,51 +1,42 @@
-"""The detection job queue, kept in the database (no broker to run).
+"""The detection job queue: one job per document waiting for the detector.
 
-Workers claim jobs with ``FOR UPDATE SKIP LOCKED`` on Postgres (SQLite serialises writers
-instead), retry failures with exponential backoff, and record the last error. A job whose
-worker died is claimed again once its claim is older than ``STALE_AFTER``.
+The claim, backoff and give-up rules are the import queue's too (``app/detection/queue.py``);
+a detection job's worker counts as dead once its claim is older than ``STALE_AFTER`` (a
+document takes seconds, so it needs no heartbeat). The last error is recorded.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
+from app.detection import queue
 from app.models import DetectionJob, utcnow
 
-MAX_ATTEMPTS = 5
-BACKOFF_BASE = timedelta(seconds=5)
 STALE_AFTER = timedelta(minutes=15)
 
 
-def backoff(attempts: int) -> timedelta:
-    """5 s, 10 s, 20 s, 40 s ... after the 1st, 2nd, 3rd ... failed attempt."""
-    return BACKOFF_BASE * (2 ** max(attempts - 1, 0))
+def _give_up(job: DetectionJob, now: datetime) -> None:
+    job.status, job.finished_at = "failed", now
+    job.last_error = f"the worker stopped while detecting this document {job.attempts} times"
 
 
 def claim(session: Session, worker: str) -> DetectionJob | None:
     """Take the oldest runnable job (or a stale running one) and mark it running; commits."""
-    begin_write(session)
-    now = utcnow()
-    runnable = or_(
-        (DetectionJob.status == "queued") & (DetectionJob.run_after <= now),
-        (DetectionJob.status == "running") & (DetectionJob.claimed_at < now - STALE_AFTER),
+    job = queue.claim(
+        session,
+        DetectionJob,
+        worker,
+        alive=DetectionJob.claimed_at,
+        stale_after=STALE_AFTER,
+        give_up=_give_up,
     )
-    query = select(DetectionJob).where(runnable).order_by(DetectionJob.id).limit(1)
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(skip_locked=True)
-    job = session.scalar(query)
-    if job is None:
-        session.rollback()
-        return None
-    job.status = "running"
-    job.attempts += 1
-    job.claimed_at = now
-    job.claimed_by = worker[:200]
-    session.commit()
+    if job is not None:
+        session.commit()
     return job
 
 
@@ -63,61 +54,21 @@ def fail(session: Session, job_id: int, error: str) -> DetectionJob:
     job = session.get(DetectionJob, job_id)
     assert job is not None
     job.last_error = error[-4000:]
-    if job.attempts >= MAX_ATTEMPTS:
-        job.status = "failed"
-        job.finished_at = utcnow()
-    else:
-        job.status = "queued"
-        job.run_after = utcnow() + backoff(job.attempts)
+    queue.requeue(job)
     session.commit()
     return job
 
 
-def requeue_documents(session: Session, document_ids: list[int]) -> int:
-    """Queue detection again for these documents (e.g. after a new detector version)."""
-    if not document_ids:
-        return 0
-    session.execute(
-        update(DetectionJob)
-        .where(DetectionJob.document_id.in_(document_ids), DetectionJob.status != "running")
-        .values(status="queued", attempts=0, run_after=utcnow(), last_error=None)
-    )
-    have = set(
-        session.scalars(
-            select(DetectionJob.document_id).where(DetectionJob.document_id.in_(document_ids))
-        )
-    )
-    session.add_all(DetectionJob(document_id=d) for d in document_ids if d not in have)
-    return len(document_ids)
-
-
 def health(session: Session) -> dict[str, Any]:
     """Counts per status, the oldest waiting job's age, and the latest failures."""
-    counts = {
-        status: count
-        for status, count in session.execute(
-            select(DetectionJob.status, func.count()).group_by(DetectionJob.status)
-        )
-    }
-    oldest = session.scalar(
-        select(func.min(DetectionJob.created_at)).where(DetectionJob.status == "queued")
-    )
     failures = session.execute(
         select(DetectionJob.document_id, DetectionJob.attempts, DetectionJob.last_error)
         .where(DetectionJob.last_error.is_not(None))
         .order_by(DetectionJob.id.desc())
         .limit(5)
     ).all()
-    age = None
-    if oldest is not None:
-        oldest = oldest if oldest.tzinfo else oldest.replace(tzinfo=utcnow().tzinfo)
-        age = round((utcnow() - oldest).total_seconds(), 1)
     return {
-        "queued": counts.get("queued", 0),
-        "running": counts.get("running", 0),
-        "done": counts.get("done", 0),
-        "failed": counts.get("failed", 0),
-        "oldest_queued_seconds": age,
+        **queue.status_counts(session, DetectionJob),
         "recent_errors": [
             {"document_id": d, "attempts": a, "error": (e or "").splitlines()[-1][:300]}
             for d, a, e in failures

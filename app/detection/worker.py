@@ -23,6 +23,7 @@ from app.db import begin_write
 from app.detection import importing, jobs
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
+from app.detection.queue import is_transient
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
 from model_server.interface import DetectionStats, at_hint_level
 
@@ -77,7 +78,13 @@ def record_detector_version(session: Session, detector: Any) -> DetectorVersion:
 
 def detect_one(session: Session, document: Document, detector: Any) -> DetectionStats:
     """Run the detector over one document and store its suggestions (caller commits);
-    returns what it cost (tokens, seconds) and what was dropped, logged per document."""
+    returns what it cost (tokens, seconds) and what was dropped, logged per document.
+
+    The detector runs after the reads' transaction has ended, and the suggestions are
+    stored in a write transaction begun for them: on SQLite a read transaction cannot turn
+    into a write once another writer (an annotator's save) committed meanwhile ("database
+    is locked" at once, whatever the busy timeout), while a write begun afresh waits for
+    the lock."""
     from model_server.pipeline import detect_document_with_stats
 
     study = session.get(Study, document.study_id)
@@ -86,9 +93,13 @@ def detect_one(session: Session, document: Document, detector: Any) -> Detection
     level = (study.settings or {}).get("hints")
     # the import's entity clusters: MiniLM's CharE heads read them (whole-document evidence)
     clusters = stored_clusters(session, document.id)
+    taxonomy = study.taxonomy
+    if session.in_transaction():
+        session.commit()  # nothing pending: ends the reads before the model runs
     rows, stats = detect_document_with_stats(
-        segments, at_hint_level(detector, level), study.taxonomy, clusters
+        segments, at_hint_level(detector, level), taxonomy, clusters
     )
+    begin_write(session)
     record_detector_version(session, detector)
     store_suggestions(session, document, rows)
     log.info(
@@ -120,7 +131,6 @@ def run_job(session: Session, job: DetectionJob, detector: Any) -> DetectionStat
     if document is None:  # deleted since it was queued
         jobs.complete(session, job)
         return DetectionStats()
-    begin_write(session)
     stats = detect_one(session, document, detector)
     jobs.complete(session, job)
     return stats
@@ -171,8 +181,8 @@ def _work_once(
         if load_nlp is not None:
             outcome = importing.run_next(session, name, load_nlp)
             if outcome is not None:
-                if outcome in ("done", "failed"):
-                    stats["imports" if outcome == "done" else "imports_failed"] += 1
+                key = "imports" if outcome == "done" else f"imports_{outcome}"
+                stats[key] = stats.get(key, 0) + 1
                 return True
         job = jobs.claim(session, name) if detector is not None else None
         if job is None:
@@ -186,9 +196,15 @@ def _work_once(
             stats["seconds"] += cost.seconds
             stats["done"] += 1
         except Exception as exc:  # noqa: BLE001 - the loop must survive any document
-            log.warning("detection job %s failed: %s", job_id, exc)
-            jobs.fail(session, job_id, "".join(traceback.format_exception(exc)))
-            stats["failed"] += 1
+            failed = jobs.fail(session, job_id, "".join(traceback.format_exception(exc)))
+            first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
+            if is_transient(exc) and failed.status == "queued":
+                # the database was busy or away: the job is tried again, not failed
+                log.info("detection job %s: %s; tried again shortly", job_id, first_line)
+                stats["retried"] = stats.get("retried", 0) + 1
+            else:
+                log.warning("detection job %s failed: %s", job_id, first_line)
+                stats["failed"] += 1
         return True
 
 

@@ -89,7 +89,9 @@ def needs_consent(session: Session, study: Study, worker_id: str) -> bool:
 
 
 def record_consent(session: Session, study: Study, worker_id: str, agreed: bool) -> Consent:
-    """Store (or change) the worker's answer to the current consent text."""
+    """Store the worker's answer to the current consent text. An agreement, once given, is
+    never overwritten (a later "decline" for the same text changes nothing); a decline turns
+    into an agreement when the worker agrees on a later arrival's form."""
     digest = consent_hash(consent_text(study))
     row = session.scalar(
         select(Consent).where(
@@ -101,8 +103,8 @@ def record_consent(session: Session, study: Study, worker_id: str, agreed: bool)
     if row is None:
         row = Consent(study_id=study.id, worker_id=worker_id, text_hash=digest, agreed=agreed)
         session.add(row)
-    else:
-        row.agreed, row.decided_at = agreed, utcnow()
+    elif agreed and not row.agreed:
+        row.agreed, row.decided_at = True, utcnow()
     session.flush()
     return row
 

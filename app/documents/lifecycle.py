@@ -22,8 +22,8 @@ from sqlalchemy import delete, exists, func, select
 from sqlalchemy.orm import Session
 
 from app.documents.records import DocumentInput
-from app.documents.studies import ImportResult, import_documents
-from app.errors import Conflict, InvalidInput, NotFound
+from app.documents.studies import ImportResult, find_document, import_documents
+from app.errors import Conflict, InvalidInput
 from app.models import (
     Annotation,
     Assignment,
@@ -123,15 +123,6 @@ def _delete_document_rows(session: Session, documents) -> None:
     for model in (EntityMention, Entity, Suggestion, GoldError, DetectionJob, Segment):
         session.execute(delete(model).where(model.document_id.in_(documents)))
     session.execute(delete(Document).where(Document.id.in_(documents)))
-
-
-def find_document(session: Session, study: Study, external_id: str) -> Document:
-    document = session.scalar(
-        select(Document).where(Document.study_id == study.id, Document.external_id == external_id)
-    )
-    if document is None:
-        raise NotFound(f"study {study.slug} has no document {external_id[:300]!r}")
-    return document
 
 
 def removal_problem(session: Session, document: Document) -> str | None:

@@ -1,4 +1,4 @@
-"""Placing a span known only by its text (SNaC gold, antecedents) at offsets in a segment.
+"""Placing a span known only by its text (SNaC gold) at offsets in a segment.
 
 The one locate rule, shared by import (``studies.import_documents``) and scoring
 (``app.quality.scoring.locate_spans``):
@@ -12,11 +12,13 @@ The one locate rule, shared by import (``studies.import_documents``) and scoring
   used only when there is no other (and is reported as ``mid_word``);
 * **context** picks among several: occurrences already ``taken`` (an earlier entry of the
   same span text and category in the segment) are skipped, so repeated entries land at
-  successive occurrences; with ``before`` (an antecedent), the last occurrence ending at or
-  before that offset wins, the one nearest the span it precedes; otherwise the first.
+  successive occurrences; of the rest, the first wins.
 * the outcome says how sure it is: ``unique`` (one candidate), ``ambiguous`` (several
   candidates, context did not decide: the first free one was taken), ``mid_word`` or
   ``not_found`` (no offsets).
+
+``crossing_text`` is the text of a span that runs across segment breaks, the segments read
+one after the other joined by ``SEGMENT_JOIN`` (paired spans, the interchange formats).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-OUTCOMES = ("unique", "ambiguous", "mid_word", "not_found")
 _WORD = re.compile(r"\w")
 
 
@@ -77,37 +78,17 @@ def locate(
     needle: str,
     *,
     taken: Collection[tuple[int, int]] = (),
-    before: int | None = None,
 ) -> Placement:
     """Place ``needle`` in ``text`` by the rule of this module's docstring."""
     every = [o for o in occurrences(text, needle) if o not in taken]
-    if before is not None:
-        every = [o for o in every if o[1] <= before] or [o for o in every if o[0] <= before]
     if not every:
         return NOT_FOUND
     whole = [o for o in every if at_word_boundaries(text, *o)]
     if not whole:
-        start, end = every[-1] if before is not None else every[0]
+        start, end = every[0]
         return Placement(start, end, "mid_word")
-    start, end = whole[-1] if before is not None else whole[0]
+    start, end = whole[0]
     return Placement(start, end, "unique" if len(whole) == 1 else "ambiguous")
-
-
-def locate_antecedent(
-    texts: list[str], segment: int, span_start: int | None, needle: str
-) -> tuple[int, Placement] | None:
-    """The earlier span a paired error points to: in ``segment`` ending at or before
-    ``span_start`` (the API's rule for a paired span), else the nearest earlier segment
-    holding it (last occurrence there). ``(segment, placement)``."""
-    if span_start is not None:
-        here = locate(texts[segment], needle, before=span_start)
-        if here.found and here.end <= span_start:  # type: ignore[operator]
-            return segment, here
-    for index in range(segment - 1, -1, -1):
-        there = locate(texts[index], needle, before=len(texts[index]))
-        if there.found:
-            return index, there
-    return None
 
 
 SEGMENT_JOIN = " "
@@ -118,34 +99,3 @@ def crossing_text(texts: list[str], segment: int, start: int, end_segment: int, 
     """The text of a span from ``start`` in ``segment`` to ``end`` in ``end_segment``."""
     pieces = [texts[segment][start:], *texts[segment + 1 : end_segment], texts[end_segment][:end]]
     return SEGMENT_JOIN.join(pieces)
-
-
-def locate_across(
-    texts: list[str], segment: int, span_start: int | None, needle: str
-) -> tuple[int, int, int, int] | None:
-    """An earlier span that straddles segment breaks: ``(segment, start, end_segment, end)``
-    of the last exact occurrence of ``needle`` in segments 0..``segment`` read as one text
-    (joined by :data:`SEGMENT_JOIN`) that crosses a break and ends before ``span_start``."""
-    needle = needle.strip()
-    if not needle:
-        return None
-    starts, joined, at = [], [], 0
-    for text in texts[: segment + 1]:
-        starts.append(at)
-        joined.append(text)
-        at += len(text) + len(SEGMENT_JOIN)
-    whole = SEGMENT_JOIN.join(joined)
-    limit = starts[segment] + (span_start if span_start is not None else len(texts[segment]))
-
-    def place(offset: int, inclusive_end: bool) -> tuple[int, int]:
-        index = max(i for i, s in enumerate(starts) if s <= offset - (1 if inclusive_end else 0))
-        return index, offset - starts[index]
-
-    best = None
-    for match in re.finditer(f"(?={re.escape(needle)})", whole):
-        begin, end = match.start(), match.start() + len(needle)
-        first, local_start = place(begin, False)
-        last, local_end = place(end, True)
-        if end <= limit and last > first:
-            best = (first, local_start, last, local_end)
-    return best

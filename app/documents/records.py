@@ -72,6 +72,9 @@ class DocumentInput:
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
     # workers who submitted this document with no mark (stored as empty submitted work)
     empty_workers: list[str] = field(default_factory=list)
+    # edits of the file whose earlier (paired) span does not come before their span, as the
+    # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
+    skipped_pairs: int = 0
 
     @property
     def source(self) -> str:

@@ -42,6 +42,13 @@ class ImportResult:
     imported_annotations: int = 0  # annotations inside the file, kept as imported workers'
     imported_assignments: int = 0
     imported_suggestions: int = 0
+    skipped_pairs: int = 0  # imported edits whose pair breaks the API's rule, left out
+
+
+SKIPPED_PAIRS = (
+    "left out: their paired span does not come before their span (the API's rule; the edits "
+    "are kept in the document's metadata and written back on export)"
+)
 
 
 @dataclass
@@ -52,6 +59,8 @@ class PreparedImport:
     gold: bool
     # the file's errors are attention checks in real documents (``import --checks``)
     checks: bool = False
+    # gold documents that teach, never graded (``import --practice``, app/annotation/practice.py)
+    practice: bool = False
     gold_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     entity_rows: list[list[dict[str, Any]]] = field(default_factory=list)
     mention_rows: list[list[dict[str, Any]]] = field(default_factory=list)
@@ -123,17 +132,23 @@ def prepare_import(
     gold: bool,
     entities: list[Any],
     checks: bool = False,
+    practice: bool = False,
 ) -> PreparedImport:
     """Check gold categories and imported work, and build every row but the ids (no
     database access). ``checks``: the file's errors are attention checks planted in real
-    documents (stored as gold errors with ``is_check``; the documents stay real work)."""
-    gold = gold or checks
+    documents (stored as gold errors with ``is_check``; the documents stay real work).
+    ``practice``: gold documents that teach and are never graded."""
+    gold = gold or checks or practice
     if gold:
         check_gold_categories(study, documents)
     for document in documents:
         check_spans(study, document)  # annotations and hints that came inside the file
     prepared = PreparedImport(
-        documents=documents, gold=gold, checks=checks, ner_available=bool(entities)
+        documents=documents,
+        gold=gold,
+        checks=checks,
+        practice=practice and not checks,
+        ner_available=bool(entities),
     )
     for document in documents:
         rows = _gold_rows(document.segments, document.gold, prepared.placed) if gold else []
@@ -192,6 +207,7 @@ def _insert_documents(session: Session, study: Study, prepared: PreparedImport) 
             "source": document.source[:100],
             "meta": document.meta,
             "is_gold": prepared.gold and not prepared.checks,
+            "is_practice": prepared.practice,
             "position": position + offset,
         }
         for offset, document in enumerate(prepared.documents, start=1)
@@ -283,5 +299,6 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         imported_annotations=work.annotations,
         imported_assignments=work.assignments,
         imported_suggestions=work.suggestions,
+        skipped_pairs=sum(d.skipped_pairs for d in prepared.documents),
         lock_seconds=time.perf_counter() - started,
     )

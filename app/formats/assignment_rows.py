@@ -2,17 +2,14 @@
 ``assignments-csv`` and ``assignments-jsonl`` writers; CONTRACT.md lists the columns.
 
 The worker's attention-check catch rate and flag come from ``app/quality/attention.py``, the
-questionnaire answers from ``app/documents/journey.py``. A further feature can add a column
-through :data:`EXTRA_COLUMNS`: a name and a function ``(session, study) -> {assignment id:
-value}`` (or ``{worker ID: value}`` with ``per_worker=True``), called once per export
-(:func:`register_column`).
+questionnaire answers from ``app/documents/journey.py``. A new column is added here, to
+:data:`COLUMNS` and to the row, and to CONTRACT.md.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import func, select
@@ -32,27 +29,7 @@ from app.models import (
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 
-
-@dataclass(frozen=True)
-class ExtraColumn:
-    name: str
-    values: Callable[[Session, Study], dict[Any, Any]]
-    per_worker: bool = False
-
-
-EXTRA_COLUMNS: list[ExtraColumn] = []
-
-
-def register_column(name: str, values, *, per_worker: bool = False) -> None:
-    """Add (or replace) a column filled by ``values(session, study)``."""
-    EXTRA_COLUMNS[:] = [c for c in EXTRA_COLUMNS if c.name != name]
-    EXTRA_COLUMNS.append(ExtraColumn(name, values, per_worker))
-
-
-# The attention checks' and the questionnaires' columns (their own features fill them).
-HOOKED = ("check_catch_rate", "check_flagged", "questionnaire")
-
-BASE_COLUMNS = (
+COLUMNS = (
     "study",
     "worker_id",
     "assignment",
@@ -80,12 +57,14 @@ BASE_COLUMNS = (
     "speeder",
     "review_status",
     "blocked",
+    "check_catch_rate",
+    "check_flagged",
+    "questionnaire",
 )
 
 
 def columns() -> tuple[str, ...]:
-    extra = [c.name for c in EXTRA_COLUMNS if c.name not in HOOKED]
-    return (*BASE_COLUMNS, *HOOKED, *extra)
+    return COLUMNS
 
 
 def _counts(session: Session, study: Study) -> tuple[dict, dict, dict]:
@@ -127,7 +106,6 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     seconds = segment_seconds(session, [a.id for a, _ in assignments])
     times = worker_times(session, study)
     verdicts = reviews(session, study)
-    extras = [(c, c.values(session, study)) for c in EXTRA_COLUMNS]
     rates = catch_rates(session, study, statuses=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
     for a, external_id in assignments:
@@ -137,7 +115,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
         scores = a.scores or {}
         gold = (scores.get("gold") or {}).get("overall") or {}
         verdict = verdicts.get(a.worker_id)
-        row = {
+        yield {
             "study": study.slug,
             "worker_id": a.worker_id,
             "assignment": a.token,
@@ -171,6 +149,3 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "check_flagged": rates[a.worker_id].flagged if a.worker_id in rates else False,
             "questionnaire": answers.get(a.id) or None,
         }
-        for column, values in extras:
-            row[column.name] = values.get(a.worker_id if column.per_worker else a.id)
-        yield row

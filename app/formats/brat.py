@@ -11,16 +11,21 @@ flagged ``pair_only``), an ``R`` line ``paired Arg1:earlier Arg2:later`` for pai
 and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
 ``A1<TAB>attribute T1 value`` (the value percent-encoded), ``#`` ``AnnotatorNotes`` lines
 for comments; ``annotation.conf`` (attributes declared with their values) and
-``visual.conf`` from the taxonomy. Names are percent-encoded ids. Read: the same; a
-folder's name is the worker (``import-1`` for files at the top; an empty ``.ann`` in a
-worker's folder is a submission with no mark), a ``related`` relation keeps its
-direction, any other pairs its two spans (the earlier with the later); without
-``pair_only`` flags (files of other tools) a span that is only a relation's earlier half is
-not a mark; a binary attribute with no counterpart is not read.
+``visual.conf`` from the taxonomy. Names are percent-encoded ids, unless that name would
+leave its folder, be empty or be long (``..``, ``.``, over 100 bytes): then a slug and a
+hash of the id (``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so
+the two kinds cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26
+row 5). Read: the same (the names file first, else percent-decoding); a folder's name is
+the worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
+submission with no mark), a ``related`` relation keeps its direction, any other pairs its
+two spans (the earlier with the later); without ``pair_only`` flags (files of other
+tools) a span that is only a relation's earlier half is not a mark; a binary attribute
+with no counterpart is not read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -51,9 +56,23 @@ ATTRIBUTE_LINE = re.compile(r"^[AM]\d+\t(\S+) (T\d+|[ERN]\d+)(?: (\S+))?\s*$")
 NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 
 
+NAMES_FILE = "marginalia_names.json"
+MAX_NAME_BYTES = 100
+
+
 def file_name(value: str) -> str:
-    """A percent-encoded file or folder name for an id (reversible, no path characters)."""
-    return quote(value, safe=" ,;=+@()[]{}!'~-_")
+    """The file or folder name for an id: percent-encoded (reversible, no path characters),
+    or a slug and a hash when that name is unsafe or long (the module's docstring)."""
+    encoded = quote(value, safe=" ,;=+@()[]{}!'-_")
+    if encoded not in ("", ".", "..") and len(encoded) <= MAX_NAME_BYTES:
+        return encoded
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", value)[:40].strip("-") or "id"
+    return f"{slug}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def _name_of(name: str, names: dict[str, str]) -> str:
+    """The id a file or folder name stands for: from the names file, else percent-decoded."""
+    return names[name] if name in names else unquote(name)
 
 
 def attribute_value(value: Any) -> str:
@@ -167,16 +186,26 @@ def export_files(
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
     related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
+    hashed: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
+
+    def named(value: str, kind: str) -> str:
+        name = file_name(value)
+        if "~" in name:
+            hashed[kind][name] = value
+        return name
+
     for document in annotated_documents(session, study, work):
         layout = document.layout
-        name = file_name(document.external_id)
+        name = named(document.external_id, "documents")
         text = layout.text.encode("utf-8")
         yield f"{name}.txt", text
         yield f"{name}.ann", b""
         for worker, marks in document.workers.items():
-            folder = file_name(worker)
+            folder = named(worker, "workers")
             yield f"{folder}/{name}.txt", text
             yield f"{folder}/{name}.ann", ann_text(marks, layout, related).encode("utf-8")
+    if hashed["documents"] or hashed["workers"]:
+        yield NAMES_FILE, (json.dumps(hashed, ensure_ascii=False, indent=1) + "\n").encode()
 
 
 def _spans(
@@ -267,16 +296,39 @@ def _spans(
     return group_marks(result)  # one T line per category of a mark
 
 
+def _names(text: str | None, problem: Problem) -> dict[str, dict[str, str]]:
+    """The names file of an export: {"documents": {name: id}, "workers": {name: id}}."""
+    empty: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
+    if text is None:
+        return empty
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise problem(f"{NAMES_FILE} is not JSON") from None
+    if not isinstance(data, dict):
+        raise problem(f"{NAMES_FILE} must be an object")
+    for kind in empty:
+        table = data.get(kind, {})
+        if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+        ):
+            raise problem(f"{NAMES_FILE}: {kind!r} must map names to ids")
+        empty[kind] = table
+    return empty
+
+
 def parse_files(
     files: dict[str, str], problem: Problem, sentences_per_segment: int | None = None
 ) -> list[DocumentInput]:
     texts = sorted(name for name in files if name.endswith(".txt"))
     documents: dict[str, DocumentInput] = {}
     layouts: dict[str, tuple[Layout, Any, str]] = {}
+    names = _names(files.get(NAMES_FILE), problem)
     for name in texts:
         path = PurePosixPath(name)
-        doc = document_id(unquote(path.stem), problem)
-        worker = unquote(path.parent.as_posix()) if path.parent.as_posix() != "." else TOP_WORKER
+        doc = document_id(_name_of(path.stem, names["documents"]), problem)
+        folder = path.parent.as_posix()
+        worker = _name_of(folder, names["workers"]) if folder != "." else TOP_WORKER
         if doc not in layouts:
             layout, mapper = split(files[name], problem, doc, sentences_per_segment)
             layouts[doc] = (layout, mapper, files[name])
@@ -286,7 +338,7 @@ def parse_files(
             raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
         ann_name = name[: -len(".txt")] + ".ann"
         spans = _spans(files.get(ann_name, ""), layout, mapper, problem, ann_name, worker)
-        if not spans and ann_name in files and worker != TOP_WORKER:
+        if not spans and ann_name in files and folder != ".":
             documents[doc].empty_workers.append(worker)  # a worker's empty .ann: no errors
         documents[doc].work += spans
     return list(documents.values())

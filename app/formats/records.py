@@ -21,6 +21,9 @@ from app.errors import InvalidInput
 
 MAX_SEGMENT_CHARS = 20_000
 MAX_SEGMENTS = 2_000
+# A whole text (a Thresh target, a Label Studio task's text, a brat .txt) before it is cut
+# into segments: checked before any splitting (a long novel is ~1M characters).
+MAX_WHOLE_TEXT_CHARS = 1_000_000
 
 
 class Problem:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.annotation.pairing import pair_comes_first
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import Layout, place, split
@@ -134,6 +135,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     work: list[ImportedSpan] = []
     unlocated: list[Any] = []
     taken: Counter[tuple[Any, ...]] = Counter()
+    skipped = 0
     for e, edit in enumerate(edits):
         where = f"edit {e}"
         if not isinstance(edit, dict):
@@ -146,8 +148,10 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             unlocated.append(edit)
             continue
         # the marked range: the later of two, unless "marked" (ours, for relation categories,
-        # whose other span may come after) says it is the first
-        marked = 0 if edit.get("marked") == 0 and len(ranges) == 2 else len(ranges) - 1
+        # whose other span may come anywhere) gives its index
+        marked = (
+            edit["marked"] if edit.get("marked") in (0, 1) and len(ranges) == 2 else len(ranges) - 1
+        )
         spans = []
         for n, (start, end) in enumerate(ranges):
             located = place(layout, mapper(start), mapper(end))
@@ -168,6 +172,16 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
         main, paired = spans[marked][:4], (spans[1 - marked] if len(spans) == 2 else None)
+        # (its end segment, start, end): a pair may run across segments, it must end first;
+        # an edit saying which range is marked (ours, a relation category) may come in any order
+        if (
+            "marked" not in edit
+            and paired is not None
+            and not pair_comes_first((paired[4], *paired[1:3]), main[:2])
+        ):
+            unlocated.append(edit)  # kept verbatim (written back on export), counted
+            skipped += 1
+            continue
         comment = edit.get("comment") if isinstance(edit.get("comment"), str) else ""
         crossing = paired[4] if paired is not None and paired[4] != paired[0] else None
         given = annotation_attributes(edit.get("annotation"), problem, f"document {doc!r}: {where}")
@@ -185,7 +199,14 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
     marked = {span.worker_id for span in work}
     empty = [w for w in dict.fromkeys(submitted) if w not in marked]
-    return DocumentInput(doc, layout.segments, meta, work=group_marks(work), empty_workers=empty)
+    return DocumentInput(
+        doc,
+        layout.segments,
+        meta,
+        work=group_marks(work),
+        empty_workers=empty,
+        skipped_pairs=skipped,
+    )
 
 
 def _names(value: Any, problem: Problem, doc: str) -> list[str]:
@@ -221,6 +242,7 @@ def _merged(documents: list[DocumentInput], entries: list[Any]) -> list[Document
         into = first[key]
         into.work += document.work
         into.empty_workers += document.empty_workers
+        into.skipped_pairs += document.skipped_pairs
     for document in out:
         marked = {span.worker_id for span in document.work}
         document.empty_workers = [
@@ -238,14 +260,16 @@ def parse(
     return _merged(documents, data)
 
 
-def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
+def _edits(document: AnnotatedDocument, layout: Layout, related: set[str]) -> list[dict[str, Any]]:
+    """Edits merged by (ranges, category, comment, answers); a relation category's edit of
+    two ranges says which is marked (``marked``: its index), its pair being in any order."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for mark in document.marks:
         attributes = mark.attributes or {}
         paired = mark.paired_range(layout)
         main = [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
         ranges = sorted([main, list(paired[:2])]) if paired is not None else [main]
-        first = len(ranges) == 2 and ranges[0] == main and ranges[1] != main
+        first = ranges.index(main) if len(ranges) == 2 and mark.category in related else None
         # one edit per (ranges, category, comment, answers): the workers who marked it so
         key = (
             tuple(map(tuple, ranges)),
@@ -268,8 +292,8 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
             "votes": len(entry["workers"]),
             "annotators": entry["workers"],
         }
-        if entry["first"]:  # a relation's marked span before its other span
-            edit["marked"] = 0
+        if entry["first"] is not None:  # a relation category: which range is the marked one
+            edit["marked"] = entry["first"]
         if entry["attributes"]:
             edit["annotation"] = attributes_annotation(entry["attributes"])
         if comment:
@@ -280,6 +304,7 @@ def _edits(document: AnnotatedDocument, layout: Layout) -> list[dict[str, Any]]:
 
 def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
     """Thresh entries of every document that counts with its counted edits."""
+    related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
     entries = []
     for document in annotated_documents(session, study, work):
         layout = document.layout
@@ -289,7 +314,7 @@ def build(session: Session, study: Study, work: Work | None = None) -> list[dict
         if kept.get("context"):
             entry["context"] = kept["context"]
         entry["target"] = layout.text
-        edits = _edits(document, layout)
+        edits = _edits(document, layout, related)
         for edit in kept.get("unlocated_edits") or []:
             edits.append({**edit, "id": len(edits)})
         entry["edits"] = edits

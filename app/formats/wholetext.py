@@ -18,7 +18,7 @@ from typing import Any
 
 from app.documents.locating import crossing_text
 from app.documents.segmenting import sentence_spans
-from app.formats.records import Problem, segment_text
+from app.formats.records import MAX_WHOLE_TEXT_CHARS, Problem, segment_text
 
 PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 JOIN = "\n\n"
@@ -114,8 +114,11 @@ def split(
     """Cut a whole text into segments; returns the layout and an offset mapper.
 
     The mapper turns an offset of the text as given into one of the stored text (CR LF and
-    lone CR become LF, as everywhere else).
+    lone CR become LF, as everywhere else). A text over ``MAX_WHOLE_TEXT_CHARS`` is refused
+    before anything else.
     """
+    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting (issue 26 row 2)
+        raise problem(f"its text is longer than {MAX_WHOLE_TEXT_CHARS} characters", doc)
     normal, mapper = _normalised(text)
     if sentences_per_segment:
         sentences = sentence_spans(normal)

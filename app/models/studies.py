@@ -14,6 +14,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -61,6 +62,9 @@ class Document(Base):
     source: Mapped[str] = mapped_column(String(100), default="")
     meta: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
+    # a gold document that teaches (answer key shown per segment), never graded: only in a
+    # study with a pass mark (app/annotation/practice.py)
+    is_practice: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     position: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

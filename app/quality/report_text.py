@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.quality.agreement import LEVELS, NORMALISED
+from app.quality.work import TRAINING_ROLES
 
 
 def _row(table: Table, *cells: Any) -> None:
@@ -45,8 +46,9 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         f"{study['annotators_per_doc']} per document, suggestions {study['suggestions']})"
     )
     practice = progress.get("practice_documents", 0)
-    included = any(row.get("role") == "practice" for row in progress["per_document"])
-    note = f"; {practice} practice {'included' if included else 'left out'}" if practice else ""
+    included = any(row.get("role") in TRAINING_ROLES for row in progress["per_document"])
+    state = "included" if included else "left out"
+    note = f"; {practice} of the training phase {state}" if practice else ""
     console.print(
         f"Documents {progress['documents']} ({progress['gold_documents']} gold{note}), "
         f"complete {progress['complete_documents']}; assignments {counts['total']}: "
@@ -61,7 +63,11 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             docs,
             row["document"]
             + (
-                " (practice)" if row.get("role") == "practice" else " (gold)" if row["gold"] else ""
+                f" ({row['role']})"
+                if row.get("role") in TRAINING_ROLES
+                else " (gold)"
+                if row["gold"]
+                else ""
             ),
             row["source"],
             str(row["segments"]),

@@ -36,7 +36,15 @@ from app.quality.confident import (
 )
 from app.quality.report_text import format_report
 from app.quality.time_on_task import add_to_report
-from app.quality.work import Work, columns, document_filter, role, select_documents, select_work
+from app.quality.work import (
+    TRAINING_ROLES,
+    Work,
+    columns,
+    document_filter,
+    role,
+    select_documents,
+    select_work,
+)
 
 __all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
@@ -310,7 +318,7 @@ def _progress(
     counts.update(sorted(status_counts.items()))
     return {
         "documents": len(documents),
-        "practice_documents": sum(1 for r in roles.values() if r == "practice"),
+        "practice_documents": sum(1 for r in roles.values() if r in TRAINING_ROLES),
         "gold_documents": sum(1 for row in rows if row["gold"]),
         "complete_documents": sum(1 for row in rows if row["complete"]),
         "assignments": counts,

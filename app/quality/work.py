@@ -14,11 +14,13 @@ new column or filter is one change here.
   review is ``done`` (``review_status="any"``: of every document with a review, whatever
   its status), worker ``adjudicated``; a document of the layer without an accepted row is
   one row whose error columns are empty.
-* Documents: every document of the study but its **practice** documents
-  (``include_practice`` keeps them). A document's **role** is ``practice`` (a gold document
-  of a study with a pass mark: the training phase serves it so, app/annotation/assigning.py),
-  ``check`` (it carries attention checks, app/quality/attention.py) or ``real``; it follows
-  the study's pass mark as it stands.
+* Documents: every document of the study but its **training phase** (``include_practice``
+  keeps it): the gold documents of a study with a pass mark, served before real work by
+  app/annotation/assigning.py. A document's **role** is ``practice`` (a training document
+  that teaches: ``Document.is_practice``, its answer key shown, never graded),
+  ``qualification`` (a training document that grades: any other gold document of a study
+  with a pass mark), ``check`` (it carries attention checks, app/quality/attention.py) or
+  ``real``; it follows the study's pass mark as it stands.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ from app.models import (
 
 WORKERS, ADJUDICATED = LAYERS = ("workers", "adjudicated")
 REVIEW_STATUSES = ("done", "any")
-ROLES = ("practice", "check", "real")
+ROLES = ("practice", "qualification", "check", "real")
+TRAINING_ROLES = ROLES[:2]  # the training phase: out of the counted work by default
 UNREVIEWED = "unreviewed"  # the review status of a document without a review row
 CHUNK_ROWS = 2_000
 
@@ -91,8 +94,8 @@ def has_pass_mark(study: Study) -> bool:
 
 
 def is_practice(studies: Iterable[Study]) -> ColumnElement[bool]:
-    """SQL: the document is a practice document of one of ``studies`` (a gold document of a
-    study with a pass mark)."""
+    """SQL: the document belongs to the training phase of one of ``studies`` (a gold
+    document of a study with a pass mark: a practice or a qualification document)."""
     marked = [study.id for study in studies if has_pass_mark(study)]
     if not marked:
         return false()
@@ -110,8 +113,12 @@ def document_filter(study: Study, work: Work) -> list[ColumnElement[bool]]:
 def role(study: Study) -> ColumnElement[str]:
     """SQL: the role of the ``Document`` in the query (:data:`ROLES`)."""
     checks = exists().where(GoldError.document_id == Document.id, GoldError.is_check.is_(True))
-    practice = [(is_practice([study]), ROLES[0])] if has_pass_mark(study) else []
-    return case(*practice, (checks, ROLES[1]), else_=ROLES[2])
+    training = (
+        [(is_practice([study]), case((Document.is_practice.is_(True), ROLES[0]), else_=ROLES[1]))]
+        if has_pass_mark(study)
+        else []
+    )
+    return case(*training, (checks, ROLES[2]), else_=ROLES[3])
 
 
 def review_status() -> ColumnElement[str]:

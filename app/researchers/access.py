@@ -11,15 +11,9 @@ from sqlalchemy import Select, exists, or_, select
 from sqlalchemy.orm import Session
 
 from app.documents.studies import get_study
-from app.errors import InvalidInput, MarginaliaError, NotFound
+from app.errors import InvalidInput, NotFound
 from app.models import Researcher, Study, StudyCollaborator
 from app.researchers.accounts import find_researcher
-
-
-class Forbidden(MarginaliaError):
-    """Seen but not allowed: a collaborator trying what only the owner or an admin may do."""
-
-    status = 403
 
 
 def is_admin(researcher: Researcher) -> bool:
@@ -78,17 +72,21 @@ def collaborators(db: Session, study: Study) -> list[Researcher]:
     )
 
 
+def _collaborator(db: Session, study: Study, researcher: Researcher) -> StudyCollaborator | None:
+    return db.scalar(
+        select(StudyCollaborator).where(
+            StudyCollaborator.study_id == study.id,
+            StudyCollaborator.researcher_id == researcher.id,
+        )
+    )
+
+
 def share(db: Session, study: Study, email: str) -> Researcher:
     """Let the researcher ``email`` see and change ``study`` (again: no change)."""
     researcher = find_researcher(db, email)
     if researcher.id == study.owner_id:
         raise InvalidInput(f"{researcher.email} owns study {study.slug!r} already")
-    if not db.scalar(
-        select(StudyCollaborator.id).where(
-            StudyCollaborator.study_id == study.id,
-            StudyCollaborator.researcher_id == researcher.id,
-        )
-    ):
+    if _collaborator(db, study, researcher) is None:
         db.add(StudyCollaborator(study_id=study.id, researcher_id=researcher.id))
         db.flush()
     return researcher
@@ -97,12 +95,7 @@ def share(db: Session, study: Study, email: str) -> Researcher:
 def unshare(db: Session, study: Study, email: str) -> Researcher:
     """Take ``study`` back from the collaborator ``email``."""
     researcher = find_researcher(db, email)
-    row = db.scalar(
-        select(StudyCollaborator).where(
-            StudyCollaborator.study_id == study.id,
-            StudyCollaborator.researcher_id == researcher.id,
-        )
-    )
+    row = _collaborator(db, study, researcher)
     if row is None:
         raise InvalidInput(f"study {study.slug!r} is not shared with {researcher.email}")
     db.delete(row)
@@ -114,12 +107,7 @@ def set_owner(db: Session, study: Study, email: str) -> Researcher:
     """Make ``email`` the study's owner (a former collaborator's share becomes ownership)."""
     researcher = find_researcher(db, email)
     study.owner_id = researcher.id
-    row = db.scalar(
-        select(StudyCollaborator).where(
-            StudyCollaborator.study_id == study.id,
-            StudyCollaborator.researcher_id == researcher.id,
-        )
-    )
+    row = _collaborator(db, study, researcher)
     if row is not None:
         db.delete(row)
     db.flush()

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from flask import g, redirect, request, session, url_for
+from flask import current_app, g, has_app_context, redirect, request, session, url_for
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -28,10 +28,22 @@ MIN_PASSWORD_CHARS = 10
 ROLES = ("researcher", "admin")
 
 
+def _hash_method() -> str:
+    """werkzeug's method for password hashes: scrypt (its default). ``PASSWORD_HASH_METHOD``
+    in the app's config may name another; only the test suite's fixtures set one (a cheap
+    pbkdf2: scrypt costs ~85 ms of CPU per hash, and the suite logs in hundreds of times)."""
+    configured = current_app.config.get("PASSWORD_HASH_METHOD") if has_app_context() else None
+    return configured or "scrypt"
+
+
+def _new_hash(password: str) -> str:
+    return generate_password_hash(password, method=_hash_method())
+
+
 @functools.cache
-def _dummy_hash() -> str:
+def _dummy_hash(method: str) -> str:
     """A hash to check against when the e-mail is unknown, so both paths take as long."""
-    return generate_password_hash("not-a-real-password-0")
+    return generate_password_hash("not-a-real-password-0", method=method)
 
 
 def normalise_email(email: str) -> str:
@@ -58,7 +70,7 @@ def create_researcher(
     if session.scalar(select(Researcher).where(Researcher.email == email)):
         raise InvalidInput(f"a researcher {email!r} already exists")
     researcher = Researcher(
-        email=email, password_hash=generate_password_hash(password), role=role, session_version=0
+        email=email, password_hash=_new_hash(password), role=role, session_version=0
     )
     session.add(researcher)
     session.flush()
@@ -83,7 +95,7 @@ def end_sessions(researcher: Researcher) -> None:
 def set_password(session: Session, email: str, password: str) -> None:
     researcher = find_researcher(session, email)
     _check_password(password)
-    researcher.password_hash = generate_password_hash(password)
+    researcher.password_hash = _new_hash(password)
     end_sessions(researcher)
 
 
@@ -151,7 +163,7 @@ def authenticate(db: Session, email: str, password: str) -> Researcher | None:
     """The enabled researcher with these credentials, or None (constant work either way)."""
     researcher = db.scalar(select(Researcher).where(Researcher.email == normalise_email(email)))
     if researcher is None:
-        check_password_hash(_dummy_hash(), password)
+        check_password_hash(_dummy_hash(_hash_method()), password)
         return None
     if not check_password_hash(researcher.password_hash, password):
         return None

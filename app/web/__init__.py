@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, jsonify, request
+from flask import Flask, abort, jsonify, request
 from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -33,6 +33,15 @@ def _size(limit: int) -> str:
     return f"{limit} bytes"
 
 
+def _refuse_nul():
+    """No database stores a NUL character and Postgres refuses one in a query (a 500, issue
+    26 row 9): a NUL in a path's values is the 404 of a thing that does not exist, as SQLite
+    answered, before any view runs. (Form and query fields are checked by their views, each
+    with its own message; JSON bodies by the API.)"""
+    if any("\x00" in str(v) for v in (request.view_args or {}).values()):
+        abort(404)
+
+
 def register(app: Flask) -> None:
     """Attach every blueprint and the JSON error handlers to ``app``."""
     from flask_wtf.csrf import CSRFProtect
@@ -49,6 +58,7 @@ def register(app: Flask) -> None:
     csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
     csrf.exempt(journey.bp)  # worker forms: no cookies; the token or arrival is the proof
     configure_sessions(app)
+    app.before_request(_refuse_nul)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(journey.bp)

@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
-from sqlalchemy import select
 
 from app.annotation import admission, fast, hint_events, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
-from app.documents.studies import get_study
+from app.documents.studies import find_document, get_study
 from app.documents.text import storable
-from app.errors import InvalidInput, NotFound
-from app.models import Suggestion, SuggestionEvent
+from app.errors import InvalidInput
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
-from app.web.limits import arrival_limit, limiter
+from app.web.limits import arrival_limit, limiter, practice_limit
 from app.web.page_cache import cache_of
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -87,7 +85,7 @@ def open_assignment():
         raise InvalidInput("study must be the study's slug")
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
-        document = service.find_document(session, study, body.get("document"))
+        document = find_document(session, study, body.get("document"))
         assignment, created = admission.open_for_document(
             session, study, document, body.get("worker_id")
         )
@@ -95,7 +93,7 @@ def open_assignment():
         study = get_study(session, study_slug)
         worker_id = service.worker_id_from(body.get("worker_id"))
         named = body.get("document")
-        document = None if named is None else service.find_document(session, study, named)
+        document = None if named is None else find_document(session, study, named)
         assignment = assign(session, study, worker_id, platform="generic", document=document)
         created = True
     session.commit()
@@ -166,6 +164,7 @@ def submit(token: str):
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")
+@limiter.limit(practice_limit)
 def practice_feedback(token: str, segment: int):
     """Check one segment of a practice document: its marks freeze, the feedback comes back
     (:mod:`app.annotation.practice`). A JSON body (no cross-site form can send one)."""
@@ -179,37 +178,23 @@ def practice_feedback(token: str, segment: int):
 
 @bp.post("/assignments/<token>/suggestions/<int:suggestion_id>/events")
 def suggestion_event(token: str, suggestion_id: int):
+    """One event for one suggestion: stored when the worker is shown it, else ignored with
+    the same answer (:func:`app.annotation.hint_events.record`)."""
     body = json_body()
+    event = hint_events.parse_event(body.get("event") if isinstance(body, dict) else None)
+    ids = hint_events.parse_ids([suggestion_id])
     session = begin_write(get_session())
     assignment = service.get_assignment(session, token)
-    if not 0 < suggestion_id <= service.MAX_ID:
-        raise NotFound("this assignment's document has no such suggestion")
-    event = body.get("event") if isinstance(body, dict) else None
-    if event not in SUGGESTION_EVENTS:
-        raise InvalidInput(f"event must be one of {', '.join(SUGGESTION_EVENTS)}")
-    owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
-    if owner != assignment.document_id:
-        raise NotFound("this assignment's document has no such suggestion")
-    exists = session.scalar(
-        select(SuggestionEvent.id).where(
-            SuggestionEvent.assignment_id == assignment.id,
-            SuggestionEvent.suggestion_id == suggestion_id,
-            SuggestionEvent.event == event,
-        )
-    )
-    if exists is None:
-        session.add(
-            SuggestionEvent(assignment_id=assignment.id, suggestion_id=suggestion_id, event=event)
-        )
-        session.commit()
+    hint_events.record(session, assignment.id, assignment.document_id, {event: ids})
+    session.commit()
     return "", 204
 
 
 @bp.post("/assignments/<token>/suggestions/events")
 def suggestion_events(token: str):
-    """One event for many suggestions at once: one request instead of one per hint. All or
-    nothing: any unknown id refuses the whole batch. (The annotate page sends its segment
-    views' "shown" hints in its position updates instead: ``app/annotation/hint_events.py``.)"""
+    """One event for many suggestions at once: one request instead of one per hint; ids the
+    worker is not shown are ignored. (The annotate page sends its segment views' "shown"
+    hints in its position updates instead: ``app/annotation/hint_events.py``.)"""
     body = json_body()
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")

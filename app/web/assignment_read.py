@@ -23,6 +23,7 @@ from flask import Flask, Response
 from sqlalchemy import Connection, bindparam, select
 
 from app.annotation.assignments import TOKEN_PATTERN, marks_json
+from app.annotation.hint_events import pick_shown
 from app.annotation.qualification import qualification
 from app.crowd.platforms import hint_limits
 from app.errors import NotFound
@@ -54,6 +55,7 @@ ASSIGNMENT = (
         _studies.taxonomy_hash,
         _documents.created_at.label("document_created_at"),
         _documents.is_gold,
+        _documents.is_practice,
     )
     .join_from(Assignment.__table__, Study.__table__, _studies.id == _assignments.study_id)
     .join(Document.__table__, _documents.id == _assignments.document_id)
@@ -125,16 +127,13 @@ def _annotations(connection: Connection, assignment_id: int) -> list[dict[str, A
 
 def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[str, Any]]:
     """The suggestions shown: at most the study's hints per segment, best first, then by
-    place (the same rule as before, on rows instead of objects)."""
+    place (:func:`app.annotation.hint_events.pick_shown`, which also decides which
+    suggestion events are stored)."""
     if row.suggestions != "shown" or row.condition == "unassisted":
         return []
     most, lowest = hint_limits(study)
-    kept: list[Any] = []
-    per_segment: dict[int, int] = {}
-    for s in connection.execute(SUGGESTIONS, {"document_id": row.document_id, "lowest": lowest}):
-        if per_segment.get(s.segment, 0) < most:
-            per_segment[s.segment] = per_segment.get(s.segment, 0) + 1
-            kept.append(s)
+    rows = connection.execute(SUGGESTIONS, {"document_id": row.document_id, "lowest": lowest})
+    kept = pick_shown(rows, most)
     kept.sort(key=lambda s: (s.segment, s.start, s.id))
     return [
         {
@@ -160,9 +159,9 @@ def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[st
 
 
 def _practice(connection: Connection, row: Any, study: Study) -> dict[str, Any] | None:
-    """The ``practice`` entry on practice documents (gold documents of a study with a pass
-    mark), else None (:func:`app.annotation.practice.payload`)."""
-    if qualification(study) is None or not row.is_gold:
+    """The ``practice`` entry on practice documents (gold practice documents of a study with a
+    pass mark), else None (:func:`app.annotation.practice.payload`)."""
+    if qualification(study) is None or not (row.is_gold and row.is_practice):
         return None
     return {
         "checked": {

@@ -31,6 +31,7 @@ from flask import Flask
 
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
+from app.errors import NotFound
 from app.web.api import check_strings
 from app.web.assets import gzipped
 from app.web.assignment_read import payload_parts, splice, spliceable
@@ -99,7 +100,10 @@ class FastLane:
         try:
             with self.app.extensions["db_engine"].connect() as connection:
                 body = splice(payload_parts(self.app, connection, token))
-        except Exception:  # noqa: BLE001 - the route answers (404, 503, ...)
+        except NotFound:  # the route gives the 404
+            return self.wsgi_app(environ, start_response)
+        except Exception:  # noqa: BLE001 - the route answers (503, ...)
+            log.warning("fast lane: handing the read to the route", exc_info=True)
             return self.wsgi_app(environ, start_response)
         headers = [("Cache-Control", "no-store"), ("Content-Type", "application/json")]
         packed = gzipped(body, environ.get("HTTP_ACCEPT_ENCODING", ""))

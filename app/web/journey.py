@@ -1,16 +1,23 @@
 """Worker pages around the documents: consent, questionnaires, and the pages that send a
 worker back to their platform (study paused or closed, no documents left, consent declined).
 
-The forms here carry no cookie and no CSRF token (worker pages never use cookies, see
-ARCHITECTURE.md "Identity"): the consent form repeats the arrival's own parameters, and the
-questionnaire form is reached only through the unguessable assignment token in its URL.
+The forms here carry no cookie (worker pages never use cookies, see ARCHITECTURE.md
+"Identity"). The consent form repeats the arrival's own parameters with a token signed for
+them (study, consent text, parameters; valid ``CONSENT_TOKEN_HOURS``), so consent is
+recorded only by a post of the form an arrival was shown, and only from this site (a
+foreign ``Origin`` is refused): an anonymous post from anywhere let a worker ID skip the
+consent (issue 26 row 12). The questionnaire form is reached only through the unguessable
+assignment token in its URL.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from flask import (
     Blueprint,
     abort,
+    current_app,
     make_response,
     redirect,
     render_template,
@@ -18,6 +25,7 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext
+from itsdangerous import BadData, URLSafeTimedSerializer
 
 from app.annotation import assignments as service
 from app.crowd import platforms
@@ -27,7 +35,7 @@ from app.db import begin_write, get_session
 from app.documents import journey
 from app.documents.language import N_
 from app.documents.lifecycle import accepts_new_work
-from app.documents.questionnaires import check_answers
+from app.documents.questionnaires import check_answers, consent_hash
 from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
@@ -36,6 +44,7 @@ from app.web.limits import arrival_limit, limiter
 from app.web.markdown import render_markdown
 
 bp = Blueprint("journey", __name__)
+CONSENT_TOKEN_HOURS = 12
 
 HEADINGS = {
     "no_places": N_("No documents left"),
@@ -93,6 +102,15 @@ def return_page(study: Study, platform: str, reason: str, status: int = 200):
     return _page(body, status, study)
 
 
+def _signer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="marginalia-consent")
+
+
+def _consent_claim(study: Study, arrival: platforms.Arrival) -> list:
+    """What a consent token vouches for: this study, its consent text, this arrival."""
+    return [study.id, consent_hash(journey.consent_text(study)), arrival.start_params()]
+
+
 def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = None):
     use_study(study)
     body = render_template(
@@ -101,9 +119,28 @@ def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = N
         consent=render_markdown(journey.consent_text(study)),
         button=journey.definition(study).get("consent_button") or gettext("I agree"),
         params=arrival.start_params(),
+        consent_token=_signer().dumps(_consent_claim(study, arrival)),
         error=error,
     )
     return _page(body, 400 if error else 200, study)
+
+
+def _form_was_shown(study: Study, arrival: platforms.Arrival) -> bool:
+    """Whether the post carries the token of the consent form shown to this arrival."""
+    try:
+        claim = _signer().loads(
+            request.form.get("consent_token", ""), max_age=CONSENT_TOKEN_HOURS * 3600
+        )
+    except BadData:
+        return False
+    return claim == _consent_claim(study, arrival)
+
+
+def _foreign_origin() -> bool:
+    """A post whose ``Origin`` names another site (or ``null``); none sent is let through
+    (the token still binds the post to a form this site showed)."""
+    origin = request.headers.get("Origin")
+    return origin is not None and urlsplit(origin).netloc != request.host
 
 
 def before_new_work(session, study: Study, arrival: platforms.Arrival):
@@ -120,7 +157,10 @@ def before_new_work(session, study: Study, arrival: platforms.Arrival):
 @limiter.shared_limit(arrival_limit, scope="arrivals")
 def consent(slug: str):
     """Agree: stored, then on to ``/s/<slug>`` as the arrival was. Decline: stored, and the
-    page that sends the worker back to their platform."""
+    page that sends the worker back to their platform. Only the post of a form this site
+    showed to this arrival is recorded (the module's docstring)."""
+    if _foreign_origin():
+        abort(403)
     session = begin_write(get_session())
     try:
         study = get_study(session, slug)
@@ -139,9 +179,14 @@ def consent(slug: str):
         session.rollback()
         use_study(study)
         return consent_page(study, arrival, error=gettext("choose whether you agree to take part"))
-    journey.record_consent(session, study, arrival.worker_id, agreed=decision == "agree")
+    if not _form_was_shown(study, arrival):
+        session.rollback()
+        use_study(study)
+        out_of_date = gettext("this form is out of date: please read and answer it again")
+        return consent_page(study, arrival, error=out_of_date)
+    row = journey.record_consent(session, study, arrival.worker_id, agreed=decision == "agree")
     session.commit()
-    if decision == "decline":
+    if decision == "decline" and not row.agreed:
         return return_page(study, arrival.platform, "declined")
     return redirect(url_for("pages.start", slug=slug, **arrival.start_params()))
 

@@ -13,6 +13,11 @@ limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="m
 # Arrivals (GET /s/<slug>, POST /api/assignments) per client address: a worker arrives once
 # or twice; a page of <img> tags or a script arriving with made-up IDs is slowed down.
 DEFAULT_ARRIVAL_LIMIT = "30 per minute; 300 per hour"
+# Practice feedback per client address, whatever worker IDs it uses: an honest worker
+# checks each segment of a few practice documents once; a client cycling throwaway IDs to
+# collect answers is slowed (issue 26 row 3, app/annotation/practice.py).
+DEFAULT_PRACTICE_LIMIT = "120 per hour; 400 per day"
+PRACTICE_ENDPOINT = "api.practice_feedback"
 
 
 def arrival_limit() -> str:
@@ -24,8 +29,19 @@ def arrival_limit() -> str:
     )
 
 
+def practice_limit() -> str:
+    """``PRACTICE_RATE_LIMIT`` from the app's config or the environment, else the default."""
+    return (
+        current_app.config.get("PRACTICE_RATE_LIMIT")
+        or os.environ.get("PRACTICE_RATE_LIMIT")
+        or DEFAULT_PRACTICE_LIMIT
+    )
+
+
 @limiter.request_filter
 def _token_request() -> bool:
     """A request on an assignment's token (add, remove, position, ...) has no rate limit: the
-    limiter's per-request work is skipped for it (arrivals keep theirs)."""
-    return bool(request.view_args and "token" in request.view_args)
+    limiter's per-request work is skipped for it (arrivals and practice checks keep theirs)."""
+    return bool(request.view_args and "token" in request.view_args) and (
+        request.endpoint != PRACTICE_ENDPOINT
+    )

@@ -38,7 +38,7 @@ from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.documents.language import N_, text_language
 from app.documents.lifecycle import StudyUnavailable, accepts_new_work
-from app.documents.studies import get_study
+from app.documents.studies import find_document, get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
 from app.researchers import access
@@ -107,7 +107,7 @@ def _researcher_preview(session, study: Study, external_id: str):
         body = render_template("start.html", study=study, error=error)
         return _worker_page(body, 403, study)
     try:
-        document = service.find_document(session, study, external_id)
+        document = find_document(session, study, external_id)
     except MarginaliaError as exc:
         body = render_template("start.html", study=study, error=str(exc))
         return _worker_page(body, exc.status, study)
@@ -272,6 +272,7 @@ def done(token: str):
                 title=study.title,
                 state=state,
                 rule=qualification(study),
+                practice=assignment.document.is_practice,
                 score=(assignment.scores or {}).get("gold", {}).get("overall", {}),
                 next_url=platforms.continue_url(
                     assignment, url_for("pages.start", slug=study.slug)

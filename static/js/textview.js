@@ -90,12 +90,6 @@ function decorate(span, r, isFirst, isLast, opened) {
   }
 }
 
-/** The .seg-text element containing a DOM node, or null. */
-export function segmentOf(node) {
-  const el = node && (node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement);
-  return el ? el.closest(".seg-text") : null;
-}
-
 function offsetIn(root, node, offset) {
   const range = document.createRange();
   range.setStart(root, 0);

@@ -9,7 +9,7 @@ MARGINALIA_REQUIRE_BROWSER.
 :func:`check` injects axe into a page with ``page.evaluate`` (the app's CSP allows no
 injected script tag) and runs the WCAG 2.0/2.1/2.2 A and AA rules; a violation of impact
 serious or critical fails, and every result (minor ones too) is written to
-``test-artifacts/axe/<name>.json`` for reading.
+``tests/.artifacts/axe/<name>.json`` (git-ignored) for reading.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ PREFIX = REPO / ".venv" / "axe"
 SCRIPT = PREFIX / "node_modules" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa"]
 FAILING = ("serious", "critical")
-REPORTS = REPO / "test-artifacts" / "axe"
+REPORTS = REPO / "tests" / ".artifacts" / "axe"
 
 
 def installed_version() -> str | None:

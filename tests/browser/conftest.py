@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
+ARTIFACTS = REPO / "tests" / ".artifacts"  # git-ignored; never outside the checkout
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-background-networking",
@@ -137,6 +137,6 @@ def axe_source(pw_browser) -> str:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    """test-artifacts/ (git-ignored) for screenshots."""
+    """tests/.artifacts/ (git-ignored) for screenshots."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS

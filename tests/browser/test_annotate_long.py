@@ -3,7 +3,7 @@ selects a span and reaches the category and Add without scrolling the page; hint
 only by their button (a double-click selects the word); Esc in the comment keeps the form;
 n / p move between segments (not while typing); an exact duplicate is refused with a message;
 a segment view's "shown" events ride in the next move's position update (no request of their
-own). Screenshots of segment 15 land in test-artifacts/."""
+own). Screenshots of segment 15 land in tests/.artifacts/."""
 
 from __future__ import annotations
 

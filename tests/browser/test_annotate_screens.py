@@ -1,6 +1,6 @@
 """Screenshots of the worker pages on a real demo summary (wide and narrow), for design review.
 
-The images land in test-artifacts/ (git-ignored). The assertions check the layout promises
+The images land in tests/.artifacts/ (git-ignored). The assertions check the layout promises
 the screenshots are meant to show: the current segment is set apart from the context, the
 form and the navigation are on screen at 1280x800, nothing overflows a narrow screen.
 """

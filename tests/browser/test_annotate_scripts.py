@@ -6,7 +6,7 @@ are marked with the mouse and with the keyboard; the stored offsets index the st
 Python, the highlights come back at the same places after a reload, and the CSV and JSON
 Lines exports and a Label Studio and brat round trip keep them. Arabic text (a study whose
 ``lang`` is ``ar``) is laid out right to left and the keyboard's left arrow reads forward.
-Screenshots of both pages at 1440, 1024 and 390 px go to test-artifacts/.
+Screenshots of both pages at 1440, 1024 and 390 px go to tests/.artifacts/.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ answers every request to app.prolific.com and records it (no network)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -48,12 +47,11 @@ DOCUMENTS = [
     ("story-2", ["The ferry was late again.", "Nobody on the pier minded."]),
 ]
 WIDTHS = (1440, 1024, 390)
-SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "")) if os.environ.get("MARGINALIA_SHOTS") else None
 
 
 def shoot(page, artifacts: Path, name: str) -> None:
     """Full-page screenshots at 1440, 1024 and 390 px wide (and back to 1280)."""
-    folder = SHOTS or artifacts
+    folder = artifacts / "journey"
     folder.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})

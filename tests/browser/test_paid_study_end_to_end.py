@@ -12,10 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -28,6 +26,7 @@ from app.documents import journey
 from app.documents.studies import create_study, import_documents
 from app.formats import DocumentInput, GoldSpan
 from app.models import Assignment, Consent, QuestionnaireAnswer, SegmentTime, Study
+from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -45,7 +44,7 @@ EMAIL, PASSWORD = "paid@example.org", "researcher password 13e"
 SLUG = "paid"
 DONE = "https://app.prolific.com/submissions/complete?cc=DONE13"
 SCREENED = "https://app.prolific.com/submissions/complete?cc=SCREEN13"
-SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "/work/notes/shots/h13-e2e"))
+SHOTS = ARTIFACTS / "paid-study"
 PRACTICE = [
     "Anna met Bob at the station. Bob said hello to the wrong person.",
     "Then Carla leaved the house and walked to the harbour.",
@@ -55,6 +54,12 @@ PRACTICE_GOLD = [
     (0, "Anna", "RefE"),
     (1, "leaved", "GramE"),
 ]
+# the qualification documents: another text, graded, their answers never shown
+QUALIFY = [
+    "Tomas met Lena at the market. Lena gave the basket to the wrong woman.",
+    "Later Piet goed home along the river.",
+]
+QUALIFY_GOLD = [(0, "the wrong woman", "CharE"), (1, "goed", "GramE")]
 REAL = [
     "Mara keeps the lighthouse on the cliff. She has never once seen the sea.",
     "Her brother Tomas visits in spring and they argues about the lamp.",
@@ -85,9 +90,12 @@ after_study:
 
 def seed(app) -> None:
     """The study as a researcher sets it up: one real document with a planted check (two
-    workers each), two practice documents, pass mark F1 0.6 in two attempts, flag below 50%."""
+    workers each), a practice document and two qualification documents, pass mark F1 0.6 in
+    two attempts, flag below 50%."""
     gold = [GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in PRACTICE_GOLD]
-    practice = [DocumentInput(f"practice-{n}", list(PRACTICE), gold=gold) for n in (1, 2)]
+    practice = [DocumentInput("practice-1", list(PRACTICE), gold=gold)]
+    graded = [GoldSpan(segment=s, text=t, category=c, votes=1) for s, t, c in QUALIFY_GOLD]
+    qualify = [DocumentInput(f"qualify-{n}", list(QUALIFY), gold=graded) for n in (1, 2)]
     story = DocumentInput(
         "story-7", list(REAL), gold=[GoldSpan(segment=0, text=CHECK[1], category="CharE", votes=1)]
     )
@@ -98,7 +106,8 @@ def seed(app) -> None:
         import_documents(session, study, [story], checks=True)
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
-        import_documents(session, study, practice, gold=True)
+        import_documents(session, study, practice, gold=True, practice=True)
+        import_documents(session, study, qualify, gold=True)
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         platforms.configure_study(
@@ -136,6 +145,13 @@ def api_work(client, worker: str, texts: list[str], marks) -> tuple[str, str]:
     with client.application.app_context(), session_scope() as session:
         row = session.scalar(select(Assignment).where(Assignment.token == token))
         return token, row.document.external_id
+
+
+def api_qualify(client, worker: str) -> None:
+    """The practice document, then a qualification document, both marked right."""
+    api_work(client, worker, PRACTICE, PRACTICE_GOLD)
+    _, document = api_work(client, worker, QUALIFY, QUALIFY_GOLD)
+    assert document.startswith("qualify-")
 
 
 def arrive_api(client, worker: str) -> int:
@@ -232,11 +248,11 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
         create_researcher(session, EMAIL, PASSWORD, role="admin")
     # Another worker (through the API) qualifies and annotates story-7: catches the check and
     # marks the agreement error the Prolific worker will mark too.
-    api_work(client, "api-worker", PRACTICE, PRACTICE_GOLD)
+    api_qualify(client, "api-worker")
     _, document = api_work(client, "api-worker", REAL, [CHECK, COREF])
     assert document == "story-7"
     # The next worker qualifies too and waits for a place.
-    api_work(client, "next-worker", PRACTICE, PRACTICE_GOLD)
+    api_qualify(client, "next-worker")
 
     # --- the Prolific worker ------------------------------------------------------------
     prolific: list[str] = []
@@ -254,7 +270,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     page.click("#consent-agree")
     wait_loaded(page)
 
-    # Practice, attempt 1: "Anna" (RefE) missed; the feedback shows it with its definition.
+    # Practice: "Anna" (RefE) missed; the feedback shows it with its definition.
     mark(page, 0, "the wrong person", "CharE")
     page.click("#next-button")
     page.wait_for_selector("#practice-panel:not([hidden])")
@@ -270,21 +286,27 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     assert feedback(page, "missed") == ["leaved"]
     page.click("#submit-button")
     page.wait_for_selector("#qualification")
-    assert "Not quite yet" in page.inner_text("#qualification")
-    assert "F1 0.50" in page.inner_text("#qualification")  # P 1/1, R 1/3
+    assert "Practice done" in page.inner_text("#qualification")  # never graded
 
-    # Practice, attempt 2: everything found.
+    # Qualification, attempt 1 (no answers shown): one error found, one mark wrong.
     page.click("#continue-link")
     wait_loaded(page)
-    mark(page, 0, "the wrong person", "CharE")
-    mark(page, 0, "Anna", "RefE")
+    mark(page, 0, "the wrong woman", "CharE")
+    mark(page, 0, "Tomas", "RefE")
     page.click("#next-button")
-    page.wait_for_selector("#practice-panel:not([hidden])")
-    assert feedback(page, "missed") == [] and feedback(page, "wrong") == []
-    page.click("#next-button")
-    mark(page, 1, "leaved", "GramE")
+    assert progress_text(page) == "Segment 2 of 2"  # moves on at once: no feedback
+    assert page.locator("#practice-panel").is_hidden()
     page.click("#submit-button")
-    page.wait_for_selector("#practice-panel:not([hidden])")
+    page.wait_for_selector("#qualification")
+    assert "Not quite yet" in page.inner_text("#qualification")
+    assert "F1 0.50" in page.inner_text("#qualification")  # P 1/2, R 1/2
+
+    # Qualification, attempt 2 (the other document): everything found.
+    page.click("#continue-link")
+    wait_loaded(page)
+    mark(page, 0, "the wrong woman", "CharE")
+    page.click("#next-button")
+    mark(page, 1, "goed", "GramE")
     page.click("#submit-button")
     page.wait_for_selector("#qualification")
     assert "You qualified" in page.inner_text("#qualification")
@@ -386,7 +408,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
         [(CHECK[1], 1), ("he", 2), ("they argues", 1), (SCENE, 1)]
     )
     p1_rows = [r for r in before["assignments"] if r["worker_id"] == "P1"]
-    assert {r["document"] for r in p1_rows} == {"practice-1", "practice-2", "story-7"}
+    assert {r["document"] for r in p1_rows} == {"practice-1", "qualify-1", "qualify-2", "story-7"}
     real_row = next(r for r in p1_rows if r["document"] == "story-7")
     assert (real_row["prolific_pid"], real_row["prolific_session_id"]) == ("P1", "se-P1")
     assert real_row["status"] == "submitted" and float(real_row["active_seconds"]) > 0

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-from pathlib import Path
 
 import pytest
 
 from app.db import session_scope
+from tests.browser.conftest import ARTIFACTS
 from tests.test_adjudication_snac import replay_snac_dev
 
 pytestmark = pytest.mark.browser
 
 DOC = "book_175b13"
 EMAIL, PASSWORD = "reviewer@example.org", "reviewer password 14"
-SHOTS = Path(os.environ.get("REVIEW_SHOTS", "/work/notes/shots/h14-review"))
+SHOTS = ARTIFACTS / "review"
 
 
 def add_suggestions(session) -> None:

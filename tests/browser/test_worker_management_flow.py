@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Assignment, SegmentTime, Study
+from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
@@ -33,7 +32,7 @@ SEGMENTS = [
     "Every morning Anna bakes rye bread for the fishermen, who pay her in herring.",
     "Anna's brother visits her and they argue about the shop. Tomas leaves before dawn.",
 ]
-SHOTS = Path(os.environ.get("MARGINALIA_SHOTS", "/work/notes/shots/h13-ops"))
+SHOTS = ARTIFACTS / "worker-management"
 
 
 def busy(page, seconds: float) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from flask import flash, jsonify, redirect, render_template, request, url_for
 
-from app.annotation.assignments import find_document
 from app.db import begin_write, get_session
+from app.documents.studies import find_document
 from app.errors import MarginaliaError
 from app.quality import adjudication
 from app.quality.review_state import adjudicated_scores, review_json, review_progress

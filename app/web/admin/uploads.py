@@ -51,7 +51,10 @@ def upload_documents(slug: str):
         if fmt not in IMPORT_FORMATS:
             raise InvalidInput(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
         per_segment = _sentences_per_segment(request.form.get("sentences_per_segment") or "")
-        if request.form.get("gold") == "1" and request.form.get("checks") == "1":
+        if request.form.get("checks") == "1" and "1" in (
+            request.form.get("gold"),
+            request.form.get("practice"),
+        ):
             raise InvalidInput("a file holds either gold documents or attention checks, not both")
         payload = upload.read()
         if not payload.strip():
@@ -77,6 +80,8 @@ def upload_documents(slug: str):
                 "gold": request.form.get("gold") == "1",
                 # attention checks (only when ticked: older jobs' options stay as they were)
                 **({"checks": True} if request.form.get("checks") == "1" else {}),
+                # practice documents: gold that teaches, never graded (app/annotation/practice.py)
+                **({"practice": True} if request.form.get("practice") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
             },
             created_by=researcher.email if researcher else None,

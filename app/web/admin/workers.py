@@ -14,23 +14,11 @@ from sqlalchemy import select
 from app.annotation import reviews, timing
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
-from app.formats import assignment_rows
 from app.models import Assignment, Document, Study
-from app.quality.attention import WITH_REJECTED, CatchRate, catch_rates
+from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
-
-
-def _catch_rates(db, study: Study, rates: dict[str, CatchRate]) -> dict[str, float]:
-    """Worker ID -> attention-check catch rate, from ``rates`` (``app/quality/attention.py``:
-    workers who met a check); a column registered in the assignment export under the same
-    name wins."""
-    for column in assignment_rows.EXTRA_COLUMNS:
-        if column.name == "check_catch_rate" and column.per_worker:
-            return column.values(db, study)
-    return {w: r.rate for w, r in rates.items()}
-
 
 DONE_MESSAGES = {
     "approve": "{worker} approved.",
@@ -51,7 +39,6 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     rates = catch_rates(db, study, statuses=WITH_REJECTED)  # one strict-matching pass
-    catch = _catch_rates(db, study, rates)
     flagged = {w for w, r in rates.items() if r.flagged}
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
@@ -71,7 +58,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
                 "active_seconds": time.get("active_seconds"),
                 "speeder": bool(time.get("speeder")),
                 "gold_f1": max(f1s) if f1s else None,
-                "catch_rate": catch.get(worker_id),
+                "catch_rate": rates[worker_id].rate if worker_id in rates else None,
                 "check_flagged": worker_id in flagged,
                 "review": verdict.status if verdict else None,
                 "blocked": bool(verdict and verdict.blocked),

@@ -5,8 +5,8 @@ declared attributes took (JSON object, NULL when none). ``annotations.mark``: in
 with ``multi_label: true`` one mark with several categories is one row per category; the
 rows after the first name the first row's id here (NULL: the row is its own mark).
 
-Revision ID: 0012_attributes_marks
-Revises: 0011_arrival_indexes
+Revision ID: 0013_attributes_marks
+Revises: 0012_practice_documents
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012_attributes_marks"
-down_revision = "0011_arrival_indexes"
+revision = "0013_attributes_marks"
+down_revision = "0012_practice_documents"
 branch_labels = None
 depends_on = None
 

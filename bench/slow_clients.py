@@ -1,0 +1,172 @@
+"""Slow request bodies against ``marginalia web`` (issue 26 row 1): while N clients send
+``POST /api/assignments`` with ``Content-Length: 60000`` one byte a second, how long does an
+ordinary GET take?
+
+    PYTHONPATH=$PWD .venv/bin/python bench/slow_clients.py --clients 0 24 200 --seconds 20
+
+The server is the deployed one with its defaults (``marginalia web``: 2 processes x 8
+threads; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) on an SQLite file (``--postgres``:
+the suite's throw-away cluster). For each N the slow clients connect, then a prober sends an
+ordinary GET one after another (alternating ``/healthz``, the fast lane's
+``GET /api/assignments/<token>`` and the login page, each on a fresh connection, 10 s
+timeout) for ``--seconds``; a slow client the server closes connects again at once, as an
+attacker would. Printed per N: the GETs' p50 / p99 / max, how many timed out, and what the
+slow clients saw (answers, closes). Loopback only; every loop is bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load_harness import (  # noqa: E402
+    Gunicorn,
+    fresh_database,
+    load_documents,
+    percentile,
+    prepare_study,
+    start_postgres,
+)
+
+HOST = "127.0.0.1"
+BODY_LENGTH = 60_000
+GET_TIMEOUT = 10.0
+
+
+async def slow_client(port: int, stop: float, seen: dict[str, int]) -> None:
+    """Hold a POST open, one body byte a second; connect again whenever the server closes."""
+    while time.monotonic() < stop:
+        try:
+            reader, writer = await asyncio.open_connection(HOST, port)
+        except OSError:
+            seen["connect failed"] += 1
+            await asyncio.sleep(0.5)
+            continue
+        writer.write(
+            (
+                f"POST /api/assignments HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {BODY_LENGTH}\r\n\r\n"
+            ).encode()
+        )
+        answer = asyncio.ensure_future(reader.read(1))
+        try:
+            while time.monotonic() < stop:
+                writer.write(b" ")
+                await writer.drain()
+                done, _ = await asyncio.wait({answer}, timeout=1.0)
+                if done:
+                    seen["answered" if answer.result() else "closed"] += 1
+                    break
+        except (ConnectionError, OSError):
+            seen["reset"] += 1
+        finally:
+            answer.cancel()
+            writer.close()
+
+
+async def probe(port: int, paths: list[str], stop: float) -> tuple[list[float], int, dict]:
+    """Ordinary GETs one after another until ``stop``: latencies, timeouts, statuses."""
+    latencies: list[float] = []
+    timeouts = 0
+    statuses: dict[int, int] = {}
+    turn = 0
+    while time.monotonic() < stop:
+        path = paths[turn % len(paths)]
+        turn += 1
+        started = time.perf_counter()
+        try:
+            status = await asyncio.wait_for(get(port, path), GET_TIMEOUT)
+        except (TimeoutError, OSError):
+            timeouts += 1
+            latencies.append(GET_TIMEOUT)
+            continue
+        latencies.append(time.perf_counter() - started)
+        statuses[status] = statuses.get(status, 0) + 1
+        await asyncio.sleep(0.05)
+    return latencies, timeouts, statuses
+
+
+async def get(port: int, path: str) -> int:
+    reader, writer = await asyncio.open_connection(HOST, port)
+    try:
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.read()
+        return int(head.split(b" ", 2)[1])
+    finally:
+        writer.close()
+
+
+async def one_round(port: int, clients: int, seconds: float, paths: list[str]) -> dict:
+    stop = time.monotonic() + seconds
+    seen: dict[str, int] = {"answered": 0, "closed": 0, "reset": 0, "connect failed": 0}
+    attackers = [asyncio.ensure_future(slow_client(port, stop, seen)) for _ in range(clients)]
+    await asyncio.sleep(1.0 if clients else 0)  # every slow client has sent its headers
+    latencies, timeouts, statuses = await probe(port, paths, stop)
+    await asyncio.gather(*attackers, return_exceptions=True)
+    return {
+        "slow_clients": clients,
+        "gets": len(latencies),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 1),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
+        "timeouts": timeouts,
+        "statuses": statuses,
+        "slow_client_outcomes": seen,
+    }
+
+
+def create_token(port: int) -> str:
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://{HOST}:{port}/api/assignments",
+        data=json.dumps({"study": "slow", "worker_id": "prober"}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())["token"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[0, 24, 200])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--postgres", action="store_true")
+    args = parser.parse_args(argv)
+    if max(args.clients) > 1000 or args.seconds > 120:
+        parser.error("bounded: at most 1000 clients and 120 seconds a round")
+    cluster = None
+    folder = tempfile.TemporaryDirectory()
+    if args.postgres:
+        cluster = start_postgres()
+        url = fresh_database(cluster, "slow_clients")
+    else:
+        url = f"sqlite:///{folder.name}/slow.db"
+    prepare_study(url, "slow", load_documents(20, 6))
+    server = Gunicorn("app:create_app()", url).start()
+    try:
+        token = create_token(server.port)
+        paths = ["/healthz", f"/api/assignments/{token}", "/admin/login"]
+        for clients in args.clients:
+            result = asyncio.run(one_round(server.port, clients, args.seconds, paths))
+            print(json.dumps({"server": server.kind, **result}), flush=True)
+    finally:
+        server.stop()
+        if cluster is not None:
+            cluster.stop()
+        folder.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
