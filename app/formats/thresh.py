@@ -269,7 +269,9 @@ def _edits(document: AnnotatedDocument, layout: Layout, related: set[str]) -> li
         paired = mark.paired_range(layout)
         main = [layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)]
         ranges = sorted([main, list(paired[:2])]) if paired is not None else [main]
-        first = ranges.index(main) if len(ranges) == 2 and mark.category in related else None
+        # a relation's (or a multi-label mark's with a relation) pair may come anywhere
+        anywhere = paired is not None and (mark.category in related or paired[1] > main[0])
+        first = ranges.index(main) if len(ranges) == 2 and anywhere else None
         # one edit per (ranges, category, comment, answers): the workers who marked it so
         key = (
             tuple(map(tuple, ranges)),
