@@ -1,44 +1,20 @@
 """Where a worker replaying SNaC would mark an error's antecedent (the round-trip tests).
 
-The release gives antecedents as text only, and Marginalia keeps them so
-(``GoldError.antecedents``; docs/METRICS.md): nothing computes with their position. The
-tests that replay the release through the API must still pick a place for each, as a
-worker would: the nearest earlier occurrence, by the one locate rule's occurrences
-(``app/documents/locating.py``), and failing that an occurrence straddling a segment break,
-with segments read as the paired-span rule joins them (``SEGMENT_JOIN``).
+The release gives antecedents as text only, and Marginalia keeps gold antecedents so
+(``GoldError.antecedents``; docs/METRICS.md). The tests that replay the release through the
+API must pick a place for each, as a worker would: the nearest earlier occurrence
+(``locate_antecedent``, the rule ``import --as-work`` uses), and failing that an occurrence
+straddling a segment break, with segments read as the paired-span rule joins them
+(``SEGMENT_JOIN``).
 """
 
 from __future__ import annotations
 
 import re
 
-from app.documents.locating import SEGMENT_JOIN, Placement, at_word_boundaries, occurrences
+from app.documents.locating import SEGMENT_JOIN, locate_antecedent
 
-
-def before(text: str, needle: str, limit: int) -> Placement | None:
-    """The last occurrence of ``needle`` in ``text`` ending at or before ``limit``, at word
-    boundaries when one is; None when none ends there."""
-    every = [o for o in occurrences(text, needle) if o[1] <= limit]
-    whole = [o for o in every if at_word_boundaries(text, *o)]
-    if not whole:
-        return Placement(*every[-1], "mid_word") if every else None
-    return Placement(*whole[-1], "unique" if len(whole) == 1 else "ambiguous")
-
-
-def locate_antecedent(
-    texts: list[str], segment: int, span_start: int | None, needle: str
-) -> tuple[int, Placement] | None:
-    """In ``segment`` ending at or before ``span_start`` (the API's rule for a paired span),
-    else the last occurrence in the nearest earlier segment holding it: ``(segment, place)``."""
-    if span_start is not None:
-        here = before(texts[segment], needle, span_start)
-        if here is not None:
-            return segment, here
-    for index in range(segment - 1, -1, -1):
-        there = before(texts[index], needle, len(texts[index]))
-        if there is not None:
-            return index, there
-    return None
+__all__ = ["locate_across", "locate_antecedent"]
 
 
 def locate_across(

@@ -1,4 +1,4 @@
-"""A local stand-in for Prolific's API (the three requests Marginalia sends), speaking the
+"""A local stand-in for Prolific's API (the four requests Marginalia sends), speaking the
 documented protocol and checking each request: method, path, ``Authorization: Token``,
 JSON content type and the exact body fields. It records what it got; a test may queue an
 error answer (status, body, headers) for the next request."""
@@ -14,6 +14,7 @@ from typing import Any
 TRANSITION = re.compile(r"^/api/v1/submissions/([A-Za-z0-9]+)/transition/$")
 PAY = re.compile(r"^/api/v1/bulk-bonus-payments/([A-Za-z0-9]+)/pay/$")
 SET_UP = "/api/v1/submissions/bonus-payments/"
+SCREEN_OUT = re.compile(r"^/api/v1/studies/([A-Za-z0-9]+)/screen-out-submissions/$")
 CATEGORIES = {
     "TOO_QUICKLY",
     "TOO_SLOWLY",
@@ -94,6 +95,18 @@ class ProlificStandIn:
             return 201, {"id": f"bulk{len(self.requests)}", "study": body["study_id"]}
         if PAY.match(path):
             return 202, {}
+        if SCREEN_OUT.match(path):
+            ids = body.get("submission_ids")
+            if (
+                not set(body) <= {"submission_ids", "increase_places", "bonus_per_submission"}
+                or not isinstance(ids, list)
+                or not ids
+                or not all(isinstance(i, str) and i.isalnum() for i in ids)
+                or not isinstance(body.get("increase_places", False), bool)
+            ):
+                self.problems.append(f"{path}: bad screen-out {body!r}")
+                return 400, {"error": {"detail": "bad screen-out"}}
+            return 200, {}
         self.problems.append(f"unknown path {path}")
         return 404, {"error": {"detail": "Not found."}}
 

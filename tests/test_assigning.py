@@ -267,7 +267,12 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     # send a failed worker to the platform as having completed the study)
     final = client.get(f"/a/{second}/done")
     assert final.status_code == 200 and b"Thank you for trying" in final.data
-    assert assignment(app, second).completion_code.encode() not in final.data
+    assert b"completion-code" not in final.data
+    # (issue 26 row 11) and no code anywhere: the practice assignments are screened_out
+    assert (assignment(app, second).status, assignment(app, second).completion_code) == (
+        "screened_out",
+        None,
+    )
 
 
 def test_whole_segment_marks_do_not_qualify(app, client):

@@ -135,7 +135,7 @@ ANNOTATION_CASES = {
         ),
         ["out of range"],
     ),
-    "start equal to end": (good(end=good()["start"], text=""), ["out of range"]),
+    "start equal to end": (good(end=good()["start"], text=""), ["span is empty"]),
     "start after end": (good(start=good()["end"], end=good()["start"]), ["out of range"]),
     "segment out of range": ({**good(), "segment": len(SEGMENTS)}, ["segment", "out of range"]),
     "negative segment": ({**good(), "segment": -1}, ["segment", "out of range"]),

@@ -309,12 +309,27 @@ def test_dashboard_progress_and_downloads_take_the_toggle(app, study):
 
 
 def test_the_adjudicated_layer_holds_documents_marked_done(app, study):
-    """Auto-accept at 1 vote puts r2, p1 and p2 in review with their candidates; r1 is then
-    marked done. By default only r1's two errors; any status adds r2's one; practice adds
-    p1's three (W1's) and p2's three (W2's)."""
+    """Auto-accept at 1 vote puts r1 and r2 in review with their candidates (the study-wide
+    auto-accept leaves practice documents out, issue 27 item 2: named, p1 and p2 go in review
+    too); r1 is then marked done. By default only r1's two errors; any status adds r2's one;
+    practice adds p1's three (W1's) and p2's three (W2's)."""
     from app.quality.adjudication import set_status
 
-    assert cli(app, "review", "auto-accept", "demo", "--min-workers", "1").exit_code == 0
+    study_wide = cli(app, "review", "auto-accept", "demo", "--min-workers", "1")
+    assert study_wide.exit_code == 0 and "(2 practice documents left out)" in study_wide.output
+    named = cli(
+        app,
+        "review",
+        "auto-accept",
+        "demo",
+        "--min-workers",
+        "1",
+        "--document",
+        "p1",
+        "--document",
+        "p2",
+    )
+    assert named.exit_code == 0, named.output
     with app.app_context(), session_scope() as session:
         r1 = session.scalar(select(Document).where(Document.external_id == "r1"))
         set_status(session, r1, {"status": "done", "version": 1}, "ada")

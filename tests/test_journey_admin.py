@@ -112,7 +112,7 @@ def test_questionnaire_form_errors_name_the_line_and_change_nothing(app, alice) 
         assert "journey" not in (session.scalar(select(Study)).settings or {})
     good = bad.replace("99", "7")
     assert _post(alice, "questionnaire", questionnaire=good).status_code == 302
-    assert "scale: 7" in alice.get("/admin/studies/demo/manage").get_data(as_text=True)
+    assert "scale: 7" in alice.get("/admin/studies/demo/settings").get_data(as_text=True)
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Study)).settings["journey"]["after_document"][0]["scale"] == 7
 

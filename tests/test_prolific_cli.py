@@ -219,6 +219,30 @@ def test_unreachable_prolific_is_one_line(prolific_study):
     assert done.stderr.strip().startswith("error: cannot reach Prolific at http://127.0.0.1:9")
 
 
+def test_screen_out_sends_the_screened_out_submissions_per_prolific_study(
+    app, client, database_url
+):
+    """``prolific screen-out``: Prolific's paid screen-out of the workers out of practice
+    attempts here (issue 27 item 4), one request per Prolific study."""
+    from tests.test_screened_out import SCREEN, fail_practice
+    from tests.test_training import training_study
+
+    training_study(app, attempts=1, platform="prolific", screen_out_url=SCREEN)
+    fail_practice(client, "p1", attempts=1)
+    fail_practice(client, "p2", attempts=1)
+    with ProlificStandIn() as standin:
+        done = run(database_url, standin, "screen-out", "demo", "--increase-places")
+    assert done.returncode == 0, done.stderr
+    assert standin.problems == []
+    assert standin.requests == [
+        {
+            "path": "/api/v1/studies/st27/screen-out-submissions/",
+            "body": {"submission_ids": ["sep10", "sep20"], "increase_places": True},
+        }
+    ]
+    assert "screen out 2 submissions in Prolific study st27 (p1, p2)" in done.stdout
+
+
 # --- issue 26 row 10 -----------------------------------------------------------------------
 
 

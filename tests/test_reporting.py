@@ -740,7 +740,9 @@ def test_every_reported_figure_is_defined_in_metrics_md(session, study):
     keys = set(report["progress"]) | set(report["progress"]["per_document"][0])
     keys |= set(worker) | set(worker["suggestion_recall"]) | set(worker["confident_recall"])
     keys |= set(worker["gold"]) | set(worker["gold"]["overall"])
+    keys |= set(worker["quality"]) | set(worker["quality"]["consensus"])
     keys |= set(report["agreement"]["all"]) | set(report["agreement"]["all"]["token"])
+    keys |= {"per_document", "per_pair"} & set(report["agreement"])
     keys |= set(report["detector"]) | set(report["detector"]["confident"]["CharE"])
     keys -= {"document", "source", "gold", "documents", "worker_id", "version"}  # labels
     missing = sorted(k for k in keys if f"`{k}`" not in metrics)

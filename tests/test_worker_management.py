@@ -145,8 +145,8 @@ def test_reject_removes_work_everywhere_and_reopens_the_slot(app, client, study)
         ).all()
         assert [tuple(r) for r in log] == [("reject", ADMIN, "w2"), ("approve", ADMIN, "w2")]
         review = session.scalar(select(WorkerReview))
-        assert (review.status, review.blocked) == ("approved", True)  # still blocked
-    assert act(ada, "w2", "unblock").status_code == 303
+        # the block the reject set is lifted (issue 27 item 5): w2 gets new work again
+        assert (review.status, review.blocked) == ("approved", False)
     assert arrive(client, "w2") == (201, "doc-2")
 
 
@@ -212,8 +212,10 @@ def test_worker_pages_show_time_flags_and_settings(app, client, study):
         "/admin/studies/demo/workers/settings",
         data={"csrf_token": csrf(ada), "min_seconds_per_segment": "abc"},
     )
-    assert answer.status_code == 303
-    assert "must be a number" in ada.get(answer.headers["Location"]).get_data(as_text=True)
+    # refused: the Settings page again, the message above its time section
+    assert answer.status_code == 400
+    assert 'id="time-error"' in answer.get_data(as_text=True)
+    assert "must be a number" in answer.get_data(as_text=True)
     answer = ada.post(
         "/admin/studies/demo/workers/settings",
         data={
@@ -223,6 +225,7 @@ def test_worker_pages_show_time_flags_and_settings(app, client, study):
         },
     )
     assert answer.status_code == 303
+    assert answer.headers["Location"].endswith("/admin/studies/demo/settings#time")
     with app.app_context(), session_scope() as session:
         settings = session.scalar(select(Study)).settings
         assert settings["min_seconds_per_segment"] == 30

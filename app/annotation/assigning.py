@@ -339,6 +339,27 @@ def next_assignment_document(
     if gold is not None:
         return gold
 
+    candidate = _fewest_taken(session, study, worker_id) or _displace_unengaged_hold(
+        session, study, worker_id
+    )
+    if candidate is None and is_demo(study):  # the demo has a place for every arrival
+        candidate = _fewest_taken(session, study, worker_id, capped=False)
+    if candidate is None:
+        raise NoDocumentsLeft()
+    return candidate
+
+
+def is_demo(study: Study) -> bool:
+    """``marginalia demo``'s study: once every slot is taken, an arrival still gets the
+    document with the fewest workers that it has not had (the demo never fills up)."""
+    return bool((study.settings or {}).get("demo"))
+
+
+def _fewest_taken(
+    session: Session, study: Study, worker_id: str, *, capped: bool = True
+) -> Document | None:
+    """The document with the fewest taken slots that ``worker_id`` never had (practice
+    documents aside), earliest first; with ``capped`` only one with a free slot."""
     taken = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
@@ -347,21 +368,19 @@ def next_assignment_document(
     )
     conditions = [
         Document.study_id == study.id,
-        func.coalesce(taken.c.n, 0) < study.annotators_per_doc,
         Document.id.not_in(_had_before(study, worker_id)),
     ]
+    if capped:
+        conditions.append(func.coalesce(taken.c.n, 0) < study.annotators_per_doc)
     if qualification(study) is not None:
         conditions.append(Document.is_gold.is_(False))
-    candidate = session.scalar(
+    return session.scalar(
         select(Document)
         .outerjoin(taken, taken.c.document_id == Document.id)
         .where(*conditions)
         .order_by(func.coalesce(taken.c.n, 0), Document.position, Document.id)
         .limit(1)
-    ) or _displace_unengaged_hold(session, study, worker_id)
-    if candidate is None:
-        raise NoDocumentsLeft()
-    return candidate
+    )
 
 
 def preview_document(session: Session, study: Study) -> Document | None:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
 from app.annotation.duplicates import refuse_exact_duplicate
+from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.annotation.values import _int, annotation_values, check_suggestion
 from app.documents.taxonomy import categories_by_id
@@ -187,7 +188,8 @@ def segment_texts(session: Session, document_id: int) -> list[str]:
     )
 
 
-def _require_active(assignment: Assignment) -> None:
+def require_active(assignment: Assignment) -> None:
+    """Refuse a change to an assignment that is no longer active (409, saying why)."""
     if assignment.status == "submitted":
         raise Conflict("this assignment has been submitted and can no longer be changed")
     if assignment.status != "active":
@@ -205,7 +207,7 @@ def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple
     retries); the same ``client_id`` with different content is a conflict. The web API takes
     the same rules through :func:`app.annotation.fast.add` (fewer round trips).
     """
-    _require_active(assignment)
+    require_active(assignment)
     texts = segment_texts(session, assignment.document_id)
     taxonomy = assignment.study.taxonomy
     values, client_id = annotation_values(
@@ -279,9 +281,8 @@ def _add_row(
     return previous, False
 
 
-def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
-    """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
-    _require_active(assignment)
+def own_annotation(session: Session, assignment: Assignment, annotation_id: int) -> Annotation:
+    """The assignment's annotation ``annotation_id`` (live or removed); 404 for any other."""
     if not 0 < annotation_id <= MAX_ID:
         raise NotFound("this assignment has no such annotation")
     annotation = session.scalar(
@@ -291,6 +292,14 @@ def remove_annotation(session: Session, assignment: Assignment, annotation_id: i
     )
     if annotation is None:
         raise NotFound("this assignment has no such annotation")
+    return annotation
+
+
+def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
+    """Mark an annotation removed (kept in the database, dropped from exports): every row of
+    a multi-label mark at once. Idempotent."""
+    require_active(assignment)
+    annotation = own_annotation(session, assignment, annotation_id)
     moment = now()
     for row in [annotation, *mark_rows(session, annotation)]:
         if row.removed_at is None:
@@ -342,11 +351,17 @@ def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
     )
 
 
-def submit(session: Session, assignment: Assignment) -> str:
-    """End the assignment (read-only from now on); returns its completion code. Idempotent."""
-    if assignment.status == "submitted" and assignment.completion_code:
+def submit(session: Session, assignment: Assignment) -> str | None:
+    """End the assignment (read-only from now on); returns its completion code. Idempotent.
+
+    A practice document (a gold document of a study with a pass mark) gets no code: the
+    worker goes on to the next document, or, having used the last attempt without the pass
+    mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
+    ``screened_out``, the screen-out return instead of a code).
+    """
+    if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
-    _require_active(assignment)
+    require_active(assignment)
     timing.require_seen(session, assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions
@@ -359,8 +374,13 @@ def submit(session: Session, assignment: Assignment) -> str:
         }
     assignment.status = "submitted"
     assignment.submitted_at = now()
-    assignment.completion_code = assignment.completion_code or new_completion_code()
     engage(assignment)
+    if qualification(assignment.study) is not None and assignment.document.is_gold:
+        session.flush()
+        if screen_out(session, assignment.study, assignment.worker_id):
+            session.refresh(assignment)
+        return None
+    assignment.completion_code = assignment.completion_code or new_completion_code()
     return assignment.completion_code
 
 

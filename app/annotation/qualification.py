@@ -3,7 +3,10 @@ worker has submitted, their strict F1 against gold, and whether they may go on t
 
 ``settings["qualification"] = {"min_f1": F, "attempts": K}``: a worker does at most K
 qualification documents (gold, not practice: ``Document.is_practice`` documents teach and are
-never graded) and qualifies once one of them reaches F1 >= F (docs/METRICS.md).
+never graded) and qualifies once one of them reaches F1 >= F (docs/METRICS.md). A worker who
+used all K without reaching it is *screened out*: :func:`screen_out` turns every training
+assignment of theirs (practice and qualification documents) into ``screened_out`` (no
+completion code), which counts as an attempt where it was one.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Study
 
 DEFAULT_QUALIFICATION_ATTEMPTS = 2
+# The statuses of a practice assignment that used an attempt.
+ATTEMPTED = ("submitted", "screened_out")
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | Non
     Stored in ``assignment.scores["gold"]`` (computed once); None for non-gold documents
     and for assignments not yet submitted.
     """
-    if assignment.status != "submitted" or not assignment.document.is_gold:
+    if assignment.status not in ATTEMPTED or not assignment.document.is_gold:
         return None
     scores = dict(assignment.scores or {})
     if (scores.get("gold") or {}).get("rule") == "strict":
@@ -74,7 +79,7 @@ def qualification_state(session: Session, study: Study, worker_id: str) -> Quali
         .where(
             Assignment.study_id == study.id,
             Assignment.worker_id == worker_id,
-            Assignment.status == "submitted",
+            Assignment.status.in_(ATTEMPTED),
             Document.is_gold.is_(True),
             Document.is_practice.is_(False),  # practice documents are never graded
         )
@@ -93,3 +98,32 @@ def qualification_state(session: Session, study: Study, worker_id: str) -> Quali
         best_f1=best,
         can_try_again=not qualified and len(gold_done) < rule.attempts,
     )
+
+
+def screened_out(state: QualificationState) -> bool:
+    """Whether a worker in ``state`` used every attempt without the pass mark."""
+    return state.attempts_used > 0 and not state.qualified and not state.can_try_again
+
+
+def screen_out(session: Session, study: Study, worker_id: str) -> bool:
+    """Mark a worker who used every practice attempt without the pass mark: each of their
+    submitted practice assignments becomes ``screened_out`` and loses any completion code
+    (a screened-out worker gets the screen-out return, never a code). Returns whether the
+    worker is screened out; an idempotent no-op for anyone else."""
+    if qualification(study) is None:
+        return False
+    if not screened_out(qualification_state(session, study, worker_id)):
+        return False
+    practice = select(Document.id).where(Document.study_id == study.id, Document.is_gold)
+    session.execute(
+        update(Assignment)
+        .where(
+            Assignment.study_id == study.id,
+            Assignment.worker_id == worker_id,
+            Assignment.status == "submitted",
+            Assignment.document_id.in_(practice),
+        )
+        .values(status="screened_out", completion_code=None)
+        .execution_options(synchronize_session="fetch")
+    )
+    return True

@@ -3,7 +3,8 @@
 Actions (each logged in ``worker_actions`` with who and when):
 
 * ``approve``: review status ``approved``; assignments an earlier reject took away come back
-  (``submitted`` if they were, else ``abandoned``);
+  (``submitted`` if they were, else ``abandoned``), and the block that reject set is lifted
+  unless the worker was blocked on their own (a ``block`` not undone by an ``unblock``);
 * ``reject``: review status ``rejected`` and blocked; every ``active`` or ``submitted``
   assignment of the worker becomes ``rejected``: its annotations leave every export and the
   agreement figures (they count ``submitted`` work only) and its slot is free for the next
@@ -15,6 +16,7 @@ Actions (each logged in ``worker_actions`` with who and when):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
@@ -25,6 +27,8 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Assignment, Study, WorkerAction, WorkerReview
 
 ACTIONS = ("approve", "reject", "block", "unblock", "note")
+# A worker's state in a study, from their assignments' statuses (:func:`worker_state`).
+STATES = ("rejected", "screened_out", "active", "submitted", "abandoned")
 MAX_NOTE_CHARS = 2000
 
 
@@ -44,6 +48,40 @@ def refuse_blocked(session: Session, study: Study, worker_id: str) -> None:
     )
     if blocked:
         raise Blocked()
+
+
+def worker_state(statuses: Iterable[str]) -> str:
+    """One word for what became of a worker in a study, from their assignments' statuses:
+    ``rejected`` (by a researcher), ``screened_out`` (out of practice attempts), ``active``
+    (working now), ``submitted`` (done), else ``abandoned``; the first that applies."""
+    seen = set(statuses)
+    return next((state for state in STATES[:-1] if state in seen), "abandoned")
+
+
+def worker_states(session: Session, study: Study) -> dict[str, str]:
+    """Every worker of the study: :func:`worker_state` of all their assignments."""
+    statuses: dict[str, list[str]] = {}
+    for worker, status in session.execute(
+        select(Assignment.worker_id, Assignment.status).where(Assignment.study_id == study.id)
+    ):
+        statuses.setdefault(worker, []).append(status)
+    return {worker: worker_state(found) for worker, found in statuses.items()}
+
+
+def blocked_on_their_own(session: Session, study: Study, worker_id: str) -> bool:
+    """Whether the worker's latest ``block`` / ``unblock`` action is a ``block``: a block
+    the researcher set themselves, which an approve after a reject keeps."""
+    last = session.scalar(
+        select(WorkerAction.action)
+        .where(
+            WorkerAction.study_id == study.id,
+            WorkerAction.worker_id == worker_id,
+            WorkerAction.action.in_(("block", "unblock")),
+        )
+        .order_by(WorkerAction.id.desc())
+        .limit(1)
+    )
+    return last == "block"
 
 
 def reviews(session: Session, study: Study) -> dict[str, WorkerReview]:
@@ -112,6 +150,7 @@ def act(
         )
     elif action == "approve":
         review.status = "approved"
+        review.blocked = blocked_on_their_own(session, study, worker_id)
         for restored, had_submitted in (("submitted", True), ("abandoned", False)):
             session.execute(
                 update(Assignment)

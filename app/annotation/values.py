@@ -40,6 +40,8 @@ def _span(body: Any, texts: list[str], where: str) -> tuple[int, int, int, str]:
     if not 0 <= segment < len(texts):
         raise InvalidInput(f"{where}segment {segment} is out of range (0..{len(texts) - 1})")
     segment_text = texts[segment]
+    if start == end and 0 <= start <= len(segment_text):
+        raise InvalidInput(f"{where}the span is empty ({start}..{end}): select its text")
     if not 0 <= start < end <= len(segment_text):
         raise InvalidInput(
             f"{where}offsets {start}..{end} are out of range for segment {segment} "

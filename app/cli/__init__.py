@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from app.cli import (
+    compare,
     crowd,
     data,
     detector,
@@ -34,6 +35,7 @@ main.add_command(webserver.web_command)
 main.add_command(study.taxonomy)
 main.add_command(study.study)
 main.add_command(study.report_command)
+main.add_command(compare.compare_command)
 main.add_command(study.demo_command)
 main.add_command(data.import_command)
 main.add_command(data.export_command)

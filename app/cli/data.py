@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import click
 
-from app.cli.base import OneLineCommand, counted, with_app
+from app.cli.base import OneLineCommand, with_app
+from app.documents.import_report import import_summary
 from app.errors import InvalidInput
 from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
 
@@ -42,7 +44,19 @@ from app.formats import EXPORT_FORMATS, IMPORT_FORMATS
     help="The file's errors are attention checks: the documents are real work, each worker's "
     "catch rate of the checks is reported.",
 )
+@click.option(
+    "--as-work",
+    is_flag=True,
+    help="Keep a SNaC file's errors as imported work: one imported worker per vote rank "
+    "(vote-1 marks every error, vote-2 those with two votes or more, ...).",
+)
 @click.option("--no-ner", is_flag=True, help="Skip named-entity cues.")
+@click.option(
+    "--source",
+    default=None,
+    help="The system that generated every document of the file (what `marginalia compare "
+    "--by source` groups by), over what the file says.",
+)
 @with_app
 def import_command(
     slug: str,
@@ -52,21 +66,30 @@ def import_command(
     gold: bool,
     practice: bool,
     checks: bool,
+    as_work: bool,
     no_ner: bool,
+    source: str | None,
 ) -> None:
-    """Load documents (a file; for brat a folder or zip) into a study in one transaction."""
+    """Load documents (a file; for brat a folder or zip) into a study in one transaction, and
+    say what became of every part of the file."""
     gold = gold or practice
     if gold and checks:
         raise InvalidInput("--checks cannot be combined with --gold or --practice")
+    if as_work and (gold or checks):
+        raise InvalidInput("--as-work cannot be combined with --gold, --practice or --checks")
     from flask import current_app
 
     from app.db import session_scope
-    from app.documents.storing import SKIPPED_PAIRS
     from app.documents.studies import analyse_entities, get_study, import_documents
     from app.formats import parse_documents
 
     documents = parse_documents(
-        file, fmt, sentences_per_segment=sentences_per_segment, gold=gold or checks
+        file,
+        fmt,
+        sentences_per_segment=sentences_per_segment,
+        gold=gold or checks,
+        as_work=as_work,
+        source=source,
     )
     nlp = None
     if not no_ner:
@@ -89,40 +112,8 @@ def import_command(
             nlp=nlp,
             entities=entities,
         )
-    parts = [
-        f"imported {counted(result.documents, 'document')} ({counted(result.segments, 'segment')})"
-    ]
-    if result.imported_annotations:
-        parts.append(
-            f"{counted(result.imported_annotations, 'annotation')} kept as "
-            f"{counted(result.imported_assignments, 'imported assignment')}"
-        )
-    if result.imported_suggestions:
-        parts.append(counted(result.imported_suggestions, "imported suggestion"))
-    if result.skipped_pairs:
-        parts.append(f"{counted(result.skipped_pairs, 'edit')} {SKIPPED_PAIRS}")
-    if checks:
-        parts.append(counted(result.gold_errors, "attention check"))
-    if gold or checks:
-        if not checks:
-            parts.append(counted(result.gold_errors, "gold error"))
-        if result.unlocated_gold:
-            parts.append(
-                f"{counted(result.unlocated_gold, 'gold span')} not found verbatim in their segment"
-            )
-        if result.ambiguous_gold:
-            parts.append(
-                f"{counted(result.ambiguous_gold, 'gold span')} occur more than once at word "
-                "boundaries (placed at the first free occurrence)"
-            )
-        if result.mid_word_gold:
-            parts.append(f"{counted(result.mid_word_gold, 'gold span')} found only inside a word")
-    parts.append(
-        counted(result.entities, "entity", "entities") if result.ner_available else "no entity cues"
-    )
-    if result.detection_jobs:
-        parts.append(f"{counted(result.detection_jobs, 'detection job')} queued")
-    click.echo(", ".join(parts))
+    counts = {**dataclasses.asdict(result), "gold": gold and not checks, "checks": checks}
+    click.echo("imported " + ", ".join(import_summary(counts, "cli")))
     if practice and not (study.settings or {}).get("qualification"):
         click.echo(
             "note: this study has no pass mark yet, so these documents are handed out as real "

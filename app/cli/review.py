@@ -31,23 +31,25 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
     from app.documents.studies import find_document, get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
+    from app.quality.work import Work, select_documents
 
+    left_out = 0
     with session_scope() as session:
         begin_write(session)
         study = get_study(session, slug)
-        chosen = (
-            [find_document(session, study, doc) for doc in documents]
-            if documents
-            else list(
-                session.scalars(
-                    select(Document)
-                    .where(Document.study_id == study.id)
-                    .order_by(Document.position, Document.id)
-                )
-            )
-        )
+        if documents:
+            chosen = [find_document(session, study, doc) for doc in documents]
+        else:  # the whole study but its practice documents (the training phase)
+            every = session.scalars(
+                select(Document)
+                .where(Document.study_id == study.id)
+                .order_by(Document.position, Document.id)
+            ).all()
+            chosen = list(session.scalars(select_documents(study, Work(), Document)))
+            left_out = len(every) - len(chosen)
         accepted = auto_accept(session, chosen, min_workers, by)
-    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes")
+    note = f" ({counted(left_out, 'practice document')} left out)" if left_out else ""
+    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes{note}")
 
 
 @review.command("status")

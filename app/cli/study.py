@@ -133,14 +133,21 @@ def report_command(slug: str, as_json: bool, include_practice: bool) -> None:
         click.echo(format_report(report))
 
 
+DEMO_TITLE = "Demo: coherence errors in story summaries"
+
+
 @click.command("demo", cls=OneLineCommand)
 @click.option("--slug", default="demo", show_default=True)
 @click.option(
     "--owner", metavar="EMAIL", default=None, help="Its owner; without one only admins see it."
 )
+@click.option(
+    "--reset", is_flag=True, help="Delete the demo study and its work first, then make it anew."
+)
 @with_app
-def demo_command(slug: str, owner: str | None) -> None:
-    """Create the demo study with the shipped demo documents (once)."""
+def demo_command(slug: str, owner: str | None, reset: bool) -> None:
+    """Create the demo study with the shipped demo documents (once). It never fills up: once
+    every slot is taken, each arrival still gets a document it has not had."""
     from sqlalchemy import func, select
 
     from app.config import PROJECT_ROOT
@@ -150,6 +157,20 @@ def demo_command(slug: str, owner: str | None) -> None:
     from app.models import Document
     from app.researchers.accounts import find_researcher
 
+    if reset:
+        from app.documents.lifecycle import delete_study
+        from app.errors import InvalidInput
+        from app.models import Study
+
+        with session_scope() as session:
+            old = session.scalar(select(Study).where(Study.slug == slug))
+            if old is not None:
+                if not (old.settings or {}).get("demo"):
+                    raise InvalidInput(f"study {slug!r} is not a demo study: not deleted")
+                counts = delete_study(session, old, slug)
+                click.echo(
+                    f"demo study {slug!r} deleted ({counted(counts['assignments'], 'assignment')})"
+                )
     with session_scope() as session:
         owner_row = find_researcher(session, owner) if owner is not None else None
         demo, created = create_study(
@@ -158,10 +179,12 @@ def demo_command(slug: str, owner: str | None) -> None:
             PROJECT_ROOT / "taxonomies" / "snac.yaml",
             annotators_per_doc=3,
             suggestions="shown",
-            title="Demo: coherence errors in story summaries",
+            title=DEMO_TITLE,
         )
         if created and owner_row is not None:
             demo.owner_id = owner_row.id
+        if created or demo.title == DEMO_TITLE:  # (a demo study made before the flag too)
+            demo.settings = {**(demo.settings or {}), "demo": True}
         count = session.scalar(select(func.count()).where(Document.study_id == demo.id))
         if count:
             click.echo(f"demo study {slug!r} already has {counted(count, 'document')}")

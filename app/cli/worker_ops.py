@@ -1,4 +1,4 @@
-"""``marginalia prolific approve|reject|bonus``: settle a study's Prolific submissions
+"""``marginalia prolific approve|reject|bonus|screen-out``: settle a study's Prolific submissions
 through Prolific's API (``app/crowd/prolific_api.py``; token in ``PROLIFIC_API_TOKEN``);
 ``marginalia study time-settings``: the speeder threshold and the all-segments-seen rule."""
 
@@ -23,6 +23,13 @@ def _session():
     from flask import current_app
 
     return current_app.extensions["db_sessionmaker"]()
+
+
+def _screened_out(session, study) -> list[str]:
+    """The study's workers whose state is ``screened_out`` (out of practice attempts)."""
+    from app.annotation.reviews import worker_states
+
+    return sorted(w for w, s in worker_states(session, study).items() if s == "screened_out")
 
 
 def _workers(session, study, workers: tuple[str, ...], reviewed: str | None) -> list[str]:
@@ -98,9 +105,13 @@ def approve_command(slug: str, workers: tuple[str, ...], reviewed: bool, dry_run
 
     session = _session()
     study = get_study(session, slug)
-    found = submissions(
-        session, study, _workers(session, study, workers, "approved" if reviewed else None)
-    )
+    chosen = _workers(session, study, workers, "approved" if reviewed else None)
+    out = set(_screened_out(session, study))
+    for worker in chosen:  # approving would pay them in full
+        if worker in out:
+            click.echo(f"skip {worker}: screened out (use marginalia prolific screen-out)")
+    chosen = [w for w in chosen if w not in out]
+    found = submissions(session, study, chosen) if chosen else []
     calls = [
         (f"approve submission {sid} of {worker}", lambda c, s=sid: c.approve(s))
         for worker, sid, _ in found
@@ -175,6 +186,52 @@ def bonus_command(slug: str, workers: tuple[str, ...], amount: str, dry_run: boo
         for ps, paid in per_study.items()
     ]
     _run(dry_run, calls, "paid")
+
+
+@prolific.command("screen-out")
+@click.argument("slug")
+@WORKER
+@click.option(
+    "--increase-places", is_flag=True, help="Give each screened-out place to a new participant."
+)
+@click.option("--bonus", default=None, help="Pay each of them this much on top, e.g. 0.20.")
+@DRY
+@with_app
+def screen_out_command(
+    slug: str, workers: tuple[str, ...], increase_places: bool, bonus: str | None, dry_run: bool
+) -> None:
+    """Screen out, on Prolific, the workers screened out here (out of practice attempts
+    without the pass mark): every one of them, or those named with --worker. The Prolific
+    study needs a fixed screen-out payment (Prolific's "screen out" feature)."""
+    from app.crowd.prolific_api import bonus_amount
+    from app.documents.studies import get_study
+
+    amount = bonus_amount(bonus) if bonus is not None else None
+    session = _session()
+    study = get_study(session, slug)
+    out = _screened_out(session, study)
+    for worker in workers:
+        if worker not in out:
+            raise InvalidInput(f"{worker} is not screened out in study {slug}")
+    chosen = list(dict.fromkeys(workers)) or out
+    if not chosen:
+        raise InvalidInput(f"no worker is screened out in study {slug}")
+    per_study: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for worker, submission, prolific_study in submissions(session, study, chosen):
+        if not prolific_study:
+            raise InvalidInput(f"worker {worker!r} arrived without a STUDY_ID: cannot screen out")
+        per_study[prolific_study].append((worker, submission))
+    calls = [
+        (
+            f"screen out {counted(len(pairs), 'submission')} in Prolific study {ps} "
+            f"({', '.join(dict.fromkeys(w for w, _ in pairs))})",
+            lambda c, ps=ps, ids=[s for _, s in pairs]: c.screen_out(
+                ps, ids, increase_places=increase_places, bonus=amount
+            ),
+        )
+        for ps, pairs in per_study.items()
+    ]
+    _run(dry_run, calls, "screened out")
 
 
 @click.command("time-settings", cls=OneLineCommand)

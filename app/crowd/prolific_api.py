@@ -5,6 +5,9 @@ Requests as Prolific documents them (https://docs.prolific.com/api-reference):
 * ``POST /api/v1/submissions/{id}/transition/`` with ``{"action": "APPROVE"}`` or
   ``{"action": "REJECT", "message": ..., "rejection_category": ...}`` (the message at least
   100 characters); ``id`` is the submission ID, which Prolific passes as ``SESSION_ID``;
+* ``POST /api/v1/studies/{study}/screen-out-submissions/`` with ``{"submission_ids": [...],
+  "increase_places": bool}`` (and ``"bonus_per_submission"`` when given): Prolific's paid
+  screen-out of active submissions, for a study set up with a fixed screen-out payment;
 * ``POST /api/v1/submissions/bonus-payments/`` with ``{"study_id", "csv_bonuses"}``
   (``"<participant ID>,<amount>\\n"`` lines) sets up a bulk bonus (its ``id`` comes back),
   then ``POST /api/v1/bulk-bonus-payments/{id}/pay/`` pays it (not idempotent: sent once).
@@ -162,6 +165,26 @@ class ProlificClient:
             "POST",
             f"/api/v1/submissions/{_id(submission_id)}/transition/",
             {"action": "REJECT", "message": message, "rejection_category": category},
+        )
+
+    def screen_out(
+        self,
+        study_id: str,
+        submission_ids: list[str],
+        *,
+        increase_places: bool = False,
+        bonus: Decimal | None = None,
+    ) -> Any:
+        for submission in submission_ids:
+            _id(submission)
+        body: dict[str, Any] = {
+            "submission_ids": list(submission_ids),
+            "increase_places": bool(increase_places),
+        }
+        if bonus is not None:
+            body["bonus_per_submission"] = float(bonus)
+        return self.request(
+            "POST", f"/api/v1/studies/{_id(study_id)}/screen-out-submissions/", body
         )
 
     def set_up_bonuses(self, study_id: str, bonuses: list[tuple[str, Decimal]]) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, defer
 
 from app.db import begin_write
 from app.detection import queue
-from app.documents.text import counted
+from app.documents.import_report import import_summary
 from app.errors import Conflict
 from app.models import ImportJob, isoformat, utcnow
 
@@ -213,35 +213,9 @@ def retry(session: Session, job_id: int, error: str) -> str:
 
 def describe(job: ImportJob) -> dict[str, Any]:
     """What the dashboard shows of one job (its progress JSON and its page)."""
-    from app.documents.storing import SKIPPED_PAIRS
-
     counts = job.counts or {}
     if job.status == "done":
-        documents = counted(counts.get("documents", 0), "document")
-        parts = [f"Imported {documents} ({counted(counts.get('segments', 0), 'segment')})"]
-        if counts.get("imported_annotations"):
-            assignments = counts.get("imported_assignments", 0)
-            parts.append(
-                f"{counted(counts['imported_annotations'], 'annotation')} kept as "
-                f"{assignments} imported "
-                + ("worker's assignment" if assignments == 1 else "workers' assignments")
-            )
-        if counts.get("imported_suggestions"):
-            parts.append(f"{counted(counts['imported_suggestions'], 'imported suggestion')}")
-        if counts.get("skipped_pairs"):
-            parts.append(f"{counted(counts['skipped_pairs'], 'edit')} {SKIPPED_PAIRS}")
-        if counts.get("gold"):
-            parts.append(counted(counts.get("gold_errors", 0), "gold error"))
-            for key, what in (
-                ("unlocated_gold", "not found verbatim in their segment"),
-                ("ambiguous_gold", "at one of several word-boundary occurrences"),
-                ("mid_word_gold", "found only inside a word"),
-            ):
-                if counts.get(key):
-                    parts.append(f"{counted(counts[key], 'gold span')} {what}")
-        if counts.get("entities"):
-            parts.append(counted(counts["entities"], "entity", "entities"))
-        message = ", ".join(parts) + "."
+        message = "Imported " + ", ".join(import_summary(counts, "web")) + "."
     elif job.status == "failed":
         message = f"Import failed: {job.error or 'unknown error'}"
     elif job.status == "running":

@@ -45,6 +45,8 @@ def _parse(job: ImportJob) -> list[Any]:
     from app.formats import parse_documents
 
     per_segment, gold, _ = _options(job)
+    as_work = bool((job.options or {}).get("as_work"))
+    source = (job.options or {}).get("source")  # the upload form's source, if given
     if job.format == "brat" or job.filename.endswith(".zip"):  # a folder's files, zipped
         return parse_documents(
             job.filename,
@@ -52,13 +54,21 @@ def _parse(job: ImportJob) -> list[Any]:
             sentences_per_segment=per_segment,
             gold=gold,
             archive=job.payload,
+            as_work=as_work,
+            source=source,
         )
     try:
         text = job.payload.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{job.filename}: is not UTF-8 text") from None
     return parse_documents(
-        job.filename, job.format, sentences_per_segment=per_segment, gold=gold, text=text
+        job.filename,
+        job.format,
+        sentences_per_segment=per_segment,
+        gold=gold,
+        text=text,
+        as_work=as_work,
+        source=source,
     )
 
 
@@ -114,6 +124,9 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "imported_annotations": result.imported_annotations,
         "imported_assignments": result.imported_assignments,
         "imported_suggestions": result.imported_suggestions,
+        "dropped_annotations": result.dropped_annotations,
+        "unplaced_annotations": result.unplaced_annotations,
+        "check_documents": result.check_documents,
         "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
         "ner_available": nlp is not None or bool(entities),

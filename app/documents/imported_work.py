@@ -2,7 +2,9 @@
 
 Without ``--gold``, each annotator (or vote) of an interchange file becomes one submitted
 assignment of its document, ``worker_id`` as the file names it (or ``import-<n>``), with its
-annotations live, so that exports, reports and agreement count them like any worker's.
+annotations live, so that exports, reports and agreement count them like any worker's. A
+file that gives only aggregate errors with vote counts (SNaC) is kept so with ``--as-work``
+(:func:`work_from_votes`): one imported worker per vote rank.
 Label Studio ``predictions`` become detector suggestions (detector ``import:<model>``).
 """
 
@@ -14,8 +16,8 @@ from dataclasses import dataclass, replace
 from sqlalchemy.orm import Session
 
 from app.documents.attributes import check_attributes, coerce_attributes
-from app.documents.locating import crossing_text
-from app.documents.records import DocumentInput, ImportedSpan
+from app.documents.locating import crossing_text, locate, locate_antecedent
+from app.documents.records import DocumentInput, GoldSpan, ImportedSpan
 from app.documents.text import storable
 from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Study, Suggestion, utcnow
@@ -97,6 +99,54 @@ def check_spans(study: Study, document: DocumentInput) -> None:
                 raise InvalidInput(
                     f"{where}: segment {segment}: offsets {start}-{end} do not hold {text[:40]!r}"
                 )
+
+
+def work_from_votes(document: DocumentInput) -> None:
+    """The document's aggregate errors (``document.gold``: text, category, votes, offsets when
+    the file gives them) as imported work, by vote rank: worker ``vote-k`` marks every error
+    that at least k annotators marked, so each error's votes come back in every export. Each
+    span is placed at its offsets, else by the locate rule; a span that cannot be placed is
+    counted in ``document.unplaced`` and not stored. ``document.gold`` is emptied."""
+    taken: dict[tuple[int, str, str], set[tuple[int, int]]] = {}
+    for error in document.gold:
+        placed = _place(document.segments, error, taken)
+        if placed is None:
+            document.unplaced += 1
+            continue
+        start, end = placed
+        paired = None
+        if error.antecedents:
+            found = locate_antecedent(document.segments, error.segment, start, error.antecedents[0])
+            if found is not None and found[1].found:
+                where = found[1]
+                text = document.segments[found[0]][where.start : where.end]
+                paired = (found[0], where.start, where.end, text)
+        text = document.segments[error.segment][start:end]
+        for rank in range(1, error.votes + 1):
+            document.work.append(
+                ImportedSpan(
+                    f"vote-{rank}", error.segment, start, end, text, error.category, paired
+                )
+            )
+    document.gold = []
+
+
+def _place(
+    segments: list[str], error: GoldSpan, taken: dict[tuple[int, str, str], set[tuple[int, int]]]
+) -> tuple[int, int] | None:
+    if not 0 <= error.segment < len(segments):
+        return None
+    text = segments[error.segment]
+    if error.offsets is not None:
+        start, end = error.offsets
+        if 0 <= start < end <= len(text) and text[start:end] == error.text:
+            return start, end
+    used = taken.setdefault((error.segment, error.text.strip(), error.category), set())
+    where = locate(text, error.text, taken=used)
+    if not where.found:
+        return None
+    used.add((where.start, where.end))  # type: ignore[arg-type]
+    return where.start, where.end  # type: ignore[return-value]
 
 
 def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], where: str) -> None:

@@ -91,6 +91,34 @@ def locate(
     return Placement(start, end, "unique" if len(whole) == 1 else "ambiguous")
 
 
+def before(text: str, needle: str, limit: int) -> Placement | None:
+    """The last occurrence of ``needle`` in ``text`` ending at or before ``limit``, at word
+    boundaries when one is; None when none ends there."""
+    every = [o for o in occurrences(text, needle) if o[1] <= limit]
+    whole = [o for o in every if at_word_boundaries(text, *o)]
+    if not whole:
+        return Placement(*every[-1], "mid_word") if every else None
+    return Placement(*whole[-1], "unique" if len(whole) == 1 else "ambiguous")
+
+
+def locate_antecedent(
+    texts: list[str], segment: int, span_start: int | None, needle: str
+) -> tuple[int, Placement] | None:
+    """Where an antecedent given as text (SNaC's ``antecedants``) is marked: in ``segment``
+    ending at or before ``span_start`` (the API's rule for a paired span), else the last
+    occurrence in the nearest earlier segment holding it: ``(segment, place)``. Used when a
+    SNaC file is imported as work (``--as-work``); gold antecedents stay text."""
+    if span_start is not None:
+        here = before(texts[segment], needle, span_start)
+        if here is not None:
+            return segment, here
+    for index in range(segment - 1, -1, -1):
+        there = before(texts[index], needle, len(texts[index]))
+        if there is not None:
+            return index, there
+    return None
+
+
 SEGMENT_JOIN = " "
 """How consecutive segments read one after the other (``app/annotation/pairing.py``)."""
 

@@ -72,6 +72,10 @@ class DocumentInput:
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
     # workers who submitted this document with no mark (stored as empty submitted work)
     empty_workers: list[str] = field(default_factory=list)
+    # annotations the file held that this import does not store (no --gold/--checks/
+    # --as-work), and those --as-work could not place in their segment
+    dropped: int = 0
+    unplaced: int = 0
     # edits of the file whose earlier (paired) span does not come before their span, as the
     # API's rule wants (app/annotation/pairing.py): left out of the work, counted here
     skipped_pairs: int = 0

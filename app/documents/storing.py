@@ -42,6 +42,9 @@ class ImportResult:
     imported_annotations: int = 0  # annotations inside the file, kept as imported workers'
     imported_assignments: int = 0
     imported_suggestions: int = 0
+    dropped_annotations: int = 0  # in the file, not stored (no --gold, --checks or --as-work)
+    unplaced_annotations: int = 0  # --as-work spans not found in their segment
+    check_documents: int = 0  # documents carrying attention checks (--checks)
     skipped_pairs: int = 0  # imported edits whose pair breaks the API's rule, left out
 
 
@@ -299,6 +302,9 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
         imported_annotations=work.annotations,
         imported_assignments=work.assignments,
         imported_suggestions=work.suggestions,
+        dropped_annotations=sum(d.dropped for d in prepared.documents),
+        unplaced_annotations=sum(d.unplaced for d in prepared.documents),
+        check_documents=sum(1 for rows in prepared.gold_rows if rows) if prepared.checks else 0,
         skipped_pairs=sum(d.skipped_pairs for d in prepared.documents),
         lock_seconds=time.perf_counter() - started,
     )

@@ -19,7 +19,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.documents.imported_work import work_from_votes
 from app.documents.segmenting import regroup
+from app.documents.text import text_problem
 from app.errors import InvalidInput
 from app.formats import (
     assignments_csv,
@@ -41,6 +43,7 @@ from app.formats.rows import check_columns
 from app.models import Study
 from app.quality.work import LAYERS, Work
 
+MAX_SOURCE_CHARS = 100  # documents.source
 READERS: dict[str, ModuleType] = {
     m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat, booookscore)
 }
@@ -67,6 +70,7 @@ __all__ = [
     "READERS",
     "WRITERS",
     "DocumentInput",
+    "checked_source",
     "GoldSpan",
     "detect_format",
     "as_work",
@@ -99,10 +103,46 @@ def parse_documents(
     gold: bool = False,
     text: str | None = None,
     archive: bytes | None = None,
+    as_work: bool = False,
+    source: str | None = None,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` / zip ``archive`` standing for its content)."""
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content).
+
+    ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
+    kept as imported work by vote rank; else annotations no reader keeps are counted in
+    each document's ``dropped``. ``source``: every document's source (its system,
+    :mod:`app.quality.compare`), over what the file says."""
     path = Path(path)
     problem = Problem(str(path))
+    source = checked_source(source) if source is not None else None
+    documents = _parse(path, problem, fmt, sentences_per_segment, gold, text, archive, as_work)
+    if source is not None:
+        for document in documents:
+            document.meta["source"] = source
+    return documents
+
+
+def checked_source(source: str) -> str:
+    """A source name given for a whole file: 1 to 100 characters of storable text."""
+    name = source.strip()
+    problem = text_problem(name, allow="") if name else "is empty"
+    if problem is None and len(name) > MAX_SOURCE_CHARS:
+        problem = f"is longer than {MAX_SOURCE_CHARS} characters"
+    if problem:
+        raise InvalidInput(f"--source {source[:40]!r} {problem}")
+    return name
+
+
+def _parse(
+    path: Path,
+    problem: Problem,
+    fmt: str,
+    sentences_per_segment: int | None,
+    gold: bool,
+    text: str | None,
+    archive: bytes | None,
+    as_work: bool,
+) -> list[DocumentInput]:
     if fmt not in IMPORT_FORMATS:
         raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
     if gold and fmt not in ("auto", *GOLD_FORMATS):
@@ -113,7 +153,7 @@ def parse_documents(
             fmt = "labelstudio" if TASKS_FILE in files else "brat"
         if getattr(READERS[fmt], "READS_FILES", False):
             documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
-            return _finish(documents, problem, None, gold)
+            return _finish(documents, problem, None, gold, as_work)
         text = _one_json_file(files, problem)
     if text is None:
         try:
@@ -132,11 +172,11 @@ def parse_documents(
     reader = READERS[fmt]
     if getattr(reader, "WHOLE_TEXT", False):
         documents = reader.parse(data, problem, sentences_per_segment)
-        return _finish(documents, problem, None, gold)
+        return _finish(documents, problem, None, gold, as_work)
     if gold and sentences_per_segment:
         raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
-    return _finish(documents, problem, sentences_per_segment, gold)
+    return _finish(documents, problem, sentences_per_segment, gold, as_work)
 
 
 def _one_json_file(files: dict[str, str], problem: Problem) -> str:
@@ -150,9 +190,15 @@ def _one_json_file(files: dict[str, str], problem: Problem) -> str:
 
 
 def _finish(
-    documents: list[DocumentInput], problem: Problem, regroup_by: int | None, gold: bool
+    documents: list[DocumentInput],
+    problem: Problem,
+    regroup_by: int | None,
+    gold: bool,
+    as_work: bool = False,
 ) -> list[DocumentInput]:
-    """Checks every reader shares; ``--gold`` turns the file's annotations into gold."""
+    """Checks every reader shares; ``--gold`` turns the file's annotations into gold,
+    ``--as-work`` aggregate errors into imported work; otherwise aggregate errors are
+    counted as dropped (never silently)."""
     if not documents:
         raise problem("contains no documents")
     seen: set[str] = set()
@@ -167,7 +213,10 @@ def _finish(
             document.gold = document.gold or gold_from_work(document)
             document.work = []
             document.empty_workers = []
+        elif as_work and document.gold:
+            work_from_votes(document)
         else:
+            document.dropped += len(document.gold)
             document.gold = []
     return documents
 

@@ -217,6 +217,8 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
                     ImportedSuggestion(segment, start, end, text, label, value, f"import:{model}")
                 )
     meta_out = {**layout.meta(), "labelstudio": {"task_id": task.get("id")}}
+    if isinstance(data.get("system"), str) and data["system"].strip():
+        meta_out["source"] = data["system"].strip()  # the generating system (ours)
     marked = {span.worker_id for span in work}
     empty = [w for w in dict.fromkeys(empty) if w not in marked]
     return DocumentInput(

@@ -2,7 +2,7 @@
 annotation, app/quality/work.py), ``data/documents.parquet`` and a ``README.md`` dataset card.
 
 Readable by ``datasets.load_dataset("parquet", data_files=...)`` or by the card's
-``configs``. Needs pyarrow, an optional extra (``pip install 'marginalia[hf]'``).
+``configs``. Needs pyarrow, a runtime dependency (``pyproject.toml``): ``make run`` installs it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def _pyarrow() -> Any:
         import pyarrow.parquet
     except ImportError:
         raise InvalidInput(
-            "the parquet export needs pyarrow: pip install 'marginalia[hf]'"
+            "the parquet export needs pyarrow, which this installation lacks: "
+            "reinstall Marginalia (pip install -e . or make run)"
         ) from None
     return pyarrow
 

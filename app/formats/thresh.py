@@ -197,6 +197,8 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     if isinstance(extra.get("metadata"), dict):  # the raters are the workers now
         extra["metadata"] = {k: v for k, v in extra["metadata"].items() if k != "rater"}
     meta = {**layout.meta(), "thresh": {**kept, "extra": extra, "unlocated_edits": unlocated}}
+    if isinstance(entry.get("system"), str) and entry["system"].strip():
+        meta["source"] = entry["system"].strip()  # the generating system (ours: Thresh has none)
     marked = {span.worker_id for span in work}
     empty = [w for w in dict.fromkeys(submitted) if w not in marked]
     return DocumentInput(

@@ -26,7 +26,7 @@ from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import AdjudicatedError, Document, DocumentReview, GoldError, isoformat, utcnow
-from app.quality.candidates import PAIRED_FIELDS, Candidate, Mark
+from app.quality.candidates import PAIRED_FIELDS, Candidate
 from app.quality.review_state import candidates_of
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
@@ -85,8 +85,11 @@ def checked_values(session: Session, document: Document, body: Any) -> dict[str,
     return values
 
 
-def proposal_values(mark: Mark) -> dict[str, Any]:
-    """The columns of a candidate's proposal (its most frequent mark)."""
+def proposal_values(candidate: Candidate) -> dict[str, Any]:
+    """The columns of a candidate's proposal (its most frequent mark, with its attribute
+    values), with the workers' comments kept: each distinct one of its marks', in mark
+    order, one per line."""
+    mark = candidate.proposal
     return {
         "segment": mark.segment,
         "start": mark.start,
@@ -94,7 +97,7 @@ def proposal_values(mark: Mark) -> dict[str, Any]:
         "text": mark.text,
         "category": mark.category,
         **dict(zip(PAIRED_FIELDS, mark.paired, strict=True)),
-        "comment": "",
+        "comment": candidate.comment,
         "attributes": mark.attributes,
     }
 
@@ -186,7 +189,7 @@ def decide(session: Session, document: Document, key: str, body: Any, who: str) 
         raise InvalidInput("decision must be 'accept' or 'reject'")
     expected = _version(body)
     candidate = _find(session, document, key)
-    values = proposal_values(candidate.proposal)
+    values = proposal_values(candidate)
     if body.get("edit") is not None:
         if decision != "accepted":
             raise InvalidInput("only an accepted candidate takes an edit")
@@ -308,24 +311,50 @@ def set_status(session: Session, document: Document, body: Any, who: str) -> Doc
     return review
 
 
-def auto_accept(session: Session, documents: list[Document], min_workers: int, who: str) -> int:
-    """Accept every undecided candidate that at least ``min_workers`` workers marked."""
+def _check_min(min_workers: int) -> None:
     if min_workers < 1:
         raise InvalidInput("--min-workers must be at least 1")
+
+
+def _auto_candidates(session: Session, document: Document, min_workers: int) -> list[Candidate]:
+    """The document's undecided candidates that at least ``min_workers`` workers marked: what
+    auto-accept accepts (one rule for the count shown first and for the write)."""
+    decided = set(
+        session.scalars(
+            select(AdjudicatedError.candidate).where(AdjudicatedError.document_id == document.id)
+        )
+    )
+    return [
+        c
+        for c in candidates_of(session, document)
+        if c.votes >= min_workers and c.key not in decided
+    ]
+
+
+def auto_accept_plan(
+    session: Session, documents: list[Document], min_workers: int
+) -> list[tuple[Document, int]]:
+    """(document, candidates auto-accept would accept there) for each document with some:
+    what a researcher confirms before :func:`auto_accept` writes anything."""
+    _check_min(min_workers)
+    plan = []
+    for document in documents:
+        found = len(_auto_candidates(session, document, min_workers))
+        if found:
+            plan.append((document, found))
+    return plan
+
+
+def auto_accept(session: Session, documents: list[Document], min_workers: int, who: str) -> int:
+    """Accept every undecided candidate that at least ``min_workers`` workers marked (each
+    document with one goes in review)."""
+    _check_min(min_workers)
     accepted = 0
     for document in documents:
-        decided = set(
-            session.scalars(
-                select(AdjudicatedError.candidate).where(
-                    AdjudicatedError.document_id == document.id
-                )
-            )
-        )
-        for candidate in candidates_of(session, document):
-            if candidate.votes >= min_workers and candidate.key not in decided:
-                values = {**proposal_values(candidate.proposal), "decision": "accepted"}
-                _write(session, document, candidate.key, None, 0, {**values, "origin": "auto"}, who)
-                accepted += 1
+        for candidate in _auto_candidates(session, document, min_workers):
+            values = {**proposal_values(candidate), "decision": "accepted"}
+            _write(session, document, candidate.key, None, 0, {**values, "origin": "auto"}, who)
+            accepted += 1
     return accepted
 
 

@@ -308,3 +308,102 @@ def agreement_report(
         "per_group": {group: stats(set(cats)) for group, cats in groups.items()},
         "all": stats(set(categories)),
     }
+
+
+def agreement_breakdown(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    scopes: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Token-level agreement over all ``categories`` per document and per pair of workers
+    (the same inputs and units as :func:`agreement_report`, its ``all`` / ``token`` figure
+    taken on fewer units):
+
+    * ``per_document``: for each document annotated by at least two workers, its tokens, its
+      workers as coders: ``{"document", "workers", "token": stat}``, by document id;
+    * ``per_pair``: for each two workers who annotated at least one document both, the tokens
+      of the documents both annotated, the two of them as the only coders:
+      ``{"workers": [a, b], "documents", "token": stat}``, workers sorted.
+
+    stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
+    """
+    kept, coders = _prepare(spans, texts, annotated, scopes)
+    layout = _Layout(texts, coders, "token")
+    wanted = set(categories)
+    by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for span in kept:
+        if span.category in wanted and (found := layout.unit_range(span)):
+            by_worker[span.source].append(found)
+    merged = {worker: _merge(ranges) for worker, ranges in by_worker.items()}
+    ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
+    total = _counts(layout, {(w, "all"): r for w, r in merged.items()}, {"all"})
+    slices: dict[str, tuple[int, int]] = {}
+    for key, offset in layout.offset.items():  # a document's segments are laid end to end
+        start, end = slices.get(key[0], (offset, offset))
+        slices[key[0]] = (min(start, offset), max(end, offset + len(layout.bounds[key])))
+    per_document = [
+        {
+            "document": doc,
+            "workers": coders[doc],
+            "token": _stat(UnitCounts(total.coders[s:e], total.marked[s:e])),
+        }
+        for doc, (s, e) in sorted(slices.items(), key=lambda item: item[1])
+        if coders[doc] >= 2
+    ]
+    shared_docs: dict[tuple[str, str], list[str]] = defaultdict(list)
+    workers_of: dict[str, list[str]] = defaultdict(list)
+    for worker, docs in annotated.items():
+        for doc in set(docs) & set(slices):
+            workers_of[doc].append(worker)
+    for doc, names in workers_of.items():
+        names.sort()
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                shared_docs[(first, second)].append(doc)
+    per_pair = []
+    for (first, second), docs in sorted(shared_docs.items()):
+        shared = sorted(slices[d] for d in docs)
+        marked = np.concatenate(
+            [
+                _marked_in(merged.get(first, []), ends.get(first, []), s, e)
+                + _marked_in(merged.get(second, []), ends.get(second, []), s, e)
+                for s, e in shared
+            ]
+        )
+        counts = UnitCounts(np.full(marked.size, 2, dtype=np.int64), marked)
+        per_pair.append(
+            {"workers": [first, second], "documents": len(shared), "token": _stat(counts)}
+        )
+    return {"per_document": per_document, "per_pair": per_pair}
+
+
+def agreement_sections(
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, set[str]],
+    categories: list[str],
+    groups: Mapping[str, list[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """The report's ``agreement``: :func:`agreement_report` plus its breakdown per document
+    and per pair of workers (:func:`agreement_breakdown`), from the same spans and units."""
+    return {
+        **agreement_report(
+            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
+        ),
+        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
+    }
+
+
+def _marked_in(ranges: list[tuple[int, int]], ends: list[int], start: int, end: int) -> np.ndarray:
+    """1 for each unit of [start, end) that one of the merged ``ranges`` (``ends``: their
+    ends, ascending) covers, else 0."""
+    out = np.zeros(end - start, dtype=np.int64)
+    for first, last in ranges[bisect_right(ends, start) :]:
+        if first >= end:
+            break
+        out[max(first, start) - start : min(last, end) - start] = 1
+    return out

@@ -3,8 +3,10 @@
 Definitions (``docs/METRICS.md``, "Candidate errors"):
 
 * the **marks** are the live annotations of the document's submitted assignments;
-* per segment and category, workers are taken in the order of their assignments; each
-  worker's marks join the candidates built so far through a maximum one-to-one matching
+* per segment and category, workers are taken in the order of their assignments (the
+  ``workers`` argument; a worker missing from it after those, by id), each worker's marks by
+  (start, end, id); each worker's marks join the candidates built so far through a maximum
+  one-to-one matching
   (:func:`app.quality.matching.maximum_matching`) in which a mark may join a candidate when
   it is **strict-eligible** (:func:`app.quality.matching.eligible`: token IoU ≥ 0.5, sentence
   IoU for sentence-scope categories) with *every* mark already in it; a mark left over
@@ -14,8 +16,12 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   document's submitted workers; it is **unanimous** when votes = workers and every mark has
   the same offsets, paired span and attribute values, else a **disagreement**;
 * its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
-  its marks, ties to the earliest worker, with that mark's attributes (a multi-label mark's
-  categories are candidates of their own: one per category);
+  its marks, ties to the earliest worker, with that mark's attributes and the distinct
+  comments of all its marks (one per line, in mark order); a multi-label mark's categories
+  are candidates of their own: one per category;
+* so the candidates depend on the marks and the workers' order only, never on the order the
+  marks arrive in (``tests/test_candidate_order.py`` shuffles them); the list comes sorted by
+  segment, proposal start, proposal end, category, then the smallest mark id;
 * its **key** is a digest of its marks' annotation ids: stable while those marks stand.
 """
 
@@ -29,10 +35,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.models import Document
+from app.annotation.values import MAX_COMMENT_CHARS
+from app.models import Document, Study
 from app.quality.matching import eligible, maximum_matching
 from app.quality.spans import Span, TextKey
-from app.quality.work import Work, columns, select_work
+from app.quality.work import Work, columns, select_work, stream
 
 PAIRED_FIELDS = (
     "paired_segment",
@@ -111,6 +118,12 @@ class Candidate:
         return next(m for m in self.marks if shapes[(m.start, m.end, m.paired)] == best)
 
     @property
+    def comment(self) -> str:
+        """The distinct non-empty comments of its marks, one per line, cut at the limit."""
+        comments = dict.fromkeys(m.comment.strip() for m in self.marks if m.comment.strip())
+        return "\n".join(comments)[:MAX_COMMENT_CHARS]
+
+    @property
     def unanimous(self) -> bool:
         return (
             self.votes == self.workers
@@ -123,26 +136,44 @@ def _answers(mark: Mark) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((mark.attributes or {}).items()))
 
 
+MARK_COLUMNS = ("assignment_id", "worker_id", "id", "segment", "start", "end", "text", "category")
+
+
+def _mark_query(study: Study, work: Work, document_id: int | None = None) -> Any:
+    sql = columns(study, work)
+    names = ("document_id", *MARK_COLUMNS, *PAIRED_FIELDS, "comment", "attributes")
+    return select_work(study, work, *(sql[n] for n in names), document_id=document_id)
+
+
+def _workers_and_marks(rows: Sequence[Any]) -> tuple[list[str], list[Mark]]:
+    """Rows of :func:`_mark_query` of one document -> (workers in assignment order, marks in
+    creation order)."""
+    rows = sorted(rows, key=lambda row: (row[1], row[3] or 0))
+    workers = list(dict.fromkeys(row[2] for row in rows))
+    marks = [
+        Mark(row[3], row[2], *row[4:9], tuple(row[9:14]), row[14] or "", row[15])
+        for row in rows
+        if row[3] is not None
+    ]
+    return workers, marks
+
+
 def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
     """The submitted workers (assignment order) and their live marks (creation order): the
     document's counted work (:mod:`app.quality.work`), whatever its role."""
-    work = Work(include_practice=True)
-    sql = columns(document.study, work)
-    names = ("assignment_id", "worker_id", "id", "segment", "start", "end", "text", "category")
-    query = select_work(
-        document.study,
-        work,
-        *(sql[n] for n in (*names, *PAIRED_FIELDS, "comment", "attributes")),
-        document_id=document.id,
-    )
-    rows = sorted(session.execute(query).all(), key=lambda row: (row[0], row[2] or 0))
-    workers = list(dict.fromkeys(row[1] for row in rows))
-    marks = [
-        Mark(row[2], row[1], *row[3:8], tuple(row[8:13]), row[13] or "", row[14])
-        for row in rows
-        if row[2] is not None
-    ]
-    return workers, marks
+    query = _mark_query(document.study, Work(include_practice=True), document.id)
+    return _workers_and_marks(session.execute(query).all())
+
+
+def study_marks(
+    session: Session, study: Study, work: Work
+) -> dict[int, tuple[list[str], list[Mark]]]:
+    """Per document id (of the documents that count for ``work``, workers' layer) its
+    submitted workers and their marks, as :func:`document_marks` gives them, in one query."""
+    by_document: dict[int, list[Any]] = defaultdict(list)
+    for row in stream(session, _mark_query(study, work)):
+        by_document[row[0]].append(row)
+    return {doc: _workers_and_marks(rows) for doc, rows in by_document.items()}
 
 
 def group_candidates(
@@ -154,13 +185,13 @@ def group_candidates(
 ) -> list[Candidate]:
     """The candidates of one document's marks, by segment, then start, then category."""
     places: dict[tuple[int, str], dict[str, list[Mark]]] = defaultdict(lambda: defaultdict(list))
-    for mark in marks:
+    for mark in sorted(marks, key=lambda m: (m.segment, m.category, m.start, m.end, m.id)):
         places[(mark.segment, mark.category)][mark.worker].append(mark)
     order = {worker: n for n, worker in enumerate(workers)}
     out: list[Candidate] = []
     for (segment, category), by_worker in places.items():
         groups: list[Candidate] = []
-        for worker in sorted(by_worker, key=lambda w: order.get(w, len(order))):
+        for worker in sorted(by_worker, key=lambda w: (order.get(w, len(order)), w)):
             own = by_worker[worker]
             edges = [
                 [
@@ -186,4 +217,9 @@ def group_candidates(
                 else:
                     groups.append(Candidate(segment, category, [mark], len(workers)))
         out.extend(groups)
-    return sorted(out, key=lambda c: (c.segment, c.proposal.start, c.proposal.end, c.category))
+
+    def order_key(c: Candidate) -> tuple[Any, ...]:
+        proposal = c.proposal
+        return (c.segment, proposal.start, proposal.end, c.category, min(m.id for m in c.marks))
+
+    return sorted(out, key=order_key)

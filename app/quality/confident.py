@@ -17,7 +17,9 @@ Where a category's confident suggestions come from (``basis``, docs/METRICS.md):
 
 Since about nine in ten confident suggestions are real errors, the share a worker catches
 estimates the worker's recall on real errors of that category, which a share of *all*
-suggestions cannot (it is capped by the detector's precision).
+suggestions cannot (it is capped by the detector's precision). Like any recall it rewards
+marking everything (a worker who marks every word gets 1.000): the figure that ranks
+workers pairs it with a precision estimate (:mod:`app.quality.worker_quality`).
 
 Caught = paired with a worker span by the lenient one-to-one matching (same category, any
 overlap; a shared sentence for sentence-scope categories). A category without a threshold

@@ -1,4 +1,4 @@
-"""One-to-one span matching under the strict and lenient rules, and SNaC's sentence projection.
+"""One-to-one span matching under the strict and lenient rules, and the sentence projection.
 
 Spans are :class:`app.quality.scoring.Span`; offsets are code points into one segment, end
 exclusive. Definitions (``docs/METRICS.md`` has the same words and worked examples):
@@ -19,15 +19,18 @@ exclusive. Definitions (``docs/METRICS.md`` has the same words and worked exampl
   Kuhn's algorithm, per document, segment and category): a worker span matches at most one
   gold span and a gold span at most one worker span, and no other one-to-one choice matches
   more pairs. So one whole-segment span can match at most one gold error.
-* **sentence level** (SNaC's Table 6/11 projection): for category c, a sentence is
-  *gold-positive* when a gold span of c starts in it, *predicted* when a worker span of c
-  starts in it; P = predicted ∧ gold-positive / predicted, R = that / gold-positive.
+* **sentence level** (set beside SNaC's sentence-level Tables 6/11): for category c, a
+  sentence is *gold-positive* when a gold span of c starts in it, *predicted* when a worker
+  span of c starts in it; P = predicted ∧ gold-positive / predicted, R = that /
+  gold-positive. That a span belongs to the sentence where it starts is our rule, not the
+  paper's (docs/METRICS.md, "Units").
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from app.quality.spans import Span, TextKey, sentence_bounds, token_bounds
 
@@ -45,16 +48,28 @@ def iou(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+@lru_cache(maxsize=65536)
+def _covered_units(text: str, start: int, end: int, sentences: bool) -> frozenset[int]:
+    """The tokens (or sentences) of ``text`` that [start, end) covers, remembered: candidate
+    building and matching ask for the same span many times."""
+    bounds = sentence_bounds(text) if sentences else token_bounds(text)
+    return _covered(bounds, start, end)
+
+
 def token_iou(text: str, a: Span, b: Span) -> float:
     """Token IoU of two located spans of the segment ``text``."""
-    bounds = token_bounds(text)
-    return iou(_covered(bounds, a.start, a.end), _covered(bounds, b.start, b.end))  # type: ignore[arg-type]
+    return iou(
+        _covered_units(text, a.start, a.end, False),  # type: ignore[arg-type]
+        _covered_units(text, b.start, b.end, False),  # type: ignore[arg-type]
+    )
 
 
 def sentence_iou(text: str, a: Span, b: Span) -> float:
     """Sentence IoU of two located spans of the segment ``text``."""
-    bounds = sentence_bounds(text)
-    return iou(_covered(bounds, a.start, a.end), _covered(bounds, b.start, b.end))  # type: ignore[arg-type]
+    return iou(
+        _covered_units(text, a.start, a.end, True),  # type: ignore[arg-type]
+        _covered_units(text, b.start, b.end, True),  # type: ignore[arg-type]
+    )
 
 
 def eligible(

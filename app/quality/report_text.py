@@ -27,10 +27,34 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
-    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
-    buffer = io.StringIO()
-    console = Console(
+def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
+    """The workers by rank: estimated P, R and F1 with their bases, marks per 100 words."""
+    table = Table(title="Worker quality (estimated; rank 1 = best F1)")
+    for column in ("rank", "worker", "P", "R", "F1", "from", "marks/100 words"):
+        table.add_column(column)
+    order = sorted(
+        rows, key=lambda r: ((r.get("quality") or {}).get("rank") or 10**9, r["worker_id"])
+    )
+    for row in order:
+        q = row.get("quality") or {}
+        bases = f"P: {q.get('precision_basis') or '–'}; R: {q.get('recall_basis') or '–'}"
+        rate = _num(q.get("marks_per_100_words"), 1)
+        _row(
+            table,
+            str(q.get("rank") or "–"),
+            row["worker_id"],
+            _num(q.get("precision")),
+            _num(q.get("recall")),
+            _num(q.get("f1")),
+            bases,
+            rate + (" over-marking" if q.get("over_marking") else ""),
+        )
+    console.print(table)
+
+
+def plain_console(buffer: io.StringIO, width: int) -> Console:
+    """A rich console writing plain text (no colour, markup, highlighting or emoji)."""
+    return Console(
         file=buffer,
         width=width,
         color_system=None,
@@ -39,6 +63,12 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         highlight=False,
         emoji=False,
     )
+
+
+def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents: int = 40) -> str:
+    """Render a :func:`study_report` dict as plain-text tables for a terminal."""
+    buffer = io.StringIO()
+    console = plain_console(buffer, width)
     study, progress = report["study"], report["progress"]
     counts = progress["assignments"]
     console.print(
@@ -130,6 +160,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             + (" uncalibrated" if sure.get("basis") == "uncalibrated" else ""),
         )
     console.print(workers)
+    _print_quality(console, report["workers"])
     scored = [row for row in report["workers"] if row["gold"]]
     if scored:
         gold = Table(title="Against gold (strict: token IoU >= 0.5, one-to-one)")
@@ -190,6 +221,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             *(_pct(stats[v]["two_agree"]) for v in variants),
         )
     console.print(table)
+    _breakdown(console, agreement, max_documents)
 
     categories = report["categories"]
     dist = Table(title=f"Annotations per category ({categories['total']} in all)")
@@ -243,3 +275,30 @@ def _attention(console: Console, attention: Mapping[str, Any]) -> None:
         flag = "FLAGGED" if row["flagged"] else ""
         _row(table, worker_id, row["checks"], row["caught"], _pct(row["catch_rate"]), flag)
     console.print(table)
+
+
+def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) -> None:
+    """Agreement per document and per pair of workers (token alpha, all categories), the
+    lowest first: where the workers part ways."""
+
+    def lowest_first(row: Mapping[str, Any]) -> tuple[bool, float]:
+        alpha = row["token"]["alpha"]
+        return (alpha is None, alpha if alpha is not None else 0.0)
+
+    for key, title, columns in (
+        ("per_document", "Agreement per document", ("document", "workers")),
+        ("per_pair", "Agreement per pair of workers", ("workers", "shared documents")),
+    ):
+        rows = sorted(agreement.get(key) or [], key=lowest_first)
+        if not rows:
+            continue
+        table = Table(title=f"{title} (token alpha over all categories, lowest first)")
+        for column in (*columns, "α tok", "2-agree tok"):
+            table.add_column(column)
+        for row in rows[:max_rows]:
+            name = row["document"] if key == "per_document" else " + ".join(row["workers"])
+            size = row["workers"] if key == "per_document" else row["documents"]
+            _row(table, name, size, _num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
+        console.print(table)
+        if len(rows) > max_rows:
+            console.print(f"... and {len(rows) - max_rows} more (marginalia report --json)")

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.annotation.reviews import worker_states
 from app.models import (
     Assignment,
     DetectorVersion,
@@ -25,7 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.agreement import agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_sections, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import (
@@ -45,6 +46,7 @@ from app.quality.work import (
     select_documents,
     select_work,
 )
+from app.quality.worker_quality import add_quality
 
 __all__ = ["format_report", "study_report"]
 from app.quality.scoring import (
@@ -95,14 +97,19 @@ def study_report(
       :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
       did gold documents, else ``documents`` plus
       :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
-      ``overall``, ``lenient`` and ``sentence``).
+      ``overall``, ``lenient`` and ``sentence``) and ``state``
+      (:func:`app.annotation.reviews.worker_state`: rejected, screened_out, active,
+      submitted or abandoned).
     * ``detector``: ``version`` (the detector version most suggestions came from, None
       without suggestions) and ``confident``: per category the ``threshold`` and the
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
-      (:func:`app.quality.time_on_task.add_to_report`).
+      (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
+      recall and F1 with their bases, the rank by F1, marks per 100 words and
+      ``over_marking`` (:func:`app.quality.worker_quality.add_quality`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
-      assignments, per taxonomy category and group.
+      assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
+      (:func:`app.quality.agreement.agreement_breakdown`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -150,6 +157,14 @@ def study_report(
         .order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if a.status == "submitted"]
+    # every worker's state from all their assignments; a worker the counted work leaves out
+    # (screened out on practice, or rejected) still gets a row, counting nothing, tagged
+    states = worker_states(session, study)
+    seen = {a.worker_id for a in assignments}
+    shown = [w for w, s in states.items() if w not in seen and s in ("screened_out", "rejected")]
+    fates = session.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, Assignment.worker_id.in_(shown))
+    ).all()
     sql = columns(study, work)
     names = ("assignment_id", "id", "segment", "start", "end", "category", "text")
     annotations = sorted(
@@ -249,7 +264,7 @@ def study_report(
         },
         "progress": _progress(study, counted, assignments, segment_counts, gold_docs, roles),
         "workers": _workers(
-            assignments,
+            [*assignments, *fates],
             by_assignment,
             segment_counts,
             external,
@@ -261,14 +276,15 @@ def study_report(
             scopes,
             category_ids,
             (thresholds, calibrated),
+            states,
         ),
-        "agreement": agreement_report(
+        "agreement": agreement_sections(
             [span for spans in worker_spans.values() for span in spans],
             texts,
             annotated,
-            categories=category_ids,
-            groups=groups,
-            scopes=scopes,
+            category_ids,
+            groups,
+            scopes,
         ),
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
@@ -279,6 +295,12 @@ def study_report(
             "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
         },
     }
+    order: dict[str, list[str]] = defaultdict(list)
+    for assignment in submitted:
+        names = order[external[assignment.document_id]]
+        if assignment.worker_id not in names:
+            names.append(assignment.worker_id)
+    add_quality(report["workers"], worker_spans, order, texts, scopes)
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
 
@@ -339,6 +361,7 @@ def _workers(
     scopes: Mapping[str, str],
     category_ids: list[str],
     confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
+    states: Mapping[str, str],
 ) -> list[dict[str, Any]]:
     thresholds, calibrated = confident
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
@@ -390,6 +413,7 @@ def _workers(
                     scopes=scopes,
                 ),
                 "gold": gold_score,
+                "state": states[worker_id],
             }
         )
     return rows

@@ -121,7 +121,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
                 "votes": c.votes,
                 "workers": c.workers,
                 "unanimous": c.unanimous,
-                "proposal": c.proposal.json(),
+                "proposal": {**c.proposal.json(), "comment": c.comment},
                 "marks": [m.id for m in c.marks],
                 "decision": row_json(by_candidate[c.key]) if c.key in by_candidate else None,
             }

@@ -9,7 +9,7 @@ recall against detector suggestions.
   matched gold spans of c / gold spans of c (with a one-to-one matching both numerators
   are the number of matched pairs); F1 = 2PR/(P+R). Overall figures pool the counts of
   every category (micro average).
-* **Sentence level** (SNaC's Table 6/11 projection, :func:`app.quality.matching.sentence_labels`):
+* **Sentence level** (our sentence projection, :func:`app.quality.matching.sentence_labels`):
   the same P/R/F1 over (sentence, category) labels instead of spans.
 * A **suggestion is caught** when the lenient matching pairs it with a worker span (one
   worker span catches at most one suggestion). Recall over suggestions = caught / suggestions.

@@ -6,14 +6,14 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from app.annotation import admission, fast, hint_events, practice
+from app.annotation import admission, edits, fast, hint_events, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import find_document, get_study
 from app.documents.text import storable
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
 from app.web.limits import arrival_limit, limiter, practice_limit
@@ -134,6 +134,20 @@ def remove_annotation(token: str, annotation_id: int):
     return "", 204
 
 
+@bp.post("/assignments/<token>/annotations/<int:annotation_id>/edit")
+def edit_annotation(token: str, annotation_id: int):
+    """Change an annotation's category or comment in place (``{"category"?, "comment"?,
+    "client_id"}``): the old row removed, the same span added (CONTRACT.md)."""
+    body = json_body()
+    session = begin_write(get_session())
+    assignment = service.get_assignment(session, token, for_update=True)
+    if 0 < annotation_id <= service.MAX_ID:
+        practice.refuse_if_checked(session, assignment.id, annotation_id=annotation_id)
+    annotation, created = edits.edit_annotation(session, assignment, annotation_id, body)
+    session.commit()
+    return jsonify(service.annotation_json(annotation)), 201 if created else 200
+
+
 @bp.post("/assignments/<token>/position")
 def set_position(token: str):
     body = json_body()
@@ -160,7 +174,10 @@ def submit(token: str):
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
     session.commit()
-    return jsonify(completion_code=code, redirect_url=after_submit_redirect(assignment))
+    answer = {"completion_code": code, "redirect_url": after_submit_redirect(assignment)}
+    if assignment.status == "screened_out":  # the done page gives the screen-out return
+        answer["screened_out"] = True
+    return jsonify(answer)
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")
@@ -180,6 +197,8 @@ def practice_feedback(token: str, segment: int):
 def suggestion_event(token: str, suggestion_id: int):
     """One event for one suggestion: stored when the worker is shown it, else ignored with
     the same answer (:func:`app.annotation.hint_events.record`)."""
+    if not 0 < suggestion_id <= hint_events.MAX_ID:  # a path naming no possible suggestion
+        raise NotFound("no such suggestion")
     body = json_body()
     event = hint_events.parse_event(body.get("event") if isinstance(body, dict) else None)
     ids = hint_events.parse_ids([suggestion_id])

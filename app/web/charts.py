@@ -126,22 +126,32 @@ def has_recall(workers: Sequence[Mapping[str, Any]]) -> bool:
     )
 
 
+TAGGED = {"rejected": "rejected", "screened_out": "screened out"}
+
+
+def _worker_label(row: Mapping[str, Any]) -> str:
+    """A worker's name on the chart, with the fate a researcher acted on (rejected, screened
+    out) after it."""
+    tag = TAGGED.get(row.get("state") or "")
+    return f"{_clip(row['worker_id'], 18 if tag else 28)}{f' ({tag})' if tag else ''}"
+
+
 def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Markup:
     """Per worker: the share of the detector's suggestions marked and, with gold, strict F1."""
-    label_w = min(LABEL_W, 24 + 7 * max((len(r["worker_id"]) for r in workers), default=8))
+    label_w = min(LABEL_W, 24 + 7 * max((len(_worker_label(r)) for r in workers), default=8))
     plot = width - label_w - 50
     body = []
     y = 4.0
     for row in workers:
         rec = (row.get("suggestion_recall") or {}).get("recall")
         gold = ((row.get("gold") or {}).get("overall") or {}).get("f1")
-        body.append(_text(label_w - 8, y + 13, _clip(row["worker_id"]), "axis-label", "end"))
+        body.append(_text(label_w - 8, y + 15, _worker_label(row), "axis-label", "end"))
         bars = [
             ("suggestions", rec, "#2457a6", "suggestions marked"),
             ("gold", gold, "#1f7a3f", "strict F1 on gold"),
         ]
         for j, (_key, value, color, what) in enumerate(bars):
-            by = y + j * 11
+            by = y + j * 13  # the two values' text boxes (11 px type) do not touch
             body.append(_rect(label_w, by, plot, 9, "#eef1f5"))
             if value is not None:
                 body.append(
@@ -159,19 +169,23 @@ def worker_recall(workers: Sequence[Mapping[str, Any]], width: int = 640) -> Mar
                 )
             else:
                 body.append(_text(label_w + plot + 6, by + 8.5, "–", "value small muted"))
-        y += 30
+        y += 34
     # axis
     for k in range(0, 101, 25):
         x = label_w + plot * k / 100
         body.append(f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{y:.1f}" class="gridline"/>')
         body.append(_text(x, y + 12, f"{k}%", "tick", "middle"))
+    # The legend, one entry per line: side by side, the first label ran into the second.
     legend_y = y + 26
-    body.append(_rect(label_w, legend_y, 12, 9, "#2457a6"))
-    body.append(
-        _text(label_w + 16, legend_y + 9, "share of the detector's suggestions marked", "legend")
-    )
-    body.append(_rect(label_w + 260, legend_y, 12, 9, "#1f7a3f"))
-    body.append(_text(label_w + 276, legend_y + 9, "F1 against gold (strict)", "legend"))
+    for k, (color, label) in enumerate(
+        (
+            ("#2457a6", "share of the detector's suggestions marked"),
+            ("#1f7a3f", "F1 against gold (strict)"),
+        )
+    ):
+        body.append(_rect(label_w, legend_y + 16 * k, 12, 9, color))
+        body.append(_text(label_w + 16, legend_y + 16 * k + 9, label, "legend"))
+    legend_y += 16
     desc = "; ".join(
         f"{r['worker_id']}: suggestions marked "
         f"{(r.get('suggestion_recall') or {}).get('recall')}, gold F1 "

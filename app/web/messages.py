@@ -30,6 +30,13 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "read_only_code": N_("Submitted. Your completion code is {code}. This view is read-only."),
     "read_only_submitted": N_("Submitted. This view is read-only."),
     "read_only_preview": N_("Preview: read-only, annotations cannot be added here."),
+    "read_only_screened_out": N_("This practice text is finished and can no longer be changed."),
+    "read_only_rejected": N_("A researcher has closed this work: it can no longer be changed."),
+    "read_only_abandoned": N_(
+        "This work was paused too long and its place given to someone else: it can no "
+        "longer be changed."
+    ),
+    "not_saved_edit": N_("The change was not saved: {message}"),
     "try_again": N_("Try again"),
     "characters_so_far": N_("Characters so far"),
     "entities_so_far": N_("Entities so far"),
@@ -80,6 +87,14 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "remove": N_("Remove"),
     "remove_label": N_("Remove {label}: {text}"),
     "removed": N_("Removed: {text}"),
+    # changing an annotation's category or comment in place (list.js)
+    "edit": N_("Edit"),
+    "edit_label": N_("Edit {label}: {text}"),
+    "edit_category": N_("Category"),
+    "edit_comment": N_("Comment"),
+    "edit_save": N_("Save"),
+    "edit_cancel": N_("Cancel"),
+    "changed": N_("Changed: {text}"),
     # hints (hints.js, segments.js)
     "check_suggestion": N_("Check the suggestion, add a comment if you like, then press Add."),
     "use": N_("Use"),

@@ -29,9 +29,10 @@ from app.annotation.assigning import (
     ScreenedOut,
     WorkInProgress,
     assign,
+    is_demo,
     preview_document,
 )
-from app.annotation.qualification import qualification, qualification_state
+from app.annotation.qualification import qualification, qualification_state, screen_out
 from app.annotation.reviews import Blocked
 from app.crowd import platforms
 from app.csp import content_security_policy
@@ -203,10 +204,23 @@ def start(slug: str):
         session.rollback()
         return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
     except ScreenedOut:  # out of practice attempts: the platform's screen-out return
-        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
         session.rollback()
+        # (practice work submitted before screened_out existed gets the status now)
+        screen_out(session, study, arrival.worker_id)
+        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
+        session.commit()
         return answer
-    except (NoDocumentsLeft, Blocked) as exc:  # 409, a page with the platform's return
+    except NoDocumentsLeft as exc:
+        session.rollback()
+        if is_demo(study):  # the demo has places for everyone, not every document for one ID
+            error = gettext(
+                "you have done every document of the demo with this worker ID: start again "
+                "with another ID, or make the demo anew with `marginalia demo --reset`"
+            )
+            body = render_template("start.html", study=study, error=error)
+            return _worker_page(body, exc.status, study)
+        return journey.return_page(study, arrival.platform, "no_places", exc.status)
+    except Blocked as exc:  # 409, a page with the platform's return
         # (a worker a researcher blocked is told no document is left for them, as on Prolific)
         session.rollback()
         return journey.return_page(study, arrival.platform, "no_places", exc.status)
@@ -218,8 +232,11 @@ def start(slug: str):
         return _worker_page(
             render_template("start.html", study=study, error=str(exc)), exc.status, study
         )
+    if assignment.status == "rejected":  # a researcher rejected this work: nothing to resume
+        session.rollback()
+        return journey.return_page(study, arrival.platform, "no_places", Blocked.status)
     session.commit()
-    if assignment.status == "submitted":
+    if assignment.status in ("submitted", "screened_out"):
         return redirect(url_for("pages.done", token=assignment.token))
     return redirect(url_for("pages.annotate", token=assignment.token))
 
@@ -257,11 +274,17 @@ def done(token: str):
         assignment = service.get_assignment(session, token)
     except MarginaliaError:
         abort(404)
+    study = assignment.study
+    use_study(study)
+    if assignment.status == "screened_out":  # the screen-out return, never a code
+        answer = _screened_out(
+            session, study, assignment.worker_id, assignment.platform, assignment
+        )
+        session.commit()
+        return answer
     if assignment.status != "submitted":
         session.rollback()
         return redirect(url_for("pages.annotate", token=token))
-    study = assignment.study
-    use_study(study)
     if _continues(assignment):
         state = qualification_state(session, study, assignment.worker_id)
         session.commit()

@@ -44,7 +44,7 @@ const retryable = (err) =>
 const MAX_EVENT_IDS = 200;
 
 /** Writes that stamp the worker's activity on the server (a heartbeat after one is redundant). */
-const STAMPING = new Set(["add", "remove", "position"]);
+const STAMPING = new Set(["add", "remove", "edit", "position"]);
 
 /** Would merging `from` into `into` (event -> ids) pass the server's limit? */
 function overflows(into, from) {
@@ -64,6 +64,7 @@ function mergeEvents(into, from) {
 
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
+ * | {kind: "edit", client_id (the new annotation's), from (the edited one's), previous, body}
  * | {kind: "position", segment, active?: {segment: seconds}, events?: {event: [id, ...]}}
  * | {kind: "event", suggestion, event, client_id?}
  * | {kind: "events", suggestions: [id, ...], event, defer?} (one request for many, e.g. "shown").
@@ -301,6 +302,11 @@ export class Outbox {
           if (err instanceof HttpError && err.status === 404) return null;
           throw err;
         }
+      }
+      case "edit": {
+        const id = this.hooks.resolveId(op.from);
+        if (id === null || id === undefined) return null;
+        return requestJson("POST", `${base}/annotations/${encodeURIComponent(id)}/edit`, op.body);
       }
       case "position":
         return requestJson(

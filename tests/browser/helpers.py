@@ -132,3 +132,56 @@ def wait_value(page, selector: str, value: str, timeout: float = 10_000) -> None
         raise AssertionError(
             f"{selector} holds {actual!r}, not {value!r} (hint: {hint!r})"
         ) from exc
+
+
+# The review page's text is pieces (span.piece) with vote badges (buttons) between them:
+# the needle is found in the pieces' text only, and its first and last characters' boxes come
+# back (code units; the review page's offsets are code points, computed by the page itself).
+_REVIEW_RECTS_JS = """
+([segment, needle, occurrence]) => {
+  const root = document.querySelector(`[data-segment="${segment}"] .review-text`);
+  if (!root) return null;
+  root.scrollIntoView({ block: "center", inline: "nearest" });
+  const nodes = [...root.querySelectorAll(".piece")].map((p) => p.firstChild).filter(Boolean);
+  const text = nodes.map((n) => n.nodeValue).join("");
+  let at = -1;
+  for (let i = 0; i <= occurrence; i++) {
+    at = text.indexOf(needle, at + 1);
+    if (at < 0) return null;
+  }
+  const locate = (offset) => {
+    let seen = 0;
+    for (const node of nodes) {
+      if (offset < seen + node.nodeValue.length) return [node, offset - seen];
+      seen += node.nodeValue.length;
+    }
+    return null;
+  };
+  const box = (offset) => {
+    const [node, local] = locate(offset);
+    const range = document.createRange();
+    range.setStart(node, local);
+    range.setEnd(node, local + 1);
+    const r = range.getClientRects()[0] || range.getBoundingClientRect();
+    return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+  };
+  return { first: box(at), last: box(at + needle.length - 1) };
+}
+"""
+
+
+def drag_review(page, segment: int, needle: str, occurrence: int = 0) -> None:
+    """Select `needle` in segment `segment` of the review page with a real mouse drag."""
+    rects = page.evaluate(_REVIEW_RECTS_JS, [segment, needle, occurrence])
+    assert rects is not None, f"{needle!r} is not in review segment {segment}"
+    first, last = rects["first"], rects["last"]
+    x0, y0 = first["left"] + 1, (first["top"] + first["bottom"]) / 2
+    x1, y1 = last["right"] - 1, (last["top"] + last["bottom"]) / 2
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    next_frame(page)
+    page.mouse.move(x1, y1, steps=6)
+    next_frame(page)
+    page.mouse.up()
+    selected = page.evaluate("() => getSelection().toString()")
+    assert selected == needle, f"the drag selected {selected!r}, not {needle!r}"

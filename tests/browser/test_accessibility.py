@@ -114,6 +114,7 @@ PAGES = [
     Page("manage", "/admin/studies/lights/manage", admin=True),
     Page("researcher-preview", "/admin/studies/lights/preview", admin=True),
     Page("review-list", "/admin/studies/lights/review", admin=True),
+    Page("compare", "/admin/studies/lights/compare", admin=True),
     Page(
         "review",
         "/admin/studies/lights/review/document?document=story-1",

@@ -434,6 +434,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     # red on red)
     assert page.locator("#action-reject").evaluate(CONTRAST_JS) >= 4.5
     assert page.locator("#action-reject").inner_text() == "Reject"
+    page.once("dialog", lambda dialog: dialog.accept())  # Reject asks to confirm
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
     assert "reject" in page.locator("#worker-log").inner_text()

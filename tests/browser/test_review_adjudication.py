@@ -13,6 +13,7 @@ import pytest
 
 from app.db import session_scope
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.helpers import drag_review
 from tests.test_adjudication_snac import replay_snac_dev
 
 pytestmark = pytest.mark.browser
@@ -100,26 +101,18 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
     assert focused(page) == "Antonio"
     page.keyboard.press("r")
     wait_decided(page, 3)
-    page.keyboard.press("d")  # John: move its end to take "John decides"
+    page.keyboard.press("d")  # John: move its end to take "John decides", selected by mouse
     assert focused(page) == "John"
     page.keyboard.press("e")
-    page.fill("#edit-end", "80")
-    assert page.locator("#edit-preview").inner_text() == "John decides"
-    page.keyboard.press("Enter")
+    drag_review(page, 2, "John decides")
+    page.click("#edit-use-selection")
+    assert page.locator("#edit-preview").inner_text() == "“John decides”"
+    page.click("#save-edit")
     wait_decided(page, 4)
-    # add an error no worker marked: "Hero" in segment 2, selected with the mouse's range
-    page.evaluate(
-        """() => {
-          const p = document.querySelector('[data-segment="1"] .review-text');
-          const piece = [...p.querySelectorAll('.piece')].find((s) => s.textContent.includes('Hero'));
-          const node = piece.firstChild, at = node.textContent.indexOf('Hero');
-          const range = document.createRange();
-          range.setStart(node, at); range.setEnd(node, at + 4);
-          getSelection().removeAllRanges(); getSelection().addRange(range);
-        }"""
-    )
+    # add an error no worker marked: "Hero" in segment 2, selected with the mouse
+    drag_review(page, 1, "Hero")
     page.keyboard.press("+")
-    assert page.locator("#edit-preview").inner_text() == "Hero"
+    assert page.locator("#edit-preview").inner_text() == "“Hero”"
     page.select_option("#edit-category", "CharE")
     page.keyboard.press("Enter")
     page.wait_for_function(
@@ -127,7 +120,7 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
     )
     page.keyboard.press("Shift+D")
     page.wait_for_selector("#review-status.status-done")
-    assert "as CharE “John decides” [68–80]" in page.locator("#review-panel .decision").inner_text()
+    assert "as CharE “John decides”" in page.locator("#review-panel .decision").inner_text()
     page.screenshot(path=str(SHOTS / "review-1440-walked.png"))
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(SHOTS / "review-1440.png"))

@@ -138,8 +138,11 @@ def test_time_is_measured_shown_and_reject_reopens_the_slot(app, client, live_se
 
     assert agreement_workers(app) == 2
     assert arrive(client, "late-worker") == 409  # doc-1 has both its workers
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
+    assert asked and "Reject reader-1?" in asked[0]  # Reject asks first (issue 27 item 10)
     page.fill("textarea[name=note]", "Marked nothing on segment 3; fast.")
     page.click("#action-note")
     page.wait_for_selector("#worker-log")

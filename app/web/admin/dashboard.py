@@ -6,17 +6,14 @@ from collections import defaultdict
 from typing import Any
 
 from flask import (
-    flash,
     jsonify,
-    redirect,
     render_template,
     request,
     url_for,
 )
 
 from app.crowd import platforms
-from app.db import begin_write, get_session
-from app.errors import InvalidInput, MarginaliaError
+from app.db import get_session
 from app.formats import IMPORT_FORMATS
 from app.models import Researcher, Study
 from app.researchers import access
@@ -67,6 +64,18 @@ def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [rows[c] for c in sorted(rows)]
 
 
+BREAKDOWN_ROWS = 12
+
+
+def lowest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Agreement rows (per document, per pair) with the lowest token alpha first, undefined
+    last: where workers part ways is what a researcher looks at."""
+    return sorted(
+        rows,
+        key=lambda r: (r["token"]["alpha"] is None, r["token"]["alpha"] or 0.0),
+    )
+
+
 def worker_links(study: Study) -> list[tuple[str, str]]:
     base = url_for("pages.start", slug=study.slug, _external=True)
     if study.platform == "prolific":
@@ -97,7 +106,6 @@ def render_dashboard(
     study: Study,
     *,
     upload_error: str | None = None,
-    settings_error: str | None = None,
     sharing_error: str | None = None,
     status: int = 200,
 ):
@@ -128,10 +136,12 @@ def render_dashboard(
         settings=platforms.describe(study),
         links=worker_links(study),
         conditions=condition_summary(report["workers"]),
+        per_document=lowest_first(report["agreement"].get("per_document", [])),
+        per_pair=lowest_first(report["agreement"].get("per_pair", [])),
+        breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
         upload_error=upload_error,
-        settings_error=settings_error,
         sharing_error=sharing_error,
         sharing=sharing_summary(db, study),
         researcher=auth.current_researcher(),
@@ -163,53 +173,3 @@ def report_json(slug: str):
     db = get_session()
     study = study_or_404(db, slug)
     return jsonify(study_report(db, study, include_practice=include_practice()))
-
-
-def _training_form(form) -> dict:
-    """The training fields of the settings form (absent fields change nothing)."""
-    changes = {}
-    if "screen_out_url" in form:
-        changes["screen_out_url"] = form.get("screen_out_url") or None
-    if "min_catch_rate" in form:
-        changes["min_catch_rate"] = (form.get("min_catch_rate") or "").strip() or None
-    return changes
-
-
-@bp.post("/studies/<slug>/settings")
-@auth.login_required
-def update_settings(slug: str):
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
-    form = request.form
-    try:
-        minutes_raw = (form.get("abandon_after_minutes") or "").strip()
-        f1_raw = (form.get("qualification_f1") or "").strip()
-        attempts_raw = (form.get("qualification_attempts") or "").strip()
-        hints_raw = (form.get("max_hints_per_segment") or "").strip()
-        score_raw = (form.get("min_hint_score") or "").strip()
-        try:
-            minutes = float(minutes_raw) if minutes_raw else platforms.UNSET
-            f1 = float(f1_raw) if f1_raw else None
-            attempts = int(attempts_raw) if attempts_raw else platforms.UNSET
-            most_hints = int(hints_raw) if hints_raw else platforms.UNSET
-            lowest_score = float(score_raw) if score_raw else platforms.UNSET
-        except ValueError:
-            raise InvalidInput("timeout, F1, attempts and hint limits must be numbers") from None
-        platforms.configure_study(
-            study,
-            platform=form.get("platform") or study.platform,
-            completion_url=form.get("completion_url") or None,
-            abandon_after_minutes=minutes,
-            randomise_conditions=form.get("randomise_conditions") == "1",
-            qualification_f1=f1,
-            qualification_attempts=attempts,
-            max_hints_per_segment=most_hints,
-            min_hint_score=lowest_score,
-            **_training_form(form),
-        )
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_dashboard(study, settings_error=str(exc), status=exc.status)
-    flash("Settings saved.", "ok")
-    return redirect(url_for("admin.dashboard", slug=slug) + "#settings")

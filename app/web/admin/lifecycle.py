@@ -16,7 +16,8 @@ from app.db import begin_write, get_session
 from app.documents import journey, lifecycle
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
-from app.models import Assignment, Document, Study
+from app.models import Assignment, Document, GoldError, Study
+from app.quality.work import has_pass_mark, role
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.markdown import render_markdown
@@ -24,8 +25,39 @@ from app.web.markdown import render_markdown
 MAX_LISTED_DOCUMENTS = 500
 
 
+# How the Manage page names a document's role (app/quality/work.py's, one place to read it):
+ROLE_LABELS = {
+    "practice": "practice",
+    "check": "real work with attention checks",
+    "real": "real work",
+}
+
+
+def role_label(role_name: str, is_gold: bool, checks: int, is_practice: bool = False) -> str:
+    """A document's role as the Manage page shows it: the role (a training document named
+    practice, which teaches, or qualification, which grades), the planted checks' count,
+    and "scores workers" for a gold document that is real work (no pass mark)."""
+    label = ROLE_LABELS[role_name]
+    if role_name == "practice":
+        label = "practice (answers shown, never graded)" if is_practice else "qualification"
+    if checks:
+        label += f" ({checks})"
+    if is_gold and role_name != "practice":
+        label += ", gold: scores workers"
+    return label
+
+
 def _documents(db, study: Study) -> list[dict]:
-    """The study's documents with what stops their removal (first MAX_LISTED_DOCUMENTS)."""
+    """The study's documents with their role (:func:`app.quality.work.role`) and what stops
+    their removal (first MAX_LISTED_DOCUMENTS)."""
+    checks = dict(
+        db.execute(
+            select(GoldError.document_id, func.count())
+            .join(Document, Document.id == GoldError.document_id)
+            .where(Document.study_id == study.id, GoldError.is_check.is_(True))
+            .group_by(GoldError.document_id)
+        ).all()
+    )
     submitted = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, Assignment.status == "submitted")
@@ -33,15 +65,23 @@ def _documents(db, study: Study) -> list[dict]:
         .subquery()
     )
     rows = db.execute(
-        select(Document, func.coalesce(submitted.c.n, 0))
+        select(Document, role(study), func.coalesce(submitted.c.n, 0))
         .outerjoin(submitted, submitted.c.document_id == Document.id)
         .where(Document.study_id == study.id)
         .order_by(Document.position, Document.id)
         .limit(MAX_LISTED_DOCUMENTS)
     ).all()
     return [
-        {"id": d.external_id, "source": d.source, "gold": d.is_gold, "submitted": n}
-        for d, n in rows
+        {
+            "id": d.external_id,
+            "source": d.source,
+            "role": role_name,
+            "label": role_label(
+                role_name, bool(d.is_gold), checks.get(d.id, 0), bool(d.is_practice)
+            ),
+            "submitted": n,
+        }
+        for d, role_name, n in rows
     ]
 
 
@@ -71,16 +111,22 @@ def _done(slug: str, message: str, anchor: str):
     return redirect(url_for("admin.manage", slug=slug) + anchor)
 
 
-def _change(slug: str, section: str, apply, message: str):
-    """Run ``apply(db, study)`` in one write transaction; the page with the error if refused."""
+def _change(slug: str, section: str, apply, message: str, *, on_settings: bool = False):
+    """Run ``apply(db, study)`` in one write transaction; the page (Manage, or Settings with
+    ``on_settings``) with the error if refused."""
+    from app.web.admin.settings import render_settings, settings_saved
+
     db = begin_write(get_session())
     study = study_or_404(db, slug)
+    page = render_settings if on_settings else render_manage
     try:
         apply(db, study)
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
-        return render_manage(study, error=str(exc), section=section, status=exc.status)
+        return page(study, error=str(exc), section=section, status=exc.status)
+    if on_settings:
+        return settings_saved(slug, message, section)
     return _done(slug, message, f"#{section}")
 
 
@@ -143,6 +189,7 @@ def save_instructions(slug: str):
         "instructions",
         lambda db, study: journey.set_instructions(study, text),
         "Instructions saved.",
+        on_settings=True,
     )
 
 
@@ -156,6 +203,7 @@ def save_questionnaire(slug: str):
         "questionnaire",
         lambda db, study: journey.set_definition(study, text, "questionnaire.yaml"),
         "Consent and questionnaires saved.",
+        on_settings=True,
     )
 
 
@@ -166,28 +214,44 @@ def save_return_codes(slug: str):
         for reason in REASONS:
             set_return_code(study, reason, request.form.get(reason, ""))
 
-    return _change(slug, "returns", apply, "Return codes saved.")
+    return _change(slug, "returns", apply, "Return codes saved.", on_settings=True)
+
+
+def _first(db, study: Study, *, gold: bool, practice: bool = False) -> Document | None:
+    return db.scalar(
+        select(Document)
+        .where(
+            Document.study_id == study.id,
+            Document.is_gold.is_(gold),
+            Document.is_practice.is_(practice),
+        )
+        .order_by(Document.position, Document.id)
+        .limit(1)
+    )
 
 
 @bp.get("/studies/<slug>/preview")
 @auth.login_required
 def worker_preview(slug: str):
-    """What a worker meets, read-only: consent, instructions, the first document, the
-    questionnaires. Nothing is stored and no slot is taken."""
+    """What a worker meets, in the order they meet it, read-only: consent, instructions, the
+    first practice document (with a pass mark; then the qualification documents, named), the
+    first real document, the questionnaires.
+    Nothing is stored and no slot is taken."""
     db = get_session()
     study = study_or_404(db, slug)
-    document = db.scalar(
-        select(Document)
-        .where(Document.study_id == study.id, Document.is_gold.is_(False))
-        .order_by(Document.position, Document.id)
-        .limit(1)
-    )
+    practice = _first(db, study, gold=True, practice=True) if has_pass_mark(study) else None
+    graded = _first(db, study, gold=True) if has_pass_mark(study) else None
+    document = _first(db, study, gold=False)
     definition = journey.definition(study)
     return render_template(
         "admin/worker_preview.html",
         study=study,
         consent=render_markdown(definition.get("consent")),
         instructions=render_markdown(journey.instructions(study)),
+        practice=practice,
+        practice_segments=[s.text for s in practice.segments] if practice else [],
+        graded=graded,
+        rule=(study.settings or {}).get("qualification") or {},
         document=document,
         segments=[s.text for s in document.segments] if document else [],
         journey=definition,

@@ -13,9 +13,11 @@ from flask import flash, jsonify, redirect, render_template, request, url_for
 
 from app.db import begin_write, get_session
 from app.documents.studies import find_document
-from app.errors import MarginaliaError
+from app.errors import Conflict, InvalidInput, MarginaliaError
+from app.models import Document
 from app.quality import adjudication
 from app.quality.review_state import adjudicated_scores, review_json, review_progress
+from app.quality.work import Work, select_documents
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
@@ -29,11 +31,7 @@ def _document(db, study):
     return find_document(db, study, request.args.get("document", ""))
 
 
-@bp.get("/studies/<slug>/review")
-@auth.login_required
-def review_list(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200):
     rows = review_progress(db, study)
     return render_template(
         "admin/review_list.html",
@@ -41,7 +39,17 @@ def review_list(slug: str):
         rows=rows,
         researcher=auth.current_researcher(),
         counts={s: sum(1 for r in rows if r["status"] == s) for s in adjudication.STATUSES},
-    )
+        plan=plan,
+        min_workers=min_workers,
+        practice=len(study.documents) - len(_counted_documents(db, study)),
+    ), status
+
+
+@bp.get("/studies/<slug>/review")
+@auth.login_required
+def review_list(slug: str):
+    db = get_session()
+    return _review_list(db, study_or_404(db, slug))
 
 
 @bp.get("/studies/<slug>/review/document")
@@ -108,25 +116,71 @@ def set_status(slug: str):
     return _write(slug, adjudication.set_status)
 
 
+def _counted_documents(db, study) -> list:
+    """The study's documents that count (:mod:`app.quality.work`: practice left out)."""
+    return list(db.scalars(select_documents(study, Work(), Document)))
+
+
+def _min_workers(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("the number of workers must be a whole number") from None
+
+
 @bp.post("/studies/<slug>/review/auto-accept")
 @auth.login_required
 def auto_accept(slug: str):
+    """The study's auto-accept, in two steps: without ``confirm`` the review list shows what
+    it would accept (candidates per document; practice documents left out) and asks; with
+    ``confirm=yes`` and the ``expected`` count it writes, unless the count changed meanwhile."""
     db = begin_write(get_session())
     study = study_or_404(db, slug)
     try:
-        min_workers = int(request.form.get("min_workers", ""))
-    except ValueError:
-        min_workers = 0
-    try:
-        documents = list(study.documents)
-        accepted = adjudication.auto_accept(db, documents, min_workers, _who())
+        min_workers = _min_workers(request.form.get("min_workers"))
+        documents = _counted_documents(db, study)
+        plan = adjudication.auto_accept_plan(db, documents, min_workers)
+        total = sum(n for _, n in plan)
+        if request.form.get("confirm") != "yes":
+            db.rollback()
+            return _review_list(db, study, plan, min_workers)
+        if str(total) != request.form.get("expected"):
+            raise Conflict(
+                f"the count changed meanwhile: {total} candidates now qualify; look again"
+            )
+        accepted = adjudication.auto_accept(db, [d for d, _ in plan], min_workers, _who())
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
         flash(str(exc), "error")
         return redirect(url_for("admin.review_list", slug=slug))
-    flash(f"Accepted {accepted} candidates marked by at least {min_workers} workers.", "ok")
+    flash(
+        f"Accepted {accepted} candidates marked by at least {min_workers} workers, in "
+        f"{len(plan)} documents (now in review).",
+        "ok",
+    )
     return redirect(url_for("admin.review_list", slug=slug))
+
+
+@bp.post("/studies/<slug>/review/auto-accept-document")
+@auth.login_required
+def auto_accept_document(slug: str):
+    """One document's auto-accept from its review page: ``{"min_workers", "expected"}``
+    (the count the page showed and the researcher confirmed); 409 when it changed."""
+
+    def change(db, document, body, who):
+        if not isinstance(body, dict):
+            raise InvalidInput("the body must be a JSON object")
+        min_workers = _min_workers(body.get("min_workers"))
+        plan = adjudication.auto_accept_plan(db, [document], min_workers)
+        found = sum(n for _, n in plan)
+        if body.get("expected") != found:
+            raise Conflict(
+                f"{found} candidates qualify now, not {body.get('expected')}: look again"
+            )
+        adjudication.auto_accept(db, [document], min_workers, who)
+
+    return _write(slug, change)
 
 
 @bp.post("/studies/<slug>/review/promote")

@@ -15,6 +15,7 @@ from flask import (
 from sqlalchemy import select
 from werkzeug.utils import secure_filename
 
+from app.annotation import timing
 from app.crowd import platforms
 from app.db import begin_write, get_session
 from app.documents.studies import (
@@ -83,6 +84,33 @@ def _taxonomy_from_form() -> tuple[dict[str, Any] | None, Path | None]:
     return None, TAXONOMY_DIR / choice
 
 
+def _number(name: str, label: str) -> float | None:
+    raw = (request.form.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidInput(f"{label} must be a number, not {raw[:40]!r}") from None
+
+
+def _common_settings() -> dict[str, Any]:
+    """The New study form's common settings (the rest are on the study's Settings page):
+    the practice pass mark and attempts, the screen-out URL, the attention checks' flag."""
+    changes: dict[str, Any] = {}
+    f1 = _number("qualification_f1", "The pass mark")
+    if f1 is not None:
+        changes["qualification_f1"] = f1
+        attempts = _int_field("qualification_attempts", "Practice attempts", 2)
+        changes["qualification_attempts"] = attempts
+    if (request.form.get("screen_out_url") or "").strip():
+        changes["screen_out_url"] = request.form["screen_out_url"]
+    rate = _number("min_catch_rate", "The attention checks' catch rate")
+    if rate is not None:
+        changes["min_catch_rate"] = rate
+    return changes
+
+
 @bp.route("/studies/new", methods=["GET", "POST"])
 @auth.login_required
 def new_study():
@@ -111,12 +139,15 @@ def new_study():
                 study,
                 platform=request.form.get("platform") or "generic",
                 completion_url=request.form.get("completion_url") or None,
+                **_common_settings(),
             )
             study.owner_id = auth.current_researcher().id
-            study.settings = {  # a new study refuses a submit before every segment was opened
-                **(study.settings or {}),
-                "require_all_segments_seen": not request.form.get("allow_unseen_submit"),
-            }
+            # a new study refuses a submit before every segment was opened
+            timing.apply_settings(
+                study,
+                min_seconds=_number("min_seconds_per_segment", "The speeder threshold"),
+                require_seen=not request.form.get("allow_unseen_submit"),
+            )
             db.commit()
         except MarginaliaError as exc:
             db.rollback()

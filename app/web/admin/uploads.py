@@ -16,7 +16,7 @@ from werkzeug.utils import secure_filename
 from app.db import begin_write, get_session
 from app.detection import import_jobs
 from app.errors import InvalidInput, MarginaliaError
-from app.formats import IMPORT_FORMATS
+from app.formats import IMPORT_FORMATS, checked_source
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.dashboard import render_dashboard
@@ -51,11 +51,22 @@ def upload_documents(slug: str):
         if fmt not in IMPORT_FORMATS:
             raise InvalidInput(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
         per_segment = _sentences_per_segment(request.form.get("sentences_per_segment") or "")
-        if request.form.get("checks") == "1" and "1" in (
-            request.form.get("gold"),
-            request.form.get("practice"),
-        ):
-            raise InvalidInput("a file holds either gold documents or attention checks, not both")
+        kinds = {
+            kind
+            for field, kind in (
+                ("gold", "gold"),
+                ("practice", "gold"),  # practice documents are gold that teaches
+                ("checks", "checks"),
+                ("as_work", "as_work"),
+            )
+            if request.form.get(field) == "1"
+        }
+        if len(kinds) > 1:
+            raise InvalidInput(
+                "a file's annotations are gold (or practice) documents, attention checks or "
+                "imported work: tick one, not both"
+            )
+        source = request.form.get("source") or ""
         payload = upload.read()
         if not payload.strip():
             raise InvalidInput(f"{name}: the file is empty")
@@ -80,9 +91,11 @@ def upload_documents(slug: str):
                 "gold": request.form.get("gold") == "1",
                 # attention checks (only when ticked: older jobs' options stay as they were)
                 **({"checks": True} if request.form.get("checks") == "1" else {}),
+                **({"as_work": True} if request.form.get("as_work") == "1" else {}),
                 # practice documents: gold that teaches, never graded (app/annotation/practice.py)
                 **({"practice": True} if request.form.get("practice") == "1" else {}),
                 "ner": request.form.get("ner") == "1",
+                **({"source": checked_source(source)} if source.strip() else {}),
             },
             created_by=researcher.email if researcher else None,
         )

@@ -5,28 +5,45 @@ every POST carries the CSRF token."""
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import Counter, defaultdict
 from typing import Any
 
-from flask import abort, flash, redirect, render_template, request, url_for
+from flask import Response, abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from app.annotation import reviews, timing
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
-from app.models import Assignment, Document, Study
+from app.formats.spreadsheet import safe_row
+from app.models import Annotation, Assignment, Document, Segment, Study
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.settings import render_settings, settings_saved
 
 DONE_MESSAGES = {
-    "approve": "{worker} approved.",
-    "reject": "{worker} rejected: their work has left the exports and their slots are open.",
+    "approve": "{worker} approved: any work a reject took out is back in the exports.",
+    "reject": "{worker} rejected and blocked: their work has left the exports and the "
+    "agreement figures, and their slots are open.",
     "block": "{worker} blocked: they get no new document in this study.",
     "unblock": "{worker} unblocked.",
     "note": "Note saved.",
 }
+CSV_COLUMNS = (
+    "worker_id",
+    "state",
+    "review_status",
+    "blocked",
+    "platform",
+    "prolific_study_id",
+    "prolific_session_id",
+    "practice_attempts",
+    "best_gold_f1",
+)
+CONTEXT_CHARS = 60
 
 
 def _gold_f1(assignment: Assignment) -> float | None:
@@ -40,6 +57,9 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     verdicts = reviews.reviews(db, study)
     rates = catch_rates(db, study, statuses=WITH_REJECTED)  # one strict-matching pass
     flagged = {w for w, r in rates.items() if r.flagged}
+    gold = set(
+        db.scalars(select(Document.id).where(Document.study_id == study.id, Document.is_gold))
+    )
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
@@ -49,10 +69,23 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
         f1s = [f for a in mine if (f := _gold_f1(a)) is not None]
         verdict = verdicts.get(worker_id)
         time = times.get(worker_id, {})
+        data = [a.platform_data or {} for a in mine]
         rows.append(
             {
                 "worker_id": worker_id,
+                "state": reviews.worker_state(a.status for a in mine),
                 "statuses": dict(Counter(a.status for a in mine)),
+                "sessions": list(
+                    dict.fromkeys(d["session_id"] for d in data if d.get("session_id"))
+                ),
+                "prolific_studies": list(
+                    dict.fromkeys(d["study_id"] for d in data if d.get("study_id"))
+                ),
+                "practice_attempts": sum(
+                    1
+                    for a in mine
+                    if a.document_id in gold and a.status in ("submitted", "screened_out")
+                ),
                 "platform": mine[0].platform,
                 "median": time.get("median_seconds_per_segment"),
                 "active_seconds": time.get("active_seconds"),
@@ -68,18 +101,95 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     return rows
 
 
+def _state_filter() -> str | None:
+    """``?state=``: one of :data:`app.annotation.reviews.STATES`, or None for every worker."""
+    state = request.args.get("state") or None
+    if state is not None and state not in reviews.STATES:
+        abort(400, f"state must be one of {', '.join(reviews.STATES)}")
+    return state
+
+
 @bp.get("/studies/<slug>/workers")
 @auth.login_required
 def workers(slug: str):
     db = get_session()
     study = study_or_404(db, slug)
+    state = _state_filter()
+    rows = worker_rows(db, study)
     return render_template(
         "admin/workers.html",
         study=study,
-        rows=worker_rows(db, study),
+        rows=[r for r in rows if state in (None, r["state"])],
+        states=Counter(r["state"] for r in rows),
+        state=state,
         time_settings=timing.describe(study),
         researcher=auth.current_researcher(),
     )
+
+
+@bp.get("/studies/<slug>/workers.csv")
+@auth.login_required
+def workers_csv(slug: str):
+    """One row per worker (``?state=screened_out``: the IDs to screen out on Prolific)."""
+    db = get_session()
+    study = study_or_404(db, slug)
+    state = _state_filter()
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in worker_rows(db, study):
+        if state in (None, r["state"]):
+            writer.writerow(
+                safe_row(
+                    [
+                        r["worker_id"],
+                        r["state"],
+                        r["review"] or "",
+                        "true" if r["blocked"] else "false",
+                        r["platform"],
+                        " ".join(r["prolific_studies"]),
+                        " ".join(r["sessions"]),
+                        r["practice_attempts"],
+                        "" if r["gold_f1"] is None else f"{r['gold_f1']:.4f}",
+                    ]
+                )
+            )
+    name = f"{study.slug}-workers{'-' + state if state else ''}.csv"
+    return Response(
+        out.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def worker_spans(db, assignment_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Each assignment's live spans in reading order, with up to :data:`CONTEXT_CHARS`
+    characters of their segment before and after (what a researcher reads before a reject)."""
+    rows = db.execute(
+        select(Annotation, Segment.text)
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .join(
+            Segment,
+            (Segment.document_id == Assignment.document_id) & (Segment.index == Annotation.segment),
+        )
+        .where(Annotation.assignment_id.in_(assignment_ids), Annotation.removed_at.is_(None))
+        .order_by(Annotation.assignment_id, Annotation.segment, Annotation.start, Annotation.id)
+    ).all()
+    spans: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for annotation, text in rows:
+        before = text[max(0, annotation.start - CONTEXT_CHARS) : annotation.start]
+        after = text[annotation.end : annotation.end + CONTEXT_CHARS]
+        spans[annotation.assignment_id].append(
+            {
+                "segment": annotation.segment,
+                "category": annotation.category,
+                "text": annotation.text,
+                "comment": annotation.comment,
+                "before": ("…" if annotation.start > CONTEXT_CHARS else "") + before,
+                "after": after + ("…" if annotation.end + CONTEXT_CHARS < len(text) else ""),
+            }
+        )
+    return spans
 
 
 @bp.get("/studies/<slug>/worker")
@@ -98,6 +208,8 @@ def worker(slug: str):
         .order_by(Assignment.id)
     ).all()
     seconds = segment_seconds(db, [a.id for a, _ in assignments])
+    spans = worker_spans(db, [a.id for a, _ in assignments])
+    labels = {c["id"]: c.get("label") or c["id"] for c in study.taxonomy.get("categories", [])}
     return render_template(
         "admin/worker.html",
         study=study,
@@ -109,9 +221,11 @@ def worker(slug: str):
                 "seconds": seconds.get(a.id, {}),
                 "gold_f1": _gold_f1(a),
                 "recall": ((a.scores or {}).get("suggestions") or {}).get("recall"),
+                "spans": spans.get(a.id, []),
             }
             for a, external_id in assignments
         ],
+        labels=labels,
         log=reviews.action_log(db, study, worker_id),
         researcher=auth.current_researcher(),
     )
@@ -158,7 +272,5 @@ def time_settings(slug: str):
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
-        flash(str(exc), "error")
-        return redirect(url_for("admin.workers", slug=slug)), 303
-    flash("Time settings saved.", "ok")
-    return redirect(url_for("admin.workers", slug=slug)), 303
+        return render_settings(study, error=str(exc), section="time", status=exc.status)
+    return settings_saved(slug, "Time settings saved.", "time"), 303

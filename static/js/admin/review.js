@@ -5,7 +5,8 @@
 // Document text, ids and comments are untrusted: text nodes only (dom.js), never HTML.
 
 import { h, clear, byId } from "../dom.js";
-import { utf16ToCp } from "../offsets.js";
+import { attributeFields, attributesText, keepEdited, readAttributes } from "./review-attributes.js";
+import { selectionOffsets } from "./review-selection.js";
 
 const root = byId("review");
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
@@ -29,6 +30,10 @@ for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
   categories[swatch.dataset.category] = swatch.dataset.color;
 }
 const colour = (category) => categories[category] || "#888888";
+const pairedCategories = new Set([...document.querySelectorAll(".swatch[data-kind='paired']")].map((x) => x.dataset.category));
+// a relation's other span may come anywhere and is optional (app/annotation/pairing.py)
+const relationCategories = new Set([...document.querySelectorAll(".swatch[data-kind='relation']")].map((x) => x.dataset.category));
+const takesPair = (category) => pairedCategories.has(category) || relationCategories.has(category);
 
 async function call(url, body) {
   const answer = await fetch(url, {
@@ -171,9 +176,9 @@ function renderLanes() {
       else hidden.add(name);
       render();
     } });
-    const sample = h("span", { class: "lane-sample", "aria-hidden": "true" }, "lane");
+    const sample = h("span", { class: "lane-sample", "aria-hidden": "true" });
     sample.style.setProperty("box-shadow", shadow([{ lane, color: "#1d232b" }], laneNames().length));
-    ui.lanes.append(h("label", { class: "lane" }, box, sample, `lane ${lane + 1}: ${name === "detector" ? "detector (suggestions)" : name}`));
+    ui.lanes.append(h("label", { class: "lane", title: `underline ${lane + 1} from the top` }, box, sample, name === "detector" ? "detector (suggestions)" : name));
   });
 }
 
@@ -203,21 +208,17 @@ function render() {
 
 // --- the panel: the focused candidate, the edit form, added errors --------------------------
 
-function attributesText(values) {
-  const shown = Object.entries(values || {}).map(([key, value]) => `${key}: ${value}`);
-  return shown.length ? h("span", { class: "attributes" }, ` · ${shown.join(", ")}`) : "";
-}
-
 function describe(m) {
   const paired = m.paired ? ` ← paired: “${m.paired.text}” (segment ${m.paired.segment + 1})` : "";
-  return [h("strong", {}, `${m.worker}: `), `“${m.text}” [${m.start}–${m.end}]`, paired, attributesText(m.attributes), m.comment ? h("span", { class: "comment" }, ` · ${m.comment}`) : ""];
+  return [h("strong", {}, `${m.worker}: `), `“${m.text}”`, paired, attributesText(m.attributes), m.comment ? h("span", { class: "comment" }, h("br"), `Comment: ${m.comment}`) : ""];
 }
 
 function decisionLine(row) {
   if (!row) return h("p", { class: "decision undecided" }, "Undecided");
   const what = row.decision === "accepted" ? (row.origin === "edited" ? "Accepted (edited)" : row.origin === "auto" ? "Auto-accepted" : "Accepted") : "Rejected";
-  const moved = row.origin === "edited" ? [h("br"), `as ${row.category} “${row.text}” [${row.start}–${row.end}]`] : [];
-  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved, attributesText(row.attributes));
+  const moved = row.origin === "edited" ? [h("br"), `as ${row.category} “${row.text}”`] : [];
+  const note = row.comment ? [h("br"), h("span", { class: "comment", id: "decision-comment" }, `Comment: ${row.comment}`)] : [];
+  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved, attributesText(row.attributes), note);
 }
 
 function renderPanel() {
@@ -242,7 +243,7 @@ function renderPanel() {
   if (state.added.length) {
     ui.panel.append(h("h3", {}, "Added by reviewers"), h("ul", { class: "marks" }, state.added.map((row) =>
       h("li", { class: row.decision, title: row.stale ? "decided on a candidate that later marks regrouped" : null },
-        `${row.category} “${row.text}” (segment ${row.segment + 1}${row.stale ? ", earlier decision" : ""}) `,
+        `${row.category} “${row.text}” (segment ${row.segment + 1}${row.stale ? ", earlier decision" : ""}) `, row.comment ? h("span", { class: "comment" }, `${row.comment} `) : "",
         row.decision === "accepted" ? h("button", { type: "button", class: "small", onclick: () => send(root.dataset.changeUrl.replace(/0$/, row.id), { decision: "reject", version: row.version }, "Withdrawn.") }, "Withdraw") : "withdrawn"))));
   }
 }
@@ -257,7 +258,7 @@ function startEdit(kind = "candidate", values = null) {
   const base = values || valuesOf(c.decision && c.decision.decision === "accepted" ? c.decision : c.proposal);
   editing = { kind, key: c && c.key, values: base };
   render();
-  const first = ui.panel.querySelector("#edit-start");
+  const first = ui.panel.querySelector("#edit-category");
   if (first) first.focus();
 }
 
@@ -265,42 +266,74 @@ function field(label, id, value, extra = {}) {
   return h("label", { for: id }, label, h("input", { id, type: "number", min: "0", value: String(value), ...extra }));
 }
 
+let picked = null; // the latest selection in the document: {segment, start, end} in code points
+
+function notePick() {
+  const found = selectionOffsets(ui.segments);
+  if (found.outside) return;
+  picked = found.none || found.across ? null : found;
+  if (found.across) say("Select text inside one segment: a span cannot cross a segment break.");
+  const label = document.getElementById("edit-picked");
+  if (label) label.textContent = pickedText();
+}
+
+function pickedText() {
+  if (!picked) return "Nothing selected: select the text in the document.";
+  return `Selected: “${slice(picked.segment, picked.start, picked.end)}” (segment ${picked.segment + 1})`;
+}
+
+function needPick() {
+  if (picked) return true;
+  say("Select the error's text in the document first: nothing is selected.");
+  return false;
+}
+
+ui.segments.addEventListener("mouseup", notePick);
+ui.segments.addEventListener("keyup", notePick);
+ui.segments.addEventListener("touchend", notePick);
+
+function useSelection(which) {
+  if (!needPick()) return;
+  const v = editing.values;
+  if (which === "paired") v.paired = { segment: picked.segment, start: picked.start, end: picked.end, text: slice(picked.segment, picked.start, picked.end) };
+  else Object.assign(v, { segment: picked.segment, start: picked.start, end: picked.end });
+  keepEdited(v);
+  say(which === "paired" ? "The earlier span is the selected text." : "The span is the selected text.", "ok");
+  renderPanel();
+}
+
 function editForm() {
   const v = editing.values;
-  const select = h("select", { id: "edit-category" }, Object.keys(categories).map((id) => h("option", { value: id, selected: id === v.category }, id)));
+  const paired = takesPair(v.category) || v.paired;
+  const select = h("select", { id: "edit-category", onchange: () => {
+    keepEdited(v);
+    if (takesPair(v.category) !== Boolean(paired)) renderPanel();
+    else clear(byId("edit-attributes")).append(...attributeFields(state.attributes[v.category], v.attributes));
+  } }, Object.keys(categories).map((id) => h("option", { value: id, selected: id === v.category }, id)));
   const preview = h("blockquote", { class: "proposal", id: "edit-preview" });
   const form = h("form", { class: "edit-form stack", id: "edit-form", onsubmit: (event) => { event.preventDefault(); saveEdit(); } },
     h("h3", {}, editing.kind === "new" ? "Add an error" : "Edit"),
-    h("div", { class: "edit-grid" }, field("Segment", "edit-segment", v.segment + 1, { min: "1" }), field("Start", "edit-start", v.start), field("End", "edit-end", v.end), h("label", { for: "edit-category" }, "Category", select)),
-    h("div", { class: "edit-grid" }, field("Paired segment", "edit-psegment", v.paired ? v.paired.segment + 1 : "", { min: "1" }), field("Paired start", "edit-pstart", v.paired ? v.paired.start : ""), field("Paired end", "edit-pend", v.paired ? v.paired.end : "")),
-    h("div", { class: "edit-grid", id: "edit-attributes" }, attributeFields(v)),
     preview,
+    h("p", { class: "field-hint", id: "edit-picked", "aria-live": "polite" }, pickedText()),
+    h("div", { class: "decide" },
+      h("button", { type: "button", id: "edit-use-selection", onclick: () => useSelection("span") }, "Use the selected text"),
+      paired ? h("button", { type: "button", id: "edit-use-paired", onclick: () => useSelection("paired") }, relationCategories.has(v.category) ? "…as the linked span" : "…as the earlier span") : null),
+    h("label", { for: "edit-category" }, "Category", select),
+    h("div", { class: "edit-grid", id: "edit-attributes" }, attributeFields(state.attributes[v.category], v.attributes)),
+    h("label", { for: "edit-comment" }, "Comment", h("textarea", { id: "edit-comment", rows: "3", maxlength: "5000" }, v.comment || "")),
+    h("details", { class: "offsets" }, h("summary", {}, "Offsets (code points, for fine tuning)"),
+      h("div", { class: "edit-grid" }, field("Segment", "edit-segment", v.segment + 1, { min: "1" }), field("Start", "edit-start", v.start), field("End", "edit-end", v.end)),
+      h("div", { class: "edit-grid" }, field("Paired segment", "edit-psegment", v.paired ? v.paired.segment + 1 : "", { min: "1" }), field("Paired start", "edit-pstart", v.paired ? v.paired.start : ""), field("Paired end", "edit-pend", v.paired ? v.paired.end : ""))),
     h("div", { class: "decide" }, h("button", { type: "submit", class: "primary", id: "save-edit" }, "Save ", h("kbd", {}, "Enter")), h("button", { type: "button", onclick: () => { editing = null; render(); } }, "Cancel ", h("kbd", {}, "Esc"))),
   );
   const update = () => {
     const body = readForm(form);
-    preview.textContent = body ? body.text : "(out of range)";
+    preview.textContent = body ? (body.text ? `“${body.text}”` : "(empty: select the error's text)") : "(out of range)";
+    if (body && body.paired) preview.append(h("br"), `earlier span: “${body.paired.text}”`);
   };
-  select.addEventListener("change", () => {
-    editing.values.category = select.value;
-    clear(byId("edit-attributes")).append(...attributeFields(editing.values));
-  });
   form.addEventListener("input", update);
   queueMicrotask(update);
   return form;
-}
-
-/** The edit's attribute fields: a list for a choice, a number for a scale (the category's). */
-function attributeFields(v) {
-  return (state.attributes[v.category] || []).map((a) => {
-    const id = `edit-attr-${a.id}`;
-    const value = v.attributes[a.id];
-    const input =
-      a.kind === "choice"
-        ? h("select", { id, dataset: { attribute: a.id } }, h("option", { value: "" }, a.required ? "(choose)" : "(none)"), a.values.map((x) => h("option", { value: x, selected: x === value }, x)))
-        : h("input", { id, type: "number", min: String(a.min), max: String(a.max), value: value === undefined ? "" : String(value), dataset: { attribute: a.id, scale: "1" } });
-    return h("label", { for: id }, a.label, input);
-  });
 }
 
 function slice(segment, start, end) {
@@ -311,14 +344,10 @@ function slice(segment, start, end) {
 function readForm(form) {
   const num = (id) => (form.querySelector(`#${id}`).value === "" ? null : Number(form.querySelector(`#${id}`).value));
   const segment = num("edit-segment") - 1;
-  const body = { segment, start: num("edit-start"), end: num("edit-end"), category: form.querySelector("#edit-category").value, comment: editing.values.comment || "" };
+  const body = { segment, start: num("edit-start"), end: num("edit-end"), category: form.querySelector("#edit-category").value, comment: form.querySelector("#edit-comment").value };
   body.text = slice(segment, body.start, body.end);
   if (body.text === undefined) return null;
-  body.attributes = {};
-  for (const input of form.querySelectorAll("[data-attribute]")) {
-    if (input.value === "") continue;
-    body.attributes[input.dataset.attribute] = input.dataset.scale ? Number(input.value) : input.value;
-  }
+  body.attributes = readAttributes(form);
   const ps = num("edit-psegment");
   const old = editing.values.paired;
   if (ps !== null && num("edit-pstart") !== null && num("edit-pend") !== null) {
@@ -332,6 +361,8 @@ function readForm(form) {
 function saveEdit() {
   const body = readForm(byId("edit-form"));
   if (!body) return say("The edit's offsets are out of range.");
+  if (!body.text || body.end <= body.start) return say("The span is empty: select the error's text in the document, then “Use the selected text”.");
+  if (body.paired && !body.paired.text) return say("The earlier span is empty: select it, then “…as the earlier span”.");
   if (editing.kind === "new") return send(root.dataset.addUrl, { edit: body }, "Added.");
   const c = state.candidates.find((x) => x.key === editing.key);
   return send(root.dataset.decideUrl.replace("KEY", encodeURIComponent(c.key)), { decision: "accept", version: c.decision ? c.decision.version : 0, edit: body }, "Accepted as edited.");
@@ -345,21 +376,12 @@ function decide(decision) {
 }
 
 function addFromSelection() {
-  const selection = window.getSelection();
-  let values = { segment: state.candidates[focus] ? state.candidates[focus].segment : 0, start: 0, end: 0, category: Object.keys(categories)[0], paired: null, comment: "", attributes: {} };
-  if (selection && !selection.isCollapsed && selection.rangeCount) {
-    const at = (node, offset) => {
-      const piece = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
-      const seg = piece && piece.closest("[data-segment]");
-      if (!piece || !piece.dataset.start || !seg) return null;
-      return { segment: Number(seg.dataset.segment), cp: Number(piece.dataset.start) + utf16ToCp(node.textContent, offset) };
-    };
-    const range = selection.getRangeAt(0);
-    const a = at(range.startContainer, range.startOffset);
-    const b = at(range.endContainer, range.endOffset);
-    if (a && b && a.segment === b.segment) values = { ...values, segment: a.segment, start: a.cp, end: b.cp };
-  }
-  startEdit("new", values);
+  if (!needPick()) return;
+  const category = state.candidates[focus] ? state.candidates[focus].category : Object.keys(categories)[0];
+  startEdit("new", { segment: picked.segment, start: picked.start, end: picked.end, category, paired: null, comment: "", attributes: {} });
+}
+
+// --- auto-accept this document: the count first, then the researcher's yes ----------------
 }
 
 function moveTo(index) {
@@ -388,6 +410,11 @@ document.addEventListener("keydown", (event) => {
   if (!state) return;
   const inField = event.target.closest && event.target.closest("input, select, textarea");
   if (event.key === "Escape" && editing) { editing = null; render(); return; }
+  if (event.key === "Enter" && editing && byId("edit-form").contains(event.target) && !event.target.closest("textarea, button, summary")) {
+    event.preventDefault();
+    saveEdit();
+    return;
+  }
   if (inField || event.ctrlKey || event.metaKey || event.altKey) return;
   const actions = {
     j: () => moveTo(focus + 1),
@@ -405,6 +432,8 @@ document.addEventListener("keydown", (event) => {
 });
 
 byId("mark-done").addEventListener("click", () => setStatus("done"));
+byId("add-error").addEventListener("click", () => addFromSelection());
+byId("auto-accept-document").addEventListener("submit", (event) => { event.preventDefault(); autoAccept(); });
 byId("mark-in-review").addEventListener("click", () => setStatus("in_review"));
 
 call(root.dataset.stateUrl).then((data) => {

@@ -32,7 +32,7 @@ export const outbox = new Outbox(API, TOKEN, {
   },
   resolveId: (key) => state.idByKey.get(key) ?? null,
   done: (op, result) => {
-    if (op.kind === "add" && result && result.id !== undefined) {
+    if ((op.kind === "add" || op.kind === "edit") && result && result.id !== undefined) {
       state.idByKey.set(op.client_id, result.id);
       const a = state.annotations.find((x) => x.key === op.client_id);
       if (a) {
@@ -58,6 +58,12 @@ export const outbox = new Outbox(API, TOKEN, {
       setHint(el.formHint, t("not_saved_annotation", { message: err.message }), "error");
     } else if (op.kind === "remove") {
       showStatus("error", err.message);
+    } else if (op.kind === "edit") {
+      const a = state.annotations.find((x) => x.key === op.client_id);
+      if (a) Object.assign(a, { ...op.previous, pending: false }); // the edit was refused: as before
+      renderAll();
+      showStatus("error", err.message);
+      setHint(el.formHint, t("not_saved_edit", { message: err.message }), "error");
     }
   },
 });
@@ -132,6 +138,9 @@ function replayOutbox() {
       state.annotations.push({ ...op.body, key: op.client_id, id: null, pending: true });
     } else if (op.kind === "remove") {
       state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
+    } else if (op.kind === "edit") {
+      const a = state.annotations.find((x) => x.key === op.from);
+      if (a) Object.assign(a, { key: op.client_id, category: op.body.category, comment: op.body.comment, pending: true });
     } else if (op.kind === "position") {
       state.current = clampSegment(op.segment);
       for (const id of (op.events && op.events.dismissed) || []) state.dismissed.add(String(id));
@@ -150,7 +159,8 @@ function readOnlyMessage() {
       ? t("read_only_code", { code: d.completion_code })
       : t("read_only_submitted");
   }
-  return t("read_only_preview");
+  const closed = { screened_out: "read_only_screened_out", rejected: "read_only_rejected", abandoned: "read_only_abandoned" };
+  return t(closed[d.status] || "read_only_preview");
 }
 
 function showBanner(message, tone = "info", retry = null) {

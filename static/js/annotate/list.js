@@ -1,9 +1,13 @@
 // The list of annotations made so far: one entry each (category, segment, text, paired
-// text, comment), hover to light it up in the text, jump to its segment, remove it.
+// text, comment), hover to light it up in the text, jump to its segment, remove it, edit its
+// category or comment in place (the same span: an "edit" in the outbox, stored server-side
+// as the old annotation removed and the span added again).
 
 import { clear, h, setVar } from "../dom.js";
 import { t } from "../i18n.js";
-import { el, labelsOf, page, quote, segLabel, setHint, state, textAttrs } from "./state.js";
+import { el, labelsOf, page, quote, segLabel, setHint, state, textAttrs, uuid } from "./state.js";
+
+let editingKey = null; // the annotation whose category / comment is being changed
 
 export function renderList() {
   clear(el.list);
@@ -74,16 +78,36 @@ export function renderList() {
       state.readOnly
         ? null
         : h(
-            "button",
-            {
-              type: "button",
-              class: "btn btn-small btn-quiet remove-btn",
-              "aria-label": t("remove_label", { label: labels, text: a.text }),
-              onclick: (e) => removeAnnotation(a.key, e.currentTarget),
-            },
-            t("remove"),
+            "div",
+            { class: "annot-actions" },
+            h(
+              "button",
+              {
+                type: "button",
+                class: "btn btn-small btn-quiet edit-btn",
+                "aria-label": t("edit_label", { label: labels, text: a.text }),
+                "aria-expanded": editingKey === a.key ? "true" : "false",
+                disabled: a.pending || a.id === null || a.id === undefined,
+                onclick: () => {
+                  editingKey = editingKey === a.key ? null : a.key;
+                  renderList();
+                },
+              },
+              t("edit"),
+            ),
+            h(
+              "button",
+              {
+                type: "button",
+                class: "btn btn-small btn-quiet remove-btn",
+                "aria-label": t("remove_label", { label: labels, text: a.text }),
+                onclick: (e) => removeAnnotation(a.key, e.currentTarget),
+              },
+              t("remove"),
+            ),
           ),
     );
+    if (editingKey === a.key && !state.readOnly) li.append(editForm(a, cat));
     li.addEventListener("mouseenter", () => hotAnnotation(a.key, true));
     li.addEventListener("mouseleave", () => hotAnnotation(a.key, false));
     el.list.append(li);
@@ -114,6 +138,49 @@ export function removeAnnotation(key, button = null) {
     const target = next && el.list.querySelector(`[data-key="${CSS.escape(next)}"] .remove-btn`);
     (target || el.listHeading).focus();
   }
+}
+
+/** The in-place editor: another category of the same kind (a pair keeps its earlier span),
+ * the comment. */
+function editForm(a, cat) {
+  const choices = [...state.categories.values()].filter((c) => (c.kind === "paired") === (cat.kind === "paired"));
+  const select = h(
+    "select",
+    { class: "edit-category", "aria-label": t("edit_category") },
+    choices.map((c) => h("option", { value: c.id, selected: c.id === a.category }, c.label)),
+  );
+  const comment = h("textarea", { class: "edit-comment", rows: "2", maxlength: "5000", "aria-label": t("edit_comment") }, a.comment || "");
+  return h(
+    "form",
+    {
+      class: "annot-edit",
+      onsubmit: (event) => {
+        event.preventDefault();
+        saveEdit(a.key, select.value, comment.value.trim());
+      },
+    },
+    h("label", {}, `${t("edit_category")} `, select),
+    h("label", {}, `${t("edit_comment")} `, comment),
+    h(
+      "div",
+      { class: "annot-edit-actions" },
+      h("button", { type: "submit", class: "btn btn-small btn-primary save-edit" }, t("edit_save")),
+      h("button", { type: "button", class: "btn btn-small btn-quiet", onclick: () => { editingKey = null; renderList(); } }, t("edit_cancel")),
+    ),
+  );
+}
+
+function saveEdit(key, category, comment) {
+  const a = state.annotations.find((x) => x.key === key);
+  editingKey = null;
+  if (!a || state.readOnly) return renderList();
+  if (category === a.category && comment === (a.comment || "")) return renderList();
+  const newKey = uuid();
+  const previous = { key: a.key, category: a.category, comment: a.comment || "" };
+  Object.assign(a, { key: newKey, category, comment, pending: true });
+  page.outbox.push({ kind: "edit", client_id: newKey, from: previous.key, previous, body: { category, comment, client_id: newKey } });
+  setHint(el.formHint, t("changed", { text: quote(a.text) }), "ok");
+  return page.renderAll();
 }
 
 /** Draw attention to one annotation in the list (e.g. the one a duplicate would repeat). */

@@ -1,0 +1,100 @@
+"""A study's Settings page: every setting in one place, each section its own form (platform
+and assignment, practice and pass mark, attention checks, hints; time on task; instructions;
+consent and questionnaires; return codes). The forms post to their routes here and in
+``lifecycle.py`` / ``workers.py``; each comes back to this page, or shows it again with the
+error above the section that refused the change."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+
+from app.annotation import timing
+from app.crowd import platforms
+from app.crowd.returns import REASONS, return_codes
+from app.db import begin_write, get_session
+from app.documents import journey
+from app.errors import InvalidInput, MarginaliaError
+from app.models import Study
+from app.researchers import accounts as auth
+from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.dashboard import worker_links
+
+
+def render_settings(study: Study, *, error: str | None = None, section: str = "", status=200):
+    body = render_template(
+        "admin/settings.html",
+        study=study,
+        settings=platforms.describe(study),
+        time_settings=timing.describe(study),
+        instructions=journey.instructions(study),
+        questionnaire=(study.settings or {}).get("journey_source", ""),
+        journey=journey.definition(study),
+        codes=return_codes(study),
+        reasons=REASONS,
+        links=worker_links(study),
+        error=error,
+        error_section=section,
+        researcher=auth.current_researcher(),
+    )
+    return body, status
+
+
+def settings_saved(slug: str, message: str, section: str):
+    flash(message, "ok")
+    return redirect(url_for("admin.study_settings", slug=slug) + f"#{section}")
+
+
+@bp.get("/studies/<slug>/settings")
+@auth.login_required
+def study_settings(slug: str):
+    return render_settings(study_or_404(get_session(), slug))
+
+
+def _training_form(form) -> dict:
+    """The training fields of the settings form (absent fields change nothing)."""
+    changes = {}
+    if "screen_out_url" in form:
+        changes["screen_out_url"] = form.get("screen_out_url") or None
+    if "min_catch_rate" in form:
+        changes["min_catch_rate"] = (form.get("min_catch_rate") or "").strip() or None
+    return changes
+
+
+@bp.post("/studies/<slug>/settings")
+@auth.login_required
+def update_settings(slug: str):
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    form = request.form
+    try:
+        minutes_raw = (form.get("abandon_after_minutes") or "").strip()
+        f1_raw = (form.get("qualification_f1") or "").strip()
+        attempts_raw = (form.get("qualification_attempts") or "").strip()
+        hints_raw = (form.get("max_hints_per_segment") or "").strip()
+        score_raw = (form.get("min_hint_score") or "").strip()
+        try:
+            minutes = float(minutes_raw) if minutes_raw else platforms.UNSET
+            f1 = float(f1_raw) if f1_raw else None
+            attempts = int(attempts_raw) if attempts_raw else platforms.UNSET
+            most_hints = int(hints_raw) if hints_raw else platforms.UNSET
+            lowest_score = float(score_raw) if score_raw else platforms.UNSET
+        except ValueError:
+            raise InvalidInput("timeout, F1, attempts and hint limits must be numbers") from None
+        platforms.configure_study(
+            study,
+            platform=form.get("platform") or study.platform,
+            completion_url=form.get("completion_url") or None,
+            abandon_after_minutes=minutes,
+            randomise_conditions=form.get("randomise_conditions") == "1",
+            qualification_f1=f1,
+            qualification_attempts=attempts,
+            max_hints_per_segment=most_hints,
+            min_hint_score=lowest_score,
+            **({"hints": form["hints"]} if form.get("hints") else {}),
+            **_training_form(form),
+        )
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_settings(study, error=str(exc), section="platform", status=exc.status)
+    return settings_saved(slug, "Settings saved.", "platform")
