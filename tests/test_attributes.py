@@ -195,3 +195,80 @@ def test_the_fast_lane_stores_attributes_as_the_route_does(app, client, flask_sa
     with app.app_context(), session_scope() as session:
         stored = session.scalars(select(Annotation.attributes)).all()
     assert stored == [{"severity": "minor", "confidence": 3}] * 2
+
+
+def live_rows(app) -> list[tuple]:
+    """(client_id, category, mark is the first row's id, attributes, comment) of live rows."""
+    from sqlalchemy import select
+
+    from app.db import session_scope
+    from app.models import Annotation
+
+    with app.app_context(), session_scope() as session:
+        rows = session.scalars(
+            select(Annotation).where(Annotation.removed_at.is_(None)).order_by(Annotation.id)
+        ).all()
+        first = rows[0].id if rows else None
+        return [(r.client_id, r.category, r.mark == first, r.attributes, r.comment) for r in rows]
+
+
+def row_id(app, client_id: str) -> int:
+    from sqlalchemy import select
+
+    from app.db import session_scope
+    from app.models import Annotation
+
+    with app.app_context(), session_scope() as session:
+        return session.scalar(select(Annotation.id).where(Annotation.client_id == client_id))
+
+
+def edit(client, token: str, annotation_id: int, given: dict):
+    return client.post(f"/api/assignments/{token}/annotations/{annotation_id}/edit", json=given)
+
+
+def test_an_edit_takes_a_multi_label_mark_as_one(app, client, token):
+    values = {"severity": "major", "confidence": 2}
+    mark = body(categories=["omit", "lang"], attributes=values, comment="c", client_id="m1")
+    first = api_add(client, token, mark).get_json()
+    # the comment alone: the whole mark comes back, both categories, its attributes
+    answer = edit(client, token, first["id"], {"comment": "why?", "client_id": "e1"})
+    assert answer.status_code == 201, answer.get_json()
+    new = answer.get_json()
+    assert (new["categories"], new["attributes"], new["comment"]) == (
+        ["omit", "lang"],
+        values,
+        "why?",
+    )
+    assert live_rows(app) == [
+        ("e1", "omit", False, values, "why?"),
+        (f"~{new['id']}.1", "lang", True, values, "why?"),
+    ]
+    again = edit(client, token, first["id"], {"comment": "why?", "client_id": "e1"})
+    assert again.status_code == 200 and again.get_json() == new  # a retry
+    # categories whose declarations leave the mark's values undeclared: a 400, nothing changes
+    before = db_snapshot(app)
+    refused = edit(client, token, new["id"], {"categories": ["lang", "link"], "client_id": "e2"})
+    assert refused.status_code == 400 and "not declared by" in refused.get_json()["error"]
+    bad = edit(client, token, new["id"], {"attributes": {"severity": "huge"}, "client_id": "e2"})
+    assert bad.status_code == 400 and "'huge' is not one of" in bad.get_json()["error"]
+    same = edit(
+        client, token, new["id"], {"categories": ["lang", "omit"], "client_id": "e2"}
+    )  # the same categories in another order, the same values
+    assert same.status_code == 400 and "changes nothing" in same.get_json()["error"]
+    assert db_snapshot(app) == before
+    # new categories and their values, as an add takes them
+    given = {"categories": ["lang", "link"], "attributes": {}, "client_id": "e3"}
+    moved = edit(client, token, new["id"], given).get_json()
+    assert moved["categories"] == ["lang", "link"] and "attributes" not in moved
+    assert [row[:3] for row in live_rows(app)] == [
+        ("e3", "lang", False),
+        (f"~{moved['id']}.1", "link", True),
+    ]
+    # an edit named by the mark's later row edits the mark: one category now
+    later = row_id(app, f"~{moved['id']}.1")
+    given = {"category": "omit", "attributes": {"severity": "critical"}, "client_id": "e4"}
+    one = edit(client, token, later, given).get_json()
+    assert one["category"] == "omit" and "categories" not in one
+    assert live_rows(app) == [("e4", "omit", False, {"severity": "critical"}, "why?")]
+    payload = client.get(f"/api/assignments/{token}").get_json()["annotations"]
+    assert [(a["id"], a.get("categories")) for a in payload] == [(one["id"], None)]

@@ -93,12 +93,46 @@ def test_a_multi_label_mark_with_attributes_by_keyboard(
     from app.db import session_scope
     from app.models import Annotation
 
-    with app.app_context(), session_scope() as session:
-        rows = session.scalars(select(Annotation).order_by(Annotation.id)).all()
+    def stored():
+        with app.app_context(), session_scope() as session:
+            return session.scalars(select(Annotation).order_by(Annotation.id)).all()
+
+    rows = stored()
     assert [r.category for r in rows] == ["omission", "language"]
     assert rows[1].mark == rows[0].id and rows[0].mark is None
     assert {r.paired_text for r in rows} == {"Ann met Bo"}
     assert rows[0].attributes == {"severity": "major"}
+
+    # Edit in place: the mark as one (its categories as check boxes, its attribute values)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    item.locator(".edit-btn").click()
+    form = item.locator("form.annot-edit")
+    form.locator('.edit-category-choice:has-text("Language") input').uncheck()
+    form.locator('select.edit-attribute[data-attribute="severity"]').select_option("critical")
+    form.locator(".edit-comment").fill("Who is Bo?")
+    assert axe.check(page, "annotate-edit-attributes") == []
+    for width, height in ((1440, 900), (1024, 768), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(
+            path=str(artifacts / f"annotate-attributes-edit-{width}.png"), full_page=True
+        )
+    page.set_viewport_size({"width": 1440, "height": 900})
+    form.locator(".save-edit").click()
+    wait_saved(page)
+    page.wait_for_function(
+        "() => !document.querySelector('#annotation-list .annot-item.is-pending')"
+    )
+    shown = page.locator("#annotation-list .annot-item").first.inner_text()
+    assert "severity: critical" in shown and "Language" not in shown
+    rows = stored()
+    live = [r for r in rows if r.removed_at is None]
+    assert len(rows) == 3 and [r.category for r in live] == ["omission"]
+    assert (live[0].attributes, live[0].comment, live[0].paired_text, live[0].mark) == (
+        {"severity": "critical"},
+        "Who is Bo?",
+        "Ann met Bo",
+        None,
+    )
 
 
 def test_review_shows_and_edits_attributes(
