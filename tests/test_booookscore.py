@@ -214,3 +214,36 @@ def test_as_gold_a_mark_of_several_types_is_a_gold_error_per_type(tmp_path):
     found = {(g.text, g.category) for g in book1.gold}
     assert {("Bo left.", "event_omission"), ("Bo left.", "causal_omission")} <= found
     assert ("Cy won.", "unlabelled") in found
+
+
+@pytest.mark.slow
+def test_the_report_and_compare_give_the_same_clean_sentence_share(app):
+    """One rule (app/quality/sentences.py): on the shared release (one annotator per
+    summary, so K = 1) every summary's BooookScore is compare's clean-sentence share of it,
+    and compare's system figure is the ratio of the report's sums."""
+    from app.db import session_scope
+    from app.documents.studies import get_study
+    from app.quality.compare import compare_systems, document_counts
+    from app.quality.reporting import study_report
+
+    new_study(app, "release", shared_file("booookscore", "summary-gpt4-4096-hier.json"))
+    with app.app_context(), session_scope() as session:
+        study = get_study(session, "release")
+        figures = study_report(session, study)["booookscore"]["workers"]
+        counts, left_out = document_counts(session, study, min_workers=1)
+        compared = compare_systems(session, study, min_workers=1, resamples=99)
+    assert left_out == 0 and len(counts) == len(figures["per_document"]) == 100
+    for document, counted in zip(figures["per_document"], counts, strict=True):
+        (worker,) = document["workers"].values()
+        assert (document["document"], document["sentences"]) == (
+            counted.document,
+            counted.sentences,
+        )
+        assert worker["confusing"] == counted.sentences - counted.clean
+        assert document["score"] == pytest.approx(counted.clean / counted.sentences)
+    sentences = sum(d["sentences"] for d in figures["per_document"])
+    confusing = sum(w["confusing"] for d in figures["per_document"] for w in d["workers"].values())
+    (system,) = compared["systems"]
+    assert system["clean_sentence_share"]["value"] == pytest.approx(1 - confusing / sentences)
+    assert figures["score"] == pytest.approx(0.8648, abs=5e-5)  # the mean over summaries
+    assert 1 - confusing / sentences == pytest.approx(0.8673, abs=5e-5)  # over sentences

@@ -1,13 +1,13 @@
 """The BooookScore of each summary (Chang et al., ICLR 2024) from the counted work, and the
-count of each attribute value (docs/METRICS.md, "BooookScore" and "Attributes").
+count of each attribute value (docs/METRICS.md, "Clean sentences and BooookScore" and
+"Multi-label marks and attributes").
 
-A document's sentences are those of the one splitter (:mod:`app.documents.segmenting`),
-segment by segment. A sentence is **confusing** for a worker when one of the worker's
-counted marks, or a mark's other span (paired or related), overlaps it by at least one
-character. A worker's score on a document is the share of its sentences that are not
-confusing (the paper's definition: 1 - confusing sentences / sentences); the document's
-figure is the mean over the workers who submitted it (a submission with no mark scores
-1.0), or over the adjudicated layer's one worker; a source's (or system's) figure and the
+A worker's score on a document is the clean-sentence share of its segments under the
+worker's counted marks (:func:`app.quality.sentences.sentence_counts` over
+:func:`app.quality.sentences.error_places`: the one computation, which the comparison of
+systems calls too): 1 - confusing sentences / sentences, the paper's definition. The
+document's figure is the mean over the workers who submitted it (a submission with no mark
+scores 1.0), or the adjudicated layer's one worker; a source's (or system's) figure and the
 overall figure are means over documents with a figure. Reading marks from a layer is ours;
 the paper scores one annotator (or GPT-4) per summary.
 """
@@ -15,51 +15,18 @@ the paper scores one annotator (or GPT-4) per summary.
 from __future__ import annotations
 
 import statistics
-from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.documents.segmenting import sentence_spans
 from app.models import Document, Study
+from app.quality.candidates import PAIRED_FIELDS
+from app.quality.sentences import error_places, sentence_counts
+from app.quality.spans import Span, TextKey
 from app.quality.work import Work, columns, select_documents, select_segments, select_work, stream
 
-SPAN_COLUMNS = (
-    "document_id",
-    "worker_id",
-    "segment",
-    "start",
-    "end",
-    "paired_segment",
-    "paired_start",
-    "paired_end",
-    "paired_end_segment",
-    "id",
-)
-Sentences = list[tuple[tuple[int, int], ...]]  # per segment, (start, end) of each sentence
-
-
-def _touched(sentences: Sentences, segment: int, start: int, end: int) -> set[tuple[int, int]]:
-    """(segment, sentence index) of every sentence that [start, end) in ``segment`` overlaps."""
-    spans = sentences[segment]
-    first = bisect_right([e for _, e in spans], start)
-    last = bisect_left([s for s, _ in spans], end)
-    return {(segment, i) for i in range(first, last)}
-
-
-def _confusing(sentences: Sentences, row: Any) -> set[tuple[int, int]]:
-    hit = _touched(sentences, row.segment, row.start, row.end)
-    if row.paired_segment is not None:
-        to = row.paired_end_segment if row.paired_end_segment is not None else row.paired_segment
-        if to == row.paired_segment:
-            hit |= _touched(sentences, to, row.paired_start, row.paired_end)
-        else:  # across segment breaks: the rest of the first, those between, the last's start
-            hit |= _touched(sentences, row.paired_segment, row.paired_start, 1 << 62)
-            for segment in range(row.paired_segment + 1, to):
-                hit |= _touched(sentences, segment, 0, 1 << 62)
-            hit |= _touched(sentences, to, 0, row.paired_end)
-    return hit
+SPAN_COLUMNS = ("document_id", "worker_id", "id", "segment", "start", "end", "category")
 
 
 def _mean(values: list[float]) -> float | None:
@@ -70,26 +37,30 @@ def booookscore(session: Session, study: Study, work: Work) -> dict[str, Any]:
     """``per_document``: [{``document``, ``source``, ``sentences``, ``workers``: {worker:
     {``confusing``, ``score``}}, ``score``}] in document order; ``per_source``: {source:
     {``documents``, ``score``}}; ``score``: the mean over documents (None without any)."""
-    sentences: dict[int, Sentences] = defaultdict(list)
+    documents = session.execute(
+        select_documents(study, work, Document.id, Document.external_id, Document.source)
+    ).all()
+    names = {document_id: name for document_id, name, _ in documents}
+    texts: dict[int, dict[TextKey, str]] = defaultdict(dict)
     for document_id, text in stream(session, select_segments(study, work)):
-        sentences[document_id].append(sentence_spans(text))
+        own = texts[document_id]
+        own[(names[document_id], len(own))] = text
+    kinds = {c["id"]: c.get("kind") for c in (study.taxonomy or {}).get("categories", [])}
     sql = columns(study, work)
-    hits: dict[int, dict[str, set[tuple[int, int]]]] = defaultdict(dict)
-    for row in stream(session, select_work(study, work, *(sql[n].label(n) for n in SPAN_COLUMNS))):
-        confusing = hits[row.document_id].setdefault(row.worker_id, set())
-        if row.id is not None:  # an empty row: submitted with no mark
-            confusing |= _confusing(sentences[row.document_id], row)
+    places: dict[int, dict[str, list[Span]]] = defaultdict(dict)
+    query = select_work(study, work, *(sql[n] for n in (*SPAN_COLUMNS, *PAIRED_FIELDS)))
+    for row in stream(session, query):
+        found = places[row[0]].setdefault(row[1], [])
+        if row[2] is not None:  # else an empty row: submitted with no mark
+            span = Span(names[row[0]], *row[3:7])
+            found += error_places(span, tuple(row[7:12]), kinds.get(row[6]))
     per_document, by_source = [], defaultdict(list)
-    documents = select_documents(study, work, Document.id, Document.external_id, Document.source)
-    for document_id, external_id, source in session.execute(documents):
-        total = sum(len(s) for s in sentences[document_id])
-        workers = {
-            worker: {
-                "confusing": len(hit),
-                "score": 1 - len(hit) / total if total else None,
-            }
-            for worker, hit in hits.get(document_id, {}).items()
-        }
+    for document_id, external_id, source in documents:
+        total = sentence_counts(texts[document_id], ()).sentences
+        workers = {}
+        for worker, found in places.get(document_id, {}).items():
+            counted = sentence_counts(texts[document_id], found)
+            workers[worker] = {"confusing": total - counted.clean, "score": counted.share}
         score = _mean([w["score"] for w in workers.values() if w["score"] is not None])
         per_document.append(
             {
