@@ -460,7 +460,7 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     create_researcher(app, "ada@example.org", admin=True)
     ada = logged_in(app, "ada@example.org")
     listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
-    row = re.search(r'<tr data-worker="A">.*?</tr>', listing, re.DOTALL)
+    row = re.search(r'<tr data-worker="A"[^>]*>.*?</tr>', listing, re.DOTALL)
     assert row is not None and "67%" in row.group(0)
     assert "33%" in ada.get("/admin/studies/demo/worker?id=B").get_data(as_text=True)
 

@@ -13,7 +13,7 @@ from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import find_document, get_study
 from app.documents.text import storable
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
 from app.web.limits import arrival_limit, limiter, practice_limit
@@ -199,6 +199,8 @@ def practice_feedback(token: str, segment: int):
 def suggestion_event(token: str, suggestion_id: int):
     """One event for one suggestion: stored when the worker is shown it, else ignored with
     the same answer (:func:`app.annotation.hint_events.record`)."""
+    if not 0 < suggestion_id <= hint_events.MAX_ID:  # a path naming no possible suggestion
+        raise NotFound("no such suggestion")
     body = json_body()
     event = hint_events.parse_event(body.get("event") if isinstance(body, dict) else None)
     ids = hint_events.parse_ids([suggestion_id])
