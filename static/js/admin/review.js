@@ -382,6 +382,15 @@ function addFromSelection() {
 }
 
 // --- auto-accept this document: the count first, then the researcher's yes ----------------
+
+function autoAccept() {
+  const n = Number(byId("auto-min-workers").value);
+  if (!Number.isInteger(n) || n < 1) return say("The number of workers must be a whole number, at least 1.");
+  const count = state.candidates.filter((c) => !c.decision && c.votes >= n).length;
+  if (!count) return say(`No undecided candidate of this document is marked by at least ${n} workers.`, "ok");
+  const question = `Accept ${count} candidate${count === 1 ? "" : "s"} of this document (${root.dataset.document}) marked by at least ${n} workers, as proposed? Only this document changes.`;
+  if (!window.confirm(question)) return undefined;
+  return send(root.dataset.autoUrl, { min_workers: n, expected: count }, `Auto-accepted ${count} candidate${count === 1 ? "" : "s"}.`);
 }
 
 function moveTo(index) {
