@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Document, Study
 from app.quality.candidates import PAIRED_FIELDS
-from app.quality.sentences import error_places, sentence_counts
+from app.quality.sentences import category_kinds, error_places, sentence_counts
 from app.quality.spans import Span, TextKey
 from app.quality.work import Work, columns, select_documents, select_segments, select_work, stream
 
@@ -45,7 +45,7 @@ def booookscore(session: Session, study: Study, work: Work) -> dict[str, Any]:
     for document_id, text in stream(session, select_segments(study, work)):
         own = texts[document_id]
         own[(names[document_id], len(own))] = text
-    kinds = {c["id"]: c.get("kind") for c in (study.taxonomy or {}).get("categories", [])}
+    kinds = category_kinds(study.taxonomy)
     sql = columns(study, work)
     places: dict[int, dict[str, list[Span]]] = defaultdict(dict)
     query = select_work(study, work, *(sql[n] for n in (*SPAN_COLUMNS, *PAIRED_FIELDS)))

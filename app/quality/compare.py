@@ -29,7 +29,7 @@ from app.models import Document, Study
 from app.quality import compare_stats
 from app.quality.candidates import PAIRED_FIELDS, group_candidates, study_marks
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
-from app.quality.sentences import error_places, sentence_counts, word_count
+from app.quality.sentences import category_kinds, error_places, sentence_counts, word_count
 from app.quality.work import (
     ADJUDICATED,
     WORKERS,
@@ -75,7 +75,7 @@ def _errors_workers(
     """Per document id with at least k submitted workers its errors with >= k votes, each
     at its proposal."""
     scopes = scopes_from_taxonomy(study.taxonomy or {})
-    kinds = _kinds(study)
+    kinds = category_kinds(study.taxonomy)
     out: dict[int, Errors] = {}
     for doc_id, (workers, marks) in study_marks(session, study, work).items():
         if len(workers) < k:
@@ -95,7 +95,7 @@ def _errors_adjudicated(session: Session, study: Study, work: Work) -> dict[int,
     """Per document id of a done review its accepted rows."""
     sql = columns(study, work)
     names = ("document_id", "document", "id", "segment", "start", "end", "category")
-    kinds = _kinds(study)
+    kinds = category_kinds(study.taxonomy)
     out: dict[int, Errors] = {}
     query = select_work(study, work, *(sql[n] for n in (*names, *PAIRED_FIELDS)))
     for row in stream(session, query):
@@ -104,10 +104,6 @@ def _errors_adjudicated(session: Session, study: Study, work: Work) -> dict[int,
             span = Span(row[1], row[3], row[4], row[5], row[6])
             errors.append((span, error_places(span, tuple(row[7:12]), kinds.get(row[6]))))
     return out
-
-
-def _kinds(study: Study) -> dict[str, str | None]:
-    return {c["id"]: c.get("kind") for c in (study.taxonomy or {}).get("categories", [])}
 
 
 def document_counts(

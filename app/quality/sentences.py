@@ -51,6 +51,11 @@ class SentenceCounts:
         return self.clean / self.sentences if self.sentences else None
 
 
+def category_kinds(taxonomy: Mapping[str, Any] | None) -> dict[str, str | None]:
+    """{category id: kind} of a taxonomy snapshot, for :func:`error_places`."""
+    return {c["id"]: c.get("kind") for c in (taxonomy or {}).get("categories", [])}
+
+
 def error_places(span: Span, paired: Sequence[Any] | None, kind: str | None) -> list[Span]:
     """Where an error is, for the clean-sentence share: its ``span``, and for a ``relation``
     category (``kind``) its other span, ``paired`` = (segment, start, end, text,
