@@ -5,7 +5,7 @@
 // Document text, ids and comments are untrusted: text nodes only (dom.js), never HTML.
 
 import { h, clear, byId } from "../dom.js";
-import { attributeFields, attributesText, keepEdited, readAttributes } from "./review-attributes.js";
+import { attributeFields, attributesText, field, keepEdited, readAttributes } from "./review-fields.js";
 import { selectionOffsets } from "./review-selection.js";
 
 const root = byId("review");
@@ -260,10 +260,6 @@ function startEdit(kind = "candidate", values = null) {
   render();
   const first = ui.panel.querySelector("#edit-category");
   if (first) first.focus();
-}
-
-function field(label, id, value, extra = {}) {
-  return h("label", { for: id }, label, h("input", { id, type: "number", min: "0", value: String(value), ...extra }));
 }
 
 let picked = null; // the latest selection in the document: {segment, start, end} in code points

@@ -1,9 +1,15 @@
-// The review page's attribute values (docs/METRICS.md, "Multi-label marks and attributes"):
-// shown after a mark or a decision, and edited in the edit form (a list per choice, a number
-// per scale, as the category declares them), whose values survive its re-renders. Values are
-// untrusted: text nodes only.
+// The review page's edit-form fields: the offsets' number fields, and the attribute values
+// (docs/METRICS.md, "Multi-label marks and attributes") shown after a mark or a decision and
+// edited in the form (a list per choice, a number per scale, as the category declares them);
+// what the researcher chose survives the form's re-renders. Values are untrusted: text nodes
+// only.
 
 import { byId, h } from "../dom.js";
+
+/** A number field of the edit form (a segment or an offset). */
+export function field(label, id, value, extra = {}) {
+  return h("label", { for: id }, label, h("input", { id, type: "number", min: "0", value: String(value), ...extra }));
+}
 
 /** " · id: value, …" after a mark or decision ("" when it has none). */
 export function attributesText(values) {
