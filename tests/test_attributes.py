@@ -1,6 +1,7 @@
 """Issue 28: annotation attributes and multi-label marks through the taxonomy checks and
-the HTTP API (the fast lane hands such bodies to the rules): stored, validated with a clear
-400, one mark as one row per category, removed together, folded in the page's payload."""
+the HTTP API (the hot path's one add, remove and edit, app/annotation/fast.py, the fast lane
+and the route alike): stored, validated with a clear 400, one mark as one row per category,
+each under the add's guards, removed together, folded in the page's payload."""
 
 from __future__ import annotations
 
@@ -150,6 +151,43 @@ def test_a_multi_label_mark_with_attributes_is_stored_read_and_removed_as_one(ap
     assert client.delete(f"/api/assignments/{token}/annotations/{stored['id']}").status_code == 204
     payload = client.get(f"/api/assignments/{token}").get_json()
     assert [a["text"] for a in payload["annotations"]] == ["Ann"]  # both rows went
+
+
+@pytest.mark.parametrize("fast_lane", [True, False], ids=["lane", "route"])
+def test_a_multi_label_mark_takes_the_one_path_and_its_guards(
+    app, client, flask_saw, token, fast_lane
+):
+    """The lane stores a mark of two categories before Flask; a duplicate of either category
+    refuses the whole mark (409 naming the live mark, nothing stored); a retry must repeat
+    the categories; ``~`` ids are the mark's own; a remove naming any row takes the mark;
+    an assignment no longer active takes nothing."""
+    app.config["FAST_LANE"] = fast_lane
+    values = {"severity": "minor"}
+    flask_saw.clear()
+    mark = api_add(
+        client, token, body(categories=["omit", "lang"], attributes=values, client_id="m")
+    )
+    assert mark.status_code == 201 and (flask_saw == []) == fast_lane
+    first = mark.get_json()
+    later = row_id(app, f"~{first['id']}.1")
+    before = db_snapshot(app)
+    for labels in (["link", "lang"], ["lang"], ["omit"]):  # the second, the only, the first
+        given = {"attributes": values} if "omit" in labels else {}
+        again = api_add(client, token, body(categories=labels, client_id="n", **given))
+        assert again.status_code == 409, labels
+        assert again.get_json()["existing_id"] == first["id"]  # the mark, not its later row
+    changed = api_add(client, token, body(categories=["omit"], attributes=values, client_id="m"))
+    assert changed.status_code == 409 and "different annotation" in changed.get_json()["error"]
+    taken = api_add(client, token, body(category="lang", client_id=f"~{first['id'] + 9}.1"))
+    assert taken.status_code == 400 and "must not start with ~" in taken.get_json()["error"]
+    assert db_snapshot(app) == before
+    assert client.delete(f"/api/assignments/{token}/annotations/{later}").status_code == 204
+    assert live_rows(app) == []  # both rows went, by the later row's id
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+    before = db_snapshot(app)
+    late = api_add(client, token, body(categories=["omit", "lang"], attributes=values))
+    assert late.status_code == 409 and "submitted" in late.get_json()["error"]
+    assert db_snapshot(app) == before
 
 
 def test_one_category_per_mark_unless_the_taxonomy_says_so(app, client, tmp_path):

@@ -1,14 +1,15 @@
 """A worker's edit of an annotation in place: new categories, attribute values or comment for
 the same span.
 
-Stored as history, never as an UPDATE: the old mark is removed (``removed_at``, as a Remove
-does: every row of a multi-label mark) and the same span added with the new values under the
-edit's ``client_id``, through :func:`app.annotation.assignments.add_annotation`'s checks
-(categories, ``multi_label``, pair, attributes, comment, the exact-duplicate guard: the
-add's :func:`app.annotation.values.annotation_values`), so a multi-label mark comes back as
-one mark, a row per category grouped by ``mark``. The web API's route (``POST
-…/annotations/<id>/edit``) first refuses an edit in a checked practice segment, as for a
-remove. The caller commits.
+Stored as history, never as an UPDATE: the old mark is removed (every row of a multi-label
+mark) and the same span added with the new values under the edit's ``client_id``, by the hot
+path's own actions (:func:`app.annotation.fast.remove`, then :func:`app.annotation.fast.add`),
+so an edit is refused wherever a remove or an add would be (unknown token, a checked practice
+segment, an assignment no longer active; the add's checks of categories, ``multi_label``,
+pair, attributes and comment, the duplicate guard), by the same SQL, and a multi-label mark
+comes back as one mark, a row per category grouped by ``mark``. Both run in the caller's
+transaction, which commits what this returns and rolls back on a refusal: an edit is stored
+whole or not at all.
 """
 
 from __future__ import annotations
@@ -18,32 +19,43 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.annotation.assignments import (
-    add_annotation,
-    mark_json,
-    mark_rows,
-    now,
-    own_annotation,
-    require_active,
-)
-from app.errors import Conflict, InvalidInput
+from app.annotation import fast, refusals
+from app.annotation.assignments import MAX_ID, get_assignment, mark_json, own_annotation
+from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import Annotation, Assignment
 
 EDIT_FIELDS = frozenset(("category", "categories", "attributes", "comment", "client_id"))
 
 
-def edit_annotation(
-    session: Session, assignment: Assignment, annotation_id: int, body: Any
-) -> tuple[Annotation, bool]:
+def edit(session: Session, token: str, annotation_id: int, body: Any) -> tuple[dict, bool]:
     """Change a live mark's categories, attribute values and/or comment, keeping its span (and
     its other span: a paired category changes only to another paired one). ``category`` (one)
     or ``categories`` (several, ``multi_label`` only) replace the mark's categories, and
     ``attributes`` its values, as an add takes them; what the body leaves out stays as it
-    was. Stored as history: every row of the old mark removed (``removed_at``) and the same
-    span added with the new values under the body's ``client_id``, through
-    :func:`add_annotation`'s checks. A retry with the same ``client_id`` returns the mark it
-    stored. Returns ``(annotation, created)``: the new mark's first row."""
-    require_active(assignment)
+    was. Returns the new mark's JSON and True (``201``); a retry with the same ``client_id``:
+    the mark it stored and False (``200``). Refusals come in the API's order: the
+    assignment's (404, 409) before the body's (400), the annotation's (404) and a stale
+    edit's (409)."""
+    # Concurrent edits of one annotation wait here, so the second finds it removed.
+    assignment = get_assignment(session, token, for_update=True, related=False)
+    try:
+        new, retry = _edit_body(session, assignment, annotation_id, body)
+    except MarginaliaError:
+        known = annotation_id if 0 < annotation_id <= MAX_ID else None
+        refusals.refuse_unless_live(
+            session, fast.keys_of(session, token), token, annotation_id=known
+        )
+        raise
+    if not retry:
+        fast.remove(session, token, annotation_id)  # every row of the mark
+    return fast.add(session, token, new)
+
+
+def _edit_body(
+    session: Session, assignment: Assignment, annotation_id: int, body: Any
+) -> tuple[dict[str, Any], bool]:
+    """The add's body of the edit (the old mark's span with the new values) and whether the
+    edit was stored already (its ``client_id`` is taken: a retry)."""
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     unknown = set(body) - EDIT_FIELDS
@@ -58,25 +70,20 @@ def edit_annotation(
         old = own_annotation(session, assignment, old.mark)
     before = mark_json(session, old)
     new = _edited(before, body)
-    done = session.scalar(
-        select(Annotation).where(
+    taken = session.scalar(
+        select(Annotation.id).where(
             Annotation.assignment_id == assignment.id, Annotation.client_id == body["client_id"]
         )
     )
-    if done is not None:  # a retry: the edit was stored
-        return add_annotation(session, assignment, new)
+    if taken is not None:
+        return new, True
     if old.removed_at is not None:
         raise Conflict("this annotation was removed or edited meanwhile: reload the page")
     if _same(before, new):
         raise InvalidInput(
             "the edit changes nothing: give new categories, attribute values or a comment"
         )
-    moment = now()
-    for row in [old, *mark_rows(session, old)]:
-        if row.removed_at is None:
-            row.removed_at = moment
-    session.flush()
-    return add_annotation(session, assignment, new)
+    return new, False
 
 
 def _edited(before: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

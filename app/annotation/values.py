@@ -1,6 +1,6 @@
 """An add's body checked against its document and its study's taxonomy: the annotation's
-values, or :class:`InvalidInput` naming what is wrong (shared by
-:func:`app.annotation.assignments.add_annotation` and :func:`app.annotation.fast.add`)."""
+values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.fast.add`, once
+per add; researchers' spans: :data:`check_span`)."""
 
 from __future__ import annotations
 
@@ -153,6 +153,8 @@ def annotation_values(
         client_id = uuid.uuid4().hex
     if not isinstance(client_id, str) or not 1 <= len(client_id) <= 100:
         raise InvalidInput("client_id must be text of 1 to 100 characters")
+    if client_id.startswith("~"):  # a multi-label mark's other rows (app/annotation/fast.py)
+        raise InvalidInput("client_id must not start with ~ (kept for a mark's other rows)")
     suggestion_id = body.get("suggestion_id")
     if suggestion_id is not None:
         if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):

@@ -141,13 +141,9 @@ def edit_annotation(token: str, annotation_id: int):
     same span added (CONTRACT.md)."""
     body = json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True)
-    if 0 < annotation_id <= service.MAX_ID:
-        practice.refuse_if_checked(session, assignment.id, annotation_id=annotation_id)
-    annotation, created = edits.edit_annotation(session, assignment, annotation_id, body)
-    answer = service.mark_json(session, annotation)
+    annotation, created = edits.edit(session, token, annotation_id, body)
     session.commit()
-    return jsonify(answer), 201 if created else 200
+    return jsonify(annotation), 201 if created else 200
 
 
 @bp.post("/assignments/<token>/position")
