@@ -247,3 +247,27 @@ def test_the_report_and_compare_give_the_same_clean_sentence_share(app):
     assert system["clean_sentence_share"]["value"] == pytest.approx(1 - confusing / sentences)
     assert figures["score"] == pytest.approx(0.8648, abs=5e-5)  # the mean over summaries
     assert 1 - confusing / sentences == pytest.approx(0.8673, abs=5e-5)  # over sentences
+
+
+def test_the_acceptance_commands_bring_the_file_back(app, database_url, monkeypatch, tmp_path):
+    """Issue 28's acceptance as a researcher types it: ``study create`` with
+    taxonomies/booookscore.yaml, ``import --format booookscore``, ``export --format
+    booookscore --out F``: every summary, single and relation (with its annotator) back."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECRET_KEY", "test")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "summaries.json").write_text(json.dumps(FILE), encoding="utf-8")
+    for args in (
+        ["study", "create", "s", "--taxonomy", str(TAXONOMY)],
+        ["import", "s", "summaries.json", "--format", "booookscore", "--no-ner"],
+        ["export", "s", "--format", "booookscore", "--out", "F.json"],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, (args, result.output)
+    exported = json.loads((tmp_path / "F.json").read_text(encoding="utf-8"))
+    assert content(exported) == content(FILE)
+    assert exported["book-1"]["annotators"] == ["ann", "bob", "cat"]
