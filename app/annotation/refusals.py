@@ -5,11 +5,11 @@ Whether an add, a remove or a position lands is decided by the claim's and the w
 ``WHERE`` (:mod:`app.annotation.hot_sql`), once. These functions run on a refusal only: they
 read the same conditions back (``STATE*``: the assignment's row, its status and the practice
 freeze; ``EARLIER``: the annotation stored under a ``client_id``, with ``MARK_CATEGORIES``
-its mark's other categories; ``duplicate_of``: the live mark an add repeats) to word the answer: 404 for an unknown token, 409 for a frozen practice
-segment or an assignment no longer active, the first annotation for a retry, 409 with
-``existing_id`` for a duplicate. A condition that held again by the time it was read (an
-abandoned assignment reopened in between) is a 503 "try again", which the annotate page's
-outbox retries.
+its mark's other categories; ``duplicate_of``: the live mark an add repeats) to word the
+answer: 404 for an unknown token, 409 for a frozen practice segment or an assignment no
+longer active, the first annotation for a retry, 409 with ``existing_id`` for a duplicate.
+A condition that held again by the time it was read (an abandoned assignment reopened in
+between) is a 503 "try again", which the annotate page's outbox retries.
 """
 
 from __future__ import annotations
