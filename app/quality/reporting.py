@@ -26,8 +26,9 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_sections, groups_from_taxonomy
 from app.quality.attention import attention_report
+from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import (
     confident_recall,
     confident_thresholds,
@@ -115,7 +116,12 @@ def study_report(
       worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
-      sources sorted; documents without a source under ``""``).
+      sources sorted; documents without a source under ``""``); a multi-label mark counts
+      once per category.
+    * ``attributes``: {attribute id: {value: marks}}
+      (:func:`app.quality.booookscore.attribute_counts`).
+    * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
+      is done), each :func:`app.quality.booookscore.booookscore`.
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
@@ -272,7 +278,7 @@ def study_report(
             (thresholds, calibrated),
             states,
         ),
-        "agreement": _agreement(
+        "agreement": agreement_sections(
             [span for spans in worker_spans.values() for span in spans],
             texts,
             annotated,
@@ -283,6 +289,11 @@ def study_report(
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
+        "attributes": attribute_counts(session, study, work),
+        "booookscore": {
+            "workers": booookscore(session, study, work),
+            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
+        },
     }
     order: dict[str, list[str]] = defaultdict(list)
     for assignment in submitted:
@@ -292,24 +303,6 @@ def study_report(
     add_quality(report["workers"], worker_spans, order, texts, scopes)
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     return report
-
-
-def _agreement(
-    spans: list[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, set[str]],
-    categories: list[str],
-    groups: Mapping[str, list[str]],
-    scopes: Mapping[str, str],
-) -> dict[str, Any]:
-    """:func:`agreement_report` plus its breakdown per document and per pair of workers
-    (:func:`agreement_breakdown`), from the same spans and units."""
-    return {
-        **agreement_report(
-            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
-        ),
-        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
-    }
 
 
 def _progress(
