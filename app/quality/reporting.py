@@ -26,6 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
+from app.quality import figures
 from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.confident import (
@@ -66,7 +67,7 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def study_report(
-    session: Session, study: Study, *, include_practice: bool = False
+    session: Session, study: Study, *, include_practice: bool = False, compute_figures=False
 ) -> dict[str, Any]:
     """Progress, per-worker scores, agreement and category distribution of one study.
 
@@ -246,6 +247,8 @@ def study_report(
     suggested = {s.category for spans in calibrated.values() for s in spans}
     thresholds = confident_thresholds(taxonomy, version, calibrations, on_gold, suggested)
     attention = attention_report(session, study)
+    every = [span for spans in worker_spans.values() for span in spans]
+    options: dict[str, Any] = {"categories": category_ids, "scopes": scopes}
 
     report = {
         "study": {
@@ -272,14 +275,10 @@ def study_report(
             (thresholds, calibrated),
             states,
         ),
-        "agreement": _agreement(
-            [span for spans in worker_spans.values() for span in spans],
-            texts,
-            annotated,
-            category_ids,
-            groups,
-            scopes,
-        ),
+        "agreement": {
+            **agreement_report(every, texts, annotated, **options, groups=groups),
+            **agreement_breakdown(every, texts, annotated, **options),
+        },
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
@@ -291,25 +290,11 @@ def study_report(
             names.append(assignment.worker_id)
     add_quality(report["workers"], worker_spans, order, texts, scopes)
     add_to_report(session, study, report["workers"], include_practice=include_practice)
+    figures.add_to_report(
+        session, study, report, every, texts, annotated, **options, groups=groups,
+        include_practice=include_practice, compute_figures=compute_figures,
+    )  # fmt: skip
     return report
-
-
-def _agreement(
-    spans: list[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, set[str]],
-    categories: list[str],
-    groups: Mapping[str, list[str]],
-    scopes: Mapping[str, str],
-) -> dict[str, Any]:
-    """:func:`agreement_report` plus its breakdown per document and per pair of workers
-    (:func:`agreement_breakdown`), from the same spans and units."""
-    return {
-        **agreement_report(
-            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
-        ),
-        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
-    }
 
 
 def _progress(

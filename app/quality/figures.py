@@ -1,0 +1,239 @@
+"""A study's slow figures: γ and unitizing α (:mod:`app.quality.unitizing`), MACE and
+Dawid-Skene (:mod:`app.quality.reliability`), computed from the counted work by a queued job
+and cached per counted-work state (docs/METRICS.md, "Unitized agreement", "Worker
+reliability"; docs/PERFORMANCE.md).
+
+* :func:`compute` is pure: the report's spans, texts and annotated documents in, the figures
+  out. :func:`state_key` hashes the same inputs (and :data:`VERSION`): the figures are
+  **current** while the key of the work now equals the key they were computed from.
+* :func:`cached` is the one cache (a ``figure_jobs`` row per study and practice setting):
+  it returns the stored figures and their state, and computes and stores them first when
+  asked to (``marginalia report``, the worker's job). A web request never computes: it shows
+  what is stored (current, or stale with the state saying so) and can queue a job
+  (:func:`enqueue`), which the worker loop runs (:func:`run_next`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import begin_write
+from app.models import FigureJob, Study, utcnow
+from app.quality.reliability import worker_models
+from app.quality.scoring import Span, TextKey
+from app.quality.unitizing import unitized_report
+
+log = logging.getLogger(__name__)
+VERSION = "1"  # change when a figure's definition changes: every stored figure goes stale
+BUDGET = 20 * 60.0  # seconds of γ per computation; the γ figures after it are left out
+STALE_AFTER = timedelta(minutes=60)  # a running job's worker counts as dead after it
+
+
+def compute(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """``{"unitized": unitized_report(...), "models": worker_models(...)}`` of the work."""
+    spans = list(spans)
+    unitized = unitized_report(
+        spans,
+        texts,
+        annotated,
+        categories=categories,
+        groups=groups,
+        scopes=scopes,
+        budget=BUDGET,
+    )
+    models = worker_models(spans, texts, annotated, categories=categories, scopes=scopes)
+    return {"unitized": unitized, "models": models}
+
+
+def state_key(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+) -> str:
+    """SHA-256 of everything :func:`compute` reads (and :data:`VERSION`)."""
+    digest = hashlib.sha256()
+    head = [VERSION, list(categories), {g: list(c) for g, c in groups.items()}, dict(scopes)]
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    for key in sorted(texts):
+        digest.update(json.dumps([*key, texts[key]]).encode())
+    for worker in sorted(annotated):
+        digest.update(json.dumps([worker, sorted(set(annotated[worker]))]).encode())
+    marks = sorted(
+        (s.document, s.segment, s.start or 0, s.end or 0, s.category, s.source) for s in spans
+    )
+    digest.update(json.dumps(marks).encode())
+    return digest.hexdigest()
+
+
+def _row(session: Session, study: Study, include_practice: bool) -> FigureJob | None:
+    return session.scalar(
+        select(FigureJob).where(
+            FigureJob.study_id == study.id, FigureJob.include_practice.is_(include_practice)
+        )
+    )
+
+
+def cached(
+    session: Session,
+    study: Study,
+    include_practice: bool,
+    key: str,
+    make: Callable[[], dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The stored figures of the study and their state ``{"state": current | stale | none,
+    "job": the job's status or None, "computed_at", "seconds", "error"}``. With ``make``,
+    figures that are not current are computed by it first and stored (the session's read
+    transaction is committed before the write)."""
+    row = _row(session, study, include_practice)
+    if make is not None and (row is None or row.result_key != key):
+        started = time.monotonic()
+        result = make()
+        seconds = round(time.monotonic() - started, 3)
+        session.commit()
+        begin_write(session)
+        row = _row(session, study, include_practice) or FigureJob(
+            study_id=study.id, include_practice=include_practice, status="done"
+        )
+        row.result, row.result_key, row.seconds = result, key, seconds
+        row.finished_at = utcnow()
+        if row.status != "running":  # a running job marks itself done
+            row.status = "done"
+        session.add(row)
+        session.commit()
+    if row is None or row.result is None:
+        state = "none"
+    else:
+        state = "current" if row.result_key == key else "stale"
+    return (row.result if row is not None else None), {
+        "state": state,
+        "job": row.status if row is not None else None,
+        "computed_at": row.finished_at.isoformat() if row and row.finished_at else None,
+        "seconds": row.seconds if row is not None else None,
+        "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
+    }
+
+
+def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob:
+    """Queue the study's figures (a no-op while a job is queued or running); caller commits."""
+    row = _row(session, study, include_practice)
+    if row is None:
+        row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
+        session.add(row)
+    elif row.status in ("queued", "running"):
+        return row
+    row.status, row.attempts, row.run_after, row.last_error = "queued", 0, utcnow(), None
+    session.flush()
+    return row
+
+
+def _give_up(job: FigureJob, now: Any) -> None:
+    job.status, job.finished_at = "failed", now
+    job.last_error = f"the worker stopped while computing these figures {job.attempts} times"
+
+
+def run_next(session: Session, worker: str) -> bool:
+    """Claim one figure job and run it (the study's report with ``compute_figures``); False
+    when none is runnable. A failure is recorded and retried after a backoff."""
+    from app.detection import queue
+    from app.quality.reporting import study_report
+
+    job = queue.claim(
+        session,
+        FigureJob,
+        worker,
+        alive=FigureJob.claimed_at,
+        stale_after=STALE_AFTER,
+        give_up=_give_up,
+    )
+    if job is None:
+        return False
+    session.commit()
+    job_id, study_id, practice = job.id, job.study_id, job.include_practice
+    try:
+        study = session.get(Study, study_id)
+        if study is not None:
+            study_report(session, study, include_practice=practice, compute_figures=True)
+        begin_write(session)
+        done = session.get(FigureJob, job_id)
+        if done is not None:
+            done.status, done.finished_at, done.last_error = "done", utcnow(), None
+        session.commit()
+    except Exception as exc:  # noqa: BLE001 - the worker loop must survive any study
+        session.rollback()
+        begin_write(session)
+        failed = session.get(FigureJob, job_id)
+        if failed is not None:
+            failed.last_error = "".join(traceback.format_exception(exc))[-4000:]
+            queue.requeue(failed)
+        session.commit()
+        log.warning("figure job %s failed: %s", job_id, str(exc).splitlines()[:1])
+    return True
+
+
+def add_to_report(
+    session: Session,
+    study: Study,
+    report: dict[str, Any],
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    include_practice: bool,
+    compute_figures: bool,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+) -> None:
+    """The stored figures into the report (computed first with ``compute_figures``):
+    ``agreement.gamma``, ``agreement.unitized_alpha``, ``agreement.pairs``, ``gamma`` and
+    ``unitized_alpha`` on each ``agreement.per_document`` row, ``agreement.unitized`` (the
+    state, seed, samples, slots), ``agreement.worker_models`` (the models' set-up) and
+    ``reliability`` on each worker row (None without figures)."""
+    options = {"categories": categories, "groups": groups, "scopes": scopes}
+    key = state_key(spans, texts, annotated, **options)
+    make = (lambda: compute(spans, texts, annotated, **options)) if compute_figures else None
+    result, state = cached(session, study, include_practice, key, make)
+    unitized, models = (result or {}).get("unitized") or {}, (result or {}).get("models") or {}
+    agreement = report["agreement"]
+    agreement["gamma"] = unitized.get("gamma")
+    agreement["unitized_alpha"] = unitized.get("unitized_alpha")
+    agreement["pairs"] = unitized.get("pairs")
+    setup = ("seed", "samples", "precision", "study", "skipped")
+    agreement["unitized"] = {**state, **{name: unitized.get(name) for name in setup}}
+    agreement["worker_models"] = {k: v for k, v in models.items() if k != "posteriors"} or None
+    by_document = {row["document"]: row for row in unitized.get("per_document", [])}
+    for row in agreement.get("per_document", []):
+        found = by_document.get(row["document"], {})
+        row["gamma"], row["unitized_alpha"] = found.get("gamma"), found.get("unitized_alpha")
+    competence = models.get("workers", {})
+    for row in report["workers"]:
+        row["reliability"] = competence.get(row["worker_id"])
+
+
+def posteriors(session: Session, study: Study) -> list[dict[str, Any]]:
+    """The stored MACE posteriors of the units some worker marked (counted work, practice
+    left out), current or not: the consensus's input."""
+    row = _row(session, study, False)
+    return list(((row.result or {}).get("models") or {}).get("posteriors", [])) if row else []

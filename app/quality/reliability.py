@@ -1,0 +1,160 @@
+"""Worker reliability from the annotations themselves, without gold: MACE (Hovy et al., 2013)
+and Dawid-Skene (1979), both through ``crowd-kit`` (docs/METRICS.md, "Worker reliability").
+
+A pure function of the counted work (the spans, texts and annotated documents of
+:func:`app.quality.agreement.agreement_report`, sentence-scope spans widened the same way),
+so a queued job can call it (:mod:`app.quality.figures`).
+
+* **Unit**: a (document, segment, sentence, category): the sentences of
+  :func:`app.quality.scoring.sentence_bounds`, for every category of the taxonomy, on the
+  documents at least two workers submitted. A worker's **label** of a unit is 1 when one of
+  their spans of that category overlaps the sentence, else 0; only the workers who submitted
+  the document label its units.
+* **competence** (MACE): the posterior probability that the worker gives the true label
+  rather than a label from their own spamming strategy (crowd-kit's ``spamming_[:, 1]``).
+  :data:`RESTARTS` restarts of :data:`ITERATIONS` variational-Bayes iterations, seed
+  :data:`SEED`.
+* **sensitivity** / **specificity** (Dawid-Skene, :data:`ITERATIONS` EM iterations): the
+  worker's estimated P(label 1 | true 1) and P(label 0 | true 0).
+* **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
+  least one worker marked are returned with theirs (:data:`CONSENSUS` and above: the
+  consensus, a starting point for review).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from app.quality.agreement import _prepare
+from app.quality.scoring import Span, TextKey, sentence_bounds
+
+SEED = 0
+RESTARTS = 3
+ITERATIONS = 50
+CONSENSUS = 0.9  # the default posterior of the consensus (auto-accept by posterior)
+MAX_LABELS = 1_000_000  # beyond it the models are not fitted (a job's bound)
+
+
+def unit_labels(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    categories: Sequence[str],
+    scopes: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, int, int, int, str]], dict[tuple[int, str], int]]:
+    """The units (document, segment, start, end, category) and each (unit index, worker)'s
+    label, for the documents at least two workers submitted."""
+    kept, coders = _prepare(spans, texts, annotated, scopes)
+    workers_of: dict[str, list[str]] = defaultdict(list)
+    for worker, docs in annotated.items():
+        for doc in set(docs):
+            if coders.get(doc, 0) >= 2:
+                workers_of[doc].append(worker)
+    units: list[tuple[str, int, int, int, str]] = []
+    first: dict[tuple[TextKey, str], int] = {}  # (segment key, category) -> first unit index
+    bounds: dict[TextKey, tuple[list[int], list[int]]] = {}
+    labels: dict[tuple[int, str], int] = {}
+    for key in sorted(k for k in texts if k[0] in workers_of):
+        sentences = sentence_bounds(texts[key])
+        bounds[key] = ([s for s, _ in sentences], [e for _, e in sentences])
+        for category in categories:
+            first[(key, category)] = len(units)
+            for start, end in sentences:
+                index = len(units)
+                units.append((key[0], key[1], start, end, category))
+                for worker in workers_of[key[0]]:
+                    labels[(index, worker)] = 0
+    for s in kept:
+        base = first.get((s.key, s.category))
+        if base is None or not s.located or (s.key[0] not in workers_of):
+            continue
+        starts, ends = bounds[s.key]
+        lo = bisect_right(ends, s.start)  # first sentence ending after the span starts
+        hi = bisect_left(starts, s.end) if s.end > s.start else lo + 1  # type: ignore[operator]
+        for i in range(lo, min(hi, len(starts))):
+            if (base + i, s.source) in labels:
+                labels[(base + i, s.source)] = 1
+    return units, labels
+
+
+def worker_models(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    scopes: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """MACE and Dawid-Skene over the sentence units: ``{"unit": "sentence", "units",
+    "labels", "workers": {worker: {"competence", "sensitivity", "specificity", "units"}},
+    "posteriors": [{"document", "segment", "start", "end", "category", "posterior",
+    "marked"}], "seed", "restarts", "iterations", "reason"}``; ``workers`` is empty and
+    ``reason`` says why when the models cannot be fitted."""
+    units, labels = unit_labels(spans, texts, annotated, categories, scopes)
+    out: dict[str, Any] = {
+        "unit": "sentence",
+        "units": len(units),
+        "labels": len(labels),
+        "workers": {},
+        "posteriors": [],
+        "seed": SEED,
+        "restarts": RESTARTS,
+        "iterations": ITERATIONS,
+        "reason": None,
+    }
+    values = set(labels.values())
+    if not labels:
+        out["reason"] = "no document has two workers' submitted work"
+    elif values != {0, 1}:
+        out["reason"] = "every label is the same: nothing to tell workers apart by"
+    elif len(labels) > MAX_LABELS:
+        out["reason"] = f"{len(labels)} labels: more than {MAX_LABELS} are not modelled"
+    if out["reason"]:
+        return out
+    import pandas as pd
+    from crowdkit.aggregation import MACE, DawidSkene
+
+    frame = pd.DataFrame(
+        [(unit, worker, label) for (unit, worker), label in labels.items()],
+        columns=["task", "worker", "label"],
+    )
+    mace = MACE(n_restarts=RESTARTS, n_iter=ITERATIONS, random_state=SEED, verbose=False)
+    posterior = mace.fit_predict_proba(frame)
+    names = list(pd.factorize(frame["worker"])[1])
+    errors = DawidSkene(n_iter=ITERATIONS).fit(frame).errors_
+    per_worker = frame.groupby("worker").size()
+    for i, worker in enumerate(names):
+        out["workers"][worker] = {
+            "competence": float(mace.spamming_[i, 1]),
+            "sensitivity": _rate(errors, worker, 1),
+            "specificity": _rate(errors, worker, 0),
+            "units": int(per_worker[worker]),
+        }
+    marked = frame[frame["label"] == 1].groupby("task").size()
+    for task, count in marked.items():
+        doc, segment, start, end, category = units[int(task)]
+        out["posteriors"].append(
+            {
+                "document": doc,
+                "segment": segment,
+                "start": start,
+                "end": end,
+                "category": category,
+                "posterior": float(posterior.loc[task, 1]),
+                "marked": int(count),
+            }
+        )
+    out["workers"] = dict(sorted(out["workers"].items()))
+    return out
+
+
+def _rate(errors: Any, worker: str, label: int) -> float:
+    """Dawid-Skene's P(worker says ``label`` | the truth is ``label``); 0 for a label the
+    worker never gave."""
+    try:
+        return float(errors.loc[(worker, label), label])
+    except KeyError:
+        return 0.0

@@ -1,0 +1,54 @@
+"""figure jobs: a study's slow figures (γ, unitizing α, MACE, Dawid-Skene) computed by the
+worker and cached per counted-work state (issue 32)
+
+Revision ID: 0013_figure_jobs
+Revises: 0012_practice_documents
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0013_figure_jobs"
+down_revision = "0012_practice_documents"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "figure_jobs",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("study_id", sa.Integer(), nullable=False),
+        sa.Column("include_practice", sa.Boolean(), nullable=False),
+        sa.Column("status", sa.String(length=20), nullable=False),
+        sa.Column("result", sa.JSON(), nullable=True),
+        sa.Column("result_key", sa.String(length=64), nullable=True),
+        sa.Column("seconds", sa.Float(), nullable=True),
+        sa.Column("last_error", sa.Text(), nullable=True),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("run_after", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("claimed_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("claimed_by", sa.String(length=200), nullable=True),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["study_id"],
+            ["studies.id"],
+            name=op.f("fk_figure_jobs_study_id_studies"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_figure_jobs")),
+        sa.UniqueConstraint(
+            "study_id", "include_practice", name=op.f("uq_figure_jobs_study_id_include_practice")
+        ),
+    )
+    op.create_index(op.f("ix_figure_jobs_study_id"), "figure_jobs", ["study_id"], unique=False)
+    op.create_index(op.f("ix_figure_jobs_status"), "figure_jobs", ["status"], unique=False)
+
+
+def downgrade() -> None:
+    op.drop_index(op.f("ix_figure_jobs_status"), table_name="figure_jobs")
+    op.drop_index(op.f("ix_figure_jobs_study_id"), table_name="figure_jobs")
+    op.drop_table("figure_jobs")
