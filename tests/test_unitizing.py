@@ -72,9 +72,9 @@ def test_report_slots_documents_pairs_and_identical_work():
     texts = {("d1", 0): TEXT, ("d1", 1): TEXT, ("d2", 0): TEXT, ("d3", 0): TEXT}
     # d1 and d2: three workers; d3: two, so the study figure (m = 3) leaves it out.
     annotated = {"w1": {"d1", "d2", "d3"}, "w2": {"d1", "d2", "d3"}, "w3": {"d1", "d2"}}
-    spans = [
-        span(d, w, 0, 4) for d in ("d1", "d2") for w in ("w1", "w2", "w3")
-    ] + [span("d1", w, 9, 12, "RefE", segment=1) for w in ("w1", "w2", "w3")]
+    spans = [span(d, w, 0, 4) for d in ("d1", "d2") for w in ("w1", "w2", "w3")] + [
+        span("d1", w, 9, 12, "RefE", segment=1) for w in ("w1", "w2", "w3")
+    ]
     result = unitized_report(spans, texts, annotated, categories=["CharE", "RefE"])
     assert result["study"] == {"annotators": 3, "documents": 2, "left_out": 1}
     everyone_agrees = {"gamma": 1.0}

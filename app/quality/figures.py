@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -47,8 +48,10 @@ def compute(
     categories: Sequence[str],
     groups: Mapping[str, Sequence[str]],
     scopes: Mapping[str, str],
+    budget: float = BUDGET,
 ) -> dict[str, Any]:
-    """``{"unitized": unitized_report(...), "models": worker_models(...)}`` of the work."""
+    """``{"unitized": unitized_report(...), "models": worker_models(...)}`` of the work;
+    ``budget``: seconds of γ (config ``FIGURES_GAMMA_SECONDS``)."""
     spans = list(spans)
     unitized = unitized_report(
         spans,
@@ -57,7 +60,7 @@ def compute(
         categories=categories,
         groups=groups,
         scopes=scopes,
-        budget=BUDGET,
+        budget=budget,
     )
     models = worker_models(spans, texts, annotated, categories=categories, scopes=scopes)
     return {"unitized": unitized, "models": models}
@@ -213,7 +216,12 @@ def add_to_report(
     ``reliability`` on each worker row (None without figures)."""
     options = {"categories": categories, "groups": groups, "scopes": scopes}
     key = state_key(spans, texts, annotated, **options)
-    make = (lambda: compute(spans, texts, annotated, **options)) if compute_figures else None
+    budget = float(current_app.config.get("FIGURES_GAMMA_SECONDS", BUDGET))
+    make = (
+        (lambda: compute(spans, texts, annotated, **options, budget=budget))
+        if compute_figures
+        else None
+    )
     result, state = cached(session, study, include_practice, key, make)
     unitized, models = (result or {}).get("unitized") or {}, (result or {}).get("models") or {}
     agreement = report["agreement"]

@@ -12,8 +12,12 @@ so a queued job can call it (:mod:`app.quality.figures`).
   the document label its units.
 * **competence** (MACE): the posterior probability that the worker gives the true label
   rather than a label from their own spamming strategy (crowd-kit's ``spamming_[:, 1]``).
-  :data:`RESTARTS` restarts of :data:`ITERATIONS` variational-Bayes iterations, seed
-  :data:`SEED`.
+  :data:`RESTARTS` restarts of :data:`ITERATIONS` EM iterations (MACE's ``em`` M-step: on
+  the replayed workers of tests/test_reliability.py its variational-Bayes step put a worker
+  who marks a random half of the errors above the one who marks them all, with one honest
+  worker), seed :data:`SEED`.
+* **consensus_f1**: the worker's F1 against MACE's posterior, soft: 2 Σ p·l / (Σ p + Σ l)
+  over the units the worker labelled (p the unit's posterior, l the worker's label).
 * **sensitivity** / **specificity** (Dawid-Skene, :data:`ITERATIONS` EM iterations): the
   worker's estimated P(label 1 | true 1) and P(label 0 | true 0).
 * **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
@@ -23,6 +27,7 @@ so a queued job can call it (:mod:`app.quality.figures`).
 
 from __future__ import annotations
 
+import warnings
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,8 +50,8 @@ def unit_labels(
     categories: Sequence[str],
     scopes: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[str, int, int, int, str]], dict[tuple[int, str], int]]:
-    """The units (document, segment, start, end, category) and each (unit index, worker)'s
-    label, for the documents at least two workers submitted."""
+    """The units (document, segment, start, end, category: a sentence under a category) of
+    the documents at least two workers submitted, and each (unit index, worker)'s label."""
     kept, coders = _prepare(spans, texts, annotated, scopes)
     workers_of: dict[str, list[str]] = defaultdict(list)
     for worker, docs in annotated.items():
@@ -54,7 +59,7 @@ def unit_labels(
             if coders.get(doc, 0) >= 2:
                 workers_of[doc].append(worker)
     units: list[tuple[str, int, int, int, str]] = []
-    first: dict[tuple[TextKey, str], int] = {}  # (segment key, category) -> first unit index
+    first: dict[tuple[TextKey, str], int] = {}  # (segment, category) -> its first unit
     bounds: dict[TextKey, tuple[list[int], list[int]]] = {}
     labels: dict[tuple[int, str], int] = {}
     for key in sorted(k for k in texts if k[0] in workers_of):
@@ -63,13 +68,12 @@ def unit_labels(
         for category in categories:
             first[(key, category)] = len(units)
             for start, end in sentences:
-                index = len(units)
-                units.append((key[0], key[1], start, end, category))
                 for worker in workers_of[key[0]]:
-                    labels[(index, worker)] = 0
+                    labels[(len(units), worker)] = 0
+                units.append((key[0], key[1], start, end, category))
     for s in kept:
         base = first.get((s.key, s.category))
-        if base is None or not s.located or (s.key[0] not in workers_of):
+        if base is None or not s.located:
             continue
         starts, ends = bounds[s.key]
         lo = bisect_right(ends, s.start)  # first sentence ending after the span starts
@@ -89,7 +93,8 @@ def worker_models(
     scopes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """MACE and Dawid-Skene over the sentence units: ``{"unit": "sentence", "units",
-    "labels", "workers": {worker: {"competence", "sensitivity", "specificity", "units"}},
+    "labels", "workers": {worker: {"competence", "consensus_f1", "sensitivity", "specificity",
+    "units"}},
     "posteriors": [{"document", "segment", "start", "end", "category", "posterior",
     "marked"}], "seed", "restarts", "iterations", "reason"}``; ``workers`` is empty and
     ``reason`` says why when the models cannot be fitted."""
@@ -105,10 +110,9 @@ def worker_models(
         "iterations": ITERATIONS,
         "reason": None,
     }
-    values = set(labels.values())
     if not labels:
         out["reason"] = "no document has two workers' submitted work"
-    elif values != {0, 1}:
+    elif set(labels.values()) != {0, 1}:
         out["reason"] = "every label is the same: nothing to tell workers apart by"
     elif len(labels) > MAX_LABELS:
         out["reason"] = f"{len(labels)} labels: more than {MAX_LABELS} are not modelled"
@@ -121,18 +125,28 @@ def worker_models(
         [(unit, worker, label) for (unit, worker), label in labels.items()],
         columns=["task", "worker", "label"],
     )
-    mace = MACE(n_restarts=RESTARTS, n_iter=ITERATIONS, random_state=SEED, verbose=False)
-    posterior = mace.fit_predict_proba(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # crowd-kit's pandas deprecations
+        mace = MACE(
+            n_restarts=RESTARTS, n_iter=ITERATIONS, method="em", random_state=SEED, verbose=False
+        )
+        posterior = mace.fit_predict_proba(frame)
+        errors = DawidSkene(n_iter=ITERATIONS).fit(frame).errors_
     names = list(pd.factorize(frame["worker"])[1])
-    errors = DawidSkene(n_iter=ITERATIONS).fit(frame).errors_
     per_worker = frame.groupby("worker").size()
+    frame["truth"] = posterior.loc[frame["task"], 1].to_numpy()  # P(the unit is an error)
+    frame["hit"] = frame["truth"] * frame["label"]
+    sums = frame.groupby("worker")[["truth", "label", "hit"]].sum()
     for i, worker in enumerate(names):
+        truth, said, hit = sums.loc[worker]
         out["workers"][worker] = {
             "competence": float(mace.spamming_[i, 1]),
+            "consensus_f1": float(2 * hit / (truth + said)) if truth + said > 0 else None,
             "sensitivity": _rate(errors, worker, 1),
             "specificity": _rate(errors, worker, 0),
             "units": int(per_worker[worker]),
         }
+    out["workers"] = dict(sorted(out["workers"].items()))
     marked = frame[frame["label"] == 1].groupby("task").size()
     for task, count in marked.items():
         doc, segment, start, end, category = units[int(task)]
@@ -147,12 +161,11 @@ def worker_models(
                 "marked": int(count),
             }
         )
-    out["workers"] = dict(sorted(out["workers"].items()))
     return out
 
 
 def _rate(errors: Any, worker: str, label: int) -> float:
-    """Dawid-Skene's P(worker says ``label`` | the truth is ``label``); 0 for a label the
+    """Dawid-Skene's P(the worker says ``label`` | the truth is ``label``); 0 for a label the
     worker never gave."""
     try:
         return float(errors.loc[(worker, label), label])

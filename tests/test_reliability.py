@@ -1,0 +1,142 @@
+"""Worker models from the annotations alone (issue 32; docs/METRICS.md, "Worker
+reliability"), on SQLite and Postgres.
+
+Two SNaC dev summaries (book_6b50, tripod2) as ordinary (non-gold) documents and five
+replayed workers of known quality: **exact** marks every gold error where the shared locate
+rule places it (so exact's marks stand for the gold), **random-half** a seeded half of them,
+**every-word** every word in each of the seven categories, **spammer** a seeded tenth of the
+words, each under a random category, and **nothing** submits without a mark (through the
+API). Their true F1 is the strict F1 against the gold errors, which the study does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.documents.studies import create_study, get_study, import_documents
+from app.formats import parse_documents
+from app.models import Annotation, Assignment, Document, Segment
+from app.quality.reporting import study_report
+from app.quality.scoring import Span, precision_recall_f1, scopes_from_taxonomy
+from app.quality.sentences import WORD_PATTERN
+from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
+from tests.test_snac_roundtrip import plan_marks
+from tests.test_worker_quality import CATEGORIES, DOCS, span
+
+WORKERS = ("exact", "random-half", "every-word", "spammer", "nothing")
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def make(app, client, slug: str) -> None:
+    raw = json.loads(shared_file("snac", "dev.json").read_text(encoding="utf-8"))
+    marks, *_ = plan_marks({doc: raw[doc] for doc in DOCS})
+    documents = [
+        d
+        for d in parse_documents(shared_file("snac", "dev.json"), "snac", gold=False)
+        if d.external_id in DOCS
+    ]
+    rng = random.Random(32)
+    for d in documents:
+        texts = d.segments
+        exact = [
+            (b["segment"], b["start"], b["end"], b["category"]) for b in marks[d.external_id][0]
+        ]
+        for seg, start, end, cat in exact:
+            d.work.append(span("exact", seg, texts[seg], start, end, cat))
+        for seg, start, end, cat in rng.sample(exact, len(exact) // 2):
+            d.work.append(span("random-half", seg, texts[seg], start, end, cat))
+        for seg, text in enumerate(texts):
+            for m in WORD_PATTERN.finditer(text):
+                for cat in CATEGORIES:
+                    d.work.append(span("every-word", seg, text, *m.span(), cat))
+                if rng.random() < 0.1:
+                    d.work.append(span("spammer", seg, text, *m.span(), rng.choice(CATEGORIES)))
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(
+            session, slug, REPO / "taxonomies" / "snac.yaml", annotators_per_doc=10
+        )
+        import_documents(session, study, documents, gold=False)
+    app.config["ARRIVAL_RATE_LIMIT"] = "100000 per minute"
+    for doc in DOCS:
+        opened = client.post(
+            "/api/assignments", json={"study": slug, "document": doc, "worker_id": "nothing"}
+        )
+        token = opened.get_json()["token"]
+        assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+
+@pytest.mark.slow
+def test_mace_competence_orders_workers_as_their_true_f1(app, client):
+    make(app, client, "replayed")
+    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's time budget: none (this test is MACE's)
+    with app.app_context(), session_scope() as session:
+        study = get_study(session, "replayed")
+        report = study_report(session, study, compute_figures=True)
+        scopes = scopes_from_taxonomy(study.taxonomy)
+    models = report["agreement"]["worker_models"]
+    assert (models["unit"], models["reason"]) == ("sentence", None)
+    rows = {row["worker_id"]: row for row in report["workers"]}
+    competence = {w: rows[w]["reliability"]["competence"] for w in rows}
+    assert set(competence) == set(WORKERS)
+    # true F1: strict, against the gold errors the study was not given: exact's marks are
+    # every gold error where the locate rule places it
+    gold = [replace(s, source="gold") for s in _marks(app, "exact")]
+    with app.app_context(), session_scope() as session:
+        texts = {
+            (doc, index): text
+            for doc, index, text in session.execute(
+                select(Document.external_id, Segment.index, Segment.text).join(
+                    Document, Document.id == Segment.document_id
+                )
+            )
+        }
+    # true F1 at the models' unit (a sentence under a category: the report's gold
+    # ``sentence`` figure) against the gold errors the study was not given
+    true_f1 = {
+        w: precision_recall_f1(_marks(app, w), gold, texts=texts, scopes=scopes)["sentence"][
+            "overall"
+        ]["f1"]
+        or 0.0
+        for w in WORKERS
+    }
+    by_f1 = sorted(WORKERS, key=lambda w: -true_f1[w])
+    assert by_f1 == ["exact", "random-half", "every-word", "spammer", "nothing"], true_f1
+    # the F1 against MACE's posterior orders all five as their true F1 does, and equals it
+    consensus = {w: rows[w]["reliability"]["consensus_f1"] for w in WORKERS}
+    assert sorted(WORKERS, key=lambda w: -consensus[w]) == by_f1
+    for w in WORKERS:
+        assert consensus[w] == pytest.approx(true_f1[w], abs=1e-3), w
+    # MACE's competence orders the informative workers as F1 does and puts the three who
+    # carry no information (every-word, spammer, nothing: all but constant or random) below
+    # them all; among those three its order is not F1's (measured here: nothing 0.38,
+    # every-word 0.14, spammer 0.05), since their F1 differ by the errors' base rate alone
+    assert competence["exact"] > 0.99 > competence["random-half"] > 0.5
+    assert max(competence[w] for w in ("every-word", "spammer", "nothing")) < 0.5
+    # Dawid-Skene tells the ways of not informing apart: every-word says 1 to everything
+    # (sensitivity 1, specificity 0), nothing says 0 (sensitivity 0, specificity 1)
+    reliability = {w: rows[w]["reliability"] for w in rows}
+    assert reliability["every-word"]["sensitivity"] > 0.99
+    assert reliability["every-word"]["specificity"] < 0.01
+    assert reliability["nothing"]["sensitivity"] < 0.01
+    assert reliability["nothing"]["specificity"] > 0.99
+
+
+def _marks(app, worker: str) -> list[Span]:
+    with app.app_context(), session_scope() as session:
+        rows = session.execute(
+            select(Document.external_id, Annotation)
+            .join(Assignment, Assignment.id == Annotation.assignment_id)
+            .join(Document, Document.id == Assignment.document_id)
+            .where(Assignment.worker_id == worker)
+        ).all()
+        return [Span(doc, a.segment, a.start, a.end, a.category, worker) for doc, a in rows]
