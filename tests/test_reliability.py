@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import replace
 
 import pytest
@@ -26,7 +27,9 @@ from app.quality.reporting import study_report
 from app.quality.scoring import Span, precision_recall_f1, scopes_from_taxonomy
 from app.quality.sentences import WORD_PATTERN
 from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
+from tests.helpers import export_text
 from tests.test_snac_roundtrip import plan_marks
+from tests.test_worker_management import create_researcher, logged_in
 from tests.test_worker_quality import CATEGORIES, DOCS, span
 
 WORKERS = ("exact", "random-half", "every-word", "spammer", "nothing")
@@ -88,8 +91,7 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     rows = {row["worker_id"]: row for row in report["workers"]}
     competence = {w: rows[w]["reliability"]["competence"] for w in rows}
     assert set(competence) == set(WORKERS)
-    # true F1: strict, against the gold errors the study was not given: exact's marks are
-    # every gold error where the locate rule places it
+    # the gold: exact's marks are every gold error where the locate rule places it
     gold = [replace(s, source="gold") for s in _marks(app, "exact")]
     with app.app_context(), session_scope() as session:
         texts = {
@@ -129,6 +131,24 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     assert reliability["every-word"]["specificity"] < 0.01
     assert reliability["nothing"]["sensitivity"] < 0.01
     assert reliability["nothing"]["specificity"] > 0.99
+    # the Workers page and the assignment export show the stored figures, beside gold F1
+    exported = [
+        json.loads(line) for line in export_text(app, "replayed", "assignments-jsonl").splitlines()
+    ]
+    assert {(r["worker_id"], r["mace_competence"], r["consensus_f1"]) for r in exported} == {
+        (w, competence[w], consensus[w]) for w in WORKERS
+    }
+    create_researcher(app, "owner@example.org", admin=True)
+    researcher = logged_in(app, "owner@example.org")
+    page = researcher.get("/admin/studies/replayed/workers").get_data(as_text=True)
+    for w in WORKERS:
+        cell = re.search(
+            rf'data-worker="{w}".*?<td class="num competence">(.*?)</td>', page, re.S
+        ).group(1)
+        assert f"{competence[w]:.2f}" in cell and f"{consensus[w]:.2f}" in cell, (w, cell)
+    assert "as computed at" in page
+    one = researcher.get("/admin/studies/replayed/worker", query_string={"id": "random-half"})
+    assert f'id="mace-competence">{competence["random-half"]:.2f}<' in one.get_data(as_text=True)
 
 
 def _marks(app, worker: str) -> list[Span]:

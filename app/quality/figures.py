@@ -245,3 +245,15 @@ def posteriors(session: Session, study: Study) -> list[dict[str, Any]]:
     left out), current or not: the consensus's input."""
     row = _row(session, study, False)
     return list(((row.result or {}).get("models") or {}).get("posteriors", [])) if row else []
+
+
+def stored_reliability(session: Session, study: Study) -> tuple[dict[str, Any], str | None]:
+    """Each worker's stored model figures (counted work, practice left out: as last
+    computed, current or not) and when they were computed (None: never)."""
+    row = _row(session, study, False)
+    if row is None or row.result is None:
+        return {}, None
+    models = row.result.get("models") or {}
+    return dict(models.get("workers") or {}), (
+        row.finished_at.isoformat() if row.finished_at else None
+    )
