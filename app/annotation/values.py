@@ -1,6 +1,6 @@
 """An add's body checked against its document and its study's taxonomy: the annotation's
-values, or :class:`InvalidInput` naming what is wrong (shared by
-:func:`app.annotation.assignments.add_annotation` and :func:`app.annotation.fast.add`)."""
+values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.fast.add`, once
+per add; researchers' spans: :data:`check_span`)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ instead. For each request it
    ``PATH_INFO`` the percent-decoded path as latin-1, headers as ``HTTP_*``, ``REMOTE_ADDR``);
 3. and sends the answer: at once when it is a few chunks, else streamed chunk by chunk, each
    chunk produced in the pool and sent with ASGI's flow control (granian's channel of 4), so
-   an export still streams in constant memory and no thread waits on a slow reader.
+   an export still streams in constant memory and no thread waits on a slow reader. Every
+   step of one answer runs in one ``contextvars`` context, whichever thread takes it.
 
 A body sent without ``Content-Length`` (chunked) is not given to the app, as under granian's
 WSGI interface (werkzeug reads no body without a length).
@@ -28,6 +29,7 @@ WSGI interface (werkzeug reads no body without a length).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import io
 import logging
@@ -94,9 +96,13 @@ class Front:
                 return  # the client went away
         environ = _environ(scope, headers, body)
         loop = asyncio.get_running_loop()
+        # Every step of one answer runs in the same context, whichever thread takes it: a
+        # streamed Flask answer pushes its app and request context in one step and pops it
+        # in the last (it was a LookupError, and a download cut short, issue 34).
+        context = contextvars.copy_context()
         try:
             status, response_headers, chunks, rest = await loop.run_in_executor(
-                self.pool, _call, self.wsgi_app, environ
+                self.pool, context.run, _call, self.wsgi_app, environ
             )
         except Exception:
             log.exception("the app failed on %s %s", scope.get("method"), scope.get("path"))
@@ -111,14 +117,16 @@ class Front:
         try:
             for chunk in chunks:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            while (chunk := await loop.run_in_executor(self.pool, next, rest, _DONE)) is not _DONE:
+            while (
+                chunk := await loop.run_in_executor(self.pool, context.run, next, rest, _DONE)
+            ) is not _DONE:
                 if chunk:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
         finally:
             close = getattr(rest, "close", None)
             if close is not None:
-                await loop.run_in_executor(self.pool, close)
+                await loop.run_in_executor(self.pool, context.run, close)
 
     async def _read_body(self, receive: Callable, length: int) -> Any:
         """The body (``length`` bytes at most) as a file at its start; a deadline that
