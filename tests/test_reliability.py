@@ -11,6 +11,8 @@ API). Their true F1 is the strict F1 against the gold errors, which the study do
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 import re
@@ -149,6 +151,50 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     assert "as computed at" in page
     one = researcher.get("/admin/studies/replayed/worker", query_string={"id": "random-half"})
     assert f'id="mace-competence">{competence["random-half"]:.2f}<' in one.get_data(as_text=True)
+    check_consensus_layer(app, researcher, gold, texts, scopes, units=models["units"])
+
+
+def check_consensus_layer(app, researcher, gold, texts, scopes, *, units: int) -> None:
+    """The consensus export layer: MACE's posterior at least 0.9 finds the gold errors (at
+    the sentence unit: F1 1 within 1e-3, as exact's consensus F1); at 0 it is every unit a
+    worker marked (every-word marked them all); each row's text is its sentence."""
+    from app.formats import Work
+
+    def layer(minimum: float) -> list[dict[str, str]]:
+        work = Work(layer="consensus", min_posterior=minimum)
+        return list(csv.DictReader(io.StringIO(export_text(app, "replayed", "csv", work))))
+
+    rows = layer(0.9)
+    assert rows and {r["worker_id"] for r in rows} == {"consensus"}
+    found = [
+        Span(
+            r["document"],
+            int(r["segment"]),
+            int(r["span_start"]),
+            int(r["span_end"]),
+            r["category"],
+            "consensus",
+        )
+        for r in rows
+    ]
+    f1 = precision_recall_f1(found, gold, texts=texts, scopes=scopes)["sentence"]["overall"]
+    assert f1["f1"] == pytest.approx(1.0, abs=1e-3), f1
+    every = layer(0.0)
+    assert len(every) == units
+    for r in every:
+        text = texts[(r["document"], int(r["segment"]))]
+        assert r["span_text"] == text[int(r["span_start"]) : int(r["span_end"])]
+    assert len(layer(0.5)) < len(every)
+    # over HTTP: the same rows; a bad posterior, or one on another layer, is a 400
+    answer = researcher.get("/admin/studies/replayed/export.csv?layer=consensus")
+    assert list(csv.DictReader(io.StringIO(answer.get_data(as_text=True)))) == rows
+    for query in (
+        "layer=consensus&min_posterior=high",
+        "layer=consensus&min_posterior=1.5",
+        "min_posterior=0.5",
+    ):
+        refused = researcher.get(f"/admin/studies/replayed/export.csv?{query}")
+        assert refused.status_code == 400, query
 
 
 def _marks(app, worker: str) -> list[Span]:

@@ -8,6 +8,7 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
 from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
 from app.models.detection import (
+    ConsensusUnit,
     DetectionJob,
     DetectorVersion,
     FigureJob,
@@ -26,6 +27,7 @@ __all__ = [
     "Assignment",
     "Base",
     "Consent",
+    "ConsensusUnit",
     "DetectionJob",
     "DetectorVersion",
     "Document",

@@ -138,3 +138,25 @@ class FigureJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ConsensusUnit(Base):
+    """A unit of the worker models (a sentence under a category) some worker marked, with
+    MACE's posterior that it is an error, as the study's last figure job computed it
+    (app/quality/figures.py, counted work without practice): the ``consensus`` export layer
+    is the units at or above a posterior (app/quality/work.py)."""
+
+    __tablename__ = "consensus_units"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    category: Mapped[str] = mapped_column(String(100))
+    posterior: Mapped[float] = mapped_column(Float)
+    marked: Mapped[int] = mapped_column(Integer)  # how many workers labelled it an error
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -25,11 +25,11 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
-from app.models import FigureJob, Study, utcnow
+from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
 from app.quality.reliability import worker_models
 from app.quality.scoring import Span, TextKey
 from app.quality.unitizing import unitized_report
@@ -124,6 +124,8 @@ def cached(
         if row.status != "running":  # a running job marks itself done
             row.status = "done"
         session.add(row)
+        if not include_practice:
+            store_consensus(session, study, (result.get("models") or {}).get("posteriors", []))
         session.commit()
     if row is None or row.result is None:
         state = "none"
@@ -136,6 +138,23 @@ def cached(
         "seconds": row.seconds if row is not None else None,
         "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
     }
+
+
+def store_consensus(session: Session, study: Study, posteriors: list[dict[str, Any]]) -> None:
+    """Replace the study's consensus units (the ``consensus`` export layer) with
+    ``posteriors`` (:func:`app.quality.reliability.worker_models`); caller commits."""
+    session.execute(delete(ConsensusUnit).where(ConsensusUnit.study_id == study.id))
+    query = select(Document.external_id, Document.id).where(Document.study_id == study.id)
+    ids = {external_id: id_ for external_id, id_ in session.execute(query)}
+    now, names = utcnow(), ("segment", "start", "end", "category", "posterior", "marked")
+    rows = [
+        {"study_id": study.id, "document_id": ids[p["document"]], "created_at": now}
+        | {name: p[name] for name in names}
+        for p in posteriors
+        if p["document"] in ids
+    ]
+    if rows:
+        session.execute(insert(ConsensusUnit), rows)
 
 
 def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob:
@@ -238,13 +257,6 @@ def add_to_report(
     competence = models.get("workers", {})
     for row in report["workers"]:
         row["reliability"] = competence.get(row["worker_id"])
-
-
-def posteriors(session: Session, study: Study) -> list[dict[str, Any]]:
-    """The stored MACE posteriors of the units some worker marked (counted work, practice
-    left out), current or not: the consensus's input."""
-    row = _row(session, study, False)
-    return list(((row.result or {}).get("models") or {}).get("posteriors", [])) if row else []
 
 
 def stored_reliability(session: Session, study: Study) -> tuple[dict[str, Any], str | None]:

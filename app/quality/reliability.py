@@ -21,8 +21,8 @@ so a queued job can call it (:mod:`app.quality.figures`).
 * **sensitivity** / **specificity** (Dawid-Skene, :data:`ITERATIONS` EM iterations): the
   worker's estimated P(label 1 | true 1) and P(label 0 | true 0).
 * **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
-  least one worker marked are returned with theirs (:data:`CONSENSUS` and above: the
-  consensus, a starting point for review).
+  least one worker marked are returned with theirs; those at or above a threshold are the
+  ``consensus`` export layer (app/quality/work.py, default 0.9).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from app.quality.scoring import Span, TextKey, sentence_bounds
 SEED = 0
 RESTARTS = 3
 ITERATIONS = 50
-CONSENSUS = 0.9  # the default posterior of the consensus (auto-accept by posterior)
 MAX_LABELS = 1_000_000  # beyond it the models are not fitted (a job's bound)
 
 
