@@ -1,0 +1,103 @@
+"""The dashboard's agreement and worker views with γ, unitizing α and the worker models
+computed (issue 32), in Chromium: two SNaC dev documents with their three annotators as
+workers; the figures job's numbers on the dashboard (the γ table, the pair heat map, the
+worker models' line and the consensus link), on the Workers page and on a worker's page;
+screenshots at 1440, 1024 and 390 px (tests/.artifacts/), no sideways scroll on a phone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.db import session_scope
+from app.documents.records import ImportedSpan
+from app.documents.studies import create_study, get_study, import_documents
+from app.formats import parse_documents
+from app.quality.reporting import study_report
+from tests.conftest import REPO, shared_file
+from tests.test_snac_roundtrip import plan_marks
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+EMAIL, PASSWORD = "agreement@example.org", "researcher password 32"
+DOCS = ("book_6b108", "tripod2")  # three annotators each (tests/test_unitizing_snac.py)
+WIDTHS = (1440, 1024, 390)
+
+
+def seed(app) -> dict:
+    """The two documents with each annotator's spans as a submitted worker; the figures
+    computed as the worker's job computes them; the report."""
+    from app.researchers.accounts import create_researcher
+
+    path = shared_file("snac", "dev.json")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    marks, *_ = plan_marks({doc: raw[doc] for doc in DOCS})
+    documents = [d for d in parse_documents(path, "snac") if d.external_id in DOCS]
+    for document in documents:
+        for worker, bodies in marks[document.external_id].items():
+            for b in bodies:
+                p = b["paired"]
+                paired = (p["segment"], p["start"], p["end"], p["text"]) if p else None
+                document.work.append(
+                    ImportedSpan(
+                        f"worker-{worker}",
+                        b["segment"],
+                        b["start"],
+                        b["end"],
+                        b["text"],
+                        b["category"],
+                        paired,
+                    )
+                )
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(
+            session, "agree", REPO / "taxonomies" / "snac.yaml", annotators_per_doc=3
+        )
+        study.title = "SNaC dev: unitized agreement"
+        import_documents(session, study, documents)
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
+    with app.app_context(), session_scope() as session:
+        return study_report(session, get_study(session, "agree"), compute_figures=True)
+
+
+def shoot(page, artifacts, name: str, *sections: str) -> None:
+    """The whole page and each of ``sections`` (CSS ids) at each width."""
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(artifacts / f"{name}-{width}.png"), full_page=True)
+        for section in sections:
+            shot = artifacts / f"{name}-{section}-{width}.png"
+            page.locator(f"#{section}").screenshot(path=str(shot))
+        scroll = page.evaluate("() => document.documentElement.scrollWidth")
+        assert scroll <= width, (name, width, scroll)
+
+
+def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
+    report = seed(app)
+    agreement = report["agreement"]
+    assert agreement["unitized"]["state"] == "current"
+    page = pw_page
+    page.goto(f"{live_server.url}/admin/login")
+    page.fill('input[name="email"]', EMAIL)
+    page.fill('input[name="password"]', PASSWORD)
+    page.click('button:has-text("Log in")')
+    page.goto(f"{live_server.url}/admin/studies/agree")
+    assert page.get_attribute("#unitized-state", "data-state") == "current"
+    every = page.locator("#unitized-table tbody tr").last.inner_text()
+    assert f"{agreement['gamma']['all']['gamma']:.2f}" in every
+    assert page.locator("#pair-heat tbody tr").count() == 3
+    assert "Consensus" in page.inner_text("#worker-models") or "consensus" in page.inner_text(
+        "#worker-models"
+    )
+    competence = {row["worker_id"]: row["reliability"]["competence"] for row in report["workers"]}
+    cell = page.locator('#worker-table tr[data-worker="worker-0"] td.competence').inner_text()
+    assert cell.startswith(f"{competence['worker-0']:.2f}"), cell
+    shoot(page, artifacts, "dashboard", "agreement", "workers")
+    page.goto(f"{live_server.url}/admin/studies/agree/workers")
+    cell = page.locator('#workers-table tr[data-worker="worker-1"] td.competence').inner_text()
+    assert cell.startswith(f"{competence['worker-1']:.2f}"), cell
+    shoot(page, artifacts, "workers-models")
+    page.goto(f"{live_server.url}/admin/studies/agree/worker?id=worker-2")
+    assert page.inner_text("#mace-competence") == f"{competence['worker-2']:.2f}"
+    shoot(page, artifacts, "worker-models")
