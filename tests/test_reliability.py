@@ -206,3 +206,42 @@ def _marks(app, worker: str) -> list[Span]:
             .where(Assignment.worker_id == worker)
         ).all()
         return [Span(doc, a.segment, a.start, a.end, a.category, worker) for doc, a in rows]
+
+
+def test_units_labels_and_consensus_f1_by_hand():
+    """Three sentences, one category, three workers on one document: a span labels every
+    sentence it overlaps (b's crosses the first break: two labels); each worker's consensus
+    F1 is 2 Σ p·l / (Σ p + Σ l) over MACE's posteriors p of the units (all three marked, so
+    all three returned) and the worker's labels l."""
+    from app.quality.reliability import unit_labels, worker_models
+
+    text = "Anna sings. Bob dances. Cleo sleeps."  # sentences [0,11) [12,23) [24,36)
+    texts = {("d", 0): text}
+
+    def mark(worker, start, end):
+        return Span("d", 0, start, end, "CharE", worker, text[start:end])
+
+    spans = [mark("a", 0, 4), mark("b", 5, 15), mark("c", 24, 28), mark("a", 12, 15)]
+    annotated = {w: {"d"} for w in ("a", "b", "c")}
+    units, labels = unit_labels(spans, texts, annotated, ["CharE"])
+    assert [u[2:4] for u in units] == [(0, 11), (12, 23), (24, 36)]
+    assert {w: [labels[(i, w)] for i in range(3)] for w in "abc"} == {
+        "a": [1, 1, 0],
+        "b": [1, 1, 0],
+        "c": [0, 0, 1],
+    }
+    models = worker_models(spans, texts, annotated, categories=["CharE"])
+    assert (models["units"], models["labels"], models["reason"]) == (3, 9, None)
+    p = {(q["start"], q["category"]): q["posterior"] for q in models["posteriors"]}
+    posterior = [p[(0, "CharE")], p[(12, "CharE")], p[(24, "CharE")]]
+    assert posterior[0] > 0.5 and posterior[2] < 0.5  # two against one
+    for worker, said in (("a", [1, 1, 0]), ("c", [0, 0, 1])):
+        hit = sum(q * s for q, s in zip(posterior, said, strict=True))
+        expected = 2 * hit / (sum(posterior) + sum(said))
+        assert models["workers"][worker]["consensus_f1"] == pytest.approx(expected)
+        assert models["workers"][worker]["units"] == 3
+    # one worker alone, or nobody marking: not fitted, and the reason says why
+    alone = worker_models(spans[:1], texts, {"a": {"d"}}, categories=["CharE"])
+    assert alone["workers"] == {} and "two workers" in alone["reason"]
+    silent = worker_models([], texts, annotated, categories=["CharE"])
+    assert silent["workers"] == {} and "same" in silent["reason"]

@@ -91,6 +91,12 @@ def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
         "#worker-models"
     )
     competence = {row["worker_id"]: row["reliability"]["competence"] for row in report["workers"]}
+    # with three workers MACE settles on the most conservative (docs/METRICS.md, "With few
+    # workers"): worker-2 marks only the errors all three marked
+    consensus = {row["worker_id"]: row["reliability"]["consensus_f1"] for row in report["workers"]}
+    assert competence["worker-0"] < competence["worker-1"] < competence["worker-2"]
+    assert consensus["worker-0"] < consensus["worker-1"] < consensus["worker-2"]
+    assert consensus["worker-2"] == pytest.approx(1.0, abs=1e-3)
     cell = page.locator('#worker-table tr[data-worker="worker-0"] td.competence').inner_text()
     assert cell.startswith(f"{competence['worker-0']:.2f}"), cell
     shoot(page, artifacts, "dashboard", "agreement", "workers")
