@@ -152,6 +152,7 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     one = researcher.get("/admin/studies/replayed/worker", query_string={"id": "random-half"})
     assert f'id="mace-competence">{competence["random-half"]:.2f}<' in one.get_data(as_text=True)
     check_consensus_layer(app, researcher, gold, texts, scopes, units=models["units"])
+    check_auto_accept_by_posterior(app, researcher)
 
 
 def check_consensus_layer(app, researcher, gold, texts, scopes, *, units: int) -> None:
@@ -245,3 +246,56 @@ def test_units_labels_and_consensus_f1_by_hand():
     assert alone["workers"] == {} and "two workers" in alone["reason"]
     silent = worker_models([], texts, annotated, categories=["CharE"])
     assert silent["workers"] == {} and "same" in silent["reason"]
+
+
+def check_auto_accept_by_posterior(app, researcher) -> None:
+    """Auto-accept by posterior: counted first (nothing written), then, confirmed, it accepts
+    exactly the undecided candidates whose proposal overlaps a consensus row (posterior at
+    least 0.9) of its category, recounted here from the consensus export layer."""
+    from app.formats import Work
+    from app.models import AdjudicatedError
+    from app.quality.review_state import candidates_of
+    from tests.test_worker_management import csrf
+
+    layer = csv.DictReader(
+        io.StringIO(export_text(app, "replayed", "csv", Work(layer="consensus")))
+    )
+    held = [
+        (r["document"], int(r["segment"]), int(r["span_start"]), int(r["span_end"]), r["category"])
+        for r in layer
+    ]
+    expected = {}
+    with app.app_context(), session_scope() as session:
+        for document in get_study(session, "replayed").documents:
+            expected[document.external_id] = {
+                c.key
+                for c in candidates_of(session, document)
+                if any(
+                    (doc, seg, cat) == (document.external_id, c.segment, c.category)
+                    and start < c.proposal.end
+                    and c.proposal.start < end
+                    for doc, seg, start, end, cat in held
+                )
+            }
+            assert 0 < len(expected[document.external_id]) < len(candidates_of(session, document))
+    total = sum(len(keys) for keys in expected.values())
+    url = "/admin/studies/replayed/review/auto-accept"
+    form = {"csrf_token": csrf(researcher), "min_workers": "1", "min_posterior": "0.9"}
+    asked = researcher.post(url, data=form).get_data(as_text=True)
+    assert f'name="expected" value="{total}"' in asked and "MACE posterior" in asked
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(AdjudicatedError.id)) is None  # counted, not written
+    bad = researcher.post(url, data={**form, "min_posterior": "2"}, follow_redirects=True)
+    assert "from 0 to 1" in bad.get_data(as_text=True)
+    done = researcher.post(url, data={**form, "confirm": "yes", "expected": str(total)})
+    assert done.status_code == 302
+    with app.app_context(), session_scope() as session:
+        rows = session.execute(
+            select(
+                Document.external_id, AdjudicatedError.candidate, AdjudicatedError.decision
+            ).join(Document, Document.id == AdjudicatedError.document_id)
+        ).all()
+    assert {(doc, key) for doc, key, _ in rows} == {
+        (doc, key) for doc, keys in expected.items() for key in keys
+    }
+    assert {decision for *_, decision in rows} == {"accepted"}
