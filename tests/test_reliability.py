@@ -299,3 +299,42 @@ def check_auto_accept_by_posterior(app, researcher) -> None:
         (doc, key) for doc, keys in expected.items() for key in keys
     }
     assert {decision for *_, decision in rows} == {"accepted"}
+
+
+def test_the_worker_computes_queued_figures(app, client):
+    """The dashboard's button queues a figure job; the worker loop's step runs it once and
+    the figures become current (worker models for both workers); nothing is left to run;
+    a new mark makes them stale on the dashboard until the next job."""
+    from app.models import FigureJob
+    from app.quality.figure_jobs import run_next
+    from tests.conftest import make_study
+    from tests.helpers import DOCUMENTS, annotation_body, api_add, open_token
+    from tests.test_worker_management import csrf
+
+    make_study(app, documents=DOCUMENTS)
+    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's budget: none (this test is the job's path)
+    tokens = {}
+    for worker in ("w1", "w2"):
+        tokens[worker] = open_token(client, worker=worker)
+        body = annotation_body(0, "only child", "CharE")
+        assert api_add(client, tokens[worker], body).status_code == 201
+        assert client.post(f"/api/assignments/{tokens[worker]}/submit").status_code == 200
+    create_researcher(app, "owner@example.org", admin=True)
+    researcher = logged_in(app, "owner@example.org")
+    page = researcher.get("/admin/studies/demo").get_data(as_text=True)
+    assert 'data-state="none"' in page
+    queued = researcher.post("/admin/studies/demo/figures", data={"csrf_token": csrf(researcher)})
+    assert queued.status_code == 302
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(FigureJob.status)) == "queued"
+        assert run_next(session, "test-worker") is True
+        assert run_next(session, "test-worker") is False
+        assert session.scalar(select(FigureJob.status)) == "done"
+        report = study_report(session, get_study(session, "demo"))
+    assert report["agreement"]["unitized"]["state"] == "current"
+    assert {row["worker_id"] for row in report["workers"] if row["reliability"]} == {"w1", "w2"}
+    assert 'data-state="current"' in researcher.get("/admin/studies/demo").get_data(as_text=True)
+    third = open_token(client, worker="w3")
+    assert api_add(client, third, annotation_body(0, "Paris", "CharE")).status_code == 201
+    assert client.post(f"/api/assignments/{third}/submit").status_code == 200
+    assert 'data-state="stale"' in researcher.get("/admin/studies/demo").get_data(as_text=True)

@@ -25,7 +25,7 @@ from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.queue import is_transient
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
-from app.quality.figures import run_next as run_figures
+from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ reliability"; docs/PERFORMANCE.md).
   it returns the stored figures and their state, and computes and stores them first when
   asked to (``marginalia report``, the worker's job). A web request never computes: it shows
   what is stored (current, or stale with the state saying so) and can queue a job
-  (:func:`enqueue`), which the worker loop runs (:func:`run_next`).
+  (:func:`enqueue`), which the worker loop runs (:func:`app.quality.figure_jobs.run_next`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ import hashlib
 import json
 import logging
 import time
-import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
-from flask import current_app
+from flask import current_app, has_app_context
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
@@ -37,7 +35,6 @@ from app.quality.unitizing import unitized_report
 log = logging.getLogger(__name__)
 VERSION = "1"  # change when a figure's definition changes: every stored figure goes stale
 BUDGET = 20 * 60.0  # seconds of γ per computation; the γ figures after it are left out
-STALE_AFTER = timedelta(minutes=60)  # a running job's worker counts as dead after it
 
 
 def compute(
@@ -170,50 +167,6 @@ def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob
     return row
 
 
-def _give_up(job: FigureJob, now: Any) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while computing these figures {job.attempts} times"
-
-
-def run_next(session: Session, worker: str) -> bool:
-    """Claim one figure job and run it (the study's report with ``compute_figures``); False
-    when none is runnable. A failure is recorded and retried after a backoff."""
-    from app.detection import queue
-    from app.quality.reporting import study_report
-
-    job = queue.claim(
-        session,
-        FigureJob,
-        worker,
-        alive=FigureJob.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up,
-    )
-    if job is None:
-        return False
-    session.commit()
-    job_id, study_id, practice = job.id, job.study_id, job.include_practice
-    try:
-        study = session.get(Study, study_id)
-        if study is not None:
-            study_report(session, study, include_practice=practice, compute_figures=True)
-        begin_write(session)
-        done = session.get(FigureJob, job_id)
-        if done is not None:
-            done.status, done.finished_at, done.last_error = "done", utcnow(), None
-        session.commit()
-    except Exception as exc:  # noqa: BLE001 - the worker loop must survive any study
-        session.rollback()
-        begin_write(session)
-        failed = session.get(FigureJob, job_id)
-        if failed is not None:
-            failed.last_error = "".join(traceback.format_exception(exc))[-4000:]
-            queue.requeue(failed)
-        session.commit()
-        log.warning("figure job %s failed: %s", job_id, str(exc).splitlines()[:1])
-    return True
-
-
 def add_to_report(
     session: Session,
     study: Study,
@@ -235,7 +188,8 @@ def add_to_report(
     ``reliability`` on each worker row (None without figures)."""
     options = {"categories": categories, "groups": groups, "scopes": scopes}
     key = state_key(spans, texts, annotated, **options)
-    budget = float(current_app.config.get("FIGURES_GAMMA_SECONDS", BUDGET))
+    config = current_app.config if has_app_context() else {}  # a library call: the default
+    budget = float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
     make = (
         (lambda: compute(spans, texts, annotated, **options, budget=budget))
         if compute_figures

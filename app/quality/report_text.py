@@ -276,9 +276,10 @@ def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) ->
         for row in rows[:max_rows]:
             name = row["document"] if key == "per_document" else " + ".join(row["workers"])
             size = row["workers"] if key == "per_document" else row["documents"]
-            extra = (_num((row["gamma"] or {}).get("gamma")), _num(row["unitized_alpha"]))
             cells = (_num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
-            _row(table, name, size, *cells, *(extra if unitized else ()))
+            if unitized:  # per_pair rows have no γ of their own: agreement.pairs holds them
+                cells += (_num((row["gamma"] or {}).get("gamma")), _num(row["unitized_alpha"]))
+            _row(table, name, size, *cells)
         console.print(table)
         if len(rows) > max_rows:
             console.print(f"... and {len(rows) - max_rows} more (marginalia report --json)")

@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import sys
 import time
 import warnings
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -151,6 +154,23 @@ def unitizing_alpha(units: Sequence[Unit], annotators: Sequence[str], length: in
     return 1 - observed / expected
 
 
+@contextmanager
+def _solver_output_dropped() -> Iterator[None]:
+    """The alignment's solver (GLPK, through cvxpy) prints its log to the process's standard
+    output from C: it would corrupt ``marginalia report --json``. File descriptor 1 points
+    at /dev/null meanwhile (Python's own ``sys.stdout`` is flushed first)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
     """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
     ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
@@ -169,7 +189,7 @@ def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | 
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)  # "CBC solver not installed. Using GLPK." per sample
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
+        with warnings.catch_warnings(), np.errstate(all="ignore"), _solver_output_dropped():
             warnings.simplefilter("ignore", RuntimeWarning)  # a sample without disorder
             found = continuum.compute_gamma(
                 dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
