@@ -7,17 +7,12 @@ screenshots at 1440, 1024 and 390 px (tests/.artifacts/), no sideways scroll on 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from app.db import session_scope
-from app.documents.records import ImportedSpan
-from app.documents.studies import create_study, get_study, import_documents
-from app.formats import parse_documents
+from app.documents.studies import get_study
 from app.quality.reporting import study_report
-from tests.conftest import REPO, shared_file
-from tests.test_snac_roundtrip import plan_marks
+from tests.test_compare_snac import import_snac_dev_workers
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,32 +26,9 @@ def seed(app) -> dict:
     computed as the worker's job computes them; the report."""
     from app.researchers.accounts import create_researcher
 
-    path = shared_file("snac", "dev.json")
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    marks, *_ = plan_marks({doc: raw[doc] for doc in DOCS})
-    documents = [d for d in parse_documents(path, "snac") if d.external_id in DOCS]
-    for document in documents:
-        for worker, bodies in marks[document.external_id].items():
-            for b in bodies:
-                p = b["paired"]
-                paired = (p["segment"], p["start"], p["end"], p["text"]) if p else None
-                document.work.append(
-                    ImportedSpan(
-                        f"worker-{worker}",
-                        b["segment"],
-                        b["start"],
-                        b["end"],
-                        b["text"],
-                        b["category"],
-                        paired,
-                    )
-                )
+    import_snac_dev_workers(app, "agree", only=set(DOCS))
     with app.app_context(), session_scope() as session:
-        study, _ = create_study(
-            session, "agree", REPO / "taxonomies" / "snac.yaml", annotators_per_doc=3
-        )
-        study.title = "SNaC dev: unitized agreement"
-        import_documents(session, study, documents)
+        get_study(session, "agree").title = "SNaC dev: unitized agreement"
         create_researcher(session, EMAIL, PASSWORD, role="admin")
     with app.app_context(), session_scope() as session:
         return study_report(session, get_study(session, "agree"), compute_figures=True)
