@@ -186,6 +186,22 @@ def check_consensus_layer(app, researcher, gold, texts, scopes, *, units: int) -
         text = texts[(r["document"], int(r["segment"]))]
         assert r["span_text"] == text[int(r["span_start"]) : int(r["span_end"])]
     assert len(layer(0.5)) < len(every)
+    # every annotation format has the layer: as many consensus marks as CSV rows
+    from app.formats import ASSIGNMENT_FORMATS, EXPORT_FORMATS, iter_export_files
+    from app.formats.annotated import annotated_documents
+
+    with app.app_context(), session_scope() as session:
+        study = get_study(session, "replayed")
+        work = Work(layer="consensus")
+        documents = list(annotated_documents(session, study, work))
+        assert sum(len(d.marks) for d in documents) == len(rows)
+        assert {w for d in documents for w in d.workers} == {"consensus"}
+        for fmt in EXPORT_FORMATS:
+            if fmt not in ASSIGNMENT_FORMATS:
+                files = list(iter_export_files(session, study, fmt, work))
+                assert files and any(content for _, content in files), fmt
+    snac = json.loads(export_text(app, "replayed", "snac", Work(layer="consensus")))
+    assert sum(len(errors) for d in snac.values() for errors in d.values()) >= 1
     # over HTTP: the same rows; a bad posterior, or one on another layer, is a 400
     answer = researcher.get("/admin/studies/replayed/export.csv?layer=consensus")
     assert list(csv.DictReader(io.StringIO(answer.get_data(as_text=True)))) == rows
