@@ -28,9 +28,9 @@ from app.quality.reliability import worker_models  # noqa: E402
 from app.quality.unitizing import unitized_report  # noqa: E402
 
 
-def timed(fn):
+def timed(fn, *args, **kwargs):
     started = time.perf_counter()
-    result = fn()
+    result = fn(*args, **kwargs)
     return result, round(time.perf_counter() - started, 2)
 
 
@@ -43,19 +43,19 @@ def main() -> None:
     if not args.no_gamma:  # compile pygamma's kernels once, apart from the figures
         spans, texts, annotated = study(2)
         _, out["gamma_warm_up_seconds"] = timed(
-            lambda: unitized_report(spans, texts, annotated, categories=CATEGORIES)
+            unitized_report, spans, texts, annotated, categories=CATEGORIES
         )
     for documents in args.documents:
         spans, texts, annotated = study(documents)
         run: dict = {"documents": documents, "spans": len(spans)}
         if not args.no_gamma:
             report, run["unitized_seconds"] = timed(
-                lambda: unitized_report(spans, texts, annotated, categories=CATEGORIES)
+                unitized_report, spans, texts, annotated, categories=CATEGORIES
             )
             run["gamma_all"] = (report["gamma"]["all"] or {}).get("gamma")
             run["skipped"] = report["skipped"]
         models, run["models_seconds"] = timed(
-            lambda: worker_models(spans, texts, annotated, categories=CATEGORIES)
+            worker_models, spans, texts, annotated, categories=CATEGORIES
         )
         run["labels"] = models["labels"]
         out["runs"].append(run)
