@@ -4,8 +4,8 @@ tests/test_snac_roundtrip.plan_marks), compared by source with K = 2, on SQLite 
 
 Every figure is recomputed here from the raw file, without the app's code for words, errors
 or the sentence projection: words are counted with the regular expression below, an error
-counts where it has two replayed votes, it falls in the sentence whose range holds its start
-(else the next sentence), and intervals and p-values come from SciPy called directly with the
+counts where it has two replayed votes, it makes every sentence it overlaps unclean (SNaC's
+paired categories' earlier spans are context, not errors), and intervals and p-values come from SciPy called directly with the
 same seed. Only the sentence splitter is the app's (it defines what a sentence is).
 
 The system is the id's prefix (``book_175b``, ``book_6b``, ``tripod``: the snac reader's
@@ -73,11 +73,8 @@ def import_snac_dev_workers(app, slug: str = "snac-dev", only: set[str] | None =
     return raw
 
 
-def sentence_of(bounds, start: int) -> int:
-    for index, (s, e) in enumerate(bounds):
-        if s <= start < e or start < s:
-            return index
-    raise AssertionError("an error after the last sentence")
+def sentences_of(bounds, start: int, end: int) -> set[int]:
+    return {index for index, (s, e) in enumerate(bounds) if start < e and s < end}
 
 
 def hand_count(raw: dict) -> dict[str, list[tuple[int, int, int, int]]]:
@@ -90,8 +87,9 @@ def hand_count(raw: dict) -> dict[str, list[tuple[int, int, int, int]]]:
         texts = [body[str(i)]["text"] for i in range(len(body))]
         counted = marks[doc][1]  # worker 1 marked exactly the errors with >= 2 votes
         flagged = {
-            (m["segment"], sentence_of(sentence_spans(texts[m["segment"]]), m["start"]))
+            (m["segment"], index)
             for m in counted
+            for index in sentences_of(sentence_spans(texts[m["segment"]]), m["start"], m["end"])
         }
         sentences = sum(len(sentence_spans(t)) for t in texts)
         words = sum(len(WORDS.findall(t)) for t in texts)

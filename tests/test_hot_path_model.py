@@ -5,7 +5,9 @@ the API route runs the claim, reads its row count, then the write, on the reques
 session; on SQLite the lane runs them on a bare connection. A hypothesis state machine
 drives random sequences (add, remove, duplicate, retry, a client_id reused, a refused body,
 position with active time and suggestion events after time passed, a practice check,
-heartbeat, submit, reject)
+heartbeat, submit, reject; the taxonomy is made ``multi_label``, so an add may be a mark of
+two categories, one row each, whose second may duplicate a live mark and refuse the whole
+mark, and a remove may name any row of a mark)
 through both, each step on two assignments of one practice document (one through the lane,
 one through the route), and asserts identical statuses, bodies (ids as ordinals) and stored
 rows after every step, on SQLite and Postgres. Events name the suggestion the worker is shown,
@@ -80,6 +82,14 @@ def _ordinal(ids: list[int], value):
     return ("#", ids.index(value)) if value in ids else ("unknown", value)
 
 
+def _client_id(ids: list[int], client_id: str):
+    """A multi-label mark's other rows are ``~<first id>.<n>``: the id as an ordinal."""
+    if not client_id.startswith("~"):
+        return client_id
+    first, n = client_id[1:].split(".")
+    return ("~", _ordinal(ids, int(first)), n)
+
+
 class Pair:
     """One assignment per path, fed the same requests."""
 
@@ -114,12 +124,14 @@ class Pair:
                 .where(SuggestionEvent.assignment_id == a.id)
                 .order_by(SuggestionEvent.suggestion_id, SuggestionEvent.event)
             ).all()
+            ids = [x.id for x in annotations]
             return {
                 "assignment": (a.status, a.current_segment, a.last_seen_at, a.engaged_at),
                 "opened": a.created_at,
                 "annotations": [
                     (
-                        x.client_id,
+                        _client_id(ids, x.client_id),
+                        _ordinal(ids, x.mark) if x.mark is not None else None,
                         x.segment,
                         x.start,
                         x.end,
@@ -131,7 +143,7 @@ class Pair:
                     )
                     for x in annotations
                 ],
-                "ids": [x.id for x in annotations],
+                "ids": ids,
                 "times": [tuple(t) for t in times],
                 "checks": sorted(checks),
                 "events": [tuple(e) for e in events],
@@ -165,6 +177,8 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
         configure_study(session.scalar(select(Study)), qualification_f1=0.5)
         doc_1 = session.scalar(select(Document).where(Document.external_id == "doc-1"))
         doc_1.is_practice = True  # it teaches: a check freezes its segment
+        study = session.scalar(select(Study))
+        study.taxonomy = {**study.taxonomy, "multi_label": True}  # before any request
     hints = add_suggestions(app)
     hint_ids = [hints["doc-1"], hints["doc-2"], hints["doc-2"] + 1000]  # shown, another's, none
     app.config["PRACTICE_RATE_LIMIT"] = "1000000 per hour"  # every check freezes, none is a 429
@@ -188,12 +202,17 @@ def test_the_lane_and_the_route_agree_on_random_sequences(app, client, monkeypat
             span=st.sampled_from(SPANS),
             client_id=st.sampled_from(CLIENT_IDS),
             comment=st.sampled_from(["", "again"]),
-            how=st.sampled_from(["new", "new", "broken", "retry", "duplicate"]),
+            how=st.sampled_from(["new", "new", "broken", "retry", "duplicate", "two", "two-after"]),
         )
         def add(self, span, client_id, comment, how) -> None:
-            """A new mark, a refused body, the outbox's retry of the last body, or the last
-            body again under another client_id (a duplicate)."""
+            """A new mark, a refused body, the outbox's retry of the last body, the last body
+            again under another client_id (a duplicate), or a mark of two categories (the
+            span's first, or second after GramE)."""
             body = annotation_body(span[0], span[1], span[2], client_id=client_id, comment=comment)
+            if how.startswith("two"):
+                body.pop("category")
+                pair = ["GramE", span[2]] if how == "two-after" else [span[2], "GramE"]
+                body["categories"] = pair
             if how == "broken":
                 body["text"] = body["text"].upper() + "?"
             elif self.last is not None and how == "retry":

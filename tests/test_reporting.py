@@ -315,6 +315,8 @@ def test_report_is_json_and_formats_for_a_terminal(session, study):
         "categories",
         "detector",
         "attention",
+        "attributes",
+        "booookscore",
     ]
     assert report["attention"] == {
         "checks": 0,

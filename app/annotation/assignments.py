@@ -258,7 +258,7 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         }
         if annotation.paired_end_segment is not None:
             paired["end_segment"] = annotation.paired_end_segment
-    return {
+    out = {
         "id": annotation.id,
         "segment": annotation.segment,
         "start": annotation.start,
@@ -271,3 +271,39 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         "suggestion_id": annotation.suggestion_id,
         "created_at": isoformat(annotation.created_at),
     }
+    attributes = getattr(annotation, "attributes", None)
+    if attributes:  # only when set: other studies' payloads stay as they were
+        out["attributes"] = attributes
+    return out
+
+
+def mark_rows(session: Session, annotation: Annotation) -> list[Annotation]:
+    """The other rows of a multi-label mark whose first row is ``annotation``."""
+    return list(
+        session.scalars(
+            select(Annotation)
+            .where(Annotation.assignment_id == annotation.assignment_id)
+            .where(Annotation.mark == annotation.id)
+            .order_by(Annotation.id)
+        )
+    )
+
+
+def mark_json(session: Session, annotation: Annotation) -> dict[str, Any]:
+    """One stored mark's JSON (with its other categories, if multi-label)."""
+    return marks_json([annotation, *mark_rows(session, annotation)])[0]
+
+
+def marks_json(rows: Any) -> list[dict[str, Any]]:
+    """Live rows (in id order) as the page's marks: a multi-label mark's rows folded into
+    its first row's JSON, ``categories`` listing them all (docs/CONTRACT.md)."""
+    out: list[dict[str, Any]] = []
+    first: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        mark = getattr(row, "mark", None)
+        if mark is None:
+            out.append(first.setdefault(row.id, annotation_json(row)))
+        elif mark in first:
+            head = first[mark]
+            head.setdefault("categories", [head["category"]]).append(row.category)
+    return out

@@ -11,7 +11,10 @@ statements: a **claim**, one ``UPDATE assignments … WHERE`` the token's assign
 (and, for an add or remove, the practice segment is not frozen) that locks the row and
 stamps the worker's activity, and the **write**, whose ``WHERE`` carries the rest of the
 rule (no live duplicate; the unique ``(assignment_id, client_id)`` decides a retry). Each
-rule is decided there, in SQL, once. When a claim or a write finds nothing,
+rule is decided there, in SQL, once. A multi-label mark (``categories``, issue 28) is one
+row per category in the same transaction: the first row as any add, each other row by the
+same insert (its own duplicate guard) with ``mark`` naming the first; a remove takes every
+row of the mark. When a claim or a write finds nothing,
 :mod:`app.annotation.refusals` reads its conditions back and raises the answer (404, 409,
 or a retry's first annotation), in the order the API has always given them: unknown token,
 frozen segment, assignment no longer active, then the body, then retry or duplicate.
@@ -24,6 +27,7 @@ dropped from the cache.
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -77,7 +81,7 @@ class _Cache:
 
 _tokens = _Cache(CACHED_TOKENS)
 _texts = _Cache(CACHED_DOCUMENTS)
-_categories = _Cache(256)
+_taxonomies = _Cache(256)
 
 
 def _engine(db: Database) -> Engine:
@@ -121,16 +125,17 @@ def texts_of(db: Database, keys: Row) -> list[str]:
     return texts
 
 
-def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
-    """The study's categories by id, from its taxonomy snapshot (cached by its hash)."""
+def taxonomy_of(db: Database, keys: Row) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The study's categories by id and whether a mark may carry several
+    (``multi_label``), from its taxonomy snapshot (cached by its hash)."""
     engine = _engine(db)
     key = (keys.study_id, keys.taxonomy_hash)  # the hash is of the snapshot itself
-    categories = _categories.get(engine, key)
-    if categories is None:
+    known = _taxonomies.get(engine, key)
+    if known is None:
         taxonomy = db.scalar(select(Study.taxonomy).where(Study.id == keys.study_id))
-        categories = categories_by_id(taxonomy)
-        _categories.put(engine, key, categories)
-    return categories
+        known = (categories_by_id(taxonomy), bool(taxonomy.get("multi_label")))
+        _taxonomies.put(engine, key, known)
+    return known
 
 
 # The actions: each stores what it was asked or raises the refusal, having stored nothing
@@ -138,19 +143,26 @@ def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
 
 
 def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
-    """Store a new annotation: its JSON and True (``201``); a retry of a stored ``client_id``
-    with the same content: the first annotation's JSON and False (``200``)."""
+    """Store a new mark: its JSON and True (``201``); a retry of a stored ``client_id``
+    with the same content: the first mark's JSON and False (``200``). A multi-label mark's
+    JSON lists its ``categories`` (the first is ``category``)."""
     keys = keys_of(db, token)
     texts = texts_of(db, keys)
+    categories, multi_label = taxonomy_of(db, keys)
     try:
-        row, client_id = values.annotation_values(body, texts, categories_of(db, keys))
+        row, client_id = values.annotation_values(body, texts, categories, multi_label)
         values.check_suggestion(db, keys.document_id, row["suggestion_id"])
     except InvalidInput:  # the assignment's state first, as the API always answered
         segment = body.get("segment") if isinstance(body, dict) else None
         refusals.refuse_unless_live(db, keys, token, segment=_index(segment, len(texts)))
         raise
-    row = {**row, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
-    params = {**row, "assignment_id": keys.id, "token": token, "now": row["created_at"]}
+    labels = row.pop("categories", None) or [row["category"]]
+    moment = rules.now()
+    row = {**row, "client_id": client_id, "created_at": moment, "removed_at": None}
+    row.setdefault("attributes", None)
+    row["mark"] = None
+    params = _params(row, keys.id, token)
+    dialect = _engine(db).dialect.name
     if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
         stored = db.claim_and_run(
             ("claim_for_add", hot_sql.CLAIM_FOR_ADD),
@@ -158,32 +170,69 @@ def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
             params,
         ).first()
     elif _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=row["segment"]):
-        insert = hot_sql.insert_annotation(_engine(db).dialect.name)
+        insert = hot_sql.insert_annotation(dialect)
         stored = hot_sql.execute(db, "insert_annotation", insert, params).first()
     else:
         stored = None
     if stored is not None:
-        return rules.annotation_json(_Stored(id=stored.id, assignment_id=keys.id, **row)), True
+        _add_labels(db, dialect, keys, row, labels, stored.id)
+        return _mark_json(stored.id, keys.id, row, labels), True
     refusals.refuse_unless_live(db, keys, token, segment=row["segment"])
-    dialect = _engine(db).dialect.name
-    earlier = refusals.retry_or_duplicate(db, dialect, keys, client_id, row)
-    return rules.annotation_json(_Stored(assignment_id=keys.id, **earlier._asdict())), False
+    earlier, labels = refusals.retry_or_duplicate(db, dialect, keys, client_id, row, labels)
+    return _mark_json(earlier["id"], keys.id, earlier, labels), False
+
+
+def _params(row: dict[str, Any], assignment_id: int, token: str) -> dict[str, Any]:
+    """An add's statement parameters: the row's values, its attributes as JSON text."""
+    attributes = row["attributes"]
+    return {
+        **row,
+        "attributes_json": None if attributes is None else json.dumps(attributes),
+        "assignment_id": assignment_id,
+        "token": token,
+        "now": row["created_at"],
+    }
+
+
+def _add_labels(
+    db: Database, dialect: str, keys: Row, row: dict[str, Any], labels: list[str], first: int
+) -> None:
+    """A multi-label mark's other rows, after its first (``first``, stored under the claim
+    just taken): each by the add's insert, so each passes the duplicate guard; a duplicate
+    is refused (409 naming the existing mark) and the caller's rollback drops the whole mark."""
+    insert = hot_sql.insert_annotation(dialect)
+    for n, label in enumerate(labels[1:], 1):
+        other = {**row, "category": label, "mark": first, "client_id": f"~{first}.{n}"}
+        params = _params(other, keys.id, "")
+        if hot_sql.execute(db, "insert_annotation", insert, params).first() is None:
+            refusals.refuse_duplicate(db, dialect, params)
+
+
+def _mark_json(
+    annotation_id: int, assignment_id: int, row: dict[str, Any], labels: list[str]
+) -> dict[str, Any]:
+    """The stored mark's JSON, as :func:`rules.marks_json` writes it."""
+    stored = _Stored(**{**row, "id": annotation_id, "assignment_id": assignment_id})
+    answer = rules.annotation_json(stored)
+    if len(labels) > 1:
+        answer["categories"] = list(labels)
+    return answer
 
 
 def remove(db: Database, token: str, annotation_id: int) -> None:
     """Mark one of the assignment's annotations removed (idempotent), in two statements (one
-    round trip on the driver)."""
+    round trip on the driver): every row of its mark, when it is part of a multi-label one."""
     keys = keys_of(db, token)
     known = 0 < annotation_id <= rules.MAX_ID
     if known and isinstance(db, hot_sql.Driver):
         params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
         claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
         write = ("remove_checked", hot_sql.REMOVE_CHECKED)
-        if db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount == 1:
+        if db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount >= 1:
             return
     elif known and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id):
         params = {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()}
-        if hot_sql.execute(db, "remove", hot_sql.REMOVE, params).rowcount == 1:
+        if hot_sql.execute(db, "remove", hot_sql.REMOVE, params).rowcount >= 1:
             return
     refusals.refuse_unless_live(db, keys, token, annotation_id=annotation_id if known else None)
     raise NotFound("this assignment has no such annotation")

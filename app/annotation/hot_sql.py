@@ -92,15 +92,19 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
-REMOVE = _stamped(
-    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id"
+# The rows of the mark that annotation :annotation_id belongs to: a multi-label mark's other
+# rows name its first row in ``mark`` (issue 28), and a remove of any of them takes them all.
+MARK_HEAD = (
+    "COALESCE((SELECT head.mark FROM annotations head WHERE head.id = :annotation_id "
+    "AND head.assignment_id = :assignment_id), :annotation_id)"
 )
+OF_MARK = f"assignment_id = :assignment_id AND {MARK_HEAD} IN (id, mark)"
+
+REMOVE = _stamped(f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK}")
 
 # REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
 REMOVE_CHECKED = _stamped(
-    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id "
+    f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK} "
     f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
 )
 
@@ -142,6 +146,8 @@ ANNOTATION_COLUMNS = (
     ("comment", "comment", "TEXT"),
     ("client_id", "client_id", "TEXT"),
     ("suggestion_id", "suggestion_id", "INTEGER"),
+    ("attributes_json", "attributes", "JSON"),  # JSON text or NULL (app/annotation/fast.py)
+    ("mark", "mark", "INTEGER"),  # a multi-label mark's first row, on its other rows
 )
 # A duplicate: the same span, category and pair (the page flashes the existing mark).
 DUPLICATE_COLUMNS = (
@@ -222,10 +228,18 @@ EARLIER = text(
 ).columns(created_at=TIMESTAMP)
 
 
+# The other categories of the multi-label mark whose first row is :mark, in order.
+MARK_CATEGORIES = text(
+    "SELECT category FROM annotations WHERE assignment_id = :assignment_id AND mark = :mark "
+    "ORDER BY id"
+)
+
+
 @cache
 def duplicate_of(dialect: str) -> TextClause:
-    """The id of the live annotation an add duplicates (the first, when several)."""
-    return text(f"{_duplicates(dialect, 'a.id')} ORDER BY a.id LIMIT 1")
+    """The mark (its first row's id) of the live annotation an add duplicates (the first,
+    when several)."""
+    return text(f"{_duplicates(dialect, 'COALESCE(a.mark, a.id)')} ORDER BY a.id LIMIT 1")
 
 
 PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a DBAPI connection
@@ -279,7 +293,8 @@ def _row_type(names: tuple[str, ...]) -> type:
 
 
 class DriverResult:
-    """What the short paths read of a result: ``first()``, ``scalar()``, ``rowcount``."""
+    """What the short paths read of a result: ``first()``, ``scalar()``, ``all()``,
+    ``rowcount``."""
 
     def __init__(self, cursor: Any) -> None:
         self.rowcount = cursor.rowcount
@@ -291,6 +306,9 @@ class DriverResult:
 
     def scalar(self) -> Any:
         return self.rows[0][0] if self.rows else None
+
+    def all(self) -> list[tuple]:
+        return list(self.rows)
 
 
 class Driver:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.annotation.assignments import segment_texts
 from app.annotation.pairing import paired_values
 from app.annotation.values import MAX_COMMENT_CHARS, check_span
+from app.documents.attributes import check_attributes
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
@@ -38,7 +39,7 @@ from app.quality.review_state import candidates_of
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
 STATUSES = ("unreviewed", "in_review", "done")
-EDIT_FIELDS = {"segment", "start", "end", "text", "category", "paired", "comment"}
+EDIT_FIELDS = {"segment", "start", "end", "text", "category", "paired", "comment", "attributes"}
 
 
 def _version(body: dict[str, Any]) -> int:
@@ -77,8 +78,13 @@ def checked_values(session: Session, document: Document, body: Any) -> dict[str,
         values.update(
             paired_values(paired, categories[category_id], texts, segment, start, check_span)
         )
+    elif categories[category_id]["kind"] == "relation" and paired is not None:
+        values.update(
+            paired_values(paired, categories[category_id], texts, segment, start, check_span, False)
+        )
     elif paired is not None:
         raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
+    values["attributes"] = check_attributes(body.get("attributes"), [categories[category_id]])
     comment = body.get("comment") or ""
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT_CHARS:
         raise InvalidInput(f"comment must be text of at most {MAX_COMMENT_CHARS} characters")
@@ -88,8 +94,9 @@ def checked_values(session: Session, document: Document, body: Any) -> dict[str,
 
 
 def proposal_values(candidate: Candidate) -> dict[str, Any]:
-    """The columns of a candidate's proposal (its most frequent mark), with the workers'
-    comments kept: each distinct one of its marks', in mark order, one per line."""
+    """The columns of a candidate's proposal (its most frequent mark, with its attribute
+    values), with the workers' comments kept: each distinct one of its marks', in mark
+    order, one per line."""
     mark = candidate.proposal
     return {
         "segment": mark.segment,
@@ -99,6 +106,7 @@ def proposal_values(candidate: Candidate) -> dict[str, Any]:
         "category": mark.category,
         **dict(zip(PAIRED_FIELDS, mark.paired, strict=True)),
         "comment": candidate.comment,
+        "attributes": mark.attributes,
     }
 
 

@@ -380,6 +380,24 @@ def agreement_breakdown(
     return {"per_document": per_document, "per_pair": per_pair}
 
 
+def agreement_sections(
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, set[str]],
+    categories: list[str],
+    groups: Mapping[str, list[str]],
+    scopes: Mapping[str, str],
+) -> dict[str, Any]:
+    """The report's ``agreement``: :func:`agreement_report` plus its breakdown per document
+    and per pair of workers (:func:`agreement_breakdown`), from the same spans and units."""
+    return {
+        **agreement_report(
+            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
+        ),
+        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
+    }
+
+
 def _marked_in(ranges: list[tuple[int, int]], ends: list[int], start: int, end: int) -> np.ndarray:
     """1 for each unit of [start, end) that one of the merged ``ranges`` (``ends``: their
     ends, ascending) covers, else 0."""

@@ -234,7 +234,31 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
     console.print(dist)
     _attention(console, report.get("attention") or {})
+    _booookscore(console, report.get("booookscore") or {}, max_documents)
+    for key, values in (report.get("attributes") or {}).items():
+        console.print(f"Attribute {key}: " + ", ".join(f"{v} {n}" for v, n in values.items()))
     return buffer.getvalue()
+
+
+def _booookscore(console: Console, layers: Mapping[str, Any], max_documents: int) -> None:
+    """BooookScore (share of sentences with no counted error) per source and document."""
+    for name, layer in layers.items():
+        if layer.get("score") is None:
+            continue
+        table = Table(title=f"BooookScore, {name} layer (overall {_num(layer['score'], 3)})")
+        for column in ("document", "source", "sentences", "score"):
+            table.add_column(column)
+        for src, row in layer["per_source"].items():
+            _row(
+                table,
+                "(all)",
+                src or "(no source)",
+                f"{row['documents']} docs",
+                _num(row["score"], 3),
+            )
+        for row in layer["per_document"][:max_documents]:
+            _row(table, row["document"], row["source"], row["sentences"], _num(row["score"], 3))
+        console.print(table)
 
 
 def _attention(console: Console, attention: Mapping[str, Any]) -> None:

@@ -27,8 +27,9 @@ from app.models import (
     Suggestion,
 )
 from app.quality import figures
-from app.quality.agreement import agreement_breakdown, agreement_report, groups_from_taxonomy
+from app.quality.agreement import agreement_sections, groups_from_taxonomy
 from app.quality.attention import attention_report
+from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import (
     confident_recall,
     confident_thresholds,
@@ -116,7 +117,12 @@ def study_report(
       worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
-      sources sorted; documents without a source under ``""``).
+      sources sorted; documents without a source under ``""``); a multi-label mark counts
+      once per category.
+    * ``attributes``: {attribute id: {value: marks}}
+      (:func:`app.quality.booookscore.attribute_counts`).
+    * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
+      is done), each :func:`app.quality.booookscore.booookscore`.
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
@@ -275,13 +281,22 @@ def study_report(
             (thresholds, calibrated),
             states,
         ),
-        "agreement": {
-            **agreement_report(every, texts, annotated, **options, groups=groups),
-            **agreement_breakdown(every, texts, annotated, **options),
-        },
+        "agreement": agreement_sections(
+            every,
+            texts,
+            annotated,
+            category_ids,
+            groups,
+            scopes,
+        ),
         "categories": _distribution(counted, submitted, by_assignment, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention,
+        "attributes": attribute_counts(session, study, work),
+        "booookscore": {
+            "workers": booookscore(session, study, work),
+            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
+        },
     }
     order: dict[str, list[str]] = defaultdict(list)
     for assignment in submitted:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     ColumnElement,
     Row,
     Select,
@@ -147,6 +148,8 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
     ``segment``, ``start``, ``end``, ``text``, ``category``, ``paired_segment``,
     ``paired_start``, ``paired_end``, ``paired_text``, ``paired_end_segment`` (as stored:
     set only when the earlier span ends in a later segment than it starts), ``comment``,
+    ``attributes`` (JSON object or NULL), ``mark`` (the id shared by a multi-label mark's
+    rows, one per category: its first row's; the adjudicated layer: each row its own),
     ``created_at`` (workers: when marked, or for an empty row when submitted; adjudicated:
     when decided) and ``segment_text`` (the annotated segment's text). The adjudicated
     layer has no assignment: those are NULL.
@@ -175,8 +178,10 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
             "assignment_id": null(),
             "completion_code": cast(null(), String),
         }
-    for name in ("id", "segment", "start", "end", "text", "category", "comment"):
+    for name in ("id", "segment", "start", "end", "text", "category", "comment", "attributes"):
         out[name] = getattr(row, name)
+    # a multi-label mark's rows share their first row's id (docs/METRICS.md)
+    out["mark"] = func.coalesce(Annotation.mark, Annotation.id) if work.layer == WORKERS else row.id
     for name in ("segment", "start", "end", "text", "end_segment"):
         out[f"paired_{name}"] = getattr(row, f"paired_{name}")
     out["created_at"] = (
@@ -218,6 +223,8 @@ def _consensus_columns(study: Study) -> dict[str, ColumnElement[Any]]:
         "text": text.scalar_subquery(),
         "category": unit.category,
         "comment": nothing,
+        "attributes": cast(null(), JSON),
+        "mark": unit.id,
         **{f"paired_{n}": null() for n in ("segment", "start", "end", "end_segment")},
         "paired_text": nothing,
         "created_at": unit.created_at,

@@ -136,8 +136,9 @@ def remove_annotation(token: str, annotation_id: int):
 
 @bp.post("/assignments/<token>/annotations/<int:annotation_id>/edit")
 def edit_annotation(token: str, annotation_id: int):
-    """Change an annotation's category or comment in place (``{"category"?, "comment"?,
-    "client_id"}``): the old row removed, the same span added (CONTRACT.md)."""
+    """Change a mark's categories, attribute values or comment in place (``{"category"?,
+    "categories"?, "attributes"?, "comment"?, "client_id"}``): the old mark removed, the
+    same span added (CONTRACT.md)."""
     body = json_body()
     session = begin_write(get_session())
     annotation, created = edits.edit(session, token, annotation_id, body)

@@ -3,7 +3,7 @@ worker and cached per counted-work state, and the consensus units they produce (
 marked sentence unit: the ``consensus`` export layer) (issue 32)
 
 Revision ID: 0014_figure_jobs
-Revises: 0012_practice_documents
+Revises: 0013_attributes_marks
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014_figure_jobs"
-down_revision = "0012_practice_documents"
+down_revision = "0013_attributes_marks"
 branch_labels = None
 depends_on = None
 
