@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from app.quality.agreement import _prepare
+from app.quality.agreement import _merge, _prepare
 from app.quality.scoring import Span, TextKey
 
 SEED = 4577
@@ -69,20 +69,10 @@ class Unit:
     category: str
 
 
-def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
 def _sections(units: list[tuple[int, int]], length: int) -> list[tuple[int, int, bool]]:
     """A coder's partition of [0, length): (start, end, annotated), units merged first."""
     out, at = [], 0
-    for start, end in _merged(units):
+    for start, end in _merge(units):
         if start > at:
             out.append((at, start, False))
         out.append((start, end, True))
