@@ -42,12 +42,13 @@ def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
 
 
-def import_snac_dev_workers(app, slug: str = "snac-dev") -> dict:
-    """SNaC dev with every vote a submitted worker (imported work); the raw file."""
+def import_snac_dev_workers(app, slug: str = "snac-dev", only: set[str] | None = None) -> dict:
+    """SNaC dev (``only`` these documents) with every vote a submitted worker (imported
+    work); the raw file."""
     path = shared_file("snac", "dev.json")
     raw = json.loads(path.read_text(encoding="utf-8"))
-    marks, *_ = plan_marks(raw)
-    documents = parse_documents(path, "snac")
+    marks, *_ = plan_marks(raw if only is None else {doc: raw[doc] for doc in only})
+    documents = [d for d in parse_documents(path, "snac") if only is None or d.external_id in only]
     for document in documents:
         for worker, bodies in marks[document.external_id].items():
             for b in bodies:

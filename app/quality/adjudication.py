@@ -1,6 +1,6 @@
 """Writing a document's adjudicated layer: decide a candidate (accept as proposed, accept
 edited, reject), add an error no worker marked, change or withdraw a row, set the review
-status, auto-accept by votes, promote a reviewed document to gold.
+status, auto-accept by votes (or by the consensus's posterior), promote a reviewed document to gold.
 
 Every row carries ``version``: a change names the version it was made from (0 for a
 candidate not decided yet) and is refused with a 409 :class:`~app.errors.Conflict` naming
@@ -25,7 +25,15 @@ from app.documents.attributes import check_attributes
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import AdjudicatedError, Document, DocumentReview, GoldError, isoformat, utcnow
+from app.models import (
+    AdjudicatedError,
+    ConsensusUnit,
+    Document,
+    DocumentReview,
+    GoldError,
+    isoformat,
+    utcnow,
+)
 from app.quality.candidates import PAIRED_FIELDS, Candidate
 from app.quality.review_state import candidates_of
 
@@ -316,42 +324,82 @@ def _check_min(min_workers: int) -> None:
         raise InvalidInput("--min-workers must be at least 1")
 
 
-def _auto_candidates(session: Session, document: Document, min_workers: int) -> list[Candidate]:
-    """The document's undecided candidates that at least ``min_workers`` workers marked: what
+def _check_posterior(min_posterior: float | None) -> None:
+    if min_posterior is not None and not 0.0 <= min_posterior <= 1.0:
+        raise InvalidInput("the minimum posterior must be a number from 0 to 1")
+
+
+def _auto_candidates(
+    session: Session, document: Document, min_workers: int, min_posterior: float | None = None
+) -> list[Candidate]:
+    """The document's undecided candidates that at least ``min_workers`` workers marked and,
+    with ``min_posterior``, whose proposal overlaps a consensus unit of its category (a
+    sentence whose stored MACE posterior is at least that, app/quality/figures.py): what
     auto-accept accepts (one rule for the count shown first and for the write)."""
     decided = set(
         session.scalars(
             select(AdjudicatedError.candidate).where(AdjudicatedError.document_id == document.id)
         )
     )
-    return [
+    found = [
         c
         for c in candidates_of(session, document)
         if c.votes >= min_workers and c.key not in decided
     ]
+    if min_posterior is None:
+        return found
+    units = session.execute(
+        select(
+            ConsensusUnit.segment, ConsensusUnit.start, ConsensusUnit.end, ConsensusUnit.category
+        )
+        .where(ConsensusUnit.document_id == document.id)
+        .where(ConsensusUnit.posterior >= min_posterior)
+    ).all()
+    return [
+        c
+        for c in found
+        if any(
+            (seg, cat) == (c.segment, c.category)
+            and start < c.proposal.end
+            and c.proposal.start < end
+            for seg, start, end, cat in units
+        )
+    ]
 
 
 def auto_accept_plan(
-    session: Session, documents: list[Document], min_workers: int
+    session: Session,
+    documents: list[Document],
+    min_workers: int,
+    min_posterior: float | None = None,
 ) -> list[tuple[Document, int]]:
     """(document, candidates auto-accept would accept there) for each document with some:
     what a researcher confirms before :func:`auto_accept` writes anything."""
     _check_min(min_workers)
+    _check_posterior(min_posterior)
     plan = []
     for document in documents:
-        found = len(_auto_candidates(session, document, min_workers))
+        found = len(_auto_candidates(session, document, min_workers, min_posterior))
         if found:
             plan.append((document, found))
     return plan
 
 
-def auto_accept(session: Session, documents: list[Document], min_workers: int, who: str) -> int:
-    """Accept every undecided candidate that at least ``min_workers`` workers marked (each
-    document with one goes in review)."""
+def auto_accept(
+    session: Session,
+    documents: list[Document],
+    min_workers: int,
+    who: str,
+    min_posterior: float | None = None,
+) -> int:
+    """Accept every undecided candidate that at least ``min_workers`` workers marked (and,
+    with ``min_posterior``, that the consensus holds: :func:`_auto_candidates`); each document
+    with one goes in review."""
     _check_min(min_workers)
+    _check_posterior(min_posterior)
     accepted = 0
     for document in documents:
-        for candidate in _auto_candidates(session, document, min_workers):
+        for candidate in _auto_candidates(session, document, min_workers, min_posterior):
             values = {**proposal_values(candidate), "decision": "accepted"}
             _write(session, document, candidate.key, None, 0, {**values, "origin": "auto"}, who)
             accepted += 1

@@ -26,6 +26,7 @@ from app.models import (
     Study,
     Suggestion,
 )
+from app.quality import figures
 from app.quality.agreement import agreement_sections, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.booookscore import attribute_counts, booookscore
@@ -67,7 +68,7 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def study_report(
-    session: Session, study: Study, *, include_practice: bool = False
+    session: Session, study: Study, *, include_practice: bool = False, compute_figures=False
 ) -> dict[str, Any]:
     """Progress, per-worker scores, agreement and category distribution of one study.
 
@@ -252,6 +253,8 @@ def study_report(
     suggested = {s.category for spans in calibrated.values() for s in spans}
     thresholds = confident_thresholds(taxonomy, version, calibrations, on_gold, suggested)
     attention = attention_report(session, study)
+    every = [span for spans in worker_spans.values() for span in spans]
+    options: dict[str, Any] = {"categories": category_ids, "scopes": scopes}
 
     report = {
         "study": {
@@ -279,7 +282,7 @@ def study_report(
             states,
         ),
         "agreement": agreement_sections(
-            [span for spans in worker_spans.values() for span in spans],
+            every,
             texts,
             annotated,
             category_ids,
@@ -302,6 +305,10 @@ def study_report(
             names.append(assignment.worker_id)
     add_quality(report["workers"], worker_spans, order, texts, scopes)
     add_to_report(session, study, report["workers"], include_practice=include_practice)
+    figures.add_to_report(
+        session, study, report, every, texts, annotated, **options, groups=groups,
+        include_practice=include_practice, compute_figures=compute_figures,
+    )  # fmt: skip
     return report
 
 
