@@ -143,6 +143,10 @@ def test_make_run_stops_cleanly_on_ctrl_c(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # as from a terminal: Ctrl+C's default action. A pytest started in the background
+        # (`cmd &` in a script, as a CI runner may) ignores SIGINT, and an ignored signal is
+        # inherited across exec: make would never see it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # generous deadlines: under a loaded CI machine a fork can wait seconds for a core
     deadline = time.monotonic() + 60
