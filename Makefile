@@ -11,7 +11,7 @@ RUN_STAMP := $(VENV)/.run-$(DEPS_HASH)
 TEST_STAMP := $(VENV)/.test-$(DEPS_HASH)
 BENCH_STAMP := $(VENV)/.bench-$(DEPS_HASH)
 
-.PHONY: run test install lint format bench clean
+.PHONY: run test install lint format bench mutants clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,11 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# label-studio-converter without its declared dependencies: the test extra has the ones
+# its JSON_MIN and CSV exports import (its pandas would add ~60 MB for nothing).
 $(TEST_STAMP): $(RUN_STAMP)
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-deps label-studio-converter==0.0.59
 	touch $@
 
 # The app and what bench/ needs (psutil, httpx).
@@ -62,6 +65,19 @@ lint: $(TEST_STAMP)
 
 bench: $(TEST_STAMP)
 	@ls bench/*.py
+
+# Mutation testing of the rules' packages (docs/TESTING.md; [tool.mutmut] in pyproject.toml),
+# not in CI. MUTANTS narrows it to mutant names, e.g. MUTANTS='app.annotation.timing.*';
+# results are kept in mutants/ (git-ignored), so a second run only tries what changed.
+MUTANTS ?=
+MUTANT_JOBS ?= 2
+mutants: $(TEST_STAMP)
+	MARGINALIA_SHARED_DATA=$(CURDIR)/../shared/data $(BIN)/mutmut run --max-children $(MUTANT_JOBS) $(MUTANTS)
+	@$(BIN)/mutmut results --all true 2>/dev/null | tr '\r' '\n' | awk -F'[ :]+' \
+	  '$$2 ~ /^app\./ { split($$2, n, "."); p = n[1] "." n[2]; s = $$3; \
+	    if (s == "not") next; all[p]++; if (s == "killed") k[p]++; } \
+	  END { for (p in all) printf "%-18s %5d mutants %5d killed %5.1f%%\n", p, all[p], k[p], 100 * k[p] / all[p] }'
+	@echo "survivors: $(BIN)/mutmut results; one of them: $(BIN)/mutmut show NAME"
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache tests/.artifacts

@@ -77,7 +77,8 @@ def make_database_url(kind: str, request, tmp_path: Path) -> str:
     """
     if kind == "sqlite":
         template = _SQLITE_TEMPLATE.get("path")
-        if template is None:
+        # A later pytest session in the same process (mutmut runs several) has a new tmp.
+        if template is None or not template.exists():
             folder = request.getfixturevalue("tmp_path_factory").mktemp("sqlite-template")
             template = folder / "template.db"
             upgrade(f"sqlite:///{template}")

@@ -82,14 +82,14 @@ def count_rows(app, model) -> int:
         return connection.scalar(select(func.count()).select_from(model))
 
 
-def export_text(app, slug: str = "demo", fmt: str = "csv") -> str:
+def export_text(app, slug: str = "demo", fmt: str = "csv", work="workers") -> str:
     from app.documents.studies import get_study
     from app.formats import iter_export
 
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:
-            return "".join(iter_export(session, get_study(session, slug), fmt))
+            return "".join(iter_export(session, get_study(session, slug), fmt, work))
         finally:
             session.close()
 

@@ -348,3 +348,35 @@ def test_auto_accept_takes_the_candidates_with_enough_votes(app, three_workers):
     assert refused.exit_code == 1 and "not marked done" in refused.output
     unknown = CliRunner().invoke(main, ["export", "demo", "--layer", "nope"], env=env(app))
     assert unknown.exit_code != 0
+
+
+def test_a_stale_review_status_change_is_refused_naming_who_changed_it(app):
+    """The review status is compare-and-set in its UPDATE: Ada read version 1, then Eve's
+    change committed; Ada's change from her stale read is a 409 naming Eve, and Eve's
+    status stands. (Two requests' read and write are under no common lock, so the check
+    before the UPDATE alone would let the later one overwrite the earlier.)"""
+    from app.errors import Conflict
+    from app.models import DocumentReview
+    from app.quality.adjudication import set_status
+
+    make_study(app, documents=DOCUMENTS)
+    sessions = app.extensions["db_sessionmaker"]
+    with sessions() as setup:
+        document = setup.scalar(select(Document).where(Document.external_id == "doc-1"))
+        set_status(setup, document, {"status": "in_review", "version": 0}, ADA)
+        setup.commit()
+    with sessions() as ada, sessions() as eve:
+        mine = ada.scalar(select(Document).where(Document.id == document.id))
+        seen = ada.get(DocumentReview, mine.id)  # Ada's page shows version 1
+        assert seen.version == 1
+        ada.commit()  # her read is over (the row stays in her session, as on her page)
+        theirs = eve.scalar(select(Document).where(Document.id == document.id))
+        set_status(eve, theirs, {"status": "done", "version": 1}, EVE)
+        eve.commit()
+        with pytest.raises(Conflict) as refused:
+            set_status(ada, mine, {"status": "in_review", "version": 1}, ADA)
+        ada.rollback()
+    assert EVE in str(refused.value) and refused.value.details == {"changed_by": EVE, "version": 2}
+    with sessions() as check:
+        review = check.get(DocumentReview, document.id)
+        assert (review.status, review.updated_by, review.version) == ("done", EVE, 2)

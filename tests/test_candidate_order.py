@@ -5,7 +5,8 @@ id; the list sorted by segment, proposal start and end, category, smallest mark 
 On SNaC dev as workers (every vote a worker: tests/test_snac_roundtrip.plan_marks) with each
 worker's marks also given a second, shifted copy (so that ties between overlapping marks of
 one worker exist), twenty shuffles of the marks give the same candidates, mark for mark, and
-the same proposals."""
+the same proposals, with the same comments carried (h27) and the same attribute values and
+disagreements (h28): each mark has a comment and a severity of its own."""
 
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ def snac_marks():
                 if b["end"] + 4 <= len(text):  # a second, overlapping mark of the same worker
                     shapes.append((b["start"], b["end"] + 4))
                 for start, end in shapes:
+                    number = next(next_id)
                     marks.append(
                         Mark(
-                            next(next_id),
+                            number,
                             f"w{worker}",
                             b["segment"],
                             start,
@@ -44,7 +46,8 @@ def snac_marks():
                             text[start:end],
                             b["category"],
                             (None,) * 5,
-                            "",
+                            f"note {worker}" if number % 3 else "",
+                            {"severity": ("minor", "major")[number % 2]},
                         )
                     )
         documents.append((doc, [f"w{k}" for k in sorted(workers)], marks, texts))
@@ -52,18 +55,27 @@ def snac_marks():
 
 
 def shape(candidates):
-    return [([m.id for m in c.marks], c.proposal.id) for c in candidates]
+    return [
+        ([m.id for m in c.marks], c.proposal.id, c.proposal.attributes, c.comment, c.unanimous)
+        for c in candidates
+    ]
 
 
 def test_shuffling_the_marks_changes_no_candidate():
     scopes = scopes_from_taxonomy(load_taxonomy(REPO / "taxonomies" / "snac.yaml"))
     rng = random.Random(29)
-    total = 0
+    total = comments = attribute_disagreements = 0
     for doc, workers, marks, texts in snac_marks():
-        expected = shape(group_candidates(doc, workers, marks, texts, scopes))
+        candidates = group_candidates(doc, workers, marks, texts, scopes)
+        expected = shape(candidates)
         total += len(expected)
+        comments += sum("\n" in c.comment for c in candidates)
+        attribute_disagreements += sum(
+            len({m.attributes["severity"] for m in c.marks}) > 1 for c in candidates
+        )
         for _ in range(20):
             shuffled = marks[:]
             rng.shuffle(shuffled)
             assert shape(group_candidates(doc, workers, shuffled, texts, scopes)) == expected, doc
     assert total > 600
+    assert comments > 0 and attribute_disagreements > 0  # both rules were exercised

@@ -131,7 +131,7 @@ def test_make_run_stops_cleanly_on_ctrl_c(tmp_path):
     stamp = tmp_path / "stamp"
     stamp.touch()
     (fake / "marginalia").write_text(
-        f'#!/bin/sh\ncase "$1" in serve|worker) echo $$ >> {pids}; exec sleep 60;; '
+        f'#!/bin/sh\ncase "$1" in serve|worker) echo $$ >> {pids}; exec sleep 600;; '
         'esac\necho "$@"\n',
         "utf-8",
     )
@@ -143,13 +143,21 @@ def test_make_run_stops_cleanly_on_ctrl_c(tmp_path):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # as from a terminal: Ctrl+C's default action. A pytest started in the background
+        # (`cmd &` in a script, as a CI runner may) ignores SIGINT, and an ignored signal is
+        # inherited across exec: make would never see it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 20
+    # generous deadlines: under a loaded CI machine a fork can wait seconds for a core
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
         time.sleep(0.1)
+    if not pids.exists() or len(pids.read_text().split()) < 2:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"make run did not start serve and worker within 60 s: {proc.communicate()[0]}")
     os.killpg(proc.pid, signal.SIGINT)
     try:
-        out, _ = proc.communicate(timeout=20)
+        out, _ = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()

@@ -4,8 +4,8 @@ tests/test_snac_roundtrip.plan_marks), compared by source with K = 2, on SQLite 
 
 Every figure is recomputed here from the raw file, without the app's code for words, errors
 or the sentence projection: words are counted with the regular expression below, an error
-counts where it has two replayed votes, it falls in the sentence whose range holds its start
-(else the next sentence), and intervals and p-values come from SciPy called directly with the
+counts where it has two replayed votes, it makes every sentence it overlaps unclean (SNaC's
+paired categories' earlier spans are context, not errors), and intervals and p-values come from SciPy called directly with the
 same seed. Only the sentence splitter is the app's (it defines what a sentence is).
 
 The system is the id's prefix (``book_175b``, ``book_6b``, ``tripod``: the snac reader's
@@ -42,12 +42,13 @@ def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
 
 
-def import_snac_dev_workers(app, slug: str = "snac-dev") -> dict:
-    """SNaC dev with every vote a submitted worker (imported work); the raw file."""
+def import_snac_dev_workers(app, slug: str = "snac-dev", only: set[str] | None = None) -> dict:
+    """SNaC dev (``only`` these documents) with every vote a submitted worker (imported
+    work); the raw file."""
     path = shared_file("snac", "dev.json")
     raw = json.loads(path.read_text(encoding="utf-8"))
-    marks, *_ = plan_marks(raw)
-    documents = parse_documents(path, "snac")
+    marks, *_ = plan_marks(raw if only is None else {doc: raw[doc] for doc in only})
+    documents = [d for d in parse_documents(path, "snac") if only is None or d.external_id in only]
     for document in documents:
         for worker, bodies in marks[document.external_id].items():
             for b in bodies:
@@ -72,11 +73,8 @@ def import_snac_dev_workers(app, slug: str = "snac-dev") -> dict:
     return raw
 
 
-def sentence_of(bounds, start: int) -> int:
-    for index, (s, e) in enumerate(bounds):
-        if s <= start < e or start < s:
-            return index
-    raise AssertionError("an error after the last sentence")
+def sentences_of(bounds, start: int, end: int) -> set[int]:
+    return {index for index, (s, e) in enumerate(bounds) if start < e and s < end}
 
 
 def hand_count(raw: dict) -> dict[str, list[tuple[int, int, int, int]]]:
@@ -89,8 +87,9 @@ def hand_count(raw: dict) -> dict[str, list[tuple[int, int, int, int]]]:
         texts = [body[str(i)]["text"] for i in range(len(body))]
         counted = marks[doc][1]  # worker 1 marked exactly the errors with >= 2 votes
         flagged = {
-            (m["segment"], sentence_of(sentence_spans(texts[m["segment"]]), m["start"]))
+            (m["segment"], index)
             for m in counted
+            for index in sentences_of(sentence_spans(texts[m["segment"]]), m["start"], m["end"])
         }
         sentences = sum(len(sentence_spans(t)) for t in texts)
         words = sum(len(WORDS.findall(t)) for t in texts)

@@ -132,7 +132,7 @@ def documents_in(fmt: str, files: dict[str, bytes]) -> set[str]:
         return {r["document"] for r in csv_rows(text)}
     if fmt == "jsonl":
         return {json.loads(line)["document"] for line in text.splitlines()}
-    if fmt == "snac":
+    if fmt in ("snac", "booookscore"):
         return set(json.loads(text))
     if fmt == "thresh":
         return {entry["id"] for entry in json.loads(text)}

@@ -123,6 +123,31 @@ def test_reviewed_workers_are_taken_from_the_worker_page(app, prolific_study):
     assert [r["path"] for r in standin.requests] == ["/api/v1/submissions/sessC/transition/"]
 
 
+def test_reject_reviewed_sends_only_the_workers_rejected_on_the_worker_page(app, prolific_study):
+    """``reject --reviewed`` takes the workers rejected on the worker page, never the approved
+    ones (a wrong pick here rejects paid work on Prolific)."""
+    from app.annotation.reviews import act
+
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        act(session, study, "5f1b", "reject", "ada@example.org")
+        act(session, study, "6c2d", "approve", "ada@example.org")
+    with ProlificStandIn() as standin:
+        done = run(
+            prolific_study,
+            standin,
+            *("reject", "demo", "--reviewed", "--category", "FAILED_CHECK", "--message", MESSAGE),
+        )
+    assert done.returncode == 0, done.stderr
+    assert standin.problems == []
+    assert standin.requests == [
+        {
+            "path": "/api/v1/submissions/sessB/transition/",
+            "body": {"action": "REJECT", "message": MESSAGE, "rejection_category": "FAILED_CHECK"},
+        }
+    ]
+
+
 def test_bonus_sets_up_one_bulk_payment_per_prolific_study_then_pays_it(prolific_study):
     with ProlificStandIn() as standin:
         done = run(

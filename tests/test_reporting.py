@@ -315,6 +315,8 @@ def test_report_is_json_and_formats_for_a_terminal(session, study):
         "categories",
         "detector",
         "attention",
+        "attributes",
+        "booookscore",
     ]
     assert report["attention"] == {
         "checks": 0,
@@ -489,7 +491,8 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     # three synthetic workers: worker k marks every error that k or more annotators marked
     from app import create_app
-    from app.annotation.assignments import add_annotation, open_assignment, submit
+    from app.annotation import fast
+    from app.annotation.assignments import open_assignment, submit
     from app.db import session_scope
     from app.documents.studies import find_document, get_study
 
@@ -519,9 +522,9 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
                             "end": found[1],
                             "text": segment["text"][found[0] : found[1]],
                         }
-                        add_annotation(
+                        fast.add(
                             session,
-                            assignment,
+                            assignment.token,
                             {
                                 **span,
                                 "category": error["error_type"],

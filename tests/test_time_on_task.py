@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
+from app.annotation import timing
 from app.db import session_scope
+from app.errors import InvalidInput
 from app.models import Assignment, SegmentTime, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, open_token
@@ -64,10 +66,11 @@ def test_a_forged_huge_value_is_clamped_to_the_wall_clock(app, client):
     assert position(client, token, {"segment": 1, "active": {"0": 1e12}}) == 204
     stored = times(app, token)[0]
     assert 100 <= stored <= 100 + 5 + 5  # elapsed + the 5 s slack (+ the test's own time)
-    # at once again: almost no wall-clock time has passed, so at most the slack is added
+    # at once again: the slack is spent and almost no wall-clock time has passed, so only
+    # that time is added (one slack per assignment, not per report)
     assert position(client, token, {"segment": 1, "active": {"0": 1e6, "1": 1e6}}) == 204
     after = times(app, token)
-    assert after[0] + after[1] - stored <= 5 + 1
+    assert after[0] + after[1] - stored <= 1
     # two claims share the budget in proportion
     assert after[1] == pytest.approx(after[0] - stored, abs=0.01)
 
@@ -195,3 +198,93 @@ def test_a_study_made_by_a_researcher_refuses_unseen_submits_unless_allowed(
     assert answer.status_code == 409 and "segment 2 of 2" in answer.get_json()["error"]
     assert client.post(f"/api/assignments/{token}/position", json={"segment": 1}).status_code == 204
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+
+def test_the_time_budget_hand_computed():
+    """``timing.budget``: the time since the last report, never past the time since opening
+    less what is stored, plus one 5 s slack; SQLite's naive timestamps are UTC."""
+    opened = datetime(2030, 1, 1, tzinfo=UTC)
+    at = opened + timedelta(seconds=100)
+    naive = opened.replace(tzinfo=None)
+    assert timing.budget(at, opened, None, 0.0) == 105.0  # first report: 100 + 5
+    assert timing.budget(at, naive, None, 0.0) == 105.0
+    last = opened + timedelta(seconds=90)
+    assert timing.budget(at, opened, last, 50.0) == 15.0  # since the last report: 10 + 5
+    assert timing.budget(at, opened, last.replace(tzinfo=None), 50.0) == 15.0
+    assert timing.budget(at, opened, last, 97.5) == 7.5  # the total's cap: 100 - 97.5 + 5
+    assert timing.budget(at, opened, last, 104.0) == 1.0  # the slack mostly spent
+    assert timing.budget(at, opened, last, 300.0) == 0.0  # never negative
+    assert timing.budget(opened, opened, None, 0.0) == 5.0  # at once: the slack alone
+
+
+def test_reported_seconds_are_stored_to_the_millisecond_and_scaled_in_proportion(app, client):
+    """Values within the budget are stored as sent (to the millisecond, 0.057 stays 0.057);
+    a claim over it is scaled down in proportion and rounded down, never up."""
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    opened_ago(app, token, 1000)
+    assert position(client, token, {"segment": 1, "active": {"0": 0.057, "1": 2.5}}) == 204
+    assert times(app, token) == {0: 0.057, 1: 2.5}
+    opened_ago(app, token, 10)  # 10 s since the last report; 2.557 s stored
+    assert position(client, token, {"segment": 2, "active": {"0": 20.0, "2": 10.0}}) == 204
+    stored = times(app, token)
+    added = stored[0] - 0.057 + stored[2]
+    assert 15.0 - 0.01 <= added <= 15.0 + 0.1  # 10 + 5, give or take the test's own time
+    assert stored[2] == pytest.approx((stored[0] - 0.057) / 2, abs=0.002)
+    # a new assignment's slack spent at once: a claim under a second is scaled down to
+    # (almost) nothing too
+    fresh = open_token(client, worker="w2")
+    assert position(client, fresh, {"segment": 0, "active": {"0": 1e6}}) == 204
+    assert position(client, fresh, {"segment": 0, "active": {"1": 0.9}}) == 204
+    assert times(app, fresh)[1] < 0.5
+
+
+def test_time_settings_bounds_and_clearing():
+    """``min_seconds_per_segment`` in (0, 3600], finite; clearing removes it and nothing else;
+    a refused value changes nothing."""
+    study = Study(settings=None)
+    assert timing.apply_settings(study, min_seconds=3600) == {
+        "min_seconds_per_segment": 3600.0,
+        "require_all_segments_seen": False,
+    }
+    assert timing.apply_settings(study, min_seconds=0.001)["min_seconds_per_segment"] == 0.001
+    for bad in (0, -1, 3600.5, float("nan"), float("inf")):
+        with pytest.raises(InvalidInput) as refused:
+            timing.apply_settings(study, min_seconds=bad)
+        assert str(refused.value) == "min_seconds_per_segment must be more than 0 and at most 3600"
+    assert study.settings == {"min_seconds_per_segment": 0.001}
+    described = timing.apply_settings(study, require_seen=True)  # the minimum is kept
+    assert described == {"min_seconds_per_segment": 0.001, "require_all_segments_seen": True}
+    assert study.settings == {"min_seconds_per_segment": 0.001, "require_all_segments_seen": True}
+    timing.apply_settings(study, clear_min=True)
+    assert study.settings == {"require_all_segments_seen": True}
+    timing.apply_settings(study, clear_min=True)  # nothing to clear: no error
+    assert study.settings == {"require_all_segments_seen": True}
+
+
+@pytest.mark.parametrize(
+    ("active", "message"),
+    [
+        ([1], "active must be an object of segment index -> seconds"),
+        (
+            {"0": 1, "1": 1, "2": 1, "3": 1, "4": 1},
+            "active names more segments than the document has",
+        ),
+        ({"0000000001": 1}, "active: keys must be segment indexes"),
+        ({"4": 1}, "active: segment 4 is out of range (0..3)"),
+        ({"0": "1"}, "active: seconds must be numbers"),
+        ({"0": -0.001}, "active: seconds must be finite and not negative"),
+    ],
+)
+def test_active_values_refused_with_their_message(active, message):
+    with pytest.raises(InvalidInput) as refused:
+        timing.parse_active(active, 4)
+    assert str(refused.value) == message
+
+
+def test_active_values_at_the_bounds_are_taken():
+    """Every segment named once, a 9-digit key, 0 and fractions of a second."""
+    every = {"0": 0, "1": 0.5, "2": 1, "3": 2.25}
+    assert timing.parse_active(every, 4) == {0: 0.0, 1: 0.5, 2: 1.0, 3: 2.25}
+    assert timing.parse_active({"000000003": 0.25}, 4) == {3: 0.25}
+    assert timing.parse_active(None, 4) == {}

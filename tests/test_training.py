@@ -5,6 +5,7 @@ Postgres, through the real HTTP API, the worker pages and the command line."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -154,6 +155,11 @@ def test_a_checked_segment_is_frozen_and_others_are_not(app, client):
     assert late.status_code == 409 and "can no longer be changed" in late.get_json()["error"]
     removed = client.delete(f"/api/assignments/{token}/annotations/{first['id']}")
     assert removed.status_code == 409
+    edited = client.post(
+        f"/api/assignments/{token}/annotations/{first['id']}/edit",
+        json={"category": "CharE", "client_id": "edit-1"},
+    )
+    assert edited.status_code == 409 and edited.get_json()["error"] == late.get_json()["error"]
     assert live_count(app, token) == before == 1
     # segment 1 is open until it is checked
     assert add(client, token, span(1, "leaved", "GramE")).status_code == 201
@@ -460,7 +466,7 @@ def test_catch_rates_and_flags_reach_the_assignment_export_and_worker_pages(
     create_researcher(app, "ada@example.org", admin=True)
     ada = logged_in(app, "ada@example.org")
     listing = ada.get("/admin/studies/demo/workers").get_data(as_text=True)
-    row = re.search(r'<tr data-worker="A">.*?</tr>', listing, re.DOTALL)
+    row = re.search(r'<tr data-worker="A"[^>]*>.*?</tr>', listing, re.DOTALL)
     assert row is not None and "67%" in row.group(0)
     assert "33%" in ada.get("/admin/studies/demo/worker?id=B").get_data(as_text=True)
 
@@ -541,6 +547,30 @@ def test_practice_time_is_left_out_of_the_median_while_a_pass_mark_is_set(app):
     with app.app_context(), session_scope() as session:
         median = worker_times(session, session.scalar(select(Study)))["W1"]
     assert median["median_seconds_per_segment"] == 52.0
+
+
+def test_a_rejected_workers_catch_rate_stays_on_the_worker_pages(app, client, cli, tmp_path):
+    """The worker pages count rejected work too (``WITH_REJECTED``): a worker rejected for
+    missing checks still shows the rate they were rejected for, on the list and their own
+    page (B caught "odd here", 1 of check-1's 2 checks: 50%); a worker who met no check
+    shows "–"."""
+    from app.annotation.reviews import act
+    from app.researchers.accounts import create_researcher
+    from tests.test_admin import EMAIL, PASSWORD, login
+
+    checks_study(app, cli, tmp_path)
+    work(client, "B", "check-1", [span(1, "odd here", "GramE", CHECK_1)])
+    work(client, "C", "doc-1", [])
+    configure(app, min_catch_rate=0.9)
+    with app.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD, role="admin")
+        act(session, session.scalar(select(Study)), "B", "reject", EMAIL)
+    assert login(client).status_code == 302
+    listing = client.get("/admin/studies/demo/workers").get_data(as_text=True)
+    rows = dict(re.findall(r'<tr data-worker="(\w+)"[^>]*>(.*?)</tr>', listing, re.DOTALL))
+    assert "50%" in rows["B"] and "50%" not in rows["C"]
+    page = client.get("/admin/studies/demo/worker", query_string={"id": "B"})
+    assert re.search(r"Attention-check catch rate</th><td[^>]*>50%<", page.get_data(as_text=True))
 
 
 # --- issue 26 row 3: answer keys cannot be harvested -------------------------------------------

@@ -106,7 +106,8 @@ BODY_FIELDS = [
     ("position", "events.shown"),
     ("suggestions/events", "suggestions"),
 ]
-PATH_FIELDS = ["annotations/{}", "practice/{}", "suggestions/{}/events"]
+PATH_FIELDS = ["annotations/{}", "annotations/{}/edit", "practice/{}", "suggestions/{}/events"]
+PATH_BODIES = {"edit": {"comment": "x", "client_id": "edit-1"}}
 
 
 def body_with(endpoint: str, field: str, value: int) -> dict:
@@ -148,6 +149,7 @@ def worker(app, client):
 @example(where=("annotations", "segment"), value=2**63, lane=True)  # the probe's request
 @example(where=("annotations", "paired.segment"), value=2**63, lane=False)
 @example(where="annotations/{}", value=2**64, lane=False)
+@example(where="annotations/{}/edit", value=2**63, lane=False)
 def test_an_integer_beyond_any_column_is_a_400_with_a_message(
     app, client, worker, where, value, lane
 ):
@@ -161,8 +163,10 @@ def test_an_integer_beyond_any_column_is_a_400_with_a_message(
         answer = client.post(f"{base}/{endpoint}", json=body_with(endpoint, field, value))
     else:
         path = where.format(value)
-        method = client.delete if path.startswith("annotations/") else client.post
-        answer = method(f"{base}/{path}", json={"event": "shown"})
+        removal = path.startswith("annotations/") and not path.endswith("/edit")
+        method = client.delete if removal else client.post
+        body = PATH_BODIES.get(path.rsplit("/", 1)[-1], {"event": "shown"})
+        answer = method(f"{base}/{path}", json=body)
     if where == ("position", "active.value"):  # seconds are clamped (timing.py), not refused
         assert answer.status_code < 500, (where, value, answer.status_code)
         return

@@ -1,8 +1,9 @@
-"""The annotation workflow's rules: opening assignments, adding, removing, submitting.
+"""The annotation workflow's rules: opening assignments, reading them, submitting.
 
 Transport-neutral: the JSON API and the tests call these with plain dicts. Every function
 either changes the database as asked or raises a :class:`MarginaliaError` having changed
-nothing. The caller commits.
+nothing. The caller commits. The per-action writes (add, remove, position, heartbeat) are
+:mod:`app.annotation.fast`'s, whose rules live in SQL once (:mod:`app.annotation.hot_sql`).
 """
 
 from __future__ import annotations
@@ -18,21 +19,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 
 from app.annotation import timing
-from app.annotation.duplicates import refuse_exact_duplicate
 from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
-from app.annotation.values import _int, annotation_values, check_suggestion
-from app.documents.taxonomy import categories_by_id
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import (
-    Annotation,
-    Assignment,
-    Document,
-    Segment,
-    Study,
-    isoformat,
-)
+from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -71,7 +62,7 @@ def get_assignment(
     # With ``related`` the study and document come in the same round trip (most calls need
     # them; position and remove do not); only the assignment's row is locked.
     if not TOKEN_PATTERN.match(token):
-        raise NotFound("no assignment with this token")
+        raise NotFound(NO_SUCH_TOKEN)
     query = select(Assignment).where(Assignment.token == token)
     if related:
         query = query.options(joinedload(Assignment.study), joinedload(Assignment.document))
@@ -79,7 +70,7 @@ def get_assignment(
         query = query.with_for_update(of=Assignment)
     assignment = session.scalar(query)
     if assignment is None:
-        raise NotFound("no assignment with this token")
+        raise NotFound(NO_SUCH_TOKEN)
     return assignment
 
 
@@ -188,73 +179,15 @@ def segment_texts(session: Session, document_id: int) -> list[str]:
     )
 
 
-def require_active(assignment: Assignment) -> None:
-    """Refuse a change to an assignment that is no longer active (409, saying why)."""
-    if assignment.status == "submitted":
+NO_SUCH_TOKEN = "no assignment with this token"
+
+
+def require_active(status: str) -> None:
+    """Refuse a change to an assignment that is not active (409 naming its status)."""
+    if status == "submitted":
         raise Conflict("this assignment has been submitted and can no longer be changed")
-    if assignment.status != "active":
-        raise Conflict(f"this assignment is {assignment.status} and can no longer be changed")
-
-
-def _same_content(annotation: Annotation, values: dict[str, Any]) -> bool:
-    return all(getattr(annotation, key) == value for key, value in values.items())
-
-
-def add_annotation(session: Session, assignment: Assignment, body: Any) -> tuple[Annotation, bool]:
-    """Validate and store one annotation; returns ``(annotation, created)``.
-
-    A repeated ``client_id`` returns the annotation first stored under it (idempotent
-    retries); the same ``client_id`` with different content is a conflict. The web API takes
-    the same rules through :func:`app.annotation.fast.add` (fewer round trips).
-    """
-    require_active(assignment)
-    texts = segment_texts(session, assignment.document_id)
-    values, client_id = annotation_values(body, texts, categories_by_id(assignment.study.taxonomy))
-    check_suggestion(session, assignment.document_id, values["suggestion_id"])
-
-    def earlier() -> Annotation | None:
-        return session.scalar(
-            select(Annotation).where(
-                Annotation.assignment_id == assignment.id, Annotation.client_id == client_id
-            )
-        )
-
-    dialect = session.get_bind().dialect.name
-    if dialect in INSERT_IF_NEW:
-        if earlier() is None:
-            refuse_exact_duplicate(session, assignment, client_id, values)
-        # One round trip: the unique (assignment, client_id) constraint decides; a retry
-        # inserts nothing and gets the first annotation back below.
-        statement = (
-            INSERT_IF_NEW[dialect](Annotation)
-            .on_conflict_do_nothing(index_elements=["assignment_id", "client_id"])
-            .returning(Annotation)
-        )
-        row = {"assignment_id": assignment.id, "client_id": client_id, **values}
-        annotation = session.scalars(statement, [row]).first()
-        if annotation is not None:
-            engage(assignment)
-            return annotation, True
-        previous = earlier()
-        if previous is None:
-            raise Conflict("client_id could not be stored; try again")
-    else:
-        previous = earlier()
-    if previous is None:
-        refuse_exact_duplicate(session, assignment, client_id, values)
-        annotation = Annotation(assignment_id=assignment.id, client_id=client_id, **values)
-        try:
-            with session.begin_nested():
-                session.add(annotation)
-            engage(assignment)
-            return annotation, True
-        except IntegrityError:
-            previous = earlier()
-            if previous is None:
-                raise
-    if not _same_content(previous, values):
-        raise Conflict("client_id was already used for a different annotation")
-    return previous, False
+    if status != "active":
+        raise Conflict(f"this assignment is {status} and can no longer be changed")
 
 
 def own_annotation(session: Session, assignment: Assignment, annotation_id: int) -> Annotation:
@@ -269,37 +202,6 @@ def own_annotation(session: Session, assignment: Assignment, annotation_id: int)
     if annotation is None:
         raise NotFound("this assignment has no such annotation")
     return annotation
-
-
-def remove_annotation(session: Session, assignment: Assignment, annotation_id: int) -> None:
-    """Mark an annotation removed (kept in the database, dropped from exports). Idempotent."""
-    require_active(assignment)
-    annotation = own_annotation(session, assignment, annotation_id)
-    if annotation.removed_at is None:
-        annotation.removed_at = now()
-    engage(assignment)
-
-
-def set_position(session: Session, assignment: Assignment, body: Any) -> None:
-    """Store the segment the worker has reached, so a reload resumes there."""
-    if assignment.status != "active":
-        return
-    if not isinstance(body, dict):
-        raise InvalidInput("the body must be a JSON object")
-    segment = _int(body, "segment")
-    count = len(segment_texts(session, assignment.document_id))
-    if not 0 <= segment < count:
-        raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
-    active = timing.parse_active(body.get("active"), count)
-    assignment.current_segment = segment
-    engage(assignment)
-    timing.record(session, assignment, segment, active, assignment.last_seen_at)
-
-
-def heartbeat(assignment: Assignment) -> None:
-    """The page says its worker is there: keeps an active assignment's slot."""
-    if assignment.status == "active":
-        engage(assignment)
 
 
 def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
@@ -322,7 +224,7 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     """
     if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
-    require_active(assignment)
+    require_active(assignment.status)
     timing.require_seen(session, assignment)
     if assignment.study.suggestions != "off":
         from app.quality.assignment_scores import score_against_suggestions
@@ -356,7 +258,7 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         }
         if annotation.paired_end_segment is not None:
             paired["end_segment"] = annotation.paired_end_segment
-    return {
+    out = {
         "id": annotation.id,
         "segment": annotation.segment,
         "start": annotation.start,
@@ -369,3 +271,39 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
         "suggestion_id": annotation.suggestion_id,
         "created_at": isoformat(annotation.created_at),
     }
+    attributes = getattr(annotation, "attributes", None)
+    if attributes:  # only when set: other studies' payloads stay as they were
+        out["attributes"] = attributes
+    return out
+
+
+def mark_rows(session: Session, annotation: Annotation) -> list[Annotation]:
+    """The other rows of a multi-label mark whose first row is ``annotation``."""
+    return list(
+        session.scalars(
+            select(Annotation)
+            .where(Annotation.assignment_id == annotation.assignment_id)
+            .where(Annotation.mark == annotation.id)
+            .order_by(Annotation.id)
+        )
+    )
+
+
+def mark_json(session: Session, annotation: Annotation) -> dict[str, Any]:
+    """One stored mark's JSON (with its other categories, if multi-label)."""
+    return marks_json([annotation, *mark_rows(session, annotation)])[0]
+
+
+def marks_json(rows: Any) -> list[dict[str, Any]]:
+    """Live rows (in id order) as the page's marks: a multi-label mark's rows folded into
+    its first row's JSON, ``categories`` listing them all (docs/CONTRACT.md)."""
+    out: list[dict[str, Any]] = []
+    first: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        mark = getattr(row, "mark", None)
+        if mark is None:
+            out.append(first.setdefault(row.id, annotation_json(row)))
+        elif mark in first:
+            head = first[mark]
+            head.setdefault("categories", [head["category"]]).append(row.category)
+    return out

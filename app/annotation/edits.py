@@ -1,10 +1,15 @@
-"""A worker's edit of an annotation in place: a new category or comment for the same span.
+"""A worker's edit of an annotation in place: new categories, attribute values or comment for
+the same span.
 
-Stored as history, never as an UPDATE: the old row is removed (``removed_at``, as a Remove
-does) and the same span added with the new values under the edit's ``client_id``, through
-:func:`app.annotation.assignments.add_annotation`'s checks (category, pair, comment, the
-exact-duplicate guard). The web API's route (``POST …/annotations/<id>/edit``) first refuses
-an edit in a checked practice segment, as for a remove. The caller commits.
+Stored as history, never as an UPDATE: the old mark is removed (every row of a multi-label
+mark) and the same span added with the new values under the edit's ``client_id``, by the hot
+path's own actions (:func:`app.annotation.fast.remove`, then :func:`app.annotation.fast.add`),
+so an edit is refused wherever a remove or an add would be (unknown token, a checked practice
+segment, an assignment no longer active; the add's checks of categories, ``multi_label``,
+pair, attributes and comment, the duplicate guard), by the same SQL, and a multi-label mark
+comes back as one mark, a row per category grouped by ``mark``. Both run in the caller's
+transaction, which commits what this returns and rolls back on a refusal: an edit is stored
+whole or not at all.
 """
 
 from __future__ import annotations
@@ -14,28 +19,43 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.annotation.assignments import (
-    add_annotation,
-    annotation_json,
-    now,
-    own_annotation,
-    require_active,
-)
-from app.errors import Conflict, InvalidInput
+from app.annotation import fast, refusals
+from app.annotation.assignments import MAX_ID, get_assignment, mark_json, own_annotation
+from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import Annotation, Assignment
 
-EDIT_FIELDS = frozenset(("category", "comment", "client_id"))
+EDIT_FIELDS = frozenset(("category", "categories", "attributes", "comment", "client_id"))
 
 
-def edit_annotation(
+def edit(session: Session, token: str, annotation_id: int, body: Any) -> tuple[dict, bool]:
+    """Change a live mark's categories, attribute values and/or comment, keeping its span (and
+    its other span: a paired category changes only to another paired one). ``category`` (one)
+    or ``categories`` (several, ``multi_label`` only) replace the mark's categories, and
+    ``attributes`` its values, as an add takes them; what the body leaves out stays as it
+    was. Returns the new mark's JSON and True (``201``); a retry with the same ``client_id``:
+    the mark it stored and False (``200``). Refusals come in the API's order: the
+    assignment's (404, 409) before the body's (400), the annotation's (404) and a stale
+    edit's (409)."""
+    # Concurrent edits of one annotation wait here, so the second finds it removed.
+    assignment = get_assignment(session, token, for_update=True, related=False)
+    try:
+        new, retry = _edit_body(session, assignment, annotation_id, body)
+    except MarginaliaError:
+        known = annotation_id if 0 < annotation_id <= MAX_ID else None
+        refusals.refuse_unless_live(
+            session, fast.keys_of(session, token), token, annotation_id=known
+        )
+        raise
+    if not retry:
+        fast.remove(session, token, annotation_id)  # every row of the mark
+    return fast.add(session, token, new)
+
+
+def _edit_body(
     session: Session, assignment: Assignment, annotation_id: int, body: Any
-) -> tuple[Annotation, bool]:
-    """Change a live annotation's category and/or comment, keeping its span (and its earlier
-    span: a paired category changes only to another paired one). Stored as history: the old
-    row is removed (``removed_at``) and the same span added with the new values under the
-    body's ``client_id``, through :func:`add_annotation`'s checks. A retry with the same
-    ``client_id`` returns the annotation it stored. Returns ``(annotation, created)``."""
-    require_active(assignment)
+) -> tuple[dict[str, Any], bool]:
+    """The add's body of the edit (the old mark's span with the new values) and whether the
+    edit was stored already (its ``client_id`` is taken: a retry)."""
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     unknown = set(body) - EDIT_FIELDS
@@ -46,27 +66,53 @@ def edit_annotation(
     if not isinstance(body.get("client_id"), str):
         raise InvalidInput("client_id must be the new annotation's id (text)")
     old = own_annotation(session, assignment, annotation_id)
-    new = annotation_json(old)
-    new.update(
-        category=body.get("category", old.category),
-        comment=body.get("comment", old.comment),
-        client_id=body["client_id"],
-    )
-    for key in ("id", "created_at"):
-        new.pop(key)
-    if new["paired"] is None:
-        new.pop("paired")
-    done = session.scalar(
-        select(Annotation).where(
+    if old.mark is not None:  # a later row of a multi-label mark: the mark is edited
+        old = own_annotation(session, assignment, old.mark)
+    before = mark_json(session, old)
+    new = _edited(before, body)
+    taken = session.scalar(
+        select(Annotation.id).where(
             Annotation.assignment_id == assignment.id, Annotation.client_id == body["client_id"]
         )
     )
-    if done is not None:  # a retry: the edit was stored
-        return add_annotation(session, assignment, new)
+    if taken is not None:
+        return new, True
     if old.removed_at is not None:
         raise Conflict("this annotation was removed or edited meanwhile: reload the page")
-    if new["category"] == old.category and new["comment"] == old.comment:
-        raise InvalidInput("the edit changes nothing: give a new category or comment")
-    old.removed_at = now()
-    session.flush()
-    return add_annotation(session, assignment, new)
+    if _same(before, new):
+        raise InvalidInput(
+            "the edit changes nothing: give new categories, attribute values or a comment"
+        )
+    return new, False
+
+
+def _edited(before: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The add's body for the edited mark: ``before`` (the old mark's JSON) with the body's
+    categories, attributes, comment and client_id over it."""
+    new = {k: v for k, v in before.items() if k not in ("id", "created_at", "categories")}
+    if new["paired"] is None:
+        new.pop("paired")
+    if "categories" in body:
+        new["categories"] = body["categories"]
+        new.pop("category")
+        if "category" in body:  # checked against categories' first by the add
+            new["category"] = body["category"]
+    elif "category" in body:
+        new["category"] = body["category"]
+    elif "categories" in before:
+        new["categories"] = before["categories"]
+    if "attributes" in body:
+        new["attributes"] = body["attributes"]
+    new["comment"] = body.get("comment", before["comment"])
+    new["client_id"] = body["client_id"]
+    return new
+
+
+def _same(before: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the edit would store the mark as it is (categories in any order)."""
+    labels = new.get("categories") or [new.get("category")]
+    return (
+        sorted(labels, key=str) == sorted(before.get("categories") or [before["category"]])
+        and (new.get("attributes") or {}) == (before.get("attributes") or {})
+        and new["comment"] == before["comment"]
+    )

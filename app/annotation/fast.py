@@ -1,26 +1,33 @@
-"""The per-action writes (add, remove, position, heartbeat) in as few round trips as
-durability allows: prepared SQL (:mod:`app.annotation.hot_sql`), no ORM loads or flushes,
-no statement building per request.
+"""The per-action writes (add, remove, position, heartbeat): one path for the web's fast
+lane (``app/web/fast_lane.py``) and the API's routes (``app/web/api.py``), on a request's ORM
+session, a bare connection or Postgres's driver alike, in as few round trips as durability
+allows: prepared SQL (:mod:`app.annotation.hot_sql`), no ORM loads or flushes, no statement
+building per request.
 
 A token's fixed keys (assignment, document, study, their timestamps and the taxonomy's hash)
 are cached per process after the first lookup, and so are the document's segment texts and
-the study's categories, so an add is checked in Python and then stored by two statements:
-a **claim**, one ``UPDATE assignments … WHERE`` the token's assignment is live (and, for an
-add or remove, the practice segment is not frozen) that locks the row and stamps the worker's
-activity, and the **write**, whose ``WHERE`` carries the rest of the rule (no live duplicate;
-the unique ``(assignment_id, client_id)`` decides a retry). When either finds nothing (an
-unknown, submitted or rejected token, a retry, a duplicate, a frozen segment, or a body the
-checks refuse), the answer comes from :mod:`app.annotation.assignments`, so every status and
-message reads the same as before.
+the study's categories, so an add's body is checked once, in Python, and then stored by two
+statements: a **claim**, one ``UPDATE assignments … WHERE`` the token's assignment is live
+(and, for an add or remove, the practice segment is not frozen) that locks the row and
+stamps the worker's activity, and the **write**, whose ``WHERE`` carries the rest of the
+rule (no live duplicate; the unique ``(assignment_id, client_id)`` decides a retry). Each
+rule is decided there, in SQL, once. A multi-label mark (``categories``, issue 28) is one
+row per category in the same transaction: the first row as any add, each other row by the
+same insert (its own duplicate guard) with ``mark`` naming the first; a remove takes every
+row of the mark. When a claim or a write finds nothing,
+:mod:`app.annotation.refusals` reads its conditions back and raises the answer (404, 409,
+or a retry's first annotation), in the order the API has always given them: unknown token,
+frozen segment, assignment no longer active, then the body, then retry or duplicate.
 
-The caller commits; on any refusal it must roll back (the request's session is closed
-unbegun), which undoes the claim's activity stamp too. Cache keys carry the document's
-``created_at`` and the taxonomy's hash, so a reused SQLite id cannot hit an old entry; a
-token whose claim fails is dropped from the cache.
+The caller commits what an action returns, and rolls back on a refusal (which undoes the
+claim's activity stamp too). Cache keys carry the document's ``created_at`` and the
+taxonomy's hash, so a reused SQLite id cannot hit an old entry; a token whose claim fails is
+dropped from the cache.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections import OrderedDict
@@ -30,15 +37,15 @@ from sqlalchemy import Connection, Engine, Row, select
 from sqlalchemy.orm import Session
 
 from app.annotation import assignments as rules
-from app.annotation import hint_events, hot_sql, practice, timing
+from app.annotation import hint_events, hot_sql, refusals, timing, values
 from app.documents.taxonomy import categories_by_id
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.models import Study
 
 CACHED_DOCUMENTS = 4096
 CACHED_TOKENS = 65536
-# The short paths run on the request's ORM session or, in the web's fast lane
-# (app/web/fast_lane.py), on a bare connection or Postgres's driver: all run the same statements.
+# The actions run on the request's ORM session or, in the web's fast lane, on a bare
+# connection or Postgres's driver: all run the same statements.
 Database = Session | Connection | hot_sql.Driver
 
 
@@ -74,24 +81,25 @@ class _Cache:
 
 _tokens = _Cache(CACHED_TOKENS)
 _texts = _Cache(CACHED_DOCUMENTS)
-_categories = _Cache(256)
+_taxonomies = _Cache(256)
 
 
 def _engine(db: Database) -> Engine:
     return db.get_bind() if isinstance(db, Session) else db.engine
 
 
-def keys_of(db: Database, token: str) -> Row | None:
+def keys_of(db: Database, token: str) -> Row:
     """The token's assignment keys (id, document_id, study_id, created_at,
-    document_created_at, taxonomy_hash), cached; None for a token no assignment has."""
+    document_created_at, taxonomy_hash), cached; 404 for a token no assignment has."""
     if not rules.TOKEN_PATTERN.match(token):
-        return None
+        raise NotFound(rules.NO_SUCH_TOKEN)
     engine = _engine(db)
     keys = _tokens.get(engine, token)
     if keys is None:
         keys = hot_sql.execute(db, "keys", hot_sql.KEYS, {"token": token}).first()
-        if keys is not None:
-            _tokens.put(engine, token, keys)
+        if keys is None:
+            raise NotFound(rules.NO_SUCH_TOKEN)
+        _tokens.put(engine, token, keys)
     return keys
 
 
@@ -117,155 +125,174 @@ def texts_of(db: Database, keys: Row) -> list[str]:
     return texts
 
 
-def categories_of(db: Database, keys: Row) -> dict[str, dict[str, Any]]:
-    """The study's categories by id, from its taxonomy snapshot (cached by its hash)."""
+def taxonomy_of(db: Database, keys: Row) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The study's categories by id and whether a mark may carry several
+    (``multi_label``), from its taxonomy snapshot (cached by its hash)."""
     engine = _engine(db)
     key = (keys.study_id, keys.taxonomy_hash)  # the hash is of the snapshot itself
-    categories = _categories.get(engine, key)
-    if categories is None:
+    known = _taxonomies.get(engine, key)
+    if known is None:
         taxonomy = db.scalar(select(Study.taxonomy).where(Study.id == keys.study_id))
-        categories = categories_by_id(taxonomy)
-        _categories.put(engine, key, categories)
-    return categories
+        known = (categories_by_id(taxonomy), bool(taxonomy.get("multi_label")))
+        _taxonomies.put(engine, key, known)
+    return known
 
 
-# The short paths: each stores the action and answers, or returns None having stored
-# nothing the caller's rollback would not undo (then the rules below give the answer).
+# The actions: each stores what it was asked or raises the refusal, having stored nothing
+# the caller's rollback would not undo.
 
 
-def try_add(db: Database, token: str, body: Any) -> dict[str, Any] | None:
-    """Store a new annotation in two statements (in one round trip on the driver): its JSON,
-    or None."""
+def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
+    """Store a new mark: its JSON and True (``201``); a retry of a stored ``client_id``
+    with the same content: the first mark's JSON and False (``200``). A multi-label mark's
+    JSON lists its ``categories`` (the first is ``category``)."""
     keys = keys_of(db, token)
-    if keys is None:
-        return None
+    texts = texts_of(db, keys)
+    categories, multi_label = taxonomy_of(db, keys)
     try:
-        values, client_id = rules.annotation_values(
-            body, texts_of(db, keys), categories_of(db, keys)
-        )
-        rules.check_suggestion(db, keys.document_id, values["suggestion_id"])
-    except InvalidInput:  # the rules give the answer, in their order (status first)
-        return None
-    row = {**values, "client_id": client_id, "created_at": rules.now(), "removed_at": None}
-    params = {**row, "assignment_id": keys.id, "token": token, "now": row["created_at"]}
+        row, client_id = values.annotation_values(body, texts, categories, multi_label)
+        values.check_suggestion(db, keys.document_id, row["suggestion_id"])
+    except InvalidInput:  # the assignment's state first, as the API always answered
+        segment = body.get("segment") if isinstance(body, dict) else None
+        refusals.refuse_unless_live(db, keys, token, segment=_index(segment, len(texts)))
+        raise
+    labels = row.pop("categories", None) or [row["category"]]
+    moment = rules.now()
+    row = {**row, "client_id": client_id, "created_at": moment, "removed_at": None}
+    row.setdefault("attributes", None)
+    row["mark"] = None
+    params = _params(row, keys.id, token)
+    dialect = _engine(db).dialect.name
     if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
         stored = db.claim_and_run(
             ("claim_for_add", hot_sql.CLAIM_FOR_ADD),
             ("insert_checked", hot_sql.insert_annotation("postgresql", checked=True)),
             params,
         ).first()
-        return None if stored is None else _json(stored.id, keys, row)
-    if not _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=values["segment"]):
-        return None
-    dialect = _engine(db).dialect.name
-    stored = hot_sql.execute(
-        db, "insert_annotation", hot_sql.insert_annotation(dialect), params
-    ).first()
-    if stored is None:  # a retry of a stored client_id, or a duplicate
-        return None
-    return _json(stored.id, keys, row)
+    elif _claimed(db, "CLAIM_FOR_ADD", keys, token, segment=row["segment"]):
+        insert = hot_sql.insert_annotation(dialect)
+        stored = hot_sql.execute(db, "insert_annotation", insert, params).first()
+    else:
+        stored = None
+    if stored is not None:
+        _add_labels(db, dialect, keys, row, labels, stored.id)
+        return _mark_json(stored.id, keys.id, row, labels), True
+    refusals.refuse_unless_live(db, keys, token, segment=row["segment"])
+    earlier, labels = refusals.retry_or_duplicate(db, dialect, keys, client_id, row, labels)
+    return _mark_json(earlier["id"], keys.id, earlier, labels), False
 
 
-def _json(annotation_id: int, keys: Row, row: dict[str, Any]) -> dict[str, Any]:
-    return rules.annotation_json(_Stored(id=annotation_id, assignment_id=keys.id, **row))
+def _params(row: dict[str, Any], assignment_id: int, token: str) -> dict[str, Any]:
+    """An add's statement parameters: the row's values, its attributes as JSON text."""
+    attributes = row["attributes"]
+    return {
+        **row,
+        "attributes_json": None if attributes is None else json.dumps(attributes),
+        "assignment_id": assignment_id,
+        "token": token,
+        "now": row["created_at"],
+    }
 
 
-def try_remove(db: Database, token: str, annotation_id: int) -> bool:
-    """Mark one of the assignment's annotations removed in two statements (in one round trip
-    on the driver): whether done."""
-    keys = keys_of(db, token) if 0 < annotation_id <= rules.MAX_ID else None
-    if keys is not None and isinstance(db, hot_sql.Driver):  # one round trip
+def _add_labels(
+    db: Database, dialect: str, keys: Row, row: dict[str, Any], labels: list[str], first: int
+) -> None:
+    """A multi-label mark's other rows, after its first (``first``, stored under the claim
+    just taken): each by the add's insert, so each passes the duplicate guard; a duplicate
+    is refused (409 naming the existing mark) and the caller's rollback drops the whole mark."""
+    insert = hot_sql.insert_annotation(dialect)
+    for n, label in enumerate(labels[1:], 1):
+        other = {**row, "category": label, "mark": first, "client_id": f"~{first}.{n}"}
+        params = _params(other, keys.id, "")
+        if hot_sql.execute(db, "insert_annotation", insert, params).first() is None:
+            refusals.refuse_duplicate(db, dialect, params)
+
+
+def _mark_json(
+    annotation_id: int, assignment_id: int, row: dict[str, Any], labels: list[str]
+) -> dict[str, Any]:
+    """The stored mark's JSON, as :func:`rules.marks_json` writes it."""
+    stored = _Stored(**{**row, "id": annotation_id, "assignment_id": assignment_id})
+    answer = rules.annotation_json(stored)
+    if len(labels) > 1:
+        answer["categories"] = list(labels)
+    return answer
+
+
+def remove(db: Database, token: str, annotation_id: int) -> None:
+    """Mark one of the assignment's annotations removed (idempotent), in two statements (one
+    round trip on the driver): every row of its mark, when it is part of a multi-label one."""
+    keys = keys_of(db, token)
+    known = 0 < annotation_id <= rules.MAX_ID
+    if known and isinstance(db, hot_sql.Driver):
         params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
         claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
         write = ("remove_checked", hot_sql.REMOVE_CHECKED)
-        return db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount == 1
-    return (
-        keys is not None
-        and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id)
-        and hot_sql.execute(
-            db,
-            "remove",
-            hot_sql.REMOVE,
-            {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()},
-        ).rowcount
-        == 1
-    )
+        if db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount >= 1:
+            return
+    elif known and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id):
+        params = {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()}
+        if hot_sql.execute(db, "remove", hot_sql.REMOVE, params).rowcount >= 1:
+            return
+    refusals.refuse_unless_live(db, keys, token, annotation_id=annotation_id if known else None)
+    raise NotFound("this assignment has no such annotation")
 
 
-def try_set_position(db: Database, token: str, body: Any) -> bool:
-    """Store the worker's segment, the segment seen, its active seconds and the suggestion
-    events riding along (every id checked before any write): whether done."""
-    segment = body.get("segment") if isinstance(body, dict) else None
-    keys = keys_of(db, token) if type(segment) is int else None
-    if keys is None:
-        return False
+def set_position(db: Database, token: str, body: Any) -> None:
+    """Store the worker's segment, the segment seen, its active seconds (within the time
+    budget, :func:`app.annotation.timing.budget`) and the suggestion events riding along
+    (checked before any write; ids the worker is not shown are ignored). An assignment no
+    longer active keeps its position: only the events are stored, as ``POST
+    …/suggestions/events`` would (also once submitted)."""
+    keys = keys_of(db, token)
     count = len(texts_of(db, keys))
     try:
+        if not isinstance(body, dict):
+            raise InvalidInput("the body must be a JSON object")
+        segment = values._int(body, "segment")
+        if not 0 <= segment < count:
+            raise InvalidInput(f"segment {segment} is out of range (0..{count - 1})")
         active = timing.parse_active(body.get("active"), count)
-        events = hint_events.parse_events(body.get("events"))
+        events = _shown_events(db, keys, body)
     except InvalidInput:
-        return False
-    if not (0 <= segment < count and hint_events.owned_fast(db, keys, events)):
-        return False
+        if refusals.status(db, keys, token) == "active":
+            raise
+        _store_events(db, keys, _shown_events(db, keys, body) if isinstance(body, dict) else {})
+        return
     if _claimed(db, "CLAIM_POSITION", keys, token, segment=segment):
         moment = rules.now()
-        timing.record_fast(db, keys, segment, active, moment)
+        timing.record(db, keys, segment, active, moment)
         hint_events.insert_fast(db, keys, events, moment)
-        return True
-    return False
+    elif refusals.status(db, keys, token) == "active":
+        raise refusals.TryAgain()
+    else:
+        _store_events(db, keys, events)
 
 
-def try_heartbeat(db: Database, token: str) -> bool:
-    """Keep the assignment's slot in one statement: whether done."""
+def heartbeat(db: Database, token: str) -> None:
+    """Keep an active assignment's slot in one statement (any other: nothing to keep)."""
     keys = keys_of(db, token)
-    return keys is not None and _claimed(db, "CLAIM", keys, token)
+    if not _claimed(db, "CLAIM", keys, token):
+        refusals.status(db, keys, token)  # 404 when the assignment is gone
+
+
+def _index(segment: Any, count: int) -> int | None:
+    """``segment`` when it names one of the document's segments (only those can be frozen)."""
+    return segment if type(segment) is int and 0 <= segment < count else None
+
+
+def _shown_events(db: Database, keys: Row, body: dict[str, Any]) -> dict[str, list[int]]:
+    """A position's ``events``, checked (400 for a malformed one) and narrowed to the
+    suggestions the worker is shown (:func:`app.annotation.hint_events.shown_only`)."""
+    return hint_events.shown_only(db, keys, hint_events.parse_events(body.get("events")))
+
+
+def _store_events(db: Database, keys: Row, events: dict[str, list[int]]) -> None:
+    hint_events.insert_fast(db, keys, events, rules.now())
 
 
 class _Stored:
-    """The stored row's fields, as :func:`rules.annotation_json` reads an annotation."""
+    """An annotation's fields, as :func:`rules.annotation_json` reads an annotation."""
 
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
-
-
-# The whole actions, for the API's Flask routes: the short path, else the rules.
-
-
-def add(session: Session, token: str, body: Any) -> tuple[dict[str, Any], bool]:
-    """:func:`app.annotation.assignments.add_annotation` for a token: the stored
-    annotation's JSON and whether it is new."""
-    stored = try_add(session, token, body)
-    if stored is not None:
-        return stored, True
-    assignment = rules.get_assignment(session, token, for_update=True)
-    if isinstance(body, dict):
-        practice.refuse_if_checked(session, assignment.id, segment=body.get("segment"))
-    annotation, created = rules.add_annotation(session, assignment, body)
-    return rules.annotation_json(annotation), created
-
-
-def remove(session: Session, token: str, annotation_id: int) -> None:
-    """:func:`app.annotation.assignments.remove_annotation` for a token."""
-    if try_remove(session, token, annotation_id):
-        return
-    assignment = rules.get_assignment(session, token, for_update=True, related=False)
-    if 0 < annotation_id <= rules.MAX_ID:
-        practice.refuse_if_checked(session, assignment.id, annotation_id=annotation_id)
-    rules.remove_annotation(session, assignment, annotation_id)
-
-
-def set_position(session: Session, token: str, body: Any) -> None:
-    """:func:`app.annotation.assignments.set_position` for a token, and the suggestion
-    events it carries (stored as ``POST …/suggestions/events`` would, even once submitted;
-    an id the worker is not shown is ignored)."""
-    if not try_set_position(session, token, body):
-        assignment = rules.get_assignment(session, token, for_update=True, related=False)
-        rules.set_position(session, assignment, body)
-        events = hint_events.parse_events(body.get("events")) if isinstance(body, dict) else {}
-        hint_events.record(session, assignment.id, assignment.document_id, events)
-
-
-def heartbeat(session: Session, token: str) -> None:
-    """:func:`app.annotation.assignments.heartbeat` for a token."""
-    if not try_heartbeat(session, token):
-        rules.heartbeat(rules.get_assignment(session, token, for_update=True, related=False))

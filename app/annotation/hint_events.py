@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
 from app.annotation.values import MAX_ID
 from app.crowd.platforms import hint_limits
 from app.errors import InvalidInput
-from app.models import SuggestionEvent
 
 EVENTS = ("shown", "accepted", "dismissed")
 MAX_BATCH = 200  # suggestion ids per event kind in one request
@@ -122,44 +122,25 @@ def record(
     session: Session, assignment_id: int, document_id: int, events: dict[str, list[int]]
 ) -> None:
     """Store ``events`` (event -> suggestion ids) not stored yet, for the suggestions this
-    worker is shown (:func:`shown_ids`); any other id is ignored, the same way whatever it is,
-    so an answer tells nothing about which ids belong to the document."""
-    wanted = {i for ids in events.values() for i in ids}
-    if not wanted:
-        return
-    visible = shown_ids(session, assignment_id, document_id) & wanted
-    for event, all_ids in events.items():
-        ids = [i for i in all_ids if i in visible]
-        if not ids:
-            continue
-        stored = set(
-            session.scalars(
-                select(SuggestionEvent.suggestion_id).where(
-                    SuggestionEvent.assignment_id == assignment_id,
-                    SuggestionEvent.suggestion_id.in_(ids),
-                    SuggestionEvent.event == event,
-                )
-            )
-        )
-        for suggestion_id in sorted(set(ids) - stored):
-            session.add(
-                SuggestionEvent(
-                    assignment_id=assignment_id, suggestion_id=suggestion_id, event=event
-                )
-            )
+    worker is shown (:func:`shown_only`), as a position update stores them."""
+    keys = SimpleNamespace(id=assignment_id, document_id=document_id)
+    insert_fast(session, keys, shown_only(session, keys, events), datetime.now(UTC))
 
 
-def owned_fast(db: Any, keys: Any, events: dict[str, list[int]]) -> bool:
-    """On the hot path (before any write): whether every id in ``events`` is one of the
-    suggestions this worker is shown (two prepared ``SELECT``s when there are events). If
-    not, the lane leaves the request to the route, which stores the shown ones only."""
-    wanted = {i for ids in events.values() for i in ids}
-    return not wanted or wanted <= shown_ids(db, keys.id, keys.document_id)
+def shown_only(db: Any, keys: Any, events: dict[str, list[int]]) -> dict[str, list[int]]:
+    """``events`` narrowed to the suggestions this worker is shown (:func:`shown_ids`: two
+    prepared ``SELECT``s, none when there are no events); any other id is dropped, the same
+    way whatever it is, so an answer tells nothing about which ids belong to the document."""
+    if not any(events.values()):
+        return {}
+    visible = shown_ids(db, keys.id, keys.document_id)
+    kept = {event: [i for i in ids if i in visible] for event, ids in events.items()}
+    return {event: ids for event, ids in kept.items() if ids}
 
 
 def insert_fast(db: Any, keys: Any, events: dict[str, list[int]], moment: Any) -> None:
-    """On the hot path (after :func:`owned_fast` and the claim): one ``INSERT … ON CONFLICT
-    DO NOTHING`` per (event, suggestion)."""
+    """Store ``events`` (already :func:`shown_only`; on the hot path, after the claim): one
+    ``INSERT … ON CONFLICT DO NOTHING`` per (event, suggestion)."""
     for event, ids in events.items():
         for suggestion_id in ids:
             hot_sql.execute(

@@ -12,6 +12,10 @@ whole rule it enforces in its ``WHERE``, so it changes nothing unless every cond
   ``(assignment_id, client_id)`` decides a retry (``ON CONFLICT DO NOTHING``);
 - a checked practice segment is frozen (``practice_checks``, empty outside practice).
 
+These are the rules' only definitions (issue 25): nothing in Python decides them again. On a
+refusal, ``STATE*``, ``EARLIER`` and :func:`duplicate_of` read the same conditions back so
+:mod:`app.annotation.refusals` can word the answer.
+
 Postgres and SQLite differ in two spellings only: typed NULLs (``CAST``) and null-safe
 equality (``IS NOT DISTINCT FROM`` / ``IS``). On Postgres, :func:`execute` runs each
 statement as a server-side prepared statement (``PREPARE`` once per connection, then
@@ -43,18 +47,21 @@ from sqlalchemy.orm import Session
 
 TIMESTAMP = DateTime(timezone=True)
 
-# What makes an assignment writable: the one place to add a condition on the row.
-LIVE = "assignments.id = :assignment_id AND assignments.token = :token AND status = 'active'"
+# The token's assignment, and what makes it writable: the one place to add a condition.
+ROW = "assignments.id = :assignment_id AND assignments.token = :token"
+LIVE = f"{ROW} AND status = 'active'"
 STAMP = "last_seen_at = :now, engaged_at = COALESCE(engaged_at, :now)"
-NOT_FROZEN_SEGMENT = (
-    "NOT EXISTS (SELECT 1 FROM practice_checks WHERE practice_checks.assignment_id = "
+FROZEN_SEGMENT = (
+    "EXISTS (SELECT 1 FROM practice_checks WHERE practice_checks.assignment_id = "
     ":assignment_id AND practice_checks.segment = :segment)"
 )
-NOT_FROZEN_ANNOTATION = (
-    "NOT EXISTS (SELECT 1 FROM practice_checks JOIN annotations ON annotations.assignment_id "
+FROZEN_ANNOTATION = (
+    "EXISTS (SELECT 1 FROM practice_checks JOIN annotations ON annotations.assignment_id "
     "= practice_checks.assignment_id AND annotations.segment = practice_checks.segment "
     "WHERE practice_checks.assignment_id = :assignment_id AND annotations.id = :annotation_id)"
 )
+NOT_FROZEN_SEGMENT = f"NOT {FROZEN_SEGMENT}"
+NOT_FROZEN_ANNOTATION = f"NOT {FROZEN_ANNOTATION}"
 
 
 def _stamped(sql: str) -> TextClause:
@@ -85,21 +92,28 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
-REMOVE = _stamped(
-    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id"
+# The rows of the mark that annotation :annotation_id belongs to: a multi-label mark's other
+# rows name its first row in ``mark`` (issue 28), and a remove of any of them takes them all.
+MARK_HEAD = (
+    "COALESCE((SELECT head.mark FROM annotations head WHERE head.id = :annotation_id "
+    "AND head.assignment_id = :assignment_id), :annotation_id)"
 )
+OF_MARK = f"assignment_id = :assignment_id AND {MARK_HEAD} IN (id, mark)"
+
+REMOVE = _stamped(f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK}")
 
 # REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
 REMOVE_CHECKED = _stamped(
-    "UPDATE annotations SET removed_at = COALESCE(removed_at, :now) "
-    "WHERE id = :annotation_id AND assignment_id = :assignment_id "
+    f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK} "
     f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
 )
 
-LAST_REPORT = text(
-    "SELECT MAX(updated_at) AS last FROM segment_times WHERE assignment_id = :assignment_id"
-).columns(last=TIMESTAMP)
+# What a position report's time budget needs (app/annotation/timing.py): the last report's
+# time and the seconds stored so far.
+REPORTED = text(
+    "SELECT MAX(updated_at) AS last, COALESCE(SUM(active_seconds), 0) AS total "
+    "FROM segment_times WHERE assignment_id = :assignment_id"
+).columns(last=TIMESTAMP, total=Float)
 
 ADD_SECONDS = text(
     "INSERT INTO segment_times (assignment_id, segment, active_seconds, updated_at) "
@@ -109,11 +123,8 @@ ADD_SECONDS = text(
     "updated_at = excluded.updated_at"
 ).bindparams(bindparam("now", type_=TIMESTAMP), bindparam("seconds", type_=Float))
 
-# A position update's suggestion events (app/annotation/hint_events.py): each id checked
-# before any write, then each (suggestion, event) stored once.
-SUGGESTION_OWNED = text(
-    "SELECT 1 AS owned FROM suggestions WHERE id = :suggestion_id AND document_id = :document_id"
-)
+# Suggestion events (app/annotation/hint_events.py): the ids narrowed to those the worker is
+# shown before any write, then each (suggestion, event) stored once.
 INSERT_EVENT = _stamped(
     "INSERT INTO suggestion_events (assignment_id, suggestion_id, event, created_at) "
     "VALUES (:assignment_id, :suggestion_id, :event, :now) "
@@ -135,8 +146,10 @@ ANNOTATION_COLUMNS = (
     ("comment", "comment", "TEXT"),
     ("client_id", "client_id", "TEXT"),
     ("suggestion_id", "suggestion_id", "INTEGER"),
+    ("attributes_json", "attributes", "JSON"),  # JSON text or NULL (app/annotation/fast.py)
+    ("mark", "mark", "INTEGER"),  # a multi-label mark's first row, on its other rows
 )
-# A duplicate: the same span, category and pair (app/annotation/duplicates.py's keys).
+# A duplicate: the same span, category and pair (the page flashes the existing mark).
 DUPLICATE_COLUMNS = (
     "segment",
     "start_offset",
@@ -148,6 +161,29 @@ DUPLICATE_COLUMNS = (
 )
 
 
+def _duplicates(dialect: str, what: str) -> str:
+    """``SELECT what`` of the assignment's live annotations under another ``client_id`` with
+    the same span, category and pair: the duplicate guard, written once for the insert's
+    ``NOT EXISTS`` and for naming the existing mark (:data:`duplicate_of`)."""
+    postgres = dialect == "postgresql"
+    name_of = {column: name for name, column, _type in ANNOTATION_COLUMNS}
+    same = " AND ".join(
+        f"a.{column} IS NOT DISTINCT FROM "
+        f"{_value(postgres, name_of[column], 'TEXT' if column == 'category' else 'INTEGER')}"
+        if postgres
+        else f"a.{column} IS :{name_of[column]}"
+        for column in DUPLICATE_COLUMNS
+    )
+    return (
+        f"SELECT {what} FROM annotations a WHERE a.assignment_id = :assignment_id "
+        f"AND a.removed_at IS NULL AND a.client_id <> :client_id AND {same}"
+    )
+
+
+def _value(postgres: bool, name: str, sql_type: str) -> str:
+    return f"CAST(:{name} AS {sql_type})" if postgres else f":{name}"
+
+
 @cache
 def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
     """``INSERT … SELECT … WHERE NOT EXISTS (live duplicate) ON CONFLICT DO NOTHING
@@ -156,25 +192,13 @@ def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
     sent with :data:`CLAIM_FOR_ADD` in one round trip, it must store nothing when the claim
     found nothing (whose row count is not read)."""
     postgres = dialect == "postgresql"
-    name_of = {column: name for name, column, _type in ANNOTATION_COLUMNS}
-
-    def value(name: str, sql_type: str) -> str:
-        return f"CAST(:{name} AS {sql_type})" if postgres else f":{name}"
-
-    same = " AND ".join(
-        f"a.{column} IS NOT DISTINCT FROM {value(name_of[column], 'INTEGER' if column != 'category' else 'TEXT')}"
-        if postgres
-        else f"a.{column} IS :{name_of[column]}"
-        for column in DUPLICATE_COLUMNS
-    )
     columns = ", ".join(column for _name, column, _type in ANNOTATION_COLUMNS)
-    values = ", ".join(value(name, sql_type) for name, _column, sql_type in ANNOTATION_COLUMNS)
+    values = ", ".join(_value(postgres, name, kind) for name, _column, kind in ANNOTATION_COLUMNS)
     null_time = "CAST(NULL AS TIMESTAMP WITH TIME ZONE)" if postgres else "NULL"
     return text(
         f"INSERT INTO annotations (assignment_id, {columns}, created_at, removed_at) "
         f"SELECT :assignment_id, {values}, :now, {null_time} "
-        "WHERE NOT EXISTS (SELECT 1 FROM annotations a WHERE a.assignment_id = :assignment_id "
-        f"AND a.removed_at IS NULL AND a.client_id <> :client_id AND {same}) "
+        f"WHERE NOT EXISTS ({_duplicates(dialect, '1')}) "
         + (
             f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_SEGMENT} "
             if checked
@@ -182,6 +206,40 @@ def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
         )
         + "ON CONFLICT (assignment_id, client_id) DO NOTHING RETURNING id"
     ).bindparams(bindparam("now", type_=TIMESTAMP))
+
+
+# Why a claim or a write found nothing, read on a refusal only (app/annotation/refusals.py):
+# the claim's conditions as columns (the practice freeze for an add's segment, a removed
+# annotation, or not read), the annotation stored under a client_id, the duplicate's id.
+STATE = text(f"SELECT status, 0 AS frozen FROM assignments WHERE {ROW}")
+STATE_FOR_ADD = text(
+    f"SELECT status, CASE WHEN {FROZEN_SEGMENT} THEN 1 ELSE 0 END AS frozen "
+    f"FROM assignments WHERE {ROW}"
+)
+STATE_FOR_REMOVE = text(
+    f"SELECT status, CASE WHEN {FROZEN_ANNOTATION} THEN 1 ELSE 0 END AS frozen "
+    f"FROM assignments WHERE {ROW}"
+)
+EARLIER = text(
+    "SELECT id, "
+    + ", ".join(f'{column} AS "{name}"' for name, column, _type in ANNOTATION_COLUMNS)
+    + ", created_at FROM annotations "
+    "WHERE assignment_id = :assignment_id AND client_id = :client_id"
+).columns(created_at=TIMESTAMP)
+
+
+# The other categories of the multi-label mark whose first row is :mark, in order.
+MARK_CATEGORIES = text(
+    "SELECT category FROM annotations WHERE assignment_id = :assignment_id AND mark = :mark "
+    "ORDER BY id"
+)
+
+
+@cache
+def duplicate_of(dialect: str) -> TextClause:
+    """The mark (its first row's id) of the live annotation an add duplicates (the first,
+    when several)."""
+    return text(f"{_duplicates(dialect, 'COALESCE(a.mark, a.id)')} ORDER BY a.id LIMIT 1")
 
 
 PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a DBAPI connection
@@ -235,7 +293,8 @@ def _row_type(names: tuple[str, ...]) -> type:
 
 
 class DriverResult:
-    """What the short paths read of a result: ``first()``, ``scalar()``, ``rowcount``."""
+    """What the short paths read of a result: ``first()``, ``scalar()``, ``all()``,
+    ``rowcount``."""
 
     def __init__(self, cursor: Any) -> None:
         self.rowcount = cursor.rowcount
@@ -247,6 +306,9 @@ class DriverResult:
 
     def scalar(self) -> Any:
         return self.rows[0][0] if self.rows else None
+
+    def all(self) -> list[tuple]:
+        return list(self.rows)
 
 
 class Driver:

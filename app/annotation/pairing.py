@@ -34,8 +34,11 @@ def paired_values(
     segment: int,
     start: int,
     check_span: SpanCheck,
+    ordered: bool = True,
 ) -> dict[str, Any]:
-    """The ``paired_*`` columns of an annotation of ``category`` marked at (segment, start)."""
+    """The ``paired_*`` columns of an annotation of ``category`` marked at (segment, start).
+    ``ordered`` False (a ``relation`` category): the other span may sit anywhere, before,
+    after, overlapping or the same, and may run across segment breaks."""
     if not isinstance(paired, dict):
         raise InvalidInput("paired must be an object")
     end_segment = paired.get("end_segment")
@@ -44,13 +47,15 @@ def paired_values(
         p_segment, p_start, p_end, p_text = check_span(inner, texts, "paired.")
         end_segment = p_segment
     else:
-        if not category.get("pair_across_segments"):
+        if ordered and not category.get("pair_across_segments"):
             raise InvalidInput(
                 f"category {category['id']!r} takes its earlier span within one segment "
                 "(the taxonomy does not set pair_across_segments)"
             )
         p_segment, p_start, p_end, p_text, end_segment = _crossing(paired, texts)
-    if p_segment > segment or not pair_comes_first((end_segment, p_start, p_end), (segment, start)):
+    if ordered and (
+        p_segment > segment or not pair_comes_first((end_segment, p_start, p_end), (segment, start))
+    ):
         raise InvalidInput(PAIR_ORDER)
     return {
         "paired_segment": p_segment,

@@ -11,21 +11,25 @@ second ID copied them and passed at F1 1.00). So feedback never teaches the answ
 anything graded, and asking for it on an empty segment tells only a practice answer. Checks
 are also limited per client address (``PRACTICE_RATE_LIMIT``, app/web/limits.py), so one
 client cycling worker IDs is slowed. Here, segment by segment: the worker asks to *check* a
-segment (``POST /api/assignments/<token>/practice/<n>``)
-once their marks for it are sent; the answer compares their live spans in that segment with
-the segment's gold errors under the **strict** rule of :mod:`app.quality.matching` and lists
+segment (``POST /api/assignments/<token>/practice/<n>``) once their marks for it are sent;
+the answer compares their live spans in that segment with the segment's gold errors under the
+**strict** rule of :mod:`app.quality.matching` and lists
 
 * ``found``: their spans matched one-to-one to a gold error;
 * ``missed``: gold errors no span of theirs matched, with the category's definition;
 * ``wrong``: their spans that matched no gold error (``reference``: the category the gold
   gives an overlapping error, when it gives one).
 
-Checking freezes the segment: later adds or removes there are refused
-(:func:`refuse_if_checked`), so the answer key, once read, cannot be copied into the marks it
-scores. The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes
-back on reload. Only a token on a practice document can check anything: any other token
-gets the same 404 as a missing one, and attention checks (``GoldError.is_check``) are never
-part of practice feedback.
+Checking freezes the segment: later adds, removes or edits there are refused (409
+:data:`FROZEN`), so the answer key, once read, cannot be copied into the marks it scores. The
+condition is the hot path's claim (``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``: a
+``practice_checks`` row for the segment), and only :func:`check_segment` writes such rows,
+on a practice document alone: a qualification document (graded, no feedback) has nothing
+frozen.
+The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes back on
+reload. Only a token on a practice document can check anything: any other token gets the
+same 404 as a missing one, and attention checks (``GoldError.is_check``) are never part of
+practice feedback.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.annotation.assignments import NO_SUCH_TOKEN
 from app.annotation.qualification import qualification
 from app.errors import Conflict, NotFound
 from app.models import Annotation, Assignment, GoldError, PracticeCheck, Segment
@@ -43,7 +48,6 @@ from app.quality.matching import match
 from app.quality.scoring import Span, scopes_from_taxonomy
 
 MAX_SEGMENT = 2**31 - 1
-NO_ASSIGNMENT = "no assignment with this token"
 FROZEN = (
     "you have checked your marks on this practice segment: they can no longer be changed. "
     "Go on to the next segment"
@@ -59,28 +63,6 @@ def is_practice(assignment: Assignment) -> bool:
         and bool(document.is_gold)
         and bool(document.is_practice)
     )
-
-
-def refuse_if_checked(
-    session: Session, assignment_id: int, *, segment: Any = None, annotation_id: int | None = None
-) -> None:
-    """Refuse an add in ``segment`` (or the removal of ``annotation_id``) when that practice
-    segment's feedback was already read: one indexed query on ``practice_checks``, where an
-    assignment that is no practice has no rows. A segment that is not a whole number of the
-    column's range is left to the add's own checks (``2**63`` overflowed SQLite's driver)."""
-    query = select(PracticeCheck.id).where(PracticeCheck.assignment_id == assignment_id)
-    if annotation_id is not None:
-        query = query.join(
-            Annotation,
-            (Annotation.assignment_id == PracticeCheck.assignment_id)
-            & (Annotation.segment == PracticeCheck.segment),
-        ).where(Annotation.id == annotation_id)
-    elif isinstance(segment, int) and not isinstance(segment, bool) and 0 <= segment <= MAX_SEGMENT:
-        query = query.where(PracticeCheck.segment == segment)
-    else:
-        return
-    if session.scalar(query.limit(1)) is not None:
-        raise Conflict(FROZEN)
 
 
 def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
@@ -191,7 +173,7 @@ def check_segment(session: Session, assignment: Assignment, segment: int) -> dic
     """Freeze ``segment`` of a practice assignment and return its feedback (stored once: a
     second check returns what the first one said)."""
     if not is_practice(assignment) or not 0 <= segment <= MAX_SEGMENT:
-        raise NotFound(NO_ASSIGNMENT)  # the very answer of a token that does not exist
+        raise NotFound(NO_SUCH_TOKEN)  # the very answer of a token that does not exist
     if assignment.status not in ("active", "submitted"):
         raise Conflict("this practice document is no longer open")
     stored = session.scalar(

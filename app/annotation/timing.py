@@ -3,11 +3,13 @@ segment), and the study's time rules (``docs/METRICS.md``, "Active time").
 
 The page sends, with each position update, the active seconds it measured since its last
 report: ``{"segment": N, "active": {"<segment>": seconds, ...}}``. A value must be a finite
-number >= 0 (else 400, nothing stored). The reported seconds together may not exceed the
-wall-clock time since the assignment's previous report (or its opening) plus
-:data:`SLACK_SECONDS`: a larger claim is scaled down to that, so a forged value can add no
-more time than really passed. A row exists for every segment the worker has reached (seen),
-with 0 seconds if none were reported.
+number >= 0 (else 400, nothing stored). The **time budget** (:func:`budget`): a report adds
+at most the wall-clock time since the assignment's previous report (or its opening) plus
+:data:`SLACK_SECONDS`, and never takes the assignment's stored total past the wall-clock
+time since its opening plus :data:`SLACK_SECONDS`, however the reports are split (so the
+slack is granted once over the assignment, not once per report); a larger claim is scaled
+down to the budget, so forged values add no more time than really passed. A row exists for every segment the worker has
+reached (seen), with 0 seconds if none were reported.
 
 Study settings (``study.settings``): ``min_seconds_per_segment`` (a worker whose median is
 below it is flagged a speeder; absent: no flag), ``require_all_segments_seen`` (true: submit
@@ -57,48 +59,32 @@ def parse_active(value: Any, count: int) -> dict[int, float]:
     return parsed
 
 
-def record(
-    session: Session, assignment: Assignment, segment: int, active: dict[int, float], moment
-) -> None:
-    """Mark ``segment`` seen and add ``active`` (clamped to the wall-clock time since the
-    previous report) to the assignment's rows: one query, then the changed rows."""
-    rows = {
-        row.segment: row
-        for row in session.scalars(
-            select(SegmentTime).where(SegmentTime.assignment_id == assignment.id)
-        )
-    }
-    previous = max(
-        [_aware(row.updated_at) for row in rows.values()] + [_aware(assignment.created_at)]
-    )
-    budget = max(0.0, (moment - previous).total_seconds()) + SLACK_SECONDS
-    claimed = sum(active.values())
-    scale = min(1.0, budget / claimed) if claimed > 0 else 1.0
-    for index in sorted(set(active) | {segment}):
-        row = rows.get(index)
-        if row is None:
-            row = SegmentTime(assignment_id=assignment.id, segment=index, active_seconds=0.0)
-            session.add(row)
-        row.active_seconds = (row.active_seconds or 0.0) + round(active.get(index, 0.0) * scale, 3)
-        row.updated_at = moment
+def budget(moment: datetime, opened: datetime, last: datetime | None, total: float) -> float:
+    """The seconds a report at ``moment`` may add: the wall-clock time since the previous
+    report (or the opening) plus :data:`SLACK_SECONDS`, and no more than the time since the
+    opening plus :data:`SLACK_SECONDS` less the ``total`` stored (never below 0)."""
+    opened = _aware(opened)
+    since_open = (moment - opened).total_seconds()
+    since_last = (
+        moment - max(opened, _aware(last) if last is not None else opened)
+    ).total_seconds()
+    return max(0.0, min(since_last, since_open - total) + SLACK_SECONDS)
 
 
-def record_fast(
-    session: Session, keys: Any, segment: int, active: dict[int, float], moment
-) -> None:
-    """:func:`record` on the hot path (``keys``: the assignment's ``id`` and ``created_at``):
-    the last report's time, then one upsert per segment, with the same clamp."""
-    last = hot_sql.execute(
-        session, "last_report", hot_sql.LAST_REPORT, {"assignment_id": keys.id}
-    ).scalar()
-    previous = max(_aware(moment) for moment in (last, keys.created_at) if moment is not None)
-    budget = max(0.0, (moment - previous).total_seconds()) + SLACK_SECONDS
+def record(db: Any, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
+    """Mark ``segment`` seen and add ``active`` (scaled down to the :func:`budget`) to the
+    assignment's rows (``keys``: its ``id`` and ``created_at``), after the claim took its
+    row: the last report's time and the stored total, then one upsert per segment."""
+    reported = hot_sql.execute(db, "reported", hot_sql.REPORTED, {"assignment_id": keys.id})
+    last, total = reported.first()
+    allowed = budget(moment, keys.created_at, last, total or 0.0)
     claimed = sum(active.values())
-    scale = min(1.0, budget / claimed) if claimed > 0 else 1.0
+    scale = min(1.0, allowed / claimed) if claimed > 0 else 1.0
     for index in sorted(set(active) | {segment}):
-        seconds = round(active.get(index, 0.0) * scale, 3)
+        # Down to the millisecond, so the rounded seconds never add up past the budget.
+        seconds = math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
         hot_sql.execute(
-            session,
+            db,
             "add_seconds",
             hot_sql.ADD_SECONDS,
             {"assignment_id": keys.id, "segment": index, "seconds": seconds, "now": moment},

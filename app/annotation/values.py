@@ -1,6 +1,6 @@
 """An add's body checked against its document and its study's taxonomy: the annotation's
-values, or :class:`InvalidInput` naming what is wrong (shared by
-:func:`app.annotation.assignments.add_annotation` and :func:`app.annotation.fast.add`)."""
+values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.fast.add`, once
+per add; researchers' spans: :data:`check_span`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation.pairing import paired_values
+from app.documents.attributes import check_attributes
 from app.documents.text import normalise_newlines
 from app.errors import InvalidInput
 from app.models import Suggestion
@@ -67,27 +68,51 @@ ANNOTATION_FIELDS = frozenset(
         "comment",
         "client_id",
         "suggestion_id",
+        "categories",
+        "attributes",
     )
 )
+MAX_LABELS = 20  # categories on one multi-label mark
+
+
+def _labels(body: dict[str, Any], categories: dict[str, dict[str, Any]], multi: bool) -> list:
+    """The mark's category ids: ``category`` (one), or ``categories`` (a list; several only
+    where the taxonomy sets ``multi_label``); every one known, none twice."""
+    labels = body.get("categories")
+    if labels is None:
+        labels = [body.get("category")]
+    elif not isinstance(labels, list) or not labels or len(labels) > MAX_LABELS:
+        raise InvalidInput(f"categories must be a list of 1 to {MAX_LABELS} category ids")
+    elif "category" in body and body["category"] != labels[0]:
+        raise InvalidInput("category must be the first of categories (or leave it out)")
+    for label in labels:
+        if not isinstance(label, str) or label not in categories:
+            raise InvalidInput(
+                f"unknown category {label!r} (this study has: {', '.join(categories)})"
+            )
+    if len(set(labels)) != len(labels):
+        raise InvalidInput("categories names a category twice")
+    if len(labels) > 1 and not multi:
+        raise InvalidInput("this study's taxonomy gives a mark one category (not multi_label)")
+    return labels
 
 
 def annotation_values(
-    body: Any, texts: list[str], categories: dict[str, dict[str, Any]]
+    body: Any, texts: list[str], categories: dict[str, dict[str, Any]], multi_label: bool = False
 ) -> tuple[dict[str, Any], str]:
     """An add's body checked against the document's ``texts`` and the study's ``categories``:
-    the row's values and its ``client_id`` (a new one when the body has none)."""
+    the row's values and its ``client_id`` (a new one when the body has none). A body with
+    ``categories`` (a multi-label mark) also gives ``values["categories"]``, the first being
+    ``values["category"]``; ``attributes`` are checked against every one of them."""
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     unknown = set(body) - ANNOTATION_FIELDS
     if unknown:
         raise InvalidInput(f"unknown field {sorted(unknown)[0]!r}")
     segment, start, end, text = _span(body, texts, "")
-    category_id = body.get("category")
-    if not isinstance(category_id, str) or category_id not in categories:
-        raise InvalidInput(
-            f"unknown category {category_id!r} (this study has: {', '.join(categories)})"
-        )
-    category = categories[category_id]
+    labels = _labels(body, categories, multi_label)
+    category_id = labels[0]
+    category = _pair_rule([categories[label] for label in labels])
     paired = body.get("paired")
     values: dict[str, Any] = {
         "segment": segment,
@@ -105,8 +130,16 @@ def annotation_values(
         if paired is None:
             raise InvalidInput(f"category {category_id!r} is paired: give the earlier span too")
         values.update(paired_values(paired, category, texts, segment, start, _span))
+    elif category["kind"] == "relation" and paired is not None:
+        values.update(paired_values(paired, category, texts, segment, start, _span, False))
     elif paired is not None:
         raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
+    if "attributes" in body:  # absent: the column is not written (the hot path's INSERT)
+        values["attributes"] = check_attributes(body["attributes"], map(categories.get, labels))
+    elif any(c.get("attributes") for c in map(categories.get, labels)):
+        check_attributes(None, map(categories.get, labels))  # the required ones
+    if "categories" in body:
+        values["categories"] = labels
     comment = body.get("comment") or ""
     if not isinstance(comment, str):
         raise InvalidInput("comment must be text")
@@ -120,6 +153,8 @@ def annotation_values(
         client_id = uuid.uuid4().hex
     if not isinstance(client_id, str) or not 1 <= len(client_id) <= 100:
         raise InvalidInput("client_id must be text of 1 to 100 characters")
+    if client_id.startswith("~"):  # a multi-label mark's other rows (app/annotation/fast.py)
+        raise InvalidInput("client_id must not start with ~ (kept for a mark's other rows)")
     suggestion_id = body.get("suggestion_id")
     if suggestion_id is not None:
         if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
@@ -137,6 +172,21 @@ def check_suggestion(session: Session, document_id: int, suggestion_id: int | No
     owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
     if owner != document_id:
         raise InvalidInput("suggestion_id is not a suggestion of this document")
+
+
+def _pair_rule(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+    """The category whose pairing rule a mark follows: its only one, or for a multi-label
+    mark the first paired one, else the first relation, else the first (a singleton)."""
+    for kind in ("paired", "relation"):
+        for category in chosen:
+            if category["kind"] == kind:
+                if kind == "paired" and any(c["kind"] == "singleton" for c in chosen):
+                    raise InvalidInput(
+                        f"category {category['id']!r} is paired: it cannot share a mark with a "
+                        "singleton category"
+                    )
+                return category
+    return chosen[0]
 
 
 check_span = _span  # the same checks for researchers' spans (app/quality/adjudication.py)

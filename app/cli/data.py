@@ -135,10 +135,13 @@ def import_command(
 )
 @click.option(
     "--layer",
-    type=click.Choice(["workers", "adjudicated"]),
+    type=click.Choice(["workers", "adjudicated", "consensus"]),
     default="workers",
     show_default=True,
-    help="Every submitted worker's annotations, or the adjudicated layer (marginalia review).",
+    help=(
+        "Every submitted worker's annotations, the adjudicated layer (marginalia review), or "
+        "the consensus: the sentence units whose MACE posterior is at least --min-posterior."
+    ),
 )
 @click.option(
     "--columns",
@@ -165,6 +168,12 @@ def import_command(
     is_flag=True,
     help="Workers' layer: also the live annotations of assignments not submitted yet.",
 )
+@click.option(
+    "--min-posterior",
+    type=float,
+    default=None,
+    help="Consensus layer: the MACE posterior a unit needs (default 0.9).",
+)
 @with_app
 def export_command(
     slug: str,
@@ -175,6 +184,7 @@ def export_command(
     include_practice: bool,
     review_status: str | None,
     include_in_progress: bool,
+    min_posterior: float | None,
 ) -> None:
     """Stream a study's counted annotations (or, as assignments-csv / assignments-jsonl,
     one row per assignment)."""
@@ -186,7 +196,11 @@ def export_command(
 
     if review_status is not None and layer != "adjudicated":
         raise InvalidInput("--review-status applies to --layer adjudicated only")
+    if min_posterior is not None and layer != "consensus":
+        raise InvalidInput("--min-posterior applies to --layer consensus only")
     work = Work(layer, include_practice, review_status or "done", include_in_progress)
+    if min_posterior is not None:
+        work = dataclasses.replace(work, min_posterior=min_posterior)
     session = current_app.extensions["db_sessionmaker"]()
     try:
         if fmt in FILE_SET_FORMATS:

@@ -43,16 +43,17 @@ def detect_command(slug: str, detector_name: str | None) -> None:
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
 @click.option(
     "--queue",
-    type=click.Choice(["all", "imports", "detection"]),
+    type=click.Choice(["all", "imports", "detection", "figures"]),
     default="all",
     show_default=True,
-    help="Which jobs to run: uploaded imports, detection, or both.",
+    help="Which jobs to run: uploaded imports, detection, a study's slow figures, or all.",
 )
 @with_app
 def worker_command(
     once: bool, health: bool, detector_name: str | None, poll: float, queue: str
 ) -> None:
-    """The long-running worker: uploaded imports and detection (Procfile ``worker:``)."""
+    """The long-running worker: uploaded imports, detection and a study's slow figures (γ,
+    MACE) (Procfile ``worker:``)."""
     import logging
     import signal
 
@@ -71,14 +72,16 @@ def worker_command(
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(message)s")
     detector = None
-    if queue != "imports":
+    if queue in ("all", "detection"):
         from model_server.detector import load_detector
 
         detector = load_detector(detector_name)
-    load_nlp = nlp_loader(current_app.config.get("SPACY_MODEL")) if queue != "detection" else None
+    load_nlp = (
+        nlp_loader(current_app.config.get("SPACY_MODEL")) if queue in ("all", "imports") else None
+    )
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    running = "imports" if detector is None else f"detector {detector.name} {detector.version}"
+    running = queue if detector is None else f"detector {detector.name} {detector.version}"
     click.echo(f"worker started ({queue}): {running}", err=True)
     try:
         stats = work(
@@ -88,6 +91,7 @@ def worker_command(
             poll_seconds=poll,
             should_stop=lambda: bool(stopping),
             load_nlp=load_nlp,
+            figures=queue in ("all", "figures"),
         )
     except KeyboardInterrupt:
         return

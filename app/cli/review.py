@@ -22,9 +22,19 @@ def review() -> None:
 @click.option("--min-workers", type=int, default=2, show_default=True, help="Votes needed.")
 @click.option("--document", "documents", multiple=True, help="Only these documents.")
 @click.option("--by", default=BY, show_default=True, help="Name recorded as the decider.")
+@click.option(
+    "--min-posterior",
+    type=float,
+    default=None,
+    help="Only candidates the consensus holds: overlapping a sentence of their category whose "
+    "stored MACE posterior is at least this (0 to 1).",
+)
 @with_app
-def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...], by: str) -> None:
-    """Accept every undecided candidate that at least --min-workers workers marked."""
+def auto_accept_command(
+    slug: str, min_workers: int, documents: tuple[str, ...], by: str, min_posterior: float | None
+) -> None:
+    """Accept every undecided candidate that at least --min-workers workers marked (and,
+    with --min-posterior, that the worker models' consensus holds)."""
     from sqlalchemy import select
 
     from app.db import begin_write, session_scope
@@ -47,9 +57,10 @@ def auto_accept_command(slug: str, min_workers: int, documents: tuple[str, ...],
             ).all()
             chosen = list(session.scalars(select_documents(study, Work(), Document)))
             left_out = len(every) - len(chosen)
-        accepted = auto_accept(session, chosen, min_workers, by)
+        accepted = auto_accept(session, chosen, min_workers, by, min_posterior)
     note = f" ({counted(left_out, 'practice document')} left out)" if left_out else ""
-    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes{note}")
+    held = f" held by the consensus at >= {min_posterior:g}" if min_posterior is not None else ""
+    click.echo(f"accepted {counted(accepted, 'candidate')} with >= {min_workers} votes{held}{note}")
 
 
 @review.command("status")

@@ -117,8 +117,14 @@ def study_create(
     is_flag=True,
     help="Count the practice documents of a training phase too (left out by default).",
 )
+@click.option(
+    "--stored-figures",
+    is_flag=True,
+    help="Show the stored γ, unitizing α and worker models (current or stale, as their state "
+    "says) instead of computing them when the work changed.",
+)
 @with_app
-def report_command(slug: str, as_json: bool, include_practice: bool) -> None:
+def report_command(slug: str, as_json: bool, include_practice: bool, stored_figures: bool) -> None:
     """Progress, per-worker scores and agreement of a study (its real documents)."""
     from app.db import session_scope
     from app.documents.studies import get_study
@@ -126,7 +132,9 @@ def report_command(slug: str, as_json: bool, include_practice: bool) -> None:
 
     with session_scope() as session:
         study = get_study(session, slug)
-        report = study_report(session, study, include_practice=include_practice)
+        report = study_report(
+            session, study, include_practice=include_practice, compute_figures=not stored_figures
+        )
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))
     else:

@@ -25,6 +25,7 @@ from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.queue import is_transient
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
+from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)
@@ -144,11 +145,13 @@ def work(
     poll_seconds: float = 2.0,
     should_stop: Callable[[], bool] = lambda: False,
     load_nlp: NlpLoader | None = None,
+    figures: bool = True,
 ) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
-    ``detector`` is not None). One bad document or file never stops the loop: its error is
+    ``detector`` is not None), then a study's slow figures (with ``figures``:
+    app/quality/figures.py). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
     """
     name = f"{socket.gethostname()}:{os.getpid()}"
@@ -159,6 +162,9 @@ def work(
     while not should_stop():
         try:
             claimed = _work_once(session_factory, name, detector, load_nlp, stats)
+            if not claimed and figures:
+                with session_factory() as session:
+                    claimed = run_figures(session, name)
         except OperationalError as exc:  # the database is away or locked: wait, try again
             log.warning("worker: database error, retrying: %s", str(exc).splitlines()[0])
             claimed = False

@@ -11,10 +11,11 @@ Label Studio ``predictions`` become detector suggestions (detector ``import:<mod
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
+from app.documents.attributes import check_attributes, coerce_attributes
 from app.documents.locating import crossing_text, locate, locate_antecedent
 from app.documents.records import DocumentInput, GoldSpan, ImportedSpan
 from app.documents.text import storable
@@ -34,11 +35,34 @@ class ImportedWork:
 
 
 def check_spans(study: Study, document: DocumentInput) -> None:
-    """Every imported span names a known category and its text sits at its offsets."""
+    """Every imported span names a known category, its text sits at its offsets and its
+    attributes are declared (values read as the declarations say: "3" for a scale is 3).
+    In a study without ``multi_label``, a mark of several categories becomes one mark per
+    category first."""
     categories = {c["id"]: c for c in study.taxonomy["categories"]}
     known = set(categories)
     where = f"document {document.external_id!r}"
+    for worker in document.empty_workers:
+        if not worker.strip() or len(worker) > MAX_WORKER_ID_CHARS or not storable(worker):
+            raise InvalidInput(f"{where}: worker id {worker[:40]!r} is not a usable worker id")
+    if not study.taxonomy.get("multi_label"):  # several categories: a mark for each
+        document.work = [
+            replace(span, category=label, also=())
+            for span in document.work
+            for label in (span.category, *span.also)
+        ]
     for span in document.work:
+        labels = [span.category, *span.also]
+        if any(label not in known for label in labels):
+            continue  # named below
+        chosen = [categories[c] for c in labels]
+        try:
+            span.attributes = check_attributes(coerce_attributes(span.attributes, chosen), chosen)
+        except InvalidInput as exc:
+            raise InvalidInput(
+                f"{where}: {exc} (declare the attributes in the taxonomy, e.g. "
+                "`marginalia taxonomy from-thresh`)"
+            ) from None
         if not span.worker_id.strip() or len(span.worker_id) > MAX_WORKER_ID_CHARS:
             raise InvalidInput(
                 f"{where}: worker id {span.worker_id[:40]!r} must be 1 to "
@@ -55,9 +79,10 @@ def check_spans(study: Study, document: DocumentInput) -> None:
         if not storable(hint.detector):
             raise InvalidInput(f"{where}: a model version contains a NUL or unpaired surrogate")
     for span in [*document.work, *document.suggestions]:
-        if span.category not in known:
+        unknown = [c for c in (span.category, *getattr(span, "also", ())) if c not in known]
+        if unknown:
             raise InvalidInput(
-                f"{where}: category {span.category!r} is not a category of study "
+                f"{where}: category {unknown[0]!r} is not a category of study "
                 f"{study.slug!r} (make the taxonomy with `marginalia taxonomy from-thresh` "
                 "or add it)"
             )
@@ -130,7 +155,8 @@ def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], whe
     assert span.paired is not None and span.paired_end_segment is not None
     segment, start, end, text = span.paired
     to = span.paired_end_segment
-    if not category.get("pair_across_segments"):
+    relation = category["kind"] == "relation"  # the other span anywhere (pairing.py)
+    if not category.get("pair_across_segments") and not relation:
         raise InvalidInput(
             f"{where}: category {span.category!r} takes its earlier span within one segment "
             "(the taxonomy does not set pair_across_segments)"
@@ -143,7 +169,7 @@ def _check_crossing(span: ImportedSpan, category: dict, segments: list[str], whe
         raise InvalidInput(
             f"{where}: segments {segment}..{to}: offsets {start}-{end} do not hold {text[:40]!r}"
         )
-    if to > span.segment or (to == span.segment and end > span.start):
+    if not relation and (to > span.segment or (to == span.segment and end > span.start)):
         raise InvalidInput(f"{where}: the paired span must come before the annotated span")
 
 
@@ -165,6 +191,8 @@ def store_imported_work(
         by_worker: dict[str, list[ImportedSpan]] = {}
         for span in document.work:
             by_worker.setdefault(span.worker_id, []).append(span)
+        for worker_id in document.empty_workers:
+            by_worker.setdefault(worker_id, [])
         for worker_id, spans in by_worker.items():
             assignment = Assignment(
                 token=_token(),
@@ -174,16 +202,25 @@ def store_imported_work(
                 platform=IMPORTED_PLATFORM,
                 platform_data={"imported": True},
                 status="submitted",
-                current_segment=max(s.segment for s in spans),
+                current_segment=max((s.segment for s in spans), default=0),
                 submitted_at=moment,
                 created_at=moment,
                 last_seen_at=moment,
                 engaged_at=moment,
             )
-            assignment.annotations = [_annotation(span, n, moment) for n, span in enumerate(spans)]
+            rows = [_annotation(span, n, moment) for n, span in enumerate(spans)]
+            assignment.annotations = rows
             session.add(assignment)
             counts.assignments += 1
             counts.annotations += len(spans)
+            if any(span.also for span in spans):  # a multi-label mark: a row per category
+                session.flush()
+                for n, (span, row) in enumerate(zip(spans, rows, strict=True)):
+                    for k, label in enumerate(span.also, 1):
+                        extra = _annotation(span, n, moment)
+                        extra.category, extra.mark = label, row.id
+                        extra.client_id = f"import-{n}.{k}"
+                        assignment.annotations.append(extra)
         session.add_all(
             Suggestion(
                 document_id=document_id,
@@ -216,6 +253,7 @@ def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
         paired_text=paired[3] if paired else None,
         paired_end_segment=span.paired_end_segment if paired else None,
         comment=span.comment,
+        attributes=span.attributes or None,
         client_id=f"import-{number}",
         created_at=moment,
     )

@@ -41,6 +41,9 @@ class ImportedSpan:
     # the segment where the paired span ends when it runs across segment breaks (its end is
     # an offset there, its text the pieces joined: app/annotation/pairing.py); else None
     paired_end_segment: int | None = None
+    # a multi-label mark's further categories (stored as one row each, app/models/work.py)
+    also: tuple[str, ...] = ()
+    attributes: dict[str, Any] | None = None
 
 
 @dataclass
@@ -67,6 +70,8 @@ class DocumentInput:
     entity_clusters: list[list[tuple[int, int, str]]] | None = None
     work: list[ImportedSpan] = field(default_factory=list)
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
+    # workers who submitted this document with no mark (stored as empty submitted work)
+    empty_workers: list[str] = field(default_factory=list)
     # annotations the file held that this import does not store (no --gold/--checks/
     # --as-work), and those --as-work could not place in their segment
     dropped: int = 0

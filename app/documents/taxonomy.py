@@ -15,10 +15,13 @@ from typing import Any
 
 import yaml
 
+from app.documents.attributes import parse_declarations
 from app.documents.text import text_problem
 from app.errors import InvalidInput
 
-KINDS = ("singleton", "paired")
+# relation: a mark may be linked to a second span anywhere in the document, before or after
+# it, overlapping or even the same (BooookScore's relations); the link is optional.
+KINDS = ("singleton", "paired", "relation")
 SCOPES = ("span", "sentence")
 CATEGORY_FIELDS = {
     "id",
@@ -33,9 +36,18 @@ CATEGORY_FIELDS = {
     "detector_label",
     "paired_prompt",
     "pair_across_segments",
+    "attributes",
 }
 GROUP_FIELDS = {"id", "label", "description"}
-TOP_FIELDS = {"name", "version", "description", "instructions", "groups", "categories"}
+TOP_FIELDS = {
+    "name",
+    "version",
+    "description",
+    "instructions",
+    "groups",
+    "categories",
+    "multi_label",
+}
 ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,99}$")
 COLOR_PATTERN = re.compile(r"^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 PALETTE = (
@@ -262,7 +274,7 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
         raise loc.fail(f"{path}.id", f"{cid!r} is not a valid id (letters, digits, _ . -)")
     kind = _text(item.get("kind"), loc, f"{path}.kind", required=False, default="singleton")
     if kind not in KINDS:
-        raise loc.fail(f"{path}.kind", f"unknown kind {kind!r} (use singleton or paired)")
+        raise loc.fail(f"{path}.kind", f"unknown kind {kind!r} (use singleton, paired or relation)")
     scope = _text(item.get("scope"), loc, f"{path}.scope", required=False, default="span")
     if scope not in SCOPES:
         raise loc.fail(f"{path}.scope", f"unknown scope {scope!r} (use span or sentence)")
@@ -302,11 +314,18 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
             loc,
             f"{path}.paired_prompt",
             required=False,
-            default="Now select the earlier span it relates to.",
+            default="Now select the earlier span it relates to."
+            if kind != "relation"
+            else "Optionally select the other span it relates to (anywhere in the text).",
         ),
     }
     if across and kind == "paired":  # only when set: other taxonomies' snapshots stay as they were
         category["pair_across_segments"] = True
+    attributes = parse_declarations(
+        item.get("attributes"), f"{path}.attributes", loc.fail, lambda a: bool(ID_PATTERN.match(a))
+    )
+    if attributes:  # likewise only when declared
+        category["attributes"] = attributes
     return category
 
 
@@ -346,7 +365,10 @@ def parse_taxonomy(text: str, source: str = "<taxonomy>") -> dict[str, Any]:
     group_ids = {g["id"] for g in groups}
     categories = [_category(item, i, loc, group_ids) for i, item in enumerate(raw_categories)]
     _fill_defaults(categories, loc)
-    return {
+    multi_label = data.get("multi_label", False)
+    if not isinstance(multi_label, bool):
+        raise loc.fail("multi_label", "must be true or false")
+    snapshot = {
         "name": name,
         "version": _text(data.get("version"), loc, "version", required=False, default="1"),
         "description": _text(data.get("description"), loc, "description", required=False),
@@ -354,6 +376,9 @@ def parse_taxonomy(text: str, source: str = "<taxonomy>") -> dict[str, Any]:
         "groups": groups,
         "categories": categories,
     }
+    if multi_label:  # one mark may carry several categories (docs/METRICS.md)
+        snapshot["multi_label"] = True
+    return snapshot
 
 
 def load_taxonomy(path: str | Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from app.errors import InvalidInput
 from app.formats import (
     assignments_csv,
     assignments_jsonl,
+    booookscore,
     brat,
     bundles,
     csv,
@@ -44,11 +45,11 @@ from app.quality.work import LAYERS, Work
 
 MAX_SOURCE_CHARS = 100  # documents.source
 READERS: dict[str, ModuleType] = {
-    m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat)
+    m.NAME: m for m in (falte, paragraphs, snac, jsonl, thresh, labelstudio, brat, booookscore)
 }
 WRITERS: dict[str, ModuleType] = {
     m.NAME: m
-    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet)
+    for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet, booookscore)
     + (assignments_csv, assignments_jsonl)
 }
 IMPORT_FORMATS = ("auto", *READERS)
@@ -84,7 +85,7 @@ def detect_format(path: Path, data: Any) -> str:
     if path.suffix == ".jsonl":
         return "jsonl"
     if isinstance(data, dict) and data:
-        for name in ("paragraphs", "falte", "snac"):
+        for name in ("paragraphs", "falte", "booookscore", "snac"):
             if READERS[name].looks_like(data):
                 return name
     if isinstance(data, list) and data:
@@ -211,6 +212,7 @@ def _finish(
         if gold:
             document.gold = document.gold or gold_from_work(document)
             document.work = []
+            document.empty_workers = []
         elif as_work and document.gold:
             work_from_votes(document)
         else:
@@ -224,15 +226,16 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
     merged: dict[tuple[Any, ...], GoldSpan] = {}
     voters: dict[tuple[Any, ...], set[str]] = {}
     for span in document.work:
-        key = (span.segment, span.start, span.end, span.category)
-        gold = merged.setdefault(
-            key, GoldSpan(span.segment, span.text, span.category, 0, [], (span.start, span.end))
-        )
-        if span.worker_id not in voters.setdefault(key, set()):
-            voters[key].add(span.worker_id)
-            gold.votes += 1
-            if span.paired is not None:
-                gold.antecedents.append(span.paired[3])
+        for category in (span.category, *span.also):  # a multi-label mark: gold per category
+            key = (span.segment, span.start, span.end, category)
+            gold = merged.setdefault(
+                key, GoldSpan(span.segment, span.text, category, 0, [], (span.start, span.end))
+            )
+            if span.worker_id not in voters.setdefault(key, set()):
+                voters[key].add(span.worker_id)
+                gold.votes += 1
+                if span.paired is not None:
+                    gold.antecedents.append(span.paired[3])
     return list(merged.values())
 
 

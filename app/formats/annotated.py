@@ -38,6 +38,8 @@ MARK_COLUMNS = (
     "comment",
     "created_at",
     "id",
+    "attributes",
+    "mark",
 )
 
 
@@ -59,6 +61,8 @@ class Mark:
     comment: str
     created_at: str | None
     id: int
+    attributes: dict[str, Any] | None = None
+    mark: int | None = None  # the id shared by a multi-label mark's rows (one per category)
 
     @property
     def paired_to(self) -> int | None:
@@ -89,6 +93,8 @@ class AnnotatedDocument:
     is_gold: bool
     role: str
     workers: dict[str, list[Mark]] = field(default_factory=dict)
+    # each worker's latest time: its last mark's, or for a submission with no mark its own
+    times: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def layout(self) -> Layout:
@@ -97,6 +103,14 @@ class AnnotatedDocument:
     @property
     def marks(self) -> list[Mark]:
         return [mark for marks in self.workers.values() for mark in marks]
+
+
+def grouped(marks: list[Mark]) -> list[list[Mark]]:
+    """A worker's marks as multi-label marks: the rows sharing a ``mark``, in order."""
+    groups: dict[int, list[Mark]] = {}
+    for mark in marks:
+        groups.setdefault(mark.id if mark.mark is None else mark.mark, []).append(mark)
+    return list(groups.values())
 
 
 def annotated_documents(
@@ -131,13 +145,17 @@ def annotated_documents(
             segments = [row[1] for row in next_text[1]]
             next_text = next(texts, None)
         workers: dict[str, list[Mark]] = {}
+        times: dict[str, str | None] = {}
         if next_marks is not None and next_marks[0] == document_id:
             for row in next_marks[1]:
                 own = workers.setdefault(row[1], [])
-                if row[-1] is not None:  # an empty row: submitted without a mark
-                    own.append(Mark(*row[1:13], isoformat(row[13]), row[14]))
+                stamp = isoformat(row[13])
+                if stamp and (times.get(row[1]) or "") < stamp:
+                    times[row[1]] = stamp
+                if row[14] is not None:  # an empty row: submitted without a mark
+                    own.append(Mark(*row[1:13], isoformat(row[13]), *row[14:17]))
             next_marks = next(marks, None)
         if workers or not with_work_only:
             yield AnnotatedDocument(
-                external_id, segments, meta or {}, bool(is_gold), document_role, workers
+                external_id, segments, meta or {}, bool(is_gold), document_role, workers, times
             )

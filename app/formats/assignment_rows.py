@@ -2,7 +2,8 @@
 ``assignments-csv`` and ``assignments-jsonl`` writers; CONTRACT.md lists the columns.
 
 The worker's attention-check catch rate and flag come from ``app/quality/attention.py``, the
-questionnaire answers from ``app/documents/journey.py``. A new column is added here, to
+questionnaire answers from ``app/documents/journey.py``, the worker's MACE competence and
+consensus F1 from the stored figures (``app/quality/figures.py``: as last computed). A new column is added here, to
 :data:`COLUMNS` and to the row, and to CONTRACT.md.
 """
 
@@ -27,6 +28,7 @@ from app.models import (
     isoformat,
 )
 from app.quality.attention import WITH_REJECTED, catch_rates
+from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
 
 COLUMNS = (
@@ -60,6 +62,8 @@ COLUMNS = (
     "check_catch_rate",
     "check_flagged",
     "questionnaire",
+    "mace_competence",
+    "consensus_f1",
 )
 
 
@@ -108,6 +112,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     verdicts = reviews(session, study)
     rates = catch_rates(session, study, statuses=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
+    models, _ = stored_reliability(session, study)
     for a, external_id in assignments:
         data = a.platform_data or {}
         prolific, mturk = a.platform == "prolific", a.platform == "mturk"
@@ -148,4 +153,6 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "check_catch_rate": rates[a.worker_id].rate if a.worker_id in rates else None,
             "check_flagged": rates[a.worker_id].flagged if a.worker_id in rates else False,
             "questionnaire": answers.get(a.id) or None,
+            "mace_competence": (models.get(a.worker_id) or {}).get("competence"),
+            "consensus_f1": (models.get(a.worker_id) or {}).get("consensus_f1"),
         }

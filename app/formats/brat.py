@@ -2,15 +2,25 @@
 ``annotation.conf``.
 
 Written: ``DOC.txt`` (the whole text) with an empty ``DOC.ann`` at the top for every
-document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker: ``T`` lines for
-spans (type = category), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans,
-``#`` ``AnnotatorNotes`` lines for comments; ``annotation.conf`` and ``visual.conf`` from the
-taxonomy. Names are percent-encoded ids, unless that name would leave its folder, be
-empty or be long (``..``, ``.``, over 100 bytes): then a slug and a hash of the id
-(``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so the two kinds
-cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26 row 5). Read:
-the same (the names file first, else percent-decoding); a folder's name is the worker
-(``import-1`` for files at the top), any relation pairs its two spans.
+document, and ``WORKER/DOC.txt`` + ``WORKER/DOC.ann`` per submitted worker (an empty
+``.ann``: submitted with no mark): one ``T`` line per mark (type = its first category; its
+further categories binary attributes ``also_<category>``; marks alike in all but category
+share the line), never two ``T`` lines on the same offsets where it can be helped (strict
+readers refuse them: a mark's other span reuses the line on its offsets, else gets its own
+flagged ``pair_only``), an ``R`` line ``paired Arg1:earlier Arg2:later`` for paired spans
+and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
+``A1<TAB>attribute T1 value`` (the value percent-encoded), ``#`` ``AnnotatorNotes`` lines
+for comments; ``annotation.conf`` (attributes declared with their values) and
+``visual.conf`` from the taxonomy. Names are percent-encoded ids, unless that name would
+leave its folder, be empty or be long (``..``, ``.``, over 100 bytes): then a slug and a
+hash of the id (``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so
+the two kinds cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26
+row 5). Read: the same (the names file first, else percent-decoding); a folder's name is
+the worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
+submission with no mark), a ``related`` relation keeps its direction, any other pairs its
+two spans (the earlier with the later); without ``pair_only`` flags (files of other
+tools) a span that is only a relation's earlier half is not a mark; a binary attribute
+with no counterpart is not read.
 """
 
 from __future__ import annotations
@@ -18,15 +28,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
 
 from sqlalchemy.orm import Session
 
-from app.formats.annotated import Mark, annotated_documents
-from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
+from app.formats.annotated import Mark, annotated_documents, grouped
+from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
 from app.quality.work import Work
@@ -35,9 +46,13 @@ NAME = "brat"
 READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"
+RELATED = "related"  # a relation category: Arg1 the marked span, Arg2 the other, any order
+ALSO = "also_"  # binary attribute also_<category>: a further category of the mark
+PAIR_ONLY = "pair_only"  # binary attribute: this T line is only a mark's other span
 TOP_WORKER = "import-1"
 SPAN_LINE = re.compile(r"^(T\d+)\t(\S+) (\d+) (\d+)(?:\t(.*))?$")
 RELATION_LINE = re.compile(r"^(R\d+)\t(\S+) Arg1:(T\d+) Arg2:(T\d+)\s*$")
+ATTRIBUTE_LINE = re.compile(r"^[AM]\d+\t(\S+) (T\d+|[ERN]\d+)(?: (\S+))?\s*$")
 NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 
 
@@ -60,11 +75,29 @@ def _name_of(name: str, names: dict[str, str]) -> str:
     return names[name] if name in names else unquote(name)
 
 
+def attribute_value(value: Any) -> str:
+    """An attribute's value as one brat token (percent-encoded: no spaces)."""
+    return quote(str(value), safe=",;=+@()[]{}!'~-_.")
+
+
 def annotation_conf(taxonomy: dict[str, Any]) -> str:
     types = "\n".join(c["id"] for c in taxonomy["categories"])
+    declared: dict[str, list[str]] = {}
+    for category in taxonomy["categories"]:
+        for a in category.get("attributes", ()):
+            values = a["values"] if a["kind"] == "choice" else range(a["min"], a["max"] + 1)
+            declared.setdefault(a["id"], [attribute_value(v) for v in values])
+    attributes = "".join(
+        f"{key}\tArg:<ENTITY>, Value:{'|'.join(values)}\n" for key, values in declared.items()
+    )
+    attributes += f"{PAIR_ONLY}\tArg:<ENTITY>\n" + "".join(
+        f"{ALSO}{c['id']}\tArg:<ENTITY>\n" for c in taxonomy["categories"]
+    )
     return (
         f"[entities]\n{types}\n\n[relations]\n{RELATION}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
-        "<OVERLAP>\tArg1:<ENTITY>, Arg2:<ENTITY>, <OVL-TYPE>:<ANY>\n\n[events]\n\n[attributes]\n"
+        f"{RELATED}\tArg1:<ENTITY>, Arg2:<ENTITY>\n"
+        "<OVERLAP>\tArg1:<ENTITY>, Arg2:<ENTITY>, <OVL-TYPE>:<ANY>\n\n[events]\n\n"
+        f"[attributes]\n{attributes}"
     )
 
 
@@ -82,29 +115,68 @@ def visual_conf(taxonomy: dict[str, Any]) -> str:
     return f"[labels]\n{labels}\n\n[drawing]\n{drawing}\n"
 
 
-def ann_text(marks: list[Mark], layout: Layout) -> str:
-    """The ``.ann`` lines of one worker's marks on one document."""
+def ann_text(marks: list[Mark], layout: Layout, related: Collection[str] = ()) -> str:
+    """The ``.ann`` lines of one worker's marks on one document (``related``: the relation
+    categories, whose link goes from the marked span to the other, in any order).
+
+    One ``T`` line per mark (strict readers such as pybrat refuse two ``T`` lines on the
+    same offsets): a mark's further categories are binary attributes ``also_<category>``,
+    marks alike in all but category share one line, and a paired or related span reuses
+    the ``T`` line already on its offsets, else gets one flagged ``pair_only``.
+    """
     lines: list[str] = []
-    number = 0
+    count: Counter[str] = Counter()
+
+    def add(kind: str, body: str) -> str:
+        count[kind] += 1
+        lines.append(f"{kind}{count[kind]}\t{body}")
+        return f"{kind}{count[kind]}"
 
     def span(a: int, b: int, text: str, category: str) -> str:
-        nonlocal number
-        number += 1
-        lines.append(f"T{number}\t{category} {a} {b}\t{' '.join(text.splitlines())}")
-        return f"T{number}"
+        return add("T", f"{category} {a} {b}\t{' '.join(text.splitlines())}")
 
-    relations = notes = 0
-    for mark in marks:
-        a, b = layout.to_whole(mark.segment, mark.start), layout.to_whole(mark.segment, mark.end)
-        tag = span(a, b, mark.text, mark.category)
+    at: dict[tuple[int, int], str] = {}  # offsets -> the T line there
+    alike: dict[tuple[Any, ...], tuple[str, list[str]]] = {}  # one line, its categories
+    written: list[tuple[str, Mark]] = []
+    for rows in grouped(marks):
+        first = rows[0]
+        a, b = (
+            layout.to_whole(first.segment, first.start),
+            layout.to_whole(first.segment, first.end),
+        )
+        paired = first.paired_range(layout)
+        key = (
+            a,
+            b,
+            paired and paired[:2],
+            first.comment,
+            json.dumps(first.attributes, sort_keys=True),
+        )
+        if key in alike:
+            alike[key][1].extend(row.category for row in rows)
+            continue
+        tag = span(a, b, first.text, first.category)
+        at.setdefault((a, b), tag)
+        alike[key] = (tag, [row.category for row in rows])
+        written.append((tag, first))
+    for tag, categories in alike.values():
+        for category in dict.fromkeys(categories[1:]):
+            add("A", f"{ALSO}{category} {tag}")
+    for tag, mark in written:
         paired = mark.paired_range(layout)
         if paired is not None:
-            earlier = span(*paired, mark.category)
-            relations += 1
-            lines.append(f"R{relations}\t{RELATION} Arg1:{earlier} Arg2:{tag}")
+            other = at.get(paired[:2])
+            if other is None:
+                other = at[paired[:2]] = span(*paired, mark.category)
+                add("A", f"{PAIR_ONLY} {other}")
+            if mark.category in related:
+                add("R", f"{RELATED} Arg1:{tag} Arg2:{other}")
+            else:
+                add("R", f"{RELATION} Arg1:{other} Arg2:{tag}")
+        for key, value in (mark.attributes or {}).items():
+            add("A", f"{key} {tag} {attribute_value(value)}")
         if mark.comment:
-            notes += 1
-            lines.append(f"#{notes}\tAnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
+            add("#", f"AnnotatorNotes {tag}\t{' '.join(mark.comment.splitlines())}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -113,6 +185,7 @@ def export_files(
 ) -> Iterator[tuple[str, bytes]]:
     yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
     yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
+    related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
     hashed: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
 
     def named(value: str, kind: str) -> str:
@@ -130,7 +203,7 @@ def export_files(
         for worker, marks in document.workers.items():
             folder = named(worker, "workers")
             yield f"{folder}/{name}.txt", text
-            yield f"{folder}/{name}.ann", ann_text(marks, layout).encode("utf-8")
+            yield f"{folder}/{name}.ann", ann_text(marks, layout, related).encode("utf-8")
     if hashed["documents"] or hashed["workers"]:
         yield NAMES_FILE, (json.dumps(hashed, ensure_ascii=False, indent=1) + "\n").encode()
 
@@ -141,7 +214,11 @@ def _spans(
     spans: dict[str, tuple[int, int, int, str, str]] = {}
     ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
+    linked: dict[str, str] = {}  # a relation category's marked span -> its other span
     notes: dict[str, str] = {}
+    attributes: dict[str, dict[str, str]] = {}
+    also: dict[str, list[str]] = {}
+    pair_only: set[str] = set()
     for number, line in enumerate(ann.splitlines(), start=1):
         if not line.strip():
             continue
@@ -168,7 +245,22 @@ def _spans(
             match = RELATION_LINE.match(line)
             if match is None:
                 raise problem(f"{at}: not a relation line `R1<TAB>Type Arg1:T1 Arg2:T2`")
-            relations.append((match.group(4), match.group(3)))
+            if match.group(2) == RELATED:
+                linked[match.group(3)] = match.group(4)
+            else:
+                relations.append((match.group(4), match.group(3)))
+        elif line.startswith(("A", "M")):
+            match = ATTRIBUTE_LINE.match(line)
+            if match is None:
+                raise problem(f"{at}: not an attribute line `A1<TAB>Name T1 Value`")
+            name, target, value = match.groups()
+            if value is not None:
+                attributes.setdefault(target, {})[name] = unquote(value)
+            elif name.startswith(ALSO):
+                also.setdefault(target, []).append(name[len(ALSO) :])
+            elif name == PAIR_ONLY:
+                pair_only.add(target)
+            # any other binary attribute (no value) has no counterpart
         elif line.startswith("#"):
             match = NOTE_LINE.match(line)
             if match is not None:
@@ -181,18 +273,27 @@ def _spans(
         if later in ordered:
             raise problem(f"{where}: span {later} is the later half of two relations")
         ordered[later] = earlier
+    for marked, other in linked.items():
+        if marked not in spans or other not in spans or marked in ordered:
+            raise problem(f"{where}: a {RELATED} relation names a span that is not there")
+        ordered[marked] = other
+    if any(tag.startswith("T") and tag not in spans for tag in attributes):
+        raise problem(f"{where}: an attribute names a span that is not there")
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
-        if tag in pairs.values() and tag not in pairs:
-            continue  # only the earlier half of a pair (it may run across segment breaks)
+        if tag in pair_only or (not pair_only and tag in pairs.values() and tag not in pairs):
+            continue  # only the other half of a pair (it may run across segment breaks)
         if ends[tag][0] != segment:
             raise problem(f"{ends[tag][1]} {CROSSING}")
         earlier = pairs.get(tag)
         paired = spans[earlier][:4] if earlier else None
         to = ends[earlier][0] if earlier and ends[earlier][0] != spans[earlier][0] else None
-        note = notes.get(tag, "")
-        result.append(ImportedSpan(worker, segment, start, end, text, category, paired, note, to))
-    return result
+        note, given = notes.get(tag, ""), attributes.get(tag) or None
+        more = {"also": tuple(also.get(tag, ())), "attributes": given}
+        result.append(
+            ImportedSpan(worker, segment, start, end, text, category, paired, note, to, **more)
+        )
+    return group_marks(result)  # one T line per category of a mark
 
 
 def _names(text: str | None, problem: Problem) -> dict[str, dict[str, str]]:
@@ -235,6 +336,9 @@ def parse_files(
         layout, mapper, original = layouts[doc]
         if files[name] != original:
             raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
-        ann = files.get(name[: -len(".txt")] + ".ann", "")
-        documents[doc].work += _spans(ann, layout, mapper, problem, name[:-4] + ".ann", worker)
+        ann_name = name[: -len(".txt")] + ".ann"
+        spans = _spans(files.get(ann_name, ""), layout, mapper, problem, ann_name, worker)
+        if not spans and ann_name in files and folder != ".":
+            documents[doc].empty_workers.append(worker)  # a worker's empty .ann: no errors
+        documents[doc].work += spans
     return list(documents.values())

@@ -27,7 +27,7 @@ def export(
     work = work or Work()
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # writes None as an empty field
-    writer.writerow(column_names(work, extra_columns))
+    writer.writerow(column_names(work, extra_columns, study))
     formatted = postgres_csv_lines(session, study, work, extra_columns)
     if formatted is not None:
         yield buffer.getvalue()

@@ -18,10 +18,12 @@ from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
-from app.formats.annotated import AnnotatedDocument, Mark, annotated_documents
+from app.formats.annotated import AnnotatedDocument, Mark, annotated_documents, grouped
 from app.formats.labelstudio_config import (
+    ATTRIBUTE_RESULTS,
     COMMENT_NAME,
     LABELS_NAME,
+    RELATED,
     RELATION_LABEL,
     TEXT_NAME,
     labeling_config,
@@ -42,6 +44,7 @@ from app.quality.work import Work
 NAME = "labelstudio"
 WHOLE_TEXT = True
 WRITES_FILES = True
+EPOCH = "1970-01-01T00:00:00+00:00"  # a created_at for work that has no time
 
 
 class Region(NamedTuple):
@@ -119,17 +122,27 @@ def _spans(
 ) -> list[ImportedSpan]:
     regions = _regions(results, layout, problem, where)
     comments: dict[str, str] = {}
+    attributes: dict[str, dict[str, Any]] = {}
     pairs: dict[str, str] = {}  # later region id -> earlier region id
     for result in results:
         kind, rid = result.get("type"), str(result.get("id"))
+        value = result.get("value") if isinstance(result.get("value"), dict) else {}
         if kind == "textarea" and rid in regions:
-            texts = (result.get("value") or {}).get("text") or []
+            texts = value.get("text") or []
             comments[rid] = "\n".join(t for t in texts if isinstance(t, str))
+        elif kind in ATTRIBUTE_RESULTS and rid in regions:
+            given = value.get(ATTRIBUTE_RESULTS[kind])
+            if isinstance(given, list):  # choices
+                given = given[0] if len(given) == 1 else given
+            attributes.setdefault(rid, {})[str(result.get("from_name"))] = given
         elif kind == "relation":
             a, b = str(result.get("from_id")), str(result.get("to_id"))
             if a not in regions or b not in regions:
                 raise problem(f"{where}: a relation names a region that is not a labels result")
-            first, second = sorted((a, b), key=lambda k: regions[k][:3])
+            if RELATED in (result.get("labels") or ()):  # from the marked span to the other
+                first, second = b, a
+            else:  # an earlier span and the later, marked one, in either direction
+                first, second = sorted((a, b), key=lambda k: regions[k][:3])
             if second in pairs:
                 raise problem(f"{where}: region {second!r} is paired twice")
             pairs[second] = first
@@ -144,9 +157,12 @@ def _spans(
             earlier.end_segment if earlier and earlier.end_segment != earlier.segment else None
         )
         note = comments.get(rid, "")
-        for label in labels:
-            span = ImportedSpan(worker, segment, start, end, text, label, paired, note, crossing)
-            spans.append(span)
+        more = {"also": tuple(labels[1:]), "attributes": attributes.get(rid)}
+        spans.append(
+            ImportedSpan(
+                worker, segment, start, end, text, labels[0], paired, note, crossing, **more
+            )
+        )
     return spans
 
 
@@ -167,6 +183,7 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
         if mapper(len(text)) != len(text):
             raise problem("contains carriage returns; convert line ends to LF first", doc)
     work: list[ImportedSpan] = []
+    empty: list[str] = []
     annotations = task.get("annotations") or task.get("completions") or []
     if not isinstance(annotations, list):
         raise problem('"annotations" must be a list', doc)
@@ -176,7 +193,11 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
         if annotation.get("was_cancelled"):
             continue
         where = f"document {doc!r}: annotation {a}"
-        work += _spans(annotation.get("result"), layout, problem, where, _worker(annotation, a))
+        worker = _worker(annotation, a)
+        spans = _spans(annotation.get("result"), layout, problem, where, worker)
+        if not spans:  # submitted with no region: "saw no errors" (docs/FORMATS.md)
+            empty.append(worker)
+        work += spans
     suggestions = []
     for p, prediction in enumerate(task.get("predictions") or [], start=1):
         if not isinstance(prediction, dict):
@@ -198,7 +219,11 @@ def _task(task: Any, n: int, problem: Problem, per_segment: int | None) -> Docum
     meta_out = {**layout.meta(), "labelstudio": {"task_id": task.get("id")}}
     if isinstance(data.get("system"), str) and data["system"].strip():
         meta_out["source"] = data["system"].strip()  # the generating system (ours)
-    return DocumentInput(doc, layout.segments, meta_out, work=work, suggestions=suggestions)
+    marked = {span.worker_id for span in work}
+    empty = [w for w in dict.fromkeys(empty) if w not in marked]
+    return DocumentInput(
+        doc, layout.segments, meta_out, work=work, suggestions=suggestions, empty_workers=empty
+    )
 
 
 def parse(
@@ -211,10 +236,19 @@ def parse(
     return [_task(task, n, problem, sentences_per_segment) for n, task in enumerate(data)]
 
 
-def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, Any]]:
+def _results(
+    marks: list[Mark], layout: Layout, prefix: str, taxonomy: dict[str, Any]
+) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
+    kinds = {c["id"]: c["kind"] for c in taxonomy["categories"]}
+    scales = {
+        a["id"]
+        for c in taxonomy["categories"]
+        for a in c.get("attributes", ())
+        if a["kind"] == "scale"
+    }
 
-    def region(rid: str, start: int, end: int, text: str, category: str) -> None:
+    def region(rid: str, start: int, end: int, text: str, labels: list[str]) -> None:
         results.append(
             {
                 "id": rid,
@@ -222,17 +256,30 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
                 "to_name": TEXT_NAME,
                 "type": "labels",
                 "origin": "manual",
-                "value": {"start": start, "end": end, "text": text, "labels": [category]},
+                "value": {"start": start, "end": end, "text": text, "labels": labels},
             }
         )
 
-    for m, mark in enumerate(marks):
+    for m, rows in enumerate(grouped(marks)):
+        mark = rows[0]
         rid = f"{prefix}-{m}"
         start, end = (
             layout.to_whole(mark.segment, mark.start),
             layout.to_whole(mark.segment, mark.end),
         )
-        region(rid, start, end, mark.text, mark.category)
+        region(rid, start, end, mark.text, [row.category for row in rows])
+        for key, value in (mark.attributes or {}).items():
+            kind = "number" if key in scales else "choices"
+            results.append(
+                {
+                    "id": rid,
+                    "from_name": key,
+                    "to_name": TEXT_NAME,
+                    "type": kind,
+                    "origin": "manual",
+                    "value": {ATTRIBUTE_RESULTS[kind]: value if kind == "number" else [value]},
+                }
+            )
         if mark.comment:
             results.append(
                 {
@@ -246,20 +293,23 @@ def _results(marks: list[Mark], layout: Layout, prefix: str) -> list[dict[str, A
             )
         paired = mark.paired_range(layout)
         if paired is not None:
-            region(f"{rid}p", *paired, mark.category)
+            region(f"{rid}p", *paired, [row.category for row in rows])
+            related = kinds.get(mark.category) == "relation"  # any order: say which is which
             results.append(
                 {
-                    "from_id": f"{rid}p",
-                    "to_id": rid,
+                    "from_id": rid if related else f"{rid}p",
+                    "to_id": f"{rid}p" if related else rid,
                     "type": "relation",
                     "direction": "right",
-                    "labels": [RELATION_LABEL],
+                    "labels": [RELATED if related else RELATION_LABEL],
                 }
             )
     return results
 
 
-def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -> dict[str, Any]:
+def _task_out(
+    number: int, document: AnnotatedDocument, users: dict[str, int], taxonomy: dict[str, Any]
+) -> dict[str, Any]:
     layout = document.layout
     annotations = []
     for worker, marks in document.workers.items():
@@ -269,10 +319,12 @@ def _task_out(number: int, document: AnnotatedDocument, users: dict[str, int]) -
                 "id": number * 1000 + len(annotations) + 1,
                 "completed_by": user,
                 "created_username": worker,
-                "created_at": max((m.created_at or "" for m in marks), default="") or None,
+                # never null (label-studio-converter reads it as text): the last mark, or
+                # for a submission with no mark its time
+                "created_at": document.times.get(worker) or EPOCH,
                 "was_cancelled": False,
                 "ground_truth": document.is_gold,
-                "result": _results(marks, layout, f"d{number}w{user}"),
+                "result": _results(marks, layout, f"d{number}w{user}", taxonomy),
             }
         )
     return {
@@ -290,7 +342,7 @@ def build(session: Session, study: Study, work: Work | None = None) -> list[dict
     """Label Studio tasks of every document that counts with its counted annotations."""
     users: dict[str, int] = {}
     return [
-        _task_out(n, document, users)
+        _task_out(n, document, users, study.taxonomy)
         for n, document in enumerate(annotated_documents(session, study, work), start=1)
     ]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.documents.attributes import attribute_ids
 from app.errors import InvalidInput
 from app.formats.annotated import annotated_documents
 from app.formats.dataset_card import dataset_card
@@ -43,6 +44,8 @@ ANNOTATION_COLUMNS = (
     ("created_at", "string"),
 )
 ROLE_COLUMN = ("role", "string")  # with the practice documents included
+# with a multi_label taxonomy: the id a mark's rows share; with attributes: their JSON text
+MARK_COLUMN, ATTRIBUTES_COLUMN = ("mark", "int64"), ("attributes", "string")
 
 
 def _pyarrow() -> Any:
@@ -101,6 +104,10 @@ def tables(
             }
             if work.include_practice:
                 row["role"] = document.role
+            row["mark"] = mark.id if mark.mark is None else mark.mark
+            row["attributes"] = (
+                json.dumps(mark.attributes, sort_keys=True) if mark.attributes else None
+            )
             annotations.append(row)
     return annotations, documents
 
@@ -118,6 +125,8 @@ def export_files(
     pa = _pyarrow()
     annotations, documents = tables(session, study, work)
     names = ANNOTATION_COLUMNS + ((ROLE_COLUMN,) if work.include_practice else ())
+    names += (MARK_COLUMN,) if study.taxonomy.get("multi_label") else ()
+    names += (ATTRIBUTES_COLUMN,) if attribute_ids(study.taxonomy) else ()
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in names])
     annotation_table = pa.Table.from_pylist(annotations, schema=schema)
     document_schema = pa.schema(

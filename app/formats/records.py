@@ -125,7 +125,33 @@ def segment_list(values: Any, problem: Problem, doc: str) -> list[str]:
     return [segment_text(v, problem, doc, i) for i, v in enumerate(values)]
 
 
+def group_marks(spans: list[ImportedSpan]) -> list[ImportedSpan]:
+    """One worker's spans with the same place, other span, comment and attributes are one
+    mark, its categories in order (files that write a mark's categories one by one: brat,
+    Thresh); a study without ``multi_label`` splits them again on import."""
+    marks: dict[tuple[Any, ...], ImportedSpan] = {}
+    out = []
+    for span in spans:
+        key = (
+            span.worker_id,
+            span.segment,
+            span.start,
+            span.end,
+            span.paired,
+            span.paired_end_segment,
+            span.comment,
+            json.dumps(span.attributes, sort_keys=True),
+        )
+        if key in marks and span.category not in (marks[key].category, *marks[key].also):
+            marks[key].also += (span.category, *span.also)
+            continue
+        marks.setdefault(key, span)  # the same category twice stays two marks
+        out.append(span)
+    return out
+
+
 __all__ = [
+    "group_marks",
     "DocumentInput",
     "GoldSpan",
     "ImportedSpan",

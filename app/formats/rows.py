@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, case, cast, func, literal, null
+from sqlalchemy import ColumnElement, Integer, String, case, cast, func, literal, null
 from sqlalchemy.orm import Session
 
+from app.documents.attributes import attribute_ids
 from app.errors import InvalidInput
 from app.models import Study, isoformat
 from app.quality.work import ADJUDICATED, Work, columns, select_work, stream
@@ -41,6 +42,7 @@ OPTIONAL_COLUMNS = ("category_label", "segment_text", "paired_end_segment")
 # Then, on their own: the document's role when practice documents are included, and the
 # document's review status on the adjudicated layer.
 ROLE, REVIEW_STATUS = "role", "review_status"
+MARK, ATTRIBUTE = "mark", "attribute."
 
 
 def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -53,15 +55,26 @@ def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     return tuple(n for n in OPTIONAL_COLUMNS if n in names)
 
 
-def column_names(work: Work, extra_columns: tuple[str, ...] = ()) -> tuple[str, ...]:
+def taxonomy_columns(study: Study | None) -> tuple[str, ...]:
+    """The columns a taxonomy adds, last: ``mark`` (multi_label: the id a mark's rows, one
+    per category, share) and ``attribute.<id>`` for each declared attribute."""
+    taxonomy = (study.taxonomy if study is not None else None) or {}
+    mark = (MARK,) if taxonomy.get("multi_label") else ()
+    return mark + tuple(ATTRIBUTE + key for key in attribute_ids(taxonomy)) if taxonomy else ()
+
+
+def column_names(
+    work: Work, extra_columns: tuple[str, ...] = (), study: Study | None = None
+) -> tuple[str, ...]:
     """The exported columns: CSV_COLUMNS, the optional ones asked for, ``role`` when
-    practice documents are included, ``review_status`` on the adjudicated layer."""
+    practice documents are included, ``review_status`` on the adjudicated layer, then
+    :func:`taxonomy_columns`."""
     names = (*CSV_COLUMNS, *extra_columns)
     if work.include_practice:
         names += (ROLE,)
     if work.layer == ADJUDICATED:
         names += (REVIEW_STATUS,)
-    return names
+    return names + taxonomy_columns(study)
 
 
 def export_columns(
@@ -87,7 +100,10 @@ def export_columns(
         work_columns["paired_end_segment"], work_columns["paired_segment"]
     )
     sql[ROLE], sql[REVIEW_STATUS] = work_columns["role"], work_columns["review_status"]
-    return [sql[name] for name in column_names(work, extra_columns)]
+    sql[MARK] = cast(work_columns["mark"], Integer)
+    for key in attribute_ids(study.taxonomy or {"categories": []}):
+        sql[ATTRIBUTE + key] = cast(work_columns["attributes"][key].as_string(), String)
+    return [sql[name] for name in column_names(work, extra_columns, study)]
 
 
 def row_values(
@@ -108,6 +124,19 @@ def annotation_rows(
 ) -> Iterator[dict[str, Any]]:
     """Each exported row as a dict keyed by :func:`column_names`."""
     work = work or Work()
-    names = column_names(work, extra_columns)
+    names = column_names(work, extra_columns, study)
+    scales = {
+        a["id"]
+        for c in (study.taxonomy or {}).get("categories", [])
+        for a in c.get("attributes", ())
+        if a["kind"] == "scale"
+    }
     for values in row_values(session, study, work, extra_columns):
-        yield dict(zip(names, values, strict=True))
+        row = dict(zip(names, values, strict=True))
+        keys = [name for name in row if name.startswith(ATTRIBUTE)]
+        if keys:  # one object, typed as declared
+            given = {k[len(ATTRIBUTE) :]: row.pop(k) for k in keys}
+            row["attributes"] = {
+                k: int(v) if k in scales else v for k, v in given.items() if v is not None
+            }
+        yield row

@@ -4,8 +4,11 @@
 Each edit type becomes a category (id = ``name``; children flattened, grouped under their
 parent); ``type: composite`` edits (spans in several places) become ``paired``, the rest
 ``singleton``; CSS colour names become hex. Thresh has no definitions: the template's label
-(and description, if any) stands in. ``enable_input`` (spans in the source) and the
-questions under ``annotation`` have no counterpart and are left out.
+(and description, if any) stands in. The questions under ``annotation`` with fixed answers
+(named options, ``likert-3``, ``binary``) become choice attributes, an option asking a
+further question one more attribute named after it (MQM: ``fluency_type`` = ``grammar``,
+``grammar`` = ``somewhat``); free-text questions and ``enable_input`` (spans in the
+source) have no counterpart and are left out.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from typing import Any
 
 import yaml
 
+from app.documents.attributes import MAX_ATTRIBUTES
 from app.documents.taxonomy import ID_PATTERN, parse_taxonomy
 from app.errors import InvalidInput
 
+# Thresh's answer presets (its Question.vue): likert-3 is MQM's severity
+PRESETS = {"likert-3": ["minor", "somewhat", "a lot"], "binary": ["yes", "no"]}
 CSS_COLOURS = {
     "black": "#000000",
     "blue": "#1f77b4",
@@ -84,7 +90,45 @@ def _categories(
         colour = _colour(edit.get("color"))
         if colour:
             category["color"] = colour
+        attributes = _attributes(edit.get("annotation"), f"{source}: edits[{i}].annotation")
+        if attributes:
+            category["attributes"] = attributes
         out.append(category)
+
+
+def _answers(options: Any) -> list[str] | None:
+    """The answers a Thresh question offers: its named options, or a preset's values."""
+    if isinstance(options, str):
+        return PRESETS.get(options)
+    if isinstance(options, list) and all(isinstance(o, dict) and o.get("name") for o in options):
+        return [str(o["name"]) for o in options]
+    return None
+
+
+def _attributes(questions: Any, where: str) -> list[dict[str, Any]]:
+    """A Thresh edit's ``annotation`` questions as attributes (choice): each question, and
+    each option that asks a further question (MQM's severity under its subtype), named
+    after the option: the shape :func:`app.formats.thresh.annotation_attributes` reads."""
+    if not isinstance(questions, list):
+        return []
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(name: Any, label: Any, values: list[str] | None) -> None:
+        if isinstance(name, str) and ID_PATTERN.match(name) and values and name not in out:
+            out[name] = {"id": name, "label": _one_line(label) or name, "kind": "choice"}
+            out[name]["values"] = list(values)  # a copy: YAML would write an alias
+
+    for question in questions:
+        if not isinstance(question, dict):
+            continue
+        add(question.get("name"), question.get("question"), _answers(question.get("options")))
+        for option in question.get("options") if isinstance(question.get("options"), list) else []:
+            if isinstance(option, dict):
+                asks = option.get("question") or option.get("questions")
+                add(option.get("name"), asks, _answers(option.get("options")))
+    if len(out) > MAX_ATTRIBUTES:
+        raise InvalidInput(f"{where}: more than {MAX_ATTRIBUTES} questions")
+    return list(out.values())
 
 
 def taxonomy_from_template(text: str, source: str = "<template>") -> dict[str, Any]:

@@ -7,7 +7,14 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
 from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
-from app.models.detection import DetectionJob, DetectorVersion, ImportJob, Suggestion
+from app.models.detection import (
+    ConsensusUnit,
+    DetectionJob,
+    DetectorVersion,
+    FigureJob,
+    ImportJob,
+    Suggestion,
+)
 from app.models.journey import Consent, QuestionnaireAnswer
 from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
 from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
@@ -20,12 +27,14 @@ __all__ = [
     "Assignment",
     "Base",
     "Consent",
+    "ConsensusUnit",
     "DetectionJob",
     "DetectorVersion",
     "Document",
     "DocumentReview",
     "Entity",
     "EntityMention",
+    "FigureJob",
     "GoldError",
     "ImportJob",
     "LoginFailure",

@@ -1,4 +1,5 @@
-"""The detector and the background queues: suggestions, detector versions, detection and import jobs."""
+"""The detector and the background queues: suggestions, detector versions, detection, import
+and figure jobs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -109,3 +111,52 @@ class ImportJob(Base):
     created_by: Mapped[str | None] = mapped_column(String(320))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class FigureJob(Base):
+    """A study's slow figures (γ, unitizing α, MACE, Dawid-Skene: app/quality/figures.py), one
+    row per study and practice setting: the job that computes them and their cache.
+
+    ``status``: queued, running, done or failed (the queue rules of app/detection/queue.py).
+    ``result`` is the last computation and ``result_key`` the counted-work state it was made
+    from (a hash): the figures are current while it equals the state's key now."""
+
+    __tablename__ = "figure_jobs"
+    __table_args__ = (UniqueConstraint("study_id", "include_practice"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    include_practice: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    result_key: Mapped[str | None] = mapped_column(String(64))
+    seconds: Mapped[float | None] = mapped_column(Float)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ConsensusUnit(Base):
+    """A unit of the worker models (a sentence under a category) some worker marked, with
+    MACE's posterior that it is an error, as the study's last figure job computed it
+    (app/quality/figures.py, counted work without practice): the ``consensus`` export layer
+    is the units at or above a posterior (app/quality/work.py)."""
+
+    __tablename__ = "consensus_units"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    end: Mapped[int] = mapped_column(Integer)
+    category: Mapped[str] = mapped_column(String(100))
+    posterior: Mapped[float] = mapped_column(Float)
+    marked: Mapped[int] = mapped_column(Integer)  # how many workers labelled it an error
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

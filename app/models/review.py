@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Boolean,
     DateTime,
     ForeignKey,
@@ -44,6 +46,7 @@ class AdjudicatedError(Base):
     paired_text: Mapped[str | None] = mapped_column(Text)
     paired_end_segment: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
+    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer, default=1)
     decided_by: Mapped[str] = mapped_column(String(320))
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -93,6 +93,11 @@ class Annotation(Base):
     # it ends at paired_end in this segment. None: it ends in paired_segment.
     paired_end_segment: Mapped[int | None] = mapped_column(Integer)
     comment: Mapped[str] = mapped_column(Text, default="")
+    # The values of the category's declared attributes (docs/FORMATS.md), None when none.
+    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A multi-label mark is one row per category: the rows after the first hold the first
+    # row's id here (None: the row is its own mark). docs/METRICS.md, "Multi-label marks".
+    mark: Mapped[int | None] = mapped_column(Integer)
     client_id: Mapped[str] = mapped_column(String(100))
     suggestion_id: Mapped[int | None] = mapped_column(
         ForeignKey("suggestions.id", ondelete="SET NULL")

@@ -1,6 +1,6 @@
 """Writing a document's adjudicated layer: decide a candidate (accept as proposed, accept
 edited, reject), add an error no worker marked, change or withdraw a row, set the review
-status, auto-accept by votes, promote a reviewed document to gold.
+status, auto-accept by votes (or by the consensus's posterior), promote a reviewed document to gold.
 
 Every row carries ``version``: a change names the version it was made from (0 for a
 candidate not decided yet) and is refused with a 409 :class:`~app.errors.Conflict` naming
@@ -21,17 +21,25 @@ from sqlalchemy.orm import Session
 from app.annotation.assignments import segment_texts
 from app.annotation.pairing import paired_values
 from app.annotation.values import MAX_COMMENT_CHARS, check_span
-from app.documents import work_state
+from app.documents.attributes import check_attributes
 from app.documents.taxonomy import categories_by_id
 from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import AdjudicatedError, Document, DocumentReview, GoldError, isoformat, utcnow
+from app.models import (
+    AdjudicatedError,
+    ConsensusUnit,
+    Document,
+    DocumentReview,
+    GoldError,
+    isoformat,
+    utcnow,
+)
 from app.quality.candidates import PAIRED_FIELDS, Candidate
 from app.quality.review_state import candidates_of
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
 STATUSES = ("unreviewed", "in_review", "done")
-EDIT_FIELDS = {"segment", "start", "end", "text", "category", "paired", "comment"}
+EDIT_FIELDS = {"segment", "start", "end", "text", "category", "paired", "comment", "attributes"}
 
 
 def _version(body: dict[str, Any]) -> int:
@@ -70,8 +78,13 @@ def checked_values(session: Session, document: Document, body: Any) -> dict[str,
         values.update(
             paired_values(paired, categories[category_id], texts, segment, start, check_span)
         )
+    elif categories[category_id]["kind"] == "relation" and paired is not None:
+        values.update(
+            paired_values(paired, categories[category_id], texts, segment, start, check_span, False)
+        )
     elif paired is not None:
         raise InvalidInput(f"category {category_id!r} is a singleton: it takes no paired span")
+    values["attributes"] = check_attributes(body.get("attributes"), [categories[category_id]])
     comment = body.get("comment") or ""
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT_CHARS:
         raise InvalidInput(f"comment must be text of at most {MAX_COMMENT_CHARS} characters")
@@ -81,8 +94,9 @@ def checked_values(session: Session, document: Document, body: Any) -> dict[str,
 
 
 def proposal_values(candidate: Candidate) -> dict[str, Any]:
-    """The columns of a candidate's proposal (its most frequent mark), with the workers'
-    comments kept: each distinct one of its marks', in mark order, one per line."""
+    """The columns of a candidate's proposal (its most frequent mark, with its attribute
+    values), with the workers' comments kept: each distinct one of its marks', in mark
+    order, one per line."""
     mark = candidate.proposal
     return {
         "segment": mark.segment,
@@ -92,6 +106,7 @@ def proposal_values(candidate: Candidate) -> dict[str, Any]:
         "category": mark.category,
         **dict(zip(PAIRED_FIELDS, mark.paired, strict=True)),
         "comment": candidate.comment,
+        "attributes": mark.attributes,
     }
 
 
@@ -159,7 +174,6 @@ def _write(
             raise _conflict(row, what)
         session.refresh(row)
     _start_review(session, document, who)
-    work_state.changed(session, document.study_id)
     return row
 
 
@@ -301,7 +315,6 @@ def set_status(session: Session, document: Document, body: Any, who: str) -> Doc
         session.refresh(review)
         if not changed:
             raise _conflict(review, "the review status")
-    work_state.changed(session, document.study_id)
     session.flush()
     return review
 
@@ -311,42 +324,82 @@ def _check_min(min_workers: int) -> None:
         raise InvalidInput("--min-workers must be at least 1")
 
 
-def _auto_candidates(session: Session, document: Document, min_workers: int) -> list[Candidate]:
-    """The document's undecided candidates that at least ``min_workers`` workers marked: what
+def _check_posterior(min_posterior: float | None) -> None:
+    if min_posterior is not None and not 0.0 <= min_posterior <= 1.0:
+        raise InvalidInput("the minimum posterior must be a number from 0 to 1")
+
+
+def _auto_candidates(
+    session: Session, document: Document, min_workers: int, min_posterior: float | None = None
+) -> list[Candidate]:
+    """The document's undecided candidates that at least ``min_workers`` workers marked and,
+    with ``min_posterior``, whose proposal overlaps a consensus unit of its category (a
+    sentence whose stored MACE posterior is at least that, app/quality/figures.py): what
     auto-accept accepts (one rule for the count shown first and for the write)."""
     decided = set(
         session.scalars(
             select(AdjudicatedError.candidate).where(AdjudicatedError.document_id == document.id)
         )
     )
-    return [
+    found = [
         c
         for c in candidates_of(session, document)
         if c.votes >= min_workers and c.key not in decided
     ]
+    if min_posterior is None:
+        return found
+    units = session.execute(
+        select(
+            ConsensusUnit.segment, ConsensusUnit.start, ConsensusUnit.end, ConsensusUnit.category
+        )
+        .where(ConsensusUnit.document_id == document.id)
+        .where(ConsensusUnit.posterior >= min_posterior)
+    ).all()
+    return [
+        c
+        for c in found
+        if any(
+            (seg, cat) == (c.segment, c.category)
+            and start < c.proposal.end
+            and c.proposal.start < end
+            for seg, start, end, cat in units
+        )
+    ]
 
 
 def auto_accept_plan(
-    session: Session, documents: list[Document], min_workers: int
+    session: Session,
+    documents: list[Document],
+    min_workers: int,
+    min_posterior: float | None = None,
 ) -> list[tuple[Document, int]]:
     """(document, candidates auto-accept would accept there) for each document with some:
     what a researcher confirms before :func:`auto_accept` writes anything."""
     _check_min(min_workers)
+    _check_posterior(min_posterior)
     plan = []
     for document in documents:
-        found = len(_auto_candidates(session, document, min_workers))
+        found = len(_auto_candidates(session, document, min_workers, min_posterior))
         if found:
             plan.append((document, found))
     return plan
 
 
-def auto_accept(session: Session, documents: list[Document], min_workers: int, who: str) -> int:
-    """Accept every undecided candidate that at least ``min_workers`` workers marked (each
-    document with one goes in review)."""
+def auto_accept(
+    session: Session,
+    documents: list[Document],
+    min_workers: int,
+    who: str,
+    min_posterior: float | None = None,
+) -> int:
+    """Accept every undecided candidate that at least ``min_workers`` workers marked (and,
+    with ``min_posterior``, that the consensus holds: :func:`_auto_candidates`); each document
+    with one goes in review."""
     _check_min(min_workers)
+    _check_posterior(min_posterior)
     accepted = 0
     for document in documents:
-        for candidate in _auto_candidates(session, document, min_workers):
+        for candidate in _auto_candidates(session, document, min_workers, min_posterior):
             values = {**proposal_values(candidate), "decision": "accepted"}
             _write(session, document, candidate.key, None, 0, {**values, "origin": "auto"}, who)
             accepted += 1

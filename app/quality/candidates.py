@@ -14,10 +14,11 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   its marks would match each other under the scores' strict rule;
 * a candidate's **votes** = its number of marks (= distinct workers); **workers** = the
   document's submitted workers; it is **unanimous** when votes = workers and every mark has
-  the same offsets and paired span, else a **disagreement**;
+  the same offsets, paired span and attribute values, else a **disagreement**;
 * its **proposal** (what *accept* stores) is the most frequent (offsets, paired span) among
-  its marks, ties to the earliest worker, with the distinct comments of all its marks (one
-  per line, in mark order);
+  its marks, ties to the earliest worker, with that mark's attributes and the distinct
+  comments of all its marks (one per line, in mark order); a multi-label mark's categories
+  are candidates of their own: one per category;
 * so the candidates depend on the marks and the workers' order only, never on the order the
   marks arrive in (``tests/test_candidate_order.py`` shuffles them); the list comes sorted by
   segment, proposal start, proposal end, category, then the smallest mark id;
@@ -62,6 +63,7 @@ class Mark:
     category: str
     paired: tuple[Any, ...]  # PAIRED_FIELDS values (all None for singletons)
     comment: str
+    attributes: dict[str, Any] | None = None
 
     def span(self, document: str) -> Span:
         return Span(document, self.segment, self.start, self.end, self.category, self.worker)
@@ -77,6 +79,7 @@ class Mark:
             "category": self.category,
             "paired": paired_json(self.paired),
             "comment": self.comment,
+            "attributes": self.attributes or {},
         }
 
 
@@ -124,8 +127,13 @@ class Candidate:
     def unanimous(self) -> bool:
         return (
             self.votes == self.workers
-            and len({(m.start, m.end, m.paired) for m in self.marks}) == 1
+            and len({(m.start, m.end, m.paired, _answers(m)) for m in self.marks}) == 1
         )
+
+
+def _answers(mark: Mark) -> tuple[tuple[str, Any], ...]:
+    """A mark's attribute values, comparable."""
+    return tuple(sorted((mark.attributes or {}).items()))
 
 
 MARK_COLUMNS = ("assignment_id", "worker_id", "id", "segment", "start", "end", "text", "category")
@@ -133,7 +141,7 @@ MARK_COLUMNS = ("assignment_id", "worker_id", "id", "segment", "start", "end", "
 
 def _mark_query(study: Study, work: Work, document_id: int | None = None) -> Any:
     sql = columns(study, work)
-    names = ("document_id", *MARK_COLUMNS, *PAIRED_FIELDS, "comment")
+    names = ("document_id", *MARK_COLUMNS, *PAIRED_FIELDS, "comment", "attributes")
     return select_work(study, work, *(sql[n] for n in names), document_id=document_id)
 
 
@@ -143,7 +151,7 @@ def _workers_and_marks(rows: Sequence[Any]) -> tuple[list[str], list[Mark]]:
     rows = sorted(rows, key=lambda row: (row[1], row[3] or 0))
     workers = list(dict.fromkeys(row[2] for row in rows))
     marks = [
-        Mark(row[3], row[2], *row[4:9], tuple(row[9:14]), row[14] or "")
+        Mark(row[3], row[2], *row[4:9], tuple(row[9:14]), row[14] or "", row[15])
         for row in rows
         if row[3] is not None
     ]

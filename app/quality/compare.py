@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 from app.errors import InvalidInput
 from app.models import Document, Study
 from app.quality import compare_stats
-from app.quality.candidates import group_candidates, study_marks
+from app.quality.candidates import PAIRED_FIELDS, group_candidates, study_marks
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
-from app.quality.sentences import sentence_counts, word_count
+from app.quality.sentences import category_kinds, error_places, sentence_counts, word_count
 from app.quality.work import (
     ADJUDICATED,
     WORKERS,
@@ -43,6 +43,7 @@ from app.quality.work import (
 
 BY = ("source",)
 ALL = "all"
+Errors = list[tuple[Span, list[Span]]]  # each error and its places (sentences.error_places)
 
 
 @dataclass
@@ -70,31 +71,38 @@ def _errors_workers(
     texts: Mapping[TextKey, str],
     names: Mapping[int, str],
     k: int,
-) -> dict[int, list[Span]]:
-    """Per document id with at least k submitted workers its errors with >= k votes."""
+) -> dict[int, Errors]:
+    """Per document id with at least k submitted workers its errors with >= k votes, each
+    at its proposal."""
     scopes = scopes_from_taxonomy(study.taxonomy or {})
-    out: dict[int, list[Span]] = {}
+    kinds = category_kinds(study.taxonomy)
+    out: dict[int, Errors] = {}
     for doc_id, (workers, marks) in study_marks(session, study, work).items():
         if len(workers) < k:
             continue
         name = names[doc_id]
-        out[doc_id] = [
-            Span(name, c.segment, c.proposal.start, c.proposal.end, c.category)
-            for c in group_candidates(name, workers, marks, texts, scopes)
-            if c.votes >= k
-        ]
+        out[doc_id] = []
+        for c in group_candidates(name, workers, marks, texts, scopes):
+            if c.votes >= k:
+                span = Span(name, c.segment, c.proposal.start, c.proposal.end, c.category)
+                out[doc_id].append(
+                    (span, error_places(span, c.proposal.paired, kinds.get(c.category)))
+                )
     return out
 
 
-def _errors_adjudicated(session: Session, study: Study, work: Work) -> dict[int, list[Span]]:
+def _errors_adjudicated(session: Session, study: Study, work: Work) -> dict[int, Errors]:
     """Per document id of a done review its accepted rows."""
     sql = columns(study, work)
     names = ("document_id", "document", "id", "segment", "start", "end", "category")
-    out: dict[int, list[Span]] = {}
-    for row in stream(session, select_work(study, work, *(sql[n] for n in names))):
-        spans = out.setdefault(row[0], [])
+    kinds = category_kinds(study.taxonomy)
+    out: dict[int, Errors] = {}
+    query = select_work(study, work, *(sql[n] for n in (*names, *PAIRED_FIELDS)))
+    for row in stream(session, query):
+        errors = out.setdefault(row[0], [])
         if row[2] is not None:
-            spans.append(Span(row[1], row[3], row[4], row[5], row[6]))
+            span = Span(row[1], row[3], row[4], row[5], row[6])
+            errors.append((span, error_places(span, tuple(row[7:12]), kinds.get(row[6]))))
     return out
 
 
@@ -134,7 +142,7 @@ def document_counts(
         if found is None:
             continue
         own = {(name, i): texts[(name, i)] for i in range(position[doc_id])}
-        counted = sentence_counts(own, found)
+        counted = sentence_counts(own, [place for _, places in found for place in places])
         out.append(
             DocumentCounts(
                 name,
@@ -142,7 +150,7 @@ def document_counts(
                 sum(word_count(text) for text in own.values()),
                 counted.sentences,
                 counted.clean,
-                Counter(span.category for span in found),
+                Counter(span.category for span, _ in found),
             )
         )
     return out, len(documents) - len(out)

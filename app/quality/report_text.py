@@ -222,6 +222,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         )
     console.print(table)
     _breakdown(console, agreement, max_documents)
+    _unitized(console, agreement, report["workers"], max_documents)
 
     categories = report["categories"]
     dist = Table(title=f"Annotations per category ({categories['total']} in all)")
@@ -233,7 +234,31 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
         _row(dist, cat, str(count), *(str(per[cat]) for per in categories["per_source"].values()))
     console.print(dist)
     _attention(console, report.get("attention") or {})
+    _booookscore(console, report.get("booookscore") or {}, max_documents)
+    for key, values in (report.get("attributes") or {}).items():
+        console.print(f"Attribute {key}: " + ", ".join(f"{v} {n}" for v, n in values.items()))
     return buffer.getvalue()
+
+
+def _booookscore(console: Console, layers: Mapping[str, Any], max_documents: int) -> None:
+    """BooookScore (share of sentences with no counted error) per source and document."""
+    for name, layer in layers.items():
+        if layer.get("score") is None:
+            continue
+        table = Table(title=f"BooookScore, {name} layer (overall {_num(layer['score'], 3)})")
+        for column in ("document", "source", "sentences", "score"):
+            table.add_column(column)
+        for src, row in layer["per_source"].items():
+            _row(
+                table,
+                "(all)",
+                src or "(no source)",
+                f"{row['documents']} docs",
+                _num(row["score"], 3),
+            )
+        for row in layer["per_document"][:max_documents]:
+            _row(table, row["document"], row["source"], row["sentences"], _num(row["score"], 3))
+        console.print(table)
 
 
 def _attention(console: Console, attention: Mapping[str, Any]) -> None:
@@ -269,12 +294,86 @@ def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) ->
         if not rows:
             continue
         table = Table(title=f"{title} (token alpha over all categories, lowest first)")
-        for column in (*columns, "α tok", "2-agree tok"):
+        unitized = key == "per_document" and agreement.get("gamma") is not None
+        for column in (*columns, "α tok", "2-agree tok", *(("γ", "uα") if unitized else ())):
             table.add_column(column)
         for row in rows[:max_rows]:
             name = row["document"] if key == "per_document" else " + ".join(row["workers"])
             size = row["workers"] if key == "per_document" else row["documents"]
-            _row(table, name, size, _num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
+            cells = (_num(row["token"]["alpha"]), _pct(row["token"]["two_agree"]))
+            if unitized:  # per_pair rows have no γ of their own: agreement.pairs holds them
+                cells += (_num((row["gamma"] or {}).get("gamma")), _num(row["unitized_alpha"]))
+            _row(table, name, size, *cells)
         console.print(table)
         if len(rows) > max_rows:
             console.print(f"... and {len(rows) - max_rows} more (marginalia report --json)")
+
+
+def _gamma(stat: Mapping[str, Any] | None) -> str:
+    if not stat:
+        return "-"
+    if stat.get("low") is None:
+        return _num(stat["gamma"])
+    return f"{_num(stat['gamma'])} [{_num(stat['low'])}, {_num(stat['high'])}]"
+
+
+def _unitized(
+    console: Console, agreement: Mapping[str, Any], workers: list[Any], max_rows: int
+) -> None:
+    """γ and unitizing α per category, the pairs (lowest γ first) and the worker models."""
+    state = agreement.get("unitized") or {}
+    if agreement.get("gamma") is None:
+        console.print(f"γ and unitizing α: {state.get('state', 'none')} (not computed)")
+        return
+    study = state.get("study") or {}
+    table = Table(
+        title=f"Unitized agreement: γ [range] / unitizing α ({state.get('state')}; "
+        f"{study.get('documents')} documents x {study.get('annotators')} workers, "
+        f"{study.get('left_out')} left out; seed {state.get('seed')})"
+    )
+    for column in ("category", "γ", "uα"):
+        table.add_column(column)
+    gamma, alpha = agreement["gamma"], agreement["unitized_alpha"]
+    for name in gamma["per_category"]:
+        _row(table, name, _gamma(gamma["per_category"][name]), _num(alpha["per_category"][name]))
+    for name in gamma["per_group"]:
+        _row(table, f"[{name}]", _gamma(gamma["per_group"][name]), _num(alpha["per_group"][name]))
+    _row(table, "[all]", _gamma(gamma["all"]), _num(alpha["all"]))
+    console.print(table)
+    pairs = agreement.get("pairs") or {"workers": []}
+    names, found = pairs["workers"], []
+    for i, first in enumerate(names):
+        for j in range(i + 1, len(names)):
+            if pairs["documents"][i][j]:
+                value = (pairs["gamma"][i][j] or {}).get("gamma")
+                found.append((value is None, value or 0.0, first, names[j], i, j))
+    if found:
+        table = Table(
+            title="Unitized agreement per pair of workers (γ, all categories, lowest first)"
+        )
+        for column in ("workers", "shared documents", "γ", "uα"):
+            table.add_column(column)
+        for _, _, first, second, i, j in sorted(found)[:max_rows]:
+            value = pairs["unitized_alpha"][i][j]
+            row = (pairs["documents"][i][j], _gamma(pairs["gamma"][i][j]), _num(value))
+            _row(table, f"{first} + {second}", *row)
+        console.print(table)
+    models = agreement.get("worker_models") or {}
+    rated = [w for w in workers if w.get("reliability")]
+    if rated:
+        table = Table(
+            title=f"Worker models over {models.get('units')} {models.get('unit')} units "
+            "(MACE competence; Dawid-Skene sensitivity / specificity)"
+        )
+        for column in ("worker", "competence", "sensitivity", "specificity"):
+            table.add_column(column)
+        for w in rated:
+            r = w["reliability"]
+            _row(
+                table,
+                w["worker_id"],
+                *(_num(r[k]) for k in ("competence", "sensitivity", "specificity")),
+            )
+        console.print(table)
+    elif models.get("reason"):
+        console.print(f"Worker models: {models['reason']}")

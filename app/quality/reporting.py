@@ -24,8 +24,10 @@ from app.models import (
     Study,
     Suggestion,
 )
+from app.quality import figures
 from app.quality.agreement import Agreement, groups_from_taxonomy
 from app.quality.attention import attention_report
+from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import confident_thresholds, gold_precision
 from app.quality.report_stream import counted_batches
 from app.quality.report_text import format_report
@@ -44,7 +46,7 @@ __all__ = ["format_report", "study_report"]
 
 
 def study_report(
-    session: Session, study: Study, *, include_practice: bool = False
+    session: Session, study: Study, *, include_practice: bool = False, compute_figures=False
 ) -> dict[str, Any]:
     """Progress, per-worker scores, agreement and category distribution of one study.
 
@@ -93,7 +95,14 @@ def study_report(
       worker who met a check in a submitted assignment.
     * ``categories``: ``total`` (annotations), ``overall`` ({category: count}, taxonomy
       order, then any unknown category), ``per_source`` ({source: {category: count}},
-      sources sorted; documents without a source under ``""``).
+      sources sorted; documents without a source under ``""``); a multi-label mark counts
+      once per category.
+    * ``attributes``: {attribute id: {value: marks}}
+      (:func:`app.quality.booookscore.attribute_counts`).
+    * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
+      is done), each :func:`app.quality.booookscore.booookscore`.
+    * the worker's figures (:func:`app.quality.figures.add_to_report`): γ, unitizing α,
+      the worker models, as last computed (``compute_figures``: computed first).
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
@@ -151,11 +160,21 @@ def study_report(
         version=version,
         gold_docs=gold_docs,
     )
-    agreement = Agreement(category_ids, groups=groups_from_taxonomy(taxonomy), scopes=scopes)
+    groups = groups_from_taxonomy(taxonomy)
+    agreement = Agreement(category_ids, groups=groups, scopes=scopes)
     categories: dict[str, Counter[str]] = defaultdict(Counter)
+    # the worker's figures (γ, the worker models) and their state key read the whole work
+    every: list[Span] = []
+    all_texts: dict[TextKey, str] = {}
+    annotated: dict[str, set[str]] = defaultdict(set)
     for batch in counted_batches(session, study, work):
         spans, done, texts = tally.add(batch, by_document)
-        agreement.add([s for found in spans.values() for s in found], texts, done)
+        batch_spans = [s for found in spans.values() for s in found]
+        agreement.add(batch_spans, texts, done)
+        every.extend(batch_spans)
+        all_texts.update(texts)
+        for worker, docs in done.items():
+            annotated[worker].update(docs)
         for doc in batch:
             categories[doc.source].update(row.category for row in doc.marks)
 
@@ -176,8 +195,18 @@ def study_report(
         "categories": _distribution(counted, categories, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention_report(session, study),
+        "attributes": attribute_counts(session, study, work),
+        "booookscore": {
+            "workers": booookscore(session, study, work),
+            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
+        },
     }
     add_to_report(session, study, report["workers"], include_practice=include_practice)
+    figures.add_to_report(
+        session, study, report, every, all_texts, dict(annotated), categories=category_ids,
+        scopes=scopes, groups=groups, include_practice=include_practice,
+        compute_figures=compute_figures,
+    )  # fmt: skip
     return report
 
 

@@ -66,6 +66,7 @@ def row_json(row: AdjudicatedError) -> dict[str, Any]:
         "category": row.category,
         "paired": paired_json([getattr(row, name) for name in PAIRED_FIELDS]),
         "comment": row.comment,
+        "attributes": row.attributes or {},
         "version": row.version,
         "decided_by": row.decided_by,
         "decided_at": isoformat(row.decided_at),
@@ -105,6 +106,12 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
         "document": document.external_id,
         "segments": [texts[(document.external_id, i)] for i in range(len(texts))],
         "workers": workers,
+        # each category's declared attributes (the edit form offers them)
+        "attributes": {
+            c["id"]: c["attributes"]
+            for c in (document.study.taxonomy or {}).get("categories", [])
+            if c.get("attributes")
+        },
         "marks": [mark.json() for mark in marks],
         "candidates": [
             {

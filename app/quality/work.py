@@ -14,6 +14,10 @@ new column or filter is one change here.
   review is ``done`` (``review_status="any"``: of every document with a review, whatever
   its status), worker ``adjudicated``; a document of the layer without an accepted row is
   one row whose error columns are empty.
+* Layer ``consensus``: the units of the worker models (a sentence under a category,
+  app/quality/reliability.py) that some worker marked and whose MACE posterior is at least
+  ``min_posterior`` (default :data:`MIN_POSTERIOR`), as the study's figures were last
+  computed (app/quality/figures.py), worker ``consensus``; one row per unit, no empty rows.
 * Documents: every document of the study but its **training phase** (``include_practice``
   keeps it): the gold documents of a study with a pass mark, served before real work by
   app/annotation/assigning.py. A document's **role** is ``practice`` (a training document
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     ColumnElement,
     Row,
     Select,
@@ -51,6 +56,7 @@ from app.models import (
     AdjudicatedError,
     Annotation,
     Assignment,
+    ConsensusUnit,
     Document,
     DocumentReview,
     GoldError,
@@ -58,7 +64,8 @@ from app.models import (
     Study,
 )
 
-WORKERS, ADJUDICATED = LAYERS = ("workers", "adjudicated")
+WORKERS, ADJUDICATED, CONSENSUS = LAYERS = ("workers", "adjudicated", "consensus")
+MIN_POSTERIOR = 0.9  # the consensus layer's default: MACE's posterior of an error at least
 REVIEW_STATUSES = ("done", "any")
 ROLES = ("practice", "qualification", "check", "real")
 TRAINING_ROLES = ROLES[:2]  # the training phase: out of the counted work by default
@@ -74,6 +81,7 @@ class Work:
     include_practice: bool = False
     review_status: str = "done"  # adjudicated layer: "done" or "any"
     in_progress: bool = False  # workers' layer: also the live annotations of active work
+    min_posterior: float = MIN_POSTERIOR  # consensus layer: the posterior a unit needs
 
     def __post_init__(self) -> None:
         if self.layer not in LAYERS:
@@ -82,10 +90,14 @@ class Work:
             raise InvalidInput(
                 f"unknown review status {self.review_status!r} (use {' or '.join(REVIEW_STATUSES)})"
             )
-        if self.layer == WORKERS and self.review_status != "done":
+        if self.layer != ADJUDICATED and self.review_status != "done":
             raise InvalidInput("--review-status applies to the adjudicated layer only")
-        if self.layer == ADJUDICATED and self.in_progress:
+        if self.layer != WORKERS and self.in_progress:
             raise InvalidInput("--include-in-progress applies to the workers' layer only")
+        if not 0.0 <= self.min_posterior <= 1.0:
+            raise InvalidInput("the consensus layer's minimum posterior is a number from 0 to 1")
+        if self.layer != CONSENSUS and self.min_posterior != MIN_POSTERIOR:
+            raise InvalidInput("--min-posterior applies to the consensus layer only")
 
 
 def has_pass_mark(study: Study) -> bool:
@@ -136,10 +148,14 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
     ``segment``, ``start``, ``end``, ``text``, ``category``, ``paired_segment``,
     ``paired_start``, ``paired_end``, ``paired_text``, ``paired_end_segment`` (as stored:
     set only when the earlier span ends in a later segment than it starts), ``comment``,
+    ``attributes`` (JSON object or NULL), ``mark`` (the id shared by a multi-label mark's
+    rows, one per category: its first row's; the adjudicated layer: each row its own),
     ``created_at`` (workers: when marked, or for an empty row when submitted; adjudicated:
     when decided) and ``segment_text`` (the annotated segment's text). The adjudicated
     layer has no assignment: those are NULL.
     """
+    if work.layer == CONSENSUS:
+        return _consensus_columns(study)
     row: Any = Annotation if work.layer == WORKERS else AdjudicatedError
     out: dict[str, ColumnElement[Any]] = {
         "document_id": Document.id,
@@ -162,8 +178,10 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
             "assignment_id": null(),
             "completion_code": cast(null(), String),
         }
-    for name in ("id", "segment", "start", "end", "text", "category", "comment"):
+    for name in ("id", "segment", "start", "end", "text", "category", "comment", "attributes"):
         out[name] = getattr(row, name)
+    # a multi-label mark's rows share their first row's id (docs/METRICS.md)
+    out["mark"] = func.coalesce(Annotation.mark, Annotation.id) if work.layer == WORKERS else row.id
     for name in ("segment", "start", "end", "text", "end_segment"):
         out[f"paired_{name}"] = getattr(row, f"paired_{name}")
     out["created_at"] = (
@@ -176,6 +194,42 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
     )
     out["segment_text"] = text.scalar_subquery()
     return out
+
+
+def _consensus_columns(study: Study) -> dict[str, ColumnElement[Any]]:
+    """:func:`columns` of the consensus layer: a unit's sentence is its span, no pair, no
+    comment, ``created_at`` when the figures were computed."""
+    unit = ConsensusUnit
+    nothing = cast(null(), String)
+    text = select(
+        func.substr(Segment.text, unit.start + 1, unit.end - unit.start, type_=String)
+    ).where(Segment.document_id == Document.id, Segment.index == unit.segment)
+    whole = select(Segment.text).where(
+        Segment.document_id == Document.id, Segment.index == unit.segment
+    )
+    return {
+        "document_id": Document.id,
+        "document": Document.external_id,
+        "role": role(study),
+        "review_status": review_status(),
+        "worker_id": literal(CONSENSUS, String),
+        "assignment": nothing,
+        "assignment_id": null(),
+        "completion_code": nothing,
+        "id": unit.id,
+        "segment": unit.segment,
+        "start": unit.start,
+        "end": unit.end,
+        "text": text.scalar_subquery(),
+        "category": unit.category,
+        "comment": nothing,
+        "attributes": cast(null(), JSON),
+        "mark": unit.id,
+        **{f"paired_{n}": null() for n in ("segment", "start", "end", "end_segment")},
+        "paired_text": nothing,
+        "created_at": unit.created_at,
+        "segment_text": whole.scalar_subquery(),
+    }
 
 
 def select_work(
@@ -211,6 +265,11 @@ def select_work(
             Annotation.start,
             Annotation.id,
         )
+    elif work.layer == CONSENSUS:
+        unit = ConsensusUnit
+        above = (unit.document_id == Document.id) & (unit.posterior >= work.min_posterior)
+        query = select(*selected).select_from(Document).join(unit, above)
+        order = (unit.segment, unit.start, unit.category, unit.id)
     else:
         row = AdjudicatedError
         accepted = (row.document_id == Document.id) & (row.decision == "accepted")

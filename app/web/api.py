@@ -13,7 +13,7 @@ from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import find_document, get_study
 from app.documents.text import storable
-from app.errors import InvalidInput
+from app.errors import InvalidInput, NotFound
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
 from app.web.limits import arrival_limit, limiter, practice_limit
@@ -136,16 +136,14 @@ def remove_annotation(token: str, annotation_id: int):
 
 @bp.post("/assignments/<token>/annotations/<int:annotation_id>/edit")
 def edit_annotation(token: str, annotation_id: int):
-    """Change an annotation's category or comment in place (``{"category"?, "comment"?,
-    "client_id"}``): the old row removed, the same span added (CONTRACT.md)."""
+    """Change a mark's categories, attribute values or comment in place (``{"category"?,
+    "categories"?, "attributes"?, "comment"?, "client_id"}``): the old mark removed, the
+    same span added (CONTRACT.md)."""
     body = json_body()
     session = begin_write(get_session())
-    assignment = service.get_assignment(session, token, for_update=True)
-    if 0 < annotation_id <= service.MAX_ID:
-        practice.refuse_if_checked(session, assignment.id, annotation_id=annotation_id)
-    annotation, created = edits.edit_annotation(session, assignment, annotation_id, body)
+    annotation, created = edits.edit(session, token, annotation_id, body)
     session.commit()
-    return jsonify(service.annotation_json(annotation)), 201 if created else 200
+    return jsonify(annotation), 201 if created else 200
 
 
 @bp.post("/assignments/<token>/position")
@@ -197,6 +195,8 @@ def practice_feedback(token: str, segment: int):
 def suggestion_event(token: str, suggestion_id: int):
     """One event for one suggestion: stored when the worker is shown it, else ignored with
     the same answer (:func:`app.annotation.hint_events.record`)."""
+    if not 0 < suggestion_id <= hint_events.MAX_ID:  # a path naming no possible suggestion
+        raise NotFound("no such suggestion")
     body = json_body()
     event = hint_events.parse_event(body.get("event") if isinstance(body, dict) else None)
     ids = hint_events.parse_ids([suggestion_id])

@@ -22,7 +22,7 @@ from typing import Any, cast
 from flask import Flask, Response, request
 from sqlalchemy import Connection, bindparam, select
 
-from app.annotation.assignments import TOKEN_PATTERN, annotation_json
+from app.annotation.assignments import TOKEN_PATTERN, marks_json
 from app.annotation.hint_events import pick_shown
 from app.annotation.qualification import qualification
 from app.crowd.platforms import hint_limits
@@ -79,6 +79,8 @@ ANNOTATIONS = (
         _annotations_t.client_id,
         _annotations_t.suggestion_id,
         _annotations_t.created_at,
+        _annotations_t.attributes,
+        _annotations_t.mark,
     )
     .where(
         _annotations_t.assignment_id == bindparam("assignment_id"),
@@ -121,7 +123,7 @@ PRACTICE_CHECKS = (
 
 def _annotations(connection: Connection, assignment_id: int) -> list[dict[str, Any]]:
     rows = connection.execute(ANNOTATIONS, {"assignment_id": assignment_id})
-    return [annotation_json(row) for row in rows]  # rows read like Annotation objects
+    return marks_json(rows)  # rows read like Annotation objects
 
 
 def _suggestions(connection: Connection, row: Any, study: Study) -> list[dict[str, Any]]:

@@ -2,16 +2,18 @@
 
 Adds, removes, position updates and heartbeats are most of a document's requests. This WSGI
 middleware takes such a request when it is well formed (the route, a JSON body under the
-size limit whose text a database can store), runs :mod:`app.annotation.fast`'s short path on
-a pooled connection in one transaction, commits and answers; Flask's request context,
+size limit whose text a database can store), runs :mod:`app.annotation.fast`'s action on a
+pooled connection in one transaction, commits and answers; Flask's request context,
 session, hooks and error machinery cost more than the statements themselves.
 
-It answers only what it has stored. Everything else (an unknown or submitted token, a retry,
-a duplicate, a frozen practice segment, a body the checks refuse, a database error) is rolled
-back and handed to the Flask route unchanged, body included, which gives the one answer and
-message the API has always given. So the lane can only make the happy path cheaper: it never
-decides a refusal. Its answers carry the same headers as Flask's (``app.csp.security_headers``,
-``Cache-Control: no-store``); ``FAST_LANE = False`` in the config turns it off.
+The action is the route's own (``app/web/api.py`` calls the same functions), so the lane
+gives the API's one answer for refusals too (an unknown or submitted token, a duplicate, a
+frozen practice segment, a body the checks refuse): the refusal's :class:`MarginaliaError`,
+rolled back and written as the route's error handler writes it (``app/web/__init__.py``).
+A body it cannot read (not JSON, too large, not storable text) or a database error is
+rolled back and handed to the Flask route unchanged, body included. Its answers carry the
+same headers as Flask's (``app.csp.security_headers``, ``Cache-Control: no-store``);
+``FAST_LANE = False`` in the config turns it off.
 
 The page's read, ``GET /api/assignments/<token>``, is answered here too
 (:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
@@ -28,10 +30,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from werkzeug.http import HTTP_STATUS_CODES
 
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
-from app.errors import NotFound
+from app.errors import MarginaliaError, NotFound
 from app.web.api import check_strings
 from app.web.assignment_read import payload_body, spliceable
 
@@ -69,14 +72,14 @@ class FastLane:
             if body is None:
                 return self._hand_over(environ, start_response, raw)
             if match["annotations"]:
-                action = lambda db: _created(fast.try_add(db, token, body))  # noqa: E731
+                action = lambda db: _added(*fast.add(db, token, body))  # noqa: E731
             elif match["position"]:
-                action = lambda db: _done(fast.try_set_position(db, token, body))  # noqa: E731
+                action = lambda db: _done(fast.set_position(db, token, body))  # noqa: E731
             else:
-                action = lambda db: _done(fast.try_heartbeat(db, token))  # noqa: E731
+                action = lambda db: _done(fast.heartbeat(db, token))  # noqa: E731
         elif method == "DELETE" and match["id"] is not None:
             annotation_id = int(match["id"])
-            action = lambda db: _done(fast.try_remove(db, token, annotation_id))  # noqa: E731
+            action = lambda db: _done(fast.remove(db, token, annotation_id))  # noqa: E731
         else:
             return self.wsgi_app(environ, start_response)
         answer = self._run(action)
@@ -135,10 +138,11 @@ class FastLane:
             return raw, None
         return raw, body
 
-    def _run(self, action: Callable[[Any], Answer | None]) -> Answer | None:
-        """``action`` in one transaction: committed when it answers, else rolled back. On
-        Postgres through the driver (:class:`app.annotation.hot_sql.Driver`), elsewhere
-        through a SQLAlchemy connection."""
+    def _run(self, action: Callable[[Any], Answer]) -> Answer | None:
+        """``action`` in one transaction: committed when it answers, rolled back when it
+        refuses (the refusal is the answer); None (rolled back: the route answers) on any
+        other error. On Postgres through the driver (:class:`app.annotation.hot_sql.Driver`),
+        elsewhere through a SQLAlchemy connection."""
         engine = self.app.extensions["db_engine"]
         try:
             driver = hot_sql.driver_for(engine)
@@ -148,9 +152,11 @@ class FastLane:
         if driver is None:
             return self._run_on_connection(engine, action)
         try:
-            answer = action(driver)
-            if answer is None:
+            try:
+                answer = action(driver)
+            except MarginaliaError as refusal:
                 driver.rollback()
+                answer = _refused(refusal)
             else:
                 driver.commit()
         except Exception as error:  # noqa: BLE001 - the Flask route answers
@@ -160,16 +166,17 @@ class FastLane:
         driver.close()
         return answer
 
-    def _run_on_connection(self, engine, action: Callable[[Any], Answer | None]):
+    def _run_on_connection(self, engine, action: Callable[[Any], Answer]) -> Answer | None:
         try:
             with engine.connect() as connection:
                 if engine.dialect.name == "sqlite":
                     connection.execution_options(sqlite_begin="IMMEDIATE")
                 transaction = connection.begin()
-                answer = action(connection)
-                if answer is None:
+                try:
+                    answer = action(connection)
+                except MarginaliaError as refusal:
                     transaction.rollback()
-                    return None
+                    return _refused(refusal)
                 transaction.commit()
                 return answer
         except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
@@ -183,15 +190,23 @@ class FastLane:
         return self.wsgi_app(environ, start_response)
 
 
-def _created(annotation: dict[str, Any] | None) -> Answer | None:
-    if annotation is None:
-        return None
-    text = json.dumps(annotation, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-    return "201 CREATED", (text + "\n").encode()
+def _json(status: int, value: Any) -> Answer:
+    """``value`` as Flask's ``jsonify`` writes it (sorted keys, ASCII, compact, a newline)."""
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+    return f"{status} {HTTP_STATUS_CODES[status].upper()}", (text + "\n").encode()
 
 
-def _done(done: bool) -> Answer | None:
-    return ("204 NO CONTENT", b"") if done else None
+def _added(annotation: dict[str, Any], created: bool) -> Answer:
+    return _json(201 if created else 200, annotation)
+
+
+def _done(_nothing: None = None) -> Answer:
+    return "204 NO CONTENT", b""
+
+
+def _refused(refusal: MarginaliaError) -> Answer:
+    """The answer of the API's error handler for ``refusal`` (``app/web/__init__.py``)."""
+    return _json(refusal.status, {**refusal.details, "error": str(refusal)})
 
 
 def install(app: Flask) -> None:

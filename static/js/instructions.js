@@ -16,7 +16,12 @@ export function groupedCategories(taxonomy) {
 function categoryEntry(cat) {
   const notes = [];
   if (cat.kind === "paired") notes.push(t("note_paired"));
+  if (cat.kind === "relation") notes.push(t("note_relation"));
   if (cat.scope === "sentence") notes.push(t("note_sentence"));
+  for (const a of cat.attributes || []) {
+    const values = a.kind === "choice" ? a.values.join(", ") : `${a.min}–${a.max}`;
+    notes.push(t(a.required ? "note_attribute_required" : "note_attribute", { label: a.label, values }));
+  }
   return h(
     "li",
     { class: "instr-cat" },

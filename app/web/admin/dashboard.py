@@ -6,14 +6,16 @@ from collections import defaultdict
 from typing import Any
 
 from flask import (
+    flash,
     jsonify,
+    redirect,
     render_template,
     request,
     url_for,
 )
 
 from app.crowd import platforms
-from app.db import get_session
+from app.db import begin_write, get_session
 from app.formats import IMPORT_FORMATS
 from app.models import Researcher, Study
 from app.researchers import access
@@ -74,6 +76,27 @@ def lowest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows,
         key=lambda r: (r["token"]["alpha"] is None, r["token"]["alpha"] or 0.0),
     )
+
+
+HEAT_WORKERS = 16  # the pair heat map's rows and columns; the rest in Report JSON
+
+
+def heat_map(pairs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The per-pair γ matrix for the dashboard's heat map: the first :data:`HEAT_WORKERS`
+    workers, each cell its γ (None where the two share no document or γ is undefined) and a
+    shade 0-4 (γ < 0, < 0.4, < 0.6, < 0.8, ≥ 0.8)."""
+    if not pairs or not pairs.get("workers"):
+        return None
+    names = pairs["workers"][:HEAT_WORKERS]
+    rows = []
+    for i, name in enumerate(names):
+        cells = []
+        for j in range(len(names)):
+            value = (pairs["gamma"][i][j] or {}).get("gamma")
+            shade = None if value is None else sum(value >= t for t in (0.0, 0.4, 0.6, 0.8))
+            cells.append({"value": value, "shade": shade, "documents": pairs["documents"][i][j]})
+        rows.append({"worker": name, "cells": cells})
+    return {"workers": names, "rows": rows, "more": len(pairs["workers"]) - len(names)}
 
 
 def worker_links(study: Study) -> list[tuple[str, str]]:
@@ -138,6 +161,7 @@ def render_dashboard(
         conditions=condition_summary(report["workers"]),
         per_document=lowest_first(report["agreement"].get("per_document", [])),
         per_pair=lowest_first(report["agreement"].get("per_pair", [])),
+        heat=heat_map(report["agreement"].get("pairs")),
         breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
@@ -173,3 +197,18 @@ def report_json(slug: str):
     db = get_session()
     study = study_or_404(db, slug)
     return jsonify(study_report(db, study, include_practice=include_practice()))
+
+
+@bp.post("/studies/<slug>/figures")
+@auth.login_required
+def queue_figures(slug: str):
+    """Queue the study's γ, unitizing α and worker models for the worker (a no-op while
+    a job is queued or running)."""
+    from app.quality.figures import enqueue
+
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    enqueue(db, study, include_practice())
+    db.commit()
+    flash("γ, unitizing α and the worker models are queued: the worker computes them.", "ok")
+    return redirect(url_for("admin.dashboard", slug=slug, _anchor="unitized"))

@@ -11,7 +11,7 @@ from flask import (
 )
 
 from app.db import get_session
-from app.errors import MarginaliaError
+from app.errors import InvalidInput, MarginaliaError
 from app.formats import (
     ASSIGNMENT_FORMATS,
     EXPORT_FORMATS,
@@ -21,7 +21,7 @@ from app.formats import (
 )
 from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
-from app.quality.work import WORKERS, Work
+from app.quality.work import MIN_POSTERIOR, WORKERS, Work
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
 
@@ -31,14 +31,21 @@ def _flag(name: str) -> bool:
 
 
 def work_from_args() -> Work:
-    """The counted work a download asks for: ``?layer=workers|adjudicated``,
+    """The counted work a download asks for: ``?layer=workers|adjudicated|consensus``,
     ``?include_practice=1``, ``?review_status=done|any`` (adjudicated layer),
-    ``?include_in_progress=1`` (workers' layer); InvalidInput for anything else."""
+    ``?include_in_progress=1`` (workers' layer), ``?min_posterior=P`` (consensus layer);
+    InvalidInput for anything else."""
+    posterior = request.args.get("min_posterior")
+    try:
+        min_posterior = MIN_POSTERIOR if posterior is None else float(posterior)
+    except ValueError:
+        raise InvalidInput("min_posterior must be a number from 0 to 1") from None
     return Work(
         layer=request.args.get("layer", WORKERS),
         include_practice=_flag("include_practice"),
         review_status=request.args.get("review_status", "done"),
         in_progress=_flag("include_in_progress"),
+        min_posterior=min_posterior,
     )
 
 

@@ -17,7 +17,7 @@ from app.documents import journey, lifecycle
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
 from app.models import Assignment, Document, GoldError, Study
-from app.quality.work import has_pass_mark, role
+from app.quality.work import TRAINING_ROLES, has_pass_mark, role
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.markdown import render_markdown
@@ -27,22 +27,20 @@ MAX_LISTED_DOCUMENTS = 500
 
 # How the Manage page names a document's role (app/quality/work.py's, one place to read it):
 ROLE_LABELS = {
-    "practice": "practice",
+    "practice": "practice (answers shown, never graded)",
+    "qualification": "qualification",
     "check": "real work with attention checks",
     "real": "real work",
 }
 
 
-def role_label(role_name: str, is_gold: bool, checks: int, is_practice: bool = False) -> str:
-    """A document's role as the Manage page shows it: the role (a training document named
-    practice, which teaches, or qualification, which grades), the planted checks' count,
+def role_label(role_name: str, is_gold: bool, checks: int) -> str:
+    """A document's role as the Manage page shows it: the role, the planted checks' count,
     and "scores workers" for a gold document that is real work (no pass mark)."""
     label = ROLE_LABELS[role_name]
-    if role_name == "practice":
-        label = "practice (answers shown, never graded)" if is_practice else "qualification"
     if checks:
         label += f" ({checks})"
-    if is_gold and role_name != "practice":
+    if is_gold and role_name not in TRAINING_ROLES:
         label += ", gold: scores workers"
     return label
 
@@ -76,9 +74,7 @@ def _documents(db, study: Study) -> list[dict]:
             "id": d.external_id,
             "source": d.source,
             "role": role_name,
-            "label": role_label(
-                role_name, bool(d.is_gold), checks.get(d.id, 0), bool(d.is_practice)
-            ),
+            "label": role_label(role_name, bool(d.is_gold), checks.get(d.id, 0)),
             "submitted": n,
         }
         for d, role_name, n in rows

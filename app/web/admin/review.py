@@ -1,6 +1,6 @@
 """Review and adjudication pages: the study's review list, a document's review page and the
 JSON it reads and writes (decide a candidate, add / change an error, set the status),
-auto-accept by votes, promote to gold, workers' scores against the adjudicated layer.
+auto-accept by votes or by the consensus's posterior, promote to gold, workers' scores against the adjudicated layer.
 
 Every route looks the study up through :func:`study_or_404` (the access check); every POST
 carries the CSRF token (forms: the field; the page's JSON calls: ``X-CSRFToken``). The
@@ -31,7 +31,7 @@ def _document(db, study):
     return find_document(db, study, request.args.get("document", ""))
 
 
-def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200):
+def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200, min_posterior=None):
     rows = review_progress(db, study)
     return render_template(
         "admin/review_list.html",
@@ -42,6 +42,7 @@ def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200):
         plan=plan,
         min_workers=min_workers,
         practice=len(study.documents) - len(_counted_documents(db, study)),
+        min_posterior=min_posterior,
     ), status
 
 
@@ -128,6 +129,16 @@ def _min_workers(value) -> int:
         raise InvalidInput("the number of workers must be a whole number") from None
 
 
+def _min_posterior(value) -> float | None:
+    """The consensus's minimum posterior of an auto-accept by posterior (None: by votes)."""
+    if value in (None, ""):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("the minimum posterior must be a number from 0 to 1") from None
+
+
 @bp.post("/studies/<slug>/review/auto-accept")
 @auth.login_required
 def auto_accept(slug: str):
@@ -138,27 +149,29 @@ def auto_accept(slug: str):
     study = study_or_404(db, slug)
     try:
         min_workers = _min_workers(request.form.get("min_workers"))
+        min_posterior = _min_posterior(request.form.get("min_posterior"))
         documents = _counted_documents(db, study)
-        plan = adjudication.auto_accept_plan(db, documents, min_workers)
+        plan = adjudication.auto_accept_plan(db, documents, min_workers, min_posterior)
         total = sum(n for _, n in plan)
         if request.form.get("confirm") != "yes":
             db.rollback()
-            return _review_list(db, study, plan, min_workers)
+            return _review_list(db, study, plan, min_workers, min_posterior=min_posterior)
         if str(total) != request.form.get("expected"):
             raise Conflict(
                 f"the count changed meanwhile: {total} candidates now qualify; look again"
             )
-        accepted = adjudication.auto_accept(db, [d for d, _ in plan], min_workers, _who())
+        accepted = adjudication.auto_accept(
+            db, [d for d, _ in plan], min_workers, _who(), min_posterior
+        )
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
         flash(str(exc), "error")
         return redirect(url_for("admin.review_list", slug=slug))
-    flash(
-        f"Accepted {accepted} candidates marked by at least {min_workers} workers, in "
-        f"{len(plan)} documents (now in review).",
-        "ok",
-    )
+    rule = f"marked by at least {min_workers} workers"
+    if min_posterior is not None:
+        rule += f" that the consensus holds (MACE posterior at least {min_posterior:g})"
+    flash(f"Accepted {accepted} candidates {rule}, in {len(plan)} documents (now in review).", "ok")
     return redirect(url_for("admin.review_list", slug=slug))
 
 
@@ -166,19 +179,21 @@ def auto_accept(slug: str):
 @auth.login_required
 def auto_accept_document(slug: str):
     """One document's auto-accept from its review page: ``{"min_workers", "expected"}``
-    (the count the page showed and the researcher confirmed); 409 when it changed."""
+    (the count the page showed and the researcher confirmed), optionally ``"min_posterior"``
+    (by the consensus too); 409 when it changed."""
 
     def change(db, document, body, who):
         if not isinstance(body, dict):
             raise InvalidInput("the body must be a JSON object")
         min_workers = _min_workers(body.get("min_workers"))
-        plan = adjudication.auto_accept_plan(db, [document], min_workers)
+        min_posterior = _min_posterior(body.get("min_posterior"))
+        plan = adjudication.auto_accept_plan(db, [document], min_workers, min_posterior)
         found = sum(n for _, n in plan)
         if body.get("expected") != found:
             raise Conflict(
                 f"{found} candidates qualify now, not {body.get('expected')}: look again"
             )
-        adjudication.auto_accept(db, [document], min_workers, who)
+        adjudication.auto_accept(db, [document], min_workers, who, min_posterior)
 
     return _write(slug, change)
 

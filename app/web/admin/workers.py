@@ -19,6 +19,7 @@ from app.errors import InvalidInput, MarginaliaError
 from app.formats.spreadsheet import safe_row
 from app.models import Annotation, Assignment, Document, Segment, Study
 from app.quality.attention import WITH_REJECTED, catch_rates
+from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
@@ -60,6 +61,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     gold = set(
         db.scalars(select(Document.id).where(Document.study_id == study.id, Document.is_gold))
     )
+    models, _ = stored_reliability(db, study)
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
         by_worker[a.worker_id].append(a)
@@ -92,6 +94,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
                 "speeder": bool(time.get("speeder")),
                 "gold_f1": max(f1s) if f1s else None,
                 "catch_rate": rates[worker_id].rate if worker_id in rates else None,
+                "model": models.get(worker_id),
                 "check_flagged": worker_id in flagged,
                 "review": verdict.status if verdict else None,
                 "blocked": bool(verdict and verdict.blocked),
@@ -122,6 +125,7 @@ def workers(slug: str):
         rows=[r for r in rows if state in (None, r["state"])],
         states=Counter(r["state"] for r in rows),
         state=state,
+        models_at=stored_reliability(db, study)[1],
         time_settings=timing.describe(study),
         researcher=auth.current_researcher(),
     )

@@ -5,6 +5,7 @@
 // Document text, ids and comments are untrusted: text nodes only (dom.js), never HTML.
 
 import { h, clear, byId } from "../dom.js";
+import { attributeFields, attributesText, field, keepEdited, readAttributes } from "./review-fields.js";
 import { selectionOffsets } from "./review-selection.js";
 
 const root = byId("review");
@@ -30,6 +31,9 @@ for (const swatch of document.querySelectorAll(".swatch[data-color]")) {
 }
 const colour = (category) => categories[category] || "#888888";
 const pairedCategories = new Set([...document.querySelectorAll(".swatch[data-kind='paired']")].map((x) => x.dataset.category));
+// a relation's other span may come anywhere and is optional (app/annotation/pairing.py)
+const relationCategories = new Set([...document.querySelectorAll(".swatch[data-kind='relation']")].map((x) => x.dataset.category));
+const takesPair = (category) => pairedCategories.has(category) || relationCategories.has(category);
 
 async function call(url, body) {
   const answer = await fetch(url, {
@@ -206,7 +210,7 @@ function render() {
 
 function describe(m) {
   const paired = m.paired ? ` ← paired: “${m.paired.text}” (segment ${m.paired.segment + 1})` : "";
-  return [h("strong", {}, `${m.worker}: `), `“${m.text}”`, paired, m.comment ? h("span", { class: "comment" }, h("br"), `Comment: ${m.comment}`) : ""];
+  return [h("strong", {}, `${m.worker}: `), `“${m.text}”`, paired, attributesText(m.attributes), m.comment ? h("span", { class: "comment" }, h("br"), `Comment: ${m.comment}`) : ""];
 }
 
 function decisionLine(row) {
@@ -214,7 +218,7 @@ function decisionLine(row) {
   const what = row.decision === "accepted" ? (row.origin === "edited" ? "Accepted (edited)" : row.origin === "auto" ? "Auto-accepted" : "Accepted") : "Rejected";
   const moved = row.origin === "edited" ? [h("br"), `as ${row.category} “${row.text}”`] : [];
   const note = row.comment ? [h("br"), h("span", { class: "comment", id: "decision-comment" }, `Comment: ${row.comment}`)] : [];
-  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved, note);
+  return h("p", { class: `decision ${row.decision}` }, `${what} by ${row.decided_by} · version ${row.version}`, moved, attributesText(row.attributes), note);
 }
 
 function renderPanel() {
@@ -245,7 +249,7 @@ function renderPanel() {
 }
 
 function valuesOf(source) {
-  return { segment: source.segment, start: source.start, end: source.end, category: source.category, paired: source.paired ? { ...source.paired } : null, comment: source.comment || "" };
+  return { segment: source.segment, start: source.start, end: source.end, category: source.category, paired: source.paired ? { ...source.paired } : null, comment: source.comment || "", attributes: { ...(source.attributes || {}) } };
 }
 
 function startEdit(kind = "candidate", values = null) {
@@ -256,10 +260,6 @@ function startEdit(kind = "candidate", values = null) {
   render();
   const first = ui.panel.querySelector("#edit-category");
   if (first) first.focus();
-}
-
-function field(label, id, value, extra = {}) {
-  return h("label", { for: id }, label, h("input", { id, type: "number", min: "0", value: String(value), ...extra }));
 }
 
 let picked = null; // the latest selection in the document: {segment, start, end} in code points
@@ -293,21 +293,18 @@ function useSelection(which) {
   const v = editing.values;
   if (which === "paired") v.paired = { segment: picked.segment, start: picked.start, end: picked.end, text: slice(picked.segment, picked.start, picked.end) };
   else Object.assign(v, { segment: picked.segment, start: picked.start, end: picked.end });
-  const comment = document.getElementById("edit-comment");
-  if (comment) v.comment = comment.value;
-  const category = document.getElementById("edit-category");
-  if (category) v.category = category.value;
+  keepEdited(v);
   say(which === "paired" ? "The earlier span is the selected text." : "The span is the selected text.", "ok");
   renderPanel();
 }
 
 function editForm() {
   const v = editing.values;
-  const paired = (categories[v.category] && pairedCategories.has(v.category)) || v.paired;
+  const paired = takesPair(v.category) || v.paired;
   const select = h("select", { id: "edit-category", onchange: () => {
-    v.category = select.value;
-    v.comment = byId("edit-comment").value;
-    if (pairedCategories.has(v.category) !== Boolean(paired)) renderPanel();
+    keepEdited(v);
+    if (takesPair(v.category) !== Boolean(paired)) renderPanel();
+    else clear(byId("edit-attributes")).append(...attributeFields(state.attributes[v.category], v.attributes));
   } }, Object.keys(categories).map((id) => h("option", { value: id, selected: id === v.category }, id)));
   const preview = h("blockquote", { class: "proposal", id: "edit-preview" });
   const form = h("form", { class: "edit-form stack", id: "edit-form", onsubmit: (event) => { event.preventDefault(); saveEdit(); } },
@@ -316,8 +313,9 @@ function editForm() {
     h("p", { class: "field-hint", id: "edit-picked", "aria-live": "polite" }, pickedText()),
     h("div", { class: "decide" },
       h("button", { type: "button", id: "edit-use-selection", onclick: () => useSelection("span") }, "Use the selected text"),
-      paired ? h("button", { type: "button", id: "edit-use-paired", onclick: () => useSelection("paired") }, "…as the earlier span") : null),
+      paired ? h("button", { type: "button", id: "edit-use-paired", onclick: () => useSelection("paired") }, relationCategories.has(v.category) ? "…as the linked span" : "…as the earlier span") : null),
     h("label", { for: "edit-category" }, "Category", select),
+    h("div", { class: "edit-grid", id: "edit-attributes" }, attributeFields(state.attributes[v.category], v.attributes)),
     h("label", { for: "edit-comment" }, "Comment", h("textarea", { id: "edit-comment", rows: "3", maxlength: "5000" }, v.comment || "")),
     h("details", { class: "offsets" }, h("summary", {}, "Offsets (code points, for fine tuning)"),
       h("div", { class: "edit-grid" }, field("Segment", "edit-segment", v.segment + 1, { min: "1" }), field("Start", "edit-start", v.start), field("End", "edit-end", v.end)),
@@ -345,6 +343,7 @@ function readForm(form) {
   const body = { segment, start: num("edit-start"), end: num("edit-end"), category: form.querySelector("#edit-category").value, comment: form.querySelector("#edit-comment").value };
   body.text = slice(segment, body.start, body.end);
   if (body.text === undefined) return null;
+  body.attributes = readAttributes(form);
   const ps = num("edit-psegment");
   const old = editing.values.paired;
   if (ps !== null && num("edit-pstart") !== null && num("edit-pend") !== null) {
@@ -375,7 +374,7 @@ function decide(decision) {
 function addFromSelection() {
   if (!needPick()) return;
   const category = state.candidates[focus] ? state.candidates[focus].category : Object.keys(categories)[0];
-  startEdit("new", { segment: picked.segment, start: picked.start, end: picked.end, category, paired: null, comment: "" });
+  startEdit("new", { segment: picked.segment, start: picked.start, end: picked.end, category, paired: null, comment: "", attributes: {} });
 }
 
 // --- auto-accept this document: the count first, then the researcher's yes ----------------

@@ -140,7 +140,11 @@ function replayOutbox() {
       state.annotations = state.annotations.filter((a) => a.key !== op.client_id);
     } else if (op.kind === "edit") {
       const a = state.annotations.find((x) => x.key === op.from);
-      if (a) Object.assign(a, { key: op.client_id, category: op.body.category, comment: op.body.comment, pending: true });
+      if (a) {
+        const { category, categories, attributes, comment } = op.body;
+        const shown = attributes && Object.keys(attributes).length ? attributes : undefined;
+        Object.assign(a, { key: op.client_id, category, categories, attributes: shown, comment, pending: true });
+      }
     } else if (op.kind === "position") {
       state.current = clampSegment(op.segment);
       for (const id of (op.events && op.events.dismissed) || []) state.dismissed.add(String(id));

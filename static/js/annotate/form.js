@@ -5,11 +5,14 @@ import { append, clear, h, setVar } from "../dom.js";
 import { t } from "../i18n.js";
 import { groupedCategories } from "../instructions.js";
 import {
+  chosenAttributes,
+  chosenCategories,
   currentCategory,
   el,
   emptyForm,
   findDuplicate,
   page,
+  pairKind,
   pairedPrompt,
   quote,
   root,
@@ -42,6 +45,7 @@ export function buildCategoryButtons() {
         h("span", { class: "swatch", "aria-hidden": "true" }),
         h("span", { class: "cat-label" }, c.label),
         c.kind === "paired" ? h("span", { class: "cat-tag", title: t("tag_paired_title") }, t("tag_paired")) : null,
+        c.kind === "relation" ? h("span", { class: "cat-tag", title: t("tag_link_title") }, t("tag_link")) : null,
         c.scope === "sentence" ? h("span", { class: "cat-tag", title: t("tag_sentence_title") }, t("tag_sentence")) : null,
         c.shortcut ? h("kbd", { "aria-hidden": "true" }, c.shortcut) : null,
       );
@@ -67,17 +71,40 @@ function chooseCategory(id) {
   const cat = state.categories.get(id);
   if (!cat) return;
   const f = state.form;
+  if (state.data.taxonomy.multi_label && f.category && f.suggestion === null) {
+    // several categories on one mark: a button (or key) toggles its category
+    if (f.category === id) [f.category, ...f.extra] = f.extra.length ? f.extra : [null];
+    else if (f.extra.includes(id)) f.extra = f.extra.filter((x) => x !== id);
+    else f.extra = [...f.extra, id];
+    afterChoice();
+    return;
+  }
   f.category = id;
+  f.extra = [];
+  afterChoice();
+}
+
+function afterChoice() {
+  const f = state.form;
+  const cat = currentCategory();
+  if (!cat) {
+    f.paired = null;
+    setHint(el.formHint, t("choose_category"));
+    renderForm();
+    page.renderText();
+    return;
+  }
+  const id = cat.id;
   if (f.span && f.raw) {
     const text = state.texts[f.span.segment];
     const snapped = snapSpan(text, f.raw, cat);
     if (snapped) f.span = { segment: f.span.segment, ...snapped };
   }
-  if (cat.kind !== "paired") f.paired = null;
+  if (!pairKind()) f.paired = null;
   if (f.suggestion !== null && f.suggestionCategory !== id) f.suggestion = null;
   if (!f.span) setHint(el.formHint, t("select_words_now"));
-  else if (cat.kind === "paired" && !f.paired) setHint(el.formHint, pairedPrompt(cat));
-  else setHint(el.formHint, t("category_chosen", { label: cat.label }));
+  else if (pairKind() && !f.paired) setHint(el.formHint, pairedPrompt(pairing()));
+  else setHint(el.formHint, t("category_chosen", { label: chosenLabels({ categories: [f.category, ...f.extra] }) }));
   renderForm();
   page.renderText();
 }
@@ -94,10 +121,20 @@ function toWire(span) {
   return wire;
 }
 
+/** The chosen category whose pairing rule the mark follows (paired first, then relation). */
+function pairing() {
+  const kind = pairKind();
+  return chosenCategories().find((c) => c.kind === kind) || currentCategory();
+}
+
+function missingAttribute() {
+  return chosenAttributes().find((a) => a.required && state.form.attributes[a.id] === undefined);
+}
+
 function formReady() {
   const f = state.form;
   const cat = currentCategory();
-  return Boolean(f.span && cat && (cat.kind !== "paired" || f.paired));
+  return Boolean(f.span && cat && (pairKind() !== "paired" || f.paired) && !missingAttribute());
 }
 
 function addAnnotation() {
@@ -106,19 +143,27 @@ function addAnnotation() {
   const cat = currentCategory();
   if (!f.span) return setHint(el.formHint, t("select_first"), "warn");
   if (!cat) return setHint(el.formHint, t("choose_first"), "warn");
-  if (cat.kind === "paired" && !f.paired) return setHint(el.formHint, pairedPrompt(cat), "warn");
+  if (pairKind() === "paired" && !f.paired) return setHint(el.formHint, pairedPrompt(pairing()), "warn");
+  const missing = missingAttribute();
+  if (missing) return setHint(el.formHint, t("choose_attribute", { label: missing.label }), "warn");
   const clientId = uuid();
   const body = {
     ...toWire(f.span),
     category: cat.id,
-    paired: cat.kind === "paired" ? toWire(f.paired) : null,
+    paired: pairKind() && f.paired ? toWire(f.paired) : null,
     comment: el.comment.value.trim(),
     client_id: clientId,
   };
+  if (f.extra.length) body.categories = [cat.id, ...f.extra];
+  const declared = chosenAttributes();
+  if (declared.length) {
+    body.attributes = {};
+    for (const a of declared) if (f.attributes[a.id] !== undefined) body.attributes[a.id] = f.attributes[a.id];
+  }
   if (f.suggestion !== null) body.suggestion_id = f.suggestion;
   const twin = findDuplicate(body);
   if (twin) {
-    setHint(el.formHint, t("already_marked", { label: cat.label, text: quote(body.text) }), "warn");
+    setHint(el.formHint, t("already_marked", { label: chosenLabels(body), text: quote(body.text) }), "warn");
     page.flashAnnotation(twin.key);
     return;
   }
@@ -128,13 +173,14 @@ function addAnnotation() {
     page.outbox.push({ kind: "event", suggestion: f.suggestion, event: "accepted", client_id: clientId });
   }
   resetForm();
-  setHint(el.formHint, t("added", { label: cat.label, text: quote(body.text) }), "ok");
+  setHint(el.formHint, t("added", { label: chosenLabels(body), text: quote(body.text) }), "ok");
   page.renderAll();
 }
 
 export function resetForm() {
   state.form = emptyForm();
   el.comment.value = "";
+  el.attributesRow.dataset.key = "-"; // cleared on the next render
 }
 
 function cancelForm() {
@@ -149,8 +195,9 @@ export function renderForm() {
   const cat = currentCategory();
   el.spanField.value = f.span ? spanText(f.span) : "";
   el.clearSpan.disabled = !f.span;
+  const chosen = [f.category, ...f.extra];
   for (const btn of el.categoryButtons.querySelectorAll(".cat-btn")) {
-    btn.setAttribute("aria-pressed", btn.dataset.category === f.category ? "true" : "false");
+    btn.setAttribute("aria-pressed", chosen.includes(btn.dataset.category) ? "true" : "false");
   }
   const definition = cat ? `${cat.label}: ${cat.definition || ""}` : "";
   if (el.categoryDefinition.textContent !== definition) {
@@ -162,10 +209,13 @@ export function renderForm() {
   el.definitionToggle.textContent = el.categoryDefinition.classList.contains("is-open")
     ? t("definition_less")
     : t("definition_full");
-  const paired = Boolean(cat && cat.kind === "paired");
+  const kind = pairKind();
+  const paired = Boolean(cat && kind);
   el.pairedRow.hidden = !paired;
+  renderAttributes();
   if (paired) {
-    el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(cat);
+    el.pairedLabel.textContent = kind === "relation" ? t("linked_span_label") : t("earlier_span_label");
+    el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(pairing());
     el.pairedPrompt.hidden = Boolean(f.paired);
     el.pairedField.value = f.paired ? spanText(f.paired) : "";
     el.pairedSegment.textContent = f.paired ? ` · ${segLabel(f.paired.segment)}` : "";
@@ -177,6 +227,60 @@ export function renderForm() {
   el.form.classList.toggle("is-open", Boolean(f.span || f.category));
   root.classList.toggle("form-open", el.form.classList.contains("is-open"));
   if (opening) keepSpanAboveSheet();
+}
+
+function chosenLabels(body) {
+  return (body.categories || [body.category]).map((id) => state.categories.get(id)?.label || id).join(" + ");
+}
+
+/** The chosen categories' attributes: a group of radio buttons each (arrow keys move within
+ * a group, Tab between groups), rebuilt only when the set of attributes changes. */
+function renderAttributes() {
+  const declared = chosenAttributes();
+  const key = declared.map((a) => a.id).join(" ");
+  el.attributesRow.hidden = declared.length === 0;
+  if (el.attributesRow.dataset.key === key) return;
+  el.attributesRow.dataset.key = key;
+  clear(el.attributesRow);
+  const f = state.form;
+  for (const a of declared) {
+    const values = a.kind === "choice" ? a.values : range(a.min, a.max);
+    const name = `attribute-${a.id}`;
+    append(
+      el.attributesRow,
+      h(
+        "fieldset",
+        { class: `attribute attribute-${a.kind}` },
+        h("legend", {}, a.label, a.required ? null : h("span", { class: "optional" }, ` ${t("optional")}`)),
+        h(
+          "div",
+          { class: "attribute-values" },
+          values.map((value) =>
+            h(
+              "label",
+              { class: "attribute-value" },
+              h("input", {
+                type: "radio",
+                name,
+                value: String(value),
+                checked: f.attributes[a.id] === value,
+                required: a.required,
+                onchange: () => {
+                  state.form.attributes[a.id] = value;
+                  el.addButton.disabled = !formReady();
+                },
+              }),
+              h("span", {}, String(value)),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+}
+
+function range(from, to) {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
 
 /** On a narrow screen, keep the marked span in sight above the sheet that just opened. */
@@ -217,8 +321,7 @@ export function wireForm() {
   });
   el.clearPaired.addEventListener("click", () => {
     state.form.paired = null;
-    const cat = currentCategory();
-    if (cat) setHint(el.formHint, pairedPrompt(cat));
+    if (pairKind()) setHint(el.formHint, pairedPrompt(pairing()));
     renderForm();
     page.renderText();
   });

@@ -7,7 +7,7 @@
 
 import { clear, h, setVar } from "../dom.js";
 import { t } from "../i18n.js";
-import { el, page, pairedPrompt, quote, saveSet, setHint, state, textAttrs } from "./state.js";
+import { el, emptyForm, page, pairedPrompt, quote, saveSet, setHint, state, textAttrs } from "./state.js";
 
 export function visibleSuggestions() {
   const list = (state.data && state.data.suggestions) || [];
@@ -26,7 +26,7 @@ function useSuggestion(s) {
   if (state.readOnly) return;
   const conv = state.conv[s.segment];
   const span = { segment: s.segment, start: conv.toUtf16(s.start), end: conv.toUtf16(s.end) };
-  state.form = { raw: { start: span.start, end: span.end }, span, category: s.category, paired: null, suggestion: s.id, suggestionCategory: s.category };
+  state.form = { ...emptyForm(), raw: { start: span.start, end: span.end }, span, category: s.category, suggestion: s.id, suggestionCategory: s.category };
   const cat = state.categories.get(s.category);
   setHint(
     el.formHint,

@@ -1,13 +1,13 @@
-// The list of annotations made so far: one entry each (category, segment, text, paired
-// text, comment), hover to light it up in the text, jump to its segment, remove it, edit its
-// category or comment in place (the same span: an "edit" in the outbox, stored server-side
-// as the old annotation removed and the span added again).
+// The list of annotations made so far: one entry each (categories, segment, text, paired
+// text, attribute values, comment), hover to light it up in the text, jump to its segment,
+// remove it, edit its categories, attribute values or comment in place (the same span: an
+// "edit" in the outbox, stored server-side as the old mark removed and the span added again).
 
 import { clear, h, setVar } from "../dom.js";
 import { t } from "../i18n.js";
-import { el, page, quote, segLabel, setHint, state, textAttrs, uuid } from "./state.js";
+import { el, labelsOf, page, quote, segLabel, setHint, state, textAttrs, uuid } from "./state.js";
 
-let editingKey = null; // the annotation whose category / comment is being changed
+let editingKey = null; // the annotation whose categories / attributes / comment are being changed
 
 export function renderList() {
   clear(el.list);
@@ -18,6 +18,9 @@ export function renderList() {
   el.listCount.textContent = items.length ? `(${items.length})` : "";
   for (const a of items) {
     const cat = state.categories.get(a.category) || { label: a.category, color: "#888888" };
+    const labels = labelsOf(a).map((id) => (state.categories.get(id) || { label: id }).label).join(" + ");
+    const linked = labelsOf(a).some((id) => state.categories.get(id)?.kind === "relation");
+    const attributes = Object.entries(a.attributes || {});
     const li = h(
       "li",
       {
@@ -31,7 +34,7 @@ export function renderList() {
         h(
           "div",
           { class: "annot-head" },
-          h("span", { class: "annot-cat" }, cat.label),
+          h("span", { class: "annot-cat" }, labels),
           a.segment === state.current
             ? h("span", { class: "annot-seg" }, t("this_segment", { segment: segLabel(a.segment) }))
             : h(
@@ -51,8 +54,21 @@ export function renderList() {
           ? h(
               "div",
               { class: "annot-paired" },
-              h("span", { class: "annot-paired-label" }, t("earlier_in", { segment: segLabel(a.paired.segment) })),
+              h(
+                "span",
+                { class: "annot-paired-label" },
+                t(linked ? "linked_in" : "earlier_in", { segment: segLabel(a.paired.segment) }),
+              ),
               h("q", textAttrs(), a.paired.text),
+            )
+          : null,
+        attributes.length
+          ? h(
+              "div",
+              { class: "annot-attributes" },
+              attributes.map(([key, value]) =>
+                h("span", { class: "annot-attribute" }, t("attribute_value", { label: attributeLabel(key), value })),
+              ),
             )
           : null,
         a.comment
@@ -69,7 +85,7 @@ export function renderList() {
               {
                 type: "button",
                 class: "btn btn-small btn-quiet edit-btn",
-                "aria-label": t("edit_label", { label: cat.label, text: a.text }),
+                "aria-label": t("edit_label", { label: labels, text: a.text }),
                 "aria-expanded": editingKey === a.key ? "true" : "false",
                 disabled: a.pending || a.id === null || a.id === undefined,
                 onclick: () => {
@@ -84,14 +100,14 @@ export function renderList() {
               {
                 type: "button",
                 class: "btn btn-small btn-quiet remove-btn",
-                "aria-label": t("remove_label", { label: cat.label, text: a.text }),
+                "aria-label": t("remove_label", { label: labels, text: a.text }),
                 onclick: (e) => removeAnnotation(a.key, e.currentTarget),
               },
               t("remove"),
             ),
           ),
     );
-    if (editingKey === a.key && !state.readOnly) li.append(editForm(a, cat));
+    if (editingKey === a.key && !state.readOnly) li.append(editForm(a));
     li.addEventListener("mouseenter", () => hotAnnotation(a.key, true));
     li.addEventListener("mouseleave", () => hotAnnotation(a.key, false));
     el.list.append(li);
@@ -124,26 +140,62 @@ export function removeAnnotation(key, button = null) {
   }
 }
 
-/** The in-place editor: another category of the same kind (a pair keeps its earlier span),
- * the comment. */
-function editForm(a, cat) {
-  const choices = [...state.categories.values()].filter((c) => (c.kind === "paired") === (cat.kind === "paired"));
-  const select = h(
-    "select",
-    { class: "edit-category", "aria-label": t("edit_category") },
-    choices.map((c) => h("option", { value: c.id, selected: c.id === a.category }, c.label)),
-  );
+/** The in-place editor: other categories (a select, or check boxes where the taxonomy is
+ * multi-label) that take the mark's other span as it is, the chosen categories' attribute
+ * values, the comment. */
+function editForm(a) {
+  const multi = Boolean(state.data.taxonomy.multi_label);
+  const fits = (c) => (a.paired ? c.kind !== "singleton" : c.kind !== "paired");
+  const choices = [...state.categories.values()].filter((c) => fits(c) || labelsOf(a).includes(c.id));
+  const chosen = new Set(labelsOf(a));
+  const values = { ...(a.attributes || {}) };
+  const attributes = h("div", { class: "annot-edit-attributes" });
+  const picked = () => (multi ? choices.filter((c) => chosen.has(c.id)).map((c) => c.id) : [select.value]);
+  const redraw = () => clear(attributes).append(...attributeFields(picked(), values));
+  const select = multi
+    ? null
+    : h(
+        "select",
+        { class: "edit-category", "aria-label": t("edit_category"), onchange: redraw },
+        choices.map((c) => h("option", { value: c.id, selected: c.id === a.category }, c.label)),
+      );
+  const boxes = multi
+    ? h(
+        "fieldset",
+        { class: "edit-categories" },
+        h("legend", {}, t("edit_category")),
+        choices.map((c) =>
+          h(
+            "label",
+            { class: "edit-category-choice" },
+            h("input", {
+              type: "checkbox",
+              value: c.id,
+              checked: chosen.has(c.id),
+              onchange: (event) => {
+                if (event.currentTarget.checked) chosen.add(c.id);
+                else chosen.delete(c.id);
+                redraw();
+              },
+            }),
+            h("span", {}, c.label),
+          ),
+        ),
+      )
+    : null;
   const comment = h("textarea", { class: "edit-comment", rows: "2", maxlength: "5000", "aria-label": t("edit_comment") }, a.comment || "");
+  redraw();
   return h(
     "form",
     {
       class: "annot-edit",
       onsubmit: (event) => {
         event.preventDefault();
-        saveEdit(a.key, select.value, comment.value.trim());
+        saveEdit(a.key, picked(), values, comment.value.trim());
       },
     },
-    h("label", {}, `${t("edit_category")} `, select),
+    multi ? boxes : h("label", {}, `${t("edit_category")} `, select),
+    attributes,
     h("label", {}, `${t("edit_comment")} `, comment),
     h(
       "div",
@@ -154,15 +206,62 @@ function editForm(a, cat) {
   );
 }
 
-function saveEdit(key, category, comment) {
+/** The attributes the categories ``ids`` declare, each once (first declaration). */
+function declaredBy(ids) {
+  const out = new Map();
+  for (const id of ids) for (const x of state.categories.get(id)?.attributes || []) if (!out.has(x.id)) out.set(x.id, x);
+  return [...out.values()];
+}
+
+/** A list of values per declared attribute (a scale's whole numbers too); a choice is written
+ * into ``values``, the empty one removes it. */
+function attributeFields(ids, values) {
+  return declaredBy(ids).map((x) => {
+    const options = x.kind === "choice" ? x.values : Array.from({ length: x.max - x.min + 1 }, (_, i) => x.min + i);
+    return h(
+      "label",
+      {},
+      `${x.label} `,
+      h(
+        "select",
+        {
+          class: "edit-attribute",
+          dataset: { attribute: x.id },
+          onchange: (event) => {
+            const raw = event.currentTarget.value;
+            if (raw === "") delete values[x.id];
+            else values[x.id] = x.kind === "scale" ? Number(raw) : raw;
+          },
+        },
+        h("option", { value: "" }, x.required ? "—" : t("optional")),
+        options.map((v) => h("option", { value: String(v), selected: values[x.id] === v }, String(v))),
+      ),
+    );
+  });
+}
+
+function saveEdit(key, categories, values, comment) {
   const a = state.annotations.find((x) => x.key === key);
-  editingKey = null;
   if (!a || state.readOnly) return renderList();
-  if (category === a.category && comment === (a.comment || "")) return renderList();
+  if (!categories.length) return setHint(el.formHint, t("choose_first"), "warn");
+  const declared = declaredBy(categories);
+  const missing = declared.find((x) => x.required && values[x.id] === undefined);
+  if (missing) return setHint(el.formHint, t("choose_attribute", { label: missing.label }), "warn");
+  const attributes = {};
+  for (const x of declared) if (values[x.id] !== undefined) attributes[x.id] = values[x.id];
+  editingKey = null;
+  const before = { ...(a.attributes || {}) };
+  const same = (x, y) => JSON.stringify(Object.entries(x).sort()) === JSON.stringify(Object.entries(y).sort());
+  const sameLabels = [...categories].sort().join(" ") === [...labelsOf(a)].sort().join(" ");
+  if (sameLabels && same(attributes, before) && comment === (a.comment || "")) return renderList();
   const newKey = uuid();
-  const previous = { key: a.key, category: a.category, comment: a.comment || "" };
-  Object.assign(a, { key: newKey, category, comment, pending: true });
-  page.outbox.push({ kind: "edit", client_id: newKey, from: previous.key, previous, body: { category, comment, client_id: newKey } });
+  const previous = { key: a.key, category: a.category, categories: a.categories, attributes: a.attributes, comment: a.comment || "" };
+  const body = { category: categories[0], comment, client_id: newKey };
+  if (categories.length > 1) body.categories = categories;
+  if (declared.length || Object.keys(before).length) body.attributes = attributes;
+  const shown = { key: newKey, category: categories[0], categories: body.categories, attributes: Object.keys(attributes).length ? attributes : undefined, comment, pending: true };
+  Object.assign(a, shown);
+  page.outbox.push({ kind: "edit", client_id: newKey, from: previous.key, previous, body });
   setHint(el.formHint, t("changed", { text: quote(a.text) }), "ok");
   return page.renderAll();
 }
@@ -175,4 +274,13 @@ export function flashAnnotation(key) {
   item.classList.remove("flash");
   void item.offsetWidth; // restart the animation
   item.classList.add("flash");
+}
+
+/** An attribute's label as the taxonomy declares it (its id when none). */
+function attributeLabel(id) {
+  for (const c of state.categories.values()) {
+    const found = (c.attributes || []).find((a) => a.id === id);
+    if (found) return found.label;
+  }
+  return id;
 }

@@ -16,7 +16,7 @@
 import { clear, h } from "../dom.js";
 import { t } from "../i18n.js";
 import { renderSegmentText } from "../textview.js";
-import { currentCategory, el, page, pieceIn, root, state } from "./state.js";
+import { el, page, pairKind, pieceIn, root, state } from "./state.js";
 
 export const CONTEXT_WINDOW = 20;
 
@@ -230,8 +230,7 @@ export function renderText({ scrollContext = false } = {}) {
     el.current.append(h("p", { class: "cur-text" }, renderSegmentText(state.texts[state.current], state.current, ranges)));
   }
   const f = state.form;
-  const cat = currentCategory();
-  root.classList.toggle("awaiting-paired", Boolean(cat && cat.kind === "paired" && f.span && !f.paired));
+  root.classList.toggle("awaiting-paired", Boolean(pairKind() && f.span && !f.paired));
   page.renderHints(state.readOnly ? [] : page.visibleSuggestions());
   if (scrollContext && state.current > 0) el.currentHeading.scrollIntoView({ block: "start" });
 }

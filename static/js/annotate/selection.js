@@ -6,20 +6,42 @@
 import { t } from "../i18n.js";
 import { snapToWords } from "../offsets.js";
 import { readSelection } from "../textview.js";
-import { TEXT_LANG, currentCategory, el, page, pairedPrompt, setHint, snapSpan, state } from "./state.js";
+import {
+  TEXT_LANG,
+  chosenCategories,
+  currentCategory,
+  el,
+  page,
+  pairedPrompt,
+  pairKind,
+  setHint,
+  snapSpan,
+  state,
+} from "./state.js";
 
-/** Is the form waiting for the earlier text of a paired category? */
+/** Is the form waiting for the earlier text of a paired category (or the other span of a
+ * relation category: optional, anywhere)? */
 export function awaitingPaired() {
-  const cat = currentCategory();
   const f = state.form;
-  return Boolean(cat && cat.kind === "paired" && f.span && !f.paired);
+  return Boolean(pairKind() && f.span && !f.paired);
+}
+
+/** The chosen category whose pairing rule applies (paired first, then relation). */
+function pairRule() {
+  const kind = pairKind();
+  return chosenCategories().find((c) => c.kind === kind) || currentCategory();
+}
+
+/** May the second span run across segment breaks? */
+function mayCross() {
+  const rule = pairRule();
+  return pairKind() === "relation" || Boolean(rule && rule.pair_across_segments);
 }
 
 /** A selection was made in the text with the mouse or touch. */
 function onSelection() {
   if (state.readOnly || !state.data) return;
-  const cat = currentCategory();
-  const across = awaitingPaired() && Boolean(cat.pair_across_segments);
+  const across = awaitingPaired() && mayCross();
   applySelection(readSelection(el.textArea, { across }));
 }
 
@@ -37,7 +59,8 @@ export function applySelection(sel) {
   const f = state.form;
   let cat = currentCategory();
   const pairing = awaitingPaired();
-  if (sel.end_segment !== undefined && !(pairing && cat.pair_across_segments)) {
+  const anywhere = pairKind() === "relation"; // a relation's other span: before, after, the same
+  if (sel.end_segment !== undefined && !(pairing && mayCross())) {
     setHint(el.formHint, t("single_segment"), "warn");
     return;
   }
@@ -49,25 +72,25 @@ export function applySelection(sel) {
     if (!head || !tail) return;
     const before =
       sel.end_segment < f.span.segment || (sel.end_segment === f.span.segment && tail.end <= f.span.start);
-    if (!before) {
+    if (!before && !anywhere) {
       setHint(el.formHint, t("earlier_before_span"), "warn");
       window.getSelection().removeAllRanges();
       return;
     }
     f.paired = { segment: sel.segment, start: head.start, end: tail.end, end_segment: sel.end_segment };
-    setHint(el.formHint, t("paired_taken"), "ok");
+    setHint(el.formHint, t(anywhere ? "linked_taken" : "paired_taken"), "ok");
   } else if (pairing) {
     const snapped = snapToWords(text, sel.start, sel.end, TEXT_LANG);
     if (!snapped) return;
     const before =
       sel.segment < f.span.segment || (sel.segment === f.span.segment && snapped.end <= f.span.start);
-    if (!before) {
+    if (!before && !anywhere) {
       setHint(el.formHint, t("earlier_before_span_where"), "warn");
       window.getSelection().removeAllRanges();
       return;
     }
     f.paired = { segment: sel.segment, ...snapped };
-    setHint(el.formHint, t("paired_taken"), "ok");
+    setHint(el.formHint, t(anywhere ? "linked_taken" : "paired_taken"), "ok");
   } else {
     if (sel.segment !== state.current) {
       setHint(el.formHint, t("mark_current_segment"), "warn");
@@ -77,13 +100,16 @@ export function applySelection(sel) {
     if (f.suggestion !== null) cat = null; // a used hint's category does not stick to a new span
     const snapped = snapSpan(text, sel, cat);
     if (!snapped) return;
-    if (!cat) f.category = null;
+    if (!cat) {
+      f.category = null;
+      f.extra = [];
+    }
     f.raw = { start: sel.start, end: sel.end };
     f.span = { segment: sel.segment, ...snapped };
     f.paired = null;
     f.suggestion = null;
     if (!cat) setHint(el.formHint, t("choose_category"));
-    else if (cat.kind === "paired") setHint(el.formHint, pairedPrompt(cat));
+    else if (pairKind()) setHint(el.formHint, pairedPrompt(pairRule()));
     else setHint(el.formHint, t("span_taken_ready"));
   }
   window.getSelection().removeAllRanges();

@@ -47,6 +47,8 @@ export const el = {
   definitionToggle: byId("definition-toggle"),
   segmentJump: byId("segment-jump"),
   pairedRow: byId("paired-row"),
+  pairedLabel: byId("paired-label"),
+  attributesRow: byId("attributes-row"),
   pairedPrompt: byId("paired-prompt"),
   pairedField: byId("paired-field"),
   pairedSegment: byId("paired-segment"),
@@ -84,7 +86,33 @@ export const state = {
 };
 
 export function emptyForm() {
-  return { raw: null, span: null, category: null, paired: null, suggestion: null };
+  // extra: a multi-label mark's further categories; attributes: {id: value} as chosen
+  return { raw: null, span: null, category: null, extra: [], paired: null, suggestion: null, attributes: {} };
+}
+
+/** A mark's categories (a multi-label one has several). */
+export function labelsOf(mark) {
+  return mark.categories || [mark.category];
+}
+
+/** The categories chosen in the form, in order. */
+export function chosenCategories() {
+  const f = state.form;
+  return [f.category, ...f.extra].map((id) => state.categories.get(id)).filter(Boolean);
+}
+
+/** How the chosen categories take a second span: "paired" (an earlier span, required),
+ * "relation" (another span anywhere, optional) or null (none). */
+export function pairKind() {
+  const kinds = chosenCategories().map((c) => c.kind);
+  return kinds.includes("paired") ? "paired" : kinds.includes("relation") ? "relation" : null;
+}
+
+/** The attributes the chosen categories declare, each once (first declaration). */
+export function chosenAttributes() {
+  const out = new Map();
+  for (const c of chosenCategories()) for (const a of c.attributes || []) if (!out.has(a.id)) out.set(a.id, a);
+  return [...out.values()];
 }
 
 export function uuid() {
@@ -128,7 +156,7 @@ export function findDuplicate(body) {
       a.segment === body.segment &&
       a.start === body.start &&
       a.end === body.end &&
-      a.category === body.category &&
+      labelsOf(a).some((c) => labelsOf(body).includes(c)) &&
       samePair(a.paired, body.paired),
   );
 }

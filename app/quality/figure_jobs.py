@@ -1,0 +1,62 @@
+"""The figure job's run (:mod:`app.quality.figures` queues and caches it): the worker loop
+(app/detection/worker.py) claims a queued ``figure_jobs`` row and computes the study's report
+with its figures, which stores them. Apart from :mod:`app.quality.figures` because it calls
+the report, which reads the figures' cache."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import begin_write
+from app.detection import queue
+from app.models import FigureJob, Study, utcnow
+from app.quality.reporting import study_report
+
+log = logging.getLogger(__name__)
+STALE_AFTER = timedelta(minutes=60)  # a running job's worker counts as dead after it
+
+
+def _give_up(job: FigureJob, now: Any) -> None:
+    job.status, job.finished_at = "failed", now
+    job.last_error = f"the worker stopped while computing these figures {job.attempts} times"
+
+
+def run_next(session: Session, worker: str) -> bool:
+    """Claim one figure job and run it (the study's report with ``compute_figures``); False
+    when none is runnable. A failure is recorded and retried after a backoff."""
+    job = queue.claim(
+        session,
+        FigureJob,
+        worker,
+        alive=FigureJob.claimed_at,
+        stale_after=STALE_AFTER,
+        give_up=_give_up,
+    )
+    if job is None:
+        return False
+    session.commit()
+    job_id, study_id, practice = job.id, job.study_id, job.include_practice
+    try:
+        study = session.get(Study, study_id)
+        if study is not None:
+            study_report(session, study, include_practice=practice, compute_figures=True)
+        begin_write(session)
+        done = session.get(FigureJob, job_id)
+        if done is not None:
+            done.status, done.finished_at, done.last_error = "done", utcnow(), None
+        session.commit()
+    except Exception as exc:  # noqa: BLE001 - the worker loop must survive any study
+        session.rollback()
+        begin_write(session)
+        failed = session.get(FigureJob, job_id)
+        if failed is not None:
+            failed.last_error = "".join(traceback.format_exception(exc))[-4000:]
+            queue.requeue(failed)
+        session.commit()
+        log.warning("figure job %s failed: %s", job_id, str(exc).splitlines()[:1])
+    return True

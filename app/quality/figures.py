@@ -1,0 +1,225 @@
+"""A study's slow figures: γ and unitizing α (:mod:`app.quality.unitizing`), MACE and
+Dawid-Skene (:mod:`app.quality.reliability`), computed from the counted work by a queued job
+and cached per counted-work state (docs/METRICS.md, "Unitized agreement", "Worker
+reliability"; docs/PERFORMANCE.md).
+
+* :func:`compute` is pure: the report's spans, texts and annotated documents in, the figures
+  out. :func:`state_key` hashes the same inputs (and :data:`VERSION`): the figures are
+  **current** while the key of the work now equals the key they were computed from.
+* :func:`cached` is the one cache (a ``figure_jobs`` row per study and practice setting):
+  it returns the stored figures and their state, and computes and stores them first when
+  asked to (``marginalia report``, the worker's job). A web request never computes: it shows
+  what is stored (current, or stale with the state saying so) and can queue a job
+  (:func:`enqueue`), which the worker loop runs (:func:`app.quality.figure_jobs.run_next`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from flask import current_app, has_app_context
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from app.db import begin_write
+from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
+from app.quality.reliability import worker_models
+from app.quality.scoring import Span, TextKey
+from app.quality.unitizing import unitized_report
+
+log = logging.getLogger(__name__)
+VERSION = "1"  # change when a figure's definition changes: every stored figure goes stale
+BUDGET = 20 * 60.0  # seconds of γ per computation; the γ figures after it are left out
+
+
+def compute(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+    budget: float = BUDGET,
+) -> dict[str, Any]:
+    """``{"unitized": unitized_report(...), "models": worker_models(...)}`` of the work;
+    ``budget``: seconds of γ (config ``FIGURES_GAMMA_SECONDS``)."""
+    spans = list(spans)
+    unitized = unitized_report(
+        spans,
+        texts,
+        annotated,
+        categories=categories,
+        groups=groups,
+        scopes=scopes,
+        budget=budget,
+    )
+    models = worker_models(spans, texts, annotated, categories=categories, scopes=scopes)
+    return {"unitized": unitized, "models": models}
+
+
+def state_key(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+) -> str:
+    """SHA-256 of everything :func:`compute` reads (and :data:`VERSION`)."""
+    digest = hashlib.sha256()
+    head = [VERSION, list(categories), {g: list(c) for g, c in groups.items()}, dict(scopes)]
+    digest.update(json.dumps(head, sort_keys=True).encode())
+    for key in sorted(texts):
+        digest.update(json.dumps([*key, texts[key]]).encode())
+    for worker in sorted(annotated):
+        digest.update(json.dumps([worker, sorted(set(annotated[worker]))]).encode())
+    marks = sorted(
+        (s.document, s.segment, s.start or 0, s.end or 0, s.category, s.source) for s in spans
+    )
+    digest.update(json.dumps(marks).encode())
+    return digest.hexdigest()
+
+
+def _row(session: Session, study: Study, include_practice: bool) -> FigureJob | None:
+    return session.scalar(
+        select(FigureJob).where(
+            FigureJob.study_id == study.id, FigureJob.include_practice.is_(include_practice)
+        )
+    )
+
+
+def cached(
+    session: Session,
+    study: Study,
+    include_practice: bool,
+    key: str,
+    make: Callable[[], dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The stored figures of the study and their state ``{"state": current | stale | none,
+    "job": the job's status or None, "computed_at", "seconds", "error"}``. With ``make``,
+    figures that are not current are computed by it first and stored (the session's read
+    transaction is committed before the write)."""
+    row = _row(session, study, include_practice)
+    if make is not None and (row is None or row.result_key != key):
+        started = time.monotonic()
+        result = make()
+        seconds = round(time.monotonic() - started, 3)
+        session.commit()
+        begin_write(session)
+        row = _row(session, study, include_practice) or FigureJob(
+            study_id=study.id, include_practice=include_practice, status="done"
+        )
+        row.result, row.result_key, row.seconds = result, key, seconds
+        row.finished_at = utcnow()
+        if row.status != "running":  # a running job marks itself done
+            row.status = "done"
+        session.add(row)
+        if not include_practice:
+            store_consensus(session, study, (result.get("models") or {}).get("posteriors", []))
+        session.commit()
+    if row is None or row.result is None:
+        state = "none"
+    else:
+        state = "current" if row.result_key == key else "stale"
+    return (row.result if row is not None else None), {
+        "state": state,
+        "job": row.status if row is not None else None,
+        "computed_at": row.finished_at.isoformat() if row and row.finished_at else None,
+        "seconds": row.seconds if row is not None else None,
+        "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
+    }
+
+
+def store_consensus(session: Session, study: Study, posteriors: list[dict[str, Any]]) -> None:
+    """Replace the study's consensus units (the ``consensus`` export layer) with
+    ``posteriors`` (:func:`app.quality.reliability.worker_models`); caller commits."""
+    session.execute(delete(ConsensusUnit).where(ConsensusUnit.study_id == study.id))
+    query = select(Document.external_id, Document.id).where(Document.study_id == study.id)
+    ids = {external_id: id_ for external_id, id_ in session.execute(query)}
+    now, names = utcnow(), ("segment", "start", "end", "category", "posterior", "marked")
+    rows = [
+        {"study_id": study.id, "document_id": ids[p["document"]], "created_at": now}
+        | {name: p[name] for name in names}
+        for p in posteriors
+        if p["document"] in ids
+    ]
+    if rows:
+        session.execute(insert(ConsensusUnit), rows)
+
+
+def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob:
+    """Queue the study's figures (a no-op while a job is queued or running); caller commits."""
+    row = _row(session, study, include_practice)
+    if row is None:
+        row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
+        session.add(row)
+    elif row.status in ("queued", "running"):
+        return row
+    row.status, row.attempts, row.run_after, row.last_error = "queued", 0, utcnow(), None
+    session.flush()
+    return row
+
+
+def add_to_report(
+    session: Session,
+    study: Study,
+    report: dict[str, Any],
+    spans: list[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    include_practice: bool,
+    compute_figures: bool,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+) -> None:
+    """The stored figures into the report (computed first with ``compute_figures``):
+    ``agreement.gamma``, ``agreement.unitized_alpha``, ``agreement.pairs``, ``gamma`` and
+    ``unitized_alpha`` on each ``agreement.per_document`` row, ``agreement.unitized`` (the
+    state, seed, samples, slots), ``agreement.worker_models`` (the models' set-up) and
+    ``reliability`` on each worker row (None without figures)."""
+    options = {"categories": categories, "groups": groups, "scopes": scopes}
+    key = state_key(spans, texts, annotated, **options)
+    config = current_app.config if has_app_context() else {}  # a library call: the default
+    budget = float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
+    make = (
+        (lambda: compute(spans, texts, annotated, **options, budget=budget))
+        if compute_figures
+        else None
+    )
+    result, state = cached(session, study, include_practice, key, make)
+    unitized, models = (result or {}).get("unitized") or {}, (result or {}).get("models") or {}
+    agreement = report["agreement"]
+    agreement["gamma"] = unitized.get("gamma")
+    agreement["unitized_alpha"] = unitized.get("unitized_alpha")
+    agreement["pairs"] = unitized.get("pairs")
+    setup = ("seed", "samples", "precision", "study", "skipped")
+    agreement["unitized"] = {**state, **{name: unitized.get(name) for name in setup}}
+    agreement["worker_models"] = {k: v for k, v in models.items() if k != "posteriors"} or None
+    by_document = {row["document"]: row for row in unitized.get("per_document", [])}
+    for row in agreement.get("per_document", []):
+        found = by_document.get(row["document"], {})
+        row["gamma"], row["unitized_alpha"] = found.get("gamma"), found.get("unitized_alpha")
+    competence = models.get("workers", {})
+    for row in report["workers"]:
+        row["reliability"] = competence.get(row["worker_id"])
+
+
+def stored_reliability(session: Session, study: Study) -> tuple[dict[str, Any], str | None]:
+    """Each worker's stored model figures (counted work, practice left out: as last
+    computed, current or not) and when they were computed (None: never)."""
+    row = _row(session, study, False)
+    if row is None or row.result is None:
+        return {}, None
+    models = row.result.get("models") or {}
+    return dict(models.get("workers") or {}), (
+        row.finished_at.isoformat() if row.finished_at else None
+    )

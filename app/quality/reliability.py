@@ -1,0 +1,172 @@
+"""Worker reliability from the annotations themselves, without gold: MACE (Hovy et al., 2013)
+and Dawid-Skene (1979), both through ``crowd-kit`` (docs/METRICS.md, "Worker reliability").
+
+A pure function of the counted work (the spans, texts and annotated documents of
+:func:`app.quality.agreement.agreement_report`, sentence-scope spans widened the same way),
+so a queued job can call it (:mod:`app.quality.figures`).
+
+* **Unit**: a (document, segment, sentence, category): the sentences of
+  :func:`app.quality.scoring.sentence_bounds`, for every category of the taxonomy, on the
+  documents at least two workers submitted. A worker's **label** of a unit is 1 when one of
+  their spans of that category overlaps the sentence, else 0; only the workers who submitted
+  the document label its units.
+* **competence** (MACE): the posterior probability that the worker gives the true label
+  rather than a label from their own spamming strategy (crowd-kit's ``spamming_[:, 1]``).
+  :data:`RESTARTS` restarts of :data:`ITERATIONS` EM iterations (MACE's ``em`` M-step: on
+  the replayed workers of tests/test_reliability.py its variational-Bayes step put a worker
+  who marks a random half of the errors above the one who marks them all, with one honest
+  worker), seed :data:`SEED`.
+* **consensus_f1**: the worker's F1 against MACE's posterior, soft: 2 Σ p·l / (Σ p + Σ l)
+  over the units the worker labelled (p the unit's posterior, l the worker's label).
+* **sensitivity** / **specificity** (Dawid-Skene, :data:`ITERATIONS` EM iterations): the
+  worker's estimated P(label 1 | true 1) and P(label 0 | true 0).
+* **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
+  least one worker marked are returned with theirs; those at or above a threshold are the
+  ``consensus`` export layer (app/quality/work.py, default 0.9).
+"""
+
+from __future__ import annotations
+
+import warnings
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from app.quality.agreement import _prepare
+from app.quality.scoring import Span, TextKey, sentence_bounds
+
+SEED = 0
+RESTARTS = 3
+ITERATIONS = 50
+MAX_LABELS = 1_000_000  # beyond it the models are not fitted (a job's bound)
+
+
+def unit_labels(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    categories: Sequence[str],
+    scopes: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, int, int, int, str]], dict[tuple[int, str], int]]:
+    """The units (document, segment, start, end, category: a sentence under a category) of
+    the documents at least two workers submitted, and each (unit index, worker)'s label."""
+    kept, coders = _prepare(spans, texts, annotated, scopes)
+    workers_of: dict[str, list[str]] = defaultdict(list)
+    for worker, docs in annotated.items():
+        for doc in set(docs):
+            if coders.get(doc, 0) >= 2:
+                workers_of[doc].append(worker)
+    units: list[tuple[str, int, int, int, str]] = []
+    first: dict[tuple[TextKey, str], int] = {}  # (segment, category) -> its first unit
+    bounds: dict[TextKey, tuple[list[int], list[int]]] = {}
+    labels: dict[tuple[int, str], int] = {}
+    for key in sorted(k for k in texts if k[0] in workers_of):
+        sentences = sentence_bounds(texts[key])
+        bounds[key] = ([s for s, _ in sentences], [e for _, e in sentences])
+        for category in categories:
+            first[(key, category)] = len(units)
+            for start, end in sentences:
+                for worker in workers_of[key[0]]:
+                    labels[(len(units), worker)] = 0
+                units.append((key[0], key[1], start, end, category))
+    for s in kept:
+        base = first.get((s.key, s.category))
+        if base is None or not s.located:
+            continue
+        starts, ends = bounds[s.key]
+        lo = bisect_right(ends, s.start)  # first sentence ending after the span starts
+        hi = bisect_left(starts, s.end) if s.end > s.start else lo + 1  # type: ignore[operator]
+        for i in range(lo, min(hi, len(starts))):
+            if (base + i, s.source) in labels:
+                labels[(base + i, s.source)] = 1
+    return units, labels
+
+
+def worker_models(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    scopes: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """MACE and Dawid-Skene over the sentence units: ``{"unit": "sentence", "units",
+    "labels", "workers": {worker: {"competence", "consensus_f1", "sensitivity", "specificity",
+    "units"}},
+    "posteriors": [{"document", "segment", "start", "end", "category", "posterior",
+    "marked"}], "seed", "restarts", "iterations", "reason"}``; ``workers`` is empty and
+    ``reason`` says why when the models cannot be fitted."""
+    units, labels = unit_labels(spans, texts, annotated, categories, scopes)
+    out: dict[str, Any] = {
+        "unit": "sentence",
+        "units": len(units),
+        "labels": len(labels),
+        "workers": {},
+        "posteriors": [],
+        "seed": SEED,
+        "restarts": RESTARTS,
+        "iterations": ITERATIONS,
+        "reason": None,
+    }
+    if not labels:
+        out["reason"] = "no document has two workers' submitted work"
+    elif set(labels.values()) != {0, 1}:
+        out["reason"] = "every label is the same: nothing to tell workers apart by"
+    elif len(labels) > MAX_LABELS:
+        out["reason"] = f"{len(labels)} labels: more than {MAX_LABELS} are not modelled"
+    if out["reason"]:
+        return out
+    import pandas as pd
+    from crowdkit.aggregation import MACE, DawidSkene
+
+    frame = pd.DataFrame(
+        [(unit, worker, label) for (unit, worker), label in labels.items()],
+        columns=["task", "worker", "label"],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # crowd-kit's pandas deprecations
+        mace = MACE(
+            n_restarts=RESTARTS, n_iter=ITERATIONS, method="em", random_state=SEED, verbose=False
+        )
+        posterior = mace.fit_predict_proba(frame)
+        errors = DawidSkene(n_iter=ITERATIONS).fit(frame).errors_
+    names = list(pd.factorize(frame["worker"])[1])
+    per_worker = frame.groupby("worker").size()
+    frame["truth"] = posterior.loc[frame["task"], 1].to_numpy()  # P(the unit is an error)
+    frame["hit"] = frame["truth"] * frame["label"]
+    sums = frame.groupby("worker")[["truth", "label", "hit"]].sum()
+    for i, worker in enumerate(names):
+        truth, said, hit = sums.loc[worker]
+        out["workers"][worker] = {
+            "competence": float(mace.spamming_[i, 1]),
+            "consensus_f1": float(2 * hit / (truth + said)) if truth + said > 0 else None,
+            "sensitivity": _rate(errors, worker, 1),
+            "specificity": _rate(errors, worker, 0),
+            "units": int(per_worker[worker]),
+        }
+    out["workers"] = dict(sorted(out["workers"].items()))
+    marked = frame[frame["label"] == 1].groupby("task").size()
+    for task, count in marked.items():
+        doc, segment, start, end, category = units[int(task)]
+        out["posteriors"].append(
+            {
+                "document": doc,
+                "segment": segment,
+                "start": start,
+                "end": end,
+                "category": category,
+                "posterior": float(posterior.loc[task, 1]),
+                "marked": int(count),
+            }
+        )
+    return out
+
+
+def _rate(errors: Any, worker: str, label: int) -> float:
+    """Dawid-Skene's P(the worker says ``label`` | the truth is ``label``); 0 for a label the
+    worker never gave."""
+    try:
+        return float(errors.loc[(worker, label), label])
+    except KeyError:
+        return 0.0

@@ -1,0 +1,365 @@
+"""Agreement on unitized annotation: γ (Mathet et al., 2015, through ``pygamma-agreement``) and
+Krippendorff's unitizing α (uα, Krippendorff 2004), which credit two workers who found the
+same error and drew different boundaries (docs/METRICS.md, "Unitized agreement").
+
+A pure function of the counted work (the same spans, texts and annotated documents as
+:func:`app.quality.agreement.agreement_report`, sentence-scope spans widened the same way, a
+paired span counted by its own, later, range), so a queued job can call it
+(:mod:`app.quality.figures`).
+
+* **Continuum**: a document's segments laid end to end in code points; a unit is a worker's
+  span there. A worker's overlapping spans of one category are merged for uα (it needs each
+  coder's units disjoint); γ aligns them as they are.
+* **Study figure** (per category, per group, all categories): one continuum with the
+  documents laid end to end and the annotators as **slots** (a document's workers sorted by
+  id: slot 1 is the first). Both measures assume every annotator covers the whole continuum,
+  so only documents with at least ``m`` workers enter, ``m`` the most common number of
+  workers of the documents with two or more (ties: the larger); a document with more
+  enters with its first ``m``. ``documents`` and ``left_out`` say how many.
+* **Per document**: the document alone, its workers as annotators; **per pair**: the
+  documents both workers did, laid end to end, the two as annotators. Both over all
+  categories (as :func:`~app.quality.agreement.agreement_breakdown`).
+* γ: pygamma's fast-gamma (its windowed alignment, which its authors measured equal to the
+  canonical one within the precision; 4x faster at 4 annotators here),
+  ``CombinedCategoricalDissimilarity(alpha=1, beta=1)`` (positional + categorical, the
+  Java gamma software's defaults), the statistical sampler, :data:`SAMPLES` samples at
+  precision level :data:`PRECISION` (pygamma adds samples when their disorders vary more),
+  numpy's generator seeded with :data:`SEED` before each figure: the same work gives the same
+  γ. ``low``/``high`` is pygamma's ``approx_gamma_range``.
+* uα of a category follows Krippendorff (2004) to the letter; over several categories (a
+  group, all) it is 1 − ΣDo/ΣDe (the joint coefficient). ``None`` when undefined (fewer than
+  two annotators, or no unit at all).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+import warnings
+from bisect import bisect_left
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+import numpy as np
+
+from app.quality.agreement import _prepare
+from app.quality.agreement_units import merge_ranges
+from app.quality.scoring import Span, TextKey
+
+SEED = 4577
+SAMPLES = 30
+PRECISION = 0.05
+MAX_ANNOTATORS = 8  # γ's alignment grows with the annotators: beyond, γ is left out
+MAX_UNITS = 3000  # and with the units (an every-word marker has thousands)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One mark on a continuum: annotator, [start, end) in code points, category."""
+
+    annotator: str
+    start: int
+    end: int
+    category: str
+
+
+def _sections(units: list[tuple[int, int]], length: int) -> list[tuple[int, int, bool]]:
+    """A coder's partition of [0, length): (start, end, annotated), units merged first."""
+    out, at = [], 0
+    for start, end in merge_ranges(units):
+        if start > at:
+            out.append((at, start, False))
+        out.append((start, end, True))
+        at = end
+    if at < length:
+        out.append((at, length, False))
+    return out
+
+
+def _delta(u: tuple[int, int, bool], v: tuple[int, int, bool]) -> int:
+    """Krippendorff's squared difference of two sections of two coders (0 unless they
+    overlap)."""
+    (bu, eu, au), (bv, ev, av) = u, v
+    if au and av:
+        return (bu - bv) ** 2 + (eu - ev) ** 2 if bu < ev and bv < eu else 0
+    if au and bv <= bu and eu <= ev:  # u's unit lies inside v's gap
+        return (eu - bu) ** 2
+    if av and bu <= bv and ev <= eu:
+        return (ev - bv) ** 2
+    return 0
+
+
+def alpha_disorders(coders: Sequence[list[tuple[int, int]]], length: int) -> tuple[float, float]:
+    """(observed, expected) disagreement of uα for one category: ``coders`` holds each
+    coder's units on the continuum [0, length)."""
+    m = len(coders)
+    parts = [_sections(units, length) for units in coders]
+    observed = 0
+    for i in range(m):
+        for j in range(i + 1, m):  # overlapping sections of i and j, two pointers
+            a, b, x, y = parts[i], parts[j], 0, 0
+            while x < len(a) and y < len(b):
+                observed += _delta(a[x], b[y])
+                if a[x][1] <= b[y][1]:
+                    x += 1
+                else:
+                    y += 1
+    observed *= 2  # ordered pairs of coders
+    lengths = [e - s for part in parts for s, e, marked in part if marked]
+    gaps = sorted(e - s for part in parts for s, e, marked in part if not marked)
+    tail = list(accumulate(reversed(gaps)))[::-1] + [0]  # sum of gaps[k:]
+    count = len(lengths)
+    enumerator = 0.0
+    for ln in lengths:
+        k = bisect_left(gaps, ln)
+        longer = len(gaps) - k
+        enumerator += (count - 1) / 3 * (2 * ln**3 - 3 * ln**2 + ln)
+        enumerator += ln**2 * (tail[k] - longer * (ln - 1))
+    enumerator *= 2 / length
+    denominator = m * length * (m * length - 1) - sum(ln * (ln - 1) for ln in lengths)
+    expected = enumerator / denominator if denominator else 0.0
+    return observed / (m * (m - 1) * length**2), expected
+
+
+def unitizing_alpha(units: Sequence[Unit], annotators: Sequence[str], length: int) -> float | None:
+    """uα over the categories of ``units`` (one category: its uα; several: 1 − ΣDo/ΣDe)."""
+    if len(annotators) < 2 or not units or length <= 0:
+        return None
+    observed = expected = 0.0
+    for category in sorted({u.category for u in units}):
+        coders = [
+            [(u.start, u.end) for u in units if u.annotator == a and u.category == category]
+            for a in annotators
+        ]
+        do, de = alpha_disorders(coders, length)
+        observed, expected = observed + do, expected + de
+    if expected == 0:
+        return None
+    return 1 - observed / expected
+
+
+@contextmanager
+def _solver_output_dropped() -> Iterator[None]:
+    """The alignment's solver (GLPK, through cvxpy) prints its log to the process's standard
+    output from C: it would corrupt ``marginalia report --json``. File descriptor 1 points
+    at /dev/null meanwhile (Python's own ``sys.stdout`` is flushed first)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
+    """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
+    ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
+    if len(annotators) < 2 or not units:
+        return None
+    from pyannote.core import Segment as Interval
+    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+
+    continuum = Continuum()
+    for annotator in annotators:
+        continuum.add_annotator(annotator)
+    for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
+        continuum.add(u.annotator, Interval(u.start, u.end), u.category)
+    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
+    np.random.seed(SEED)
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # "CBC solver not installed. Using GLPK." per sample
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"), _solver_output_dropped():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a sample without disorder
+            found = continuum.compute_gamma(
+                dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
+            )
+            value, (low, high) = float(found.gamma), found.approx_gamma_range
+    finally:
+        logging.disable(previous)
+    if not math.isfinite(value):
+        return None
+    return {
+        "gamma": value,
+        "low": float(low) if math.isfinite(low) else None,
+        "high": float(high) if math.isfinite(high) else None,
+        "samples": int(found.n_samples),
+    }
+
+
+def document_units(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    scopes: Mapping[str, str] | None = None,
+) -> tuple[dict[str, list[Unit]], dict[str, int], dict[str, list[str]]]:
+    """Per document: its units (worker as annotator), its length, its workers (sorted)."""
+    kept, _ = _prepare(spans, texts, annotated, scopes)
+    offsets: dict[TextKey, int] = {}
+    lengths: dict[str, int] = defaultdict(int)
+    for key in sorted(texts):
+        offsets[key] = lengths[key[0]]
+        lengths[key[0]] += len(texts[key])
+    units: dict[str, list[Unit]] = defaultdict(list)
+    for s in kept:
+        if s.located and s.key in offsets and s.end > s.start:  # type: ignore[operator]
+            at = offsets[s.key]
+            units[s.document].append(Unit(s.source, at + s.start, at + s.end, s.category))  # type: ignore[operator]
+    workers: dict[str, list[str]] = defaultdict(list)
+    for worker, docs in annotated.items():
+        for doc in set(docs):
+            if doc in lengths:
+                workers[doc].append(worker)
+    return dict(units), dict(lengths), {doc: sorted(names) for doc, names in workers.items()}
+
+
+def _laid(
+    docs: Sequence[str],
+    units: Mapping[str, list[Unit]],
+    lengths: Mapping[str, int],
+    rename: Mapping[str, Mapping[str, str]],
+) -> tuple[list[Unit], int]:
+    """Documents end to end; each one's annotators renamed (slots); others' units dropped."""
+    out, at = [], 0
+    for doc in docs:
+        names = rename[doc]
+        for u in units.get(doc, []):
+            if u.annotator in names:
+                out.append(Unit(names[u.annotator], at + u.start, at + u.end, u.category))
+        at += lengths[doc]
+    return out, at
+
+
+class _Clock:
+    """The time budget of one computation: γ figures after it are skipped (``None``)."""
+
+    def __init__(self, budget: float | None):
+        self.deadline = None if budget is None else time.monotonic() + budget
+        self.skipped = 0
+
+    def gamma(self, units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
+        late = self.deadline is not None and time.monotonic() > self.deadline
+        if units and (late or len(annotators) > MAX_ANNOTATORS or len(units) > MAX_UNITS):
+            self.skipped += 1
+            return None
+        return gamma(units, annotators)
+
+
+def unitized_report(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]] | None = None,
+    scopes: Mapping[str, str] | None = None,
+    budget: float | None = None,
+) -> dict[str, Any]:
+    """γ and uα per category, per group and over all categories, per document and per pair.
+
+    Returns ``{"gamma": {"per_category", "per_group", "all"}`` (each value ``{"gamma", "low",
+    "high", "samples"}`` or None), ``"unitized_alpha": {"per_category", "per_group", "all"}``
+    (floats or None), ``"study": {"annotators", "documents", "left_out"}``,
+    ``"per_document": [{"document", "workers", "gamma", "unitized_alpha"}]``, ``"pairs":
+    {"workers": [...], "gamma": matrix, "unitized_alpha": matrix, "documents": matrix}``
+    (row and column i are workers[i]; None where undefined or on the diagonal),
+    ``"seed"``, ``"samples"``, ``"precision"``, ``"skipped"`` (γ figures left out when
+    ``budget`` seconds had run out).
+    """
+    clock = _Clock(budget)
+    units, lengths, workers = document_units(spans, texts, annotated, scopes)
+    counts = Counter(len(names) for names in workers.values() if len(names) >= 2)
+    m = max(counts, key=lambda n: (counts[n], n)) if counts else 0
+    entered = [doc for doc in sorted(workers) if m and len(workers[doc]) >= m]
+    slots = [f"slot {i + 1}" for i in range(m)]
+    rename = {doc: dict(zip(workers[doc][:m], slots, strict=True)) for doc in entered}
+    laid, total = _laid(entered, units, lengths, rename)
+    wanted = {"all": set(categories)} | {f"group:{g}": set(c) for g, c in (groups or {}).items()}
+    wanted |= {f"category:{c}": {c} for c in categories}
+    gammas, alphas = {}, {}
+    for name, cats in wanted.items():
+        chosen = [u for u in laid if u.category in cats]
+        gammas[name] = clock.gamma(chosen, slots)
+        alphas[name] = unitizing_alpha(chosen, slots, total)
+
+    def split(values: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "per_category": {c: values[f"category:{c}"] for c in categories},
+            "per_group": {g: values[f"group:{g}"] for g in groups or {}},
+            "all": values["all"],
+        }
+
+    every = set(categories)
+    per_document = []
+    for doc in sorted(workers):
+        names = workers[doc]
+        if len(names) < 2:
+            continue
+        chosen = [u for u in units.get(doc, []) if u.category in every]
+        per_document.append(
+            {
+                "document": doc,
+                "workers": len(names),
+                "gamma": clock.gamma(chosen, names),
+                "unitized_alpha": unitizing_alpha(chosen, names, lengths[doc]),
+            }
+        )
+    return {
+        "gamma": split(gammas),
+        "unitized_alpha": split(alphas),
+        "study": {
+            "annotators": m,
+            "documents": len(entered),
+            "left_out": len(workers) - len(entered),
+        },
+        "per_document": per_document,
+        "pairs": _pairs(units, lengths, workers, every, clock),
+        "seed": SEED,
+        "samples": SAMPLES,
+        "precision": PRECISION,
+        "skipped": clock.skipped,
+    }
+
+
+def _pairs(
+    units: Mapping[str, list[Unit]],
+    lengths: Mapping[str, int],
+    workers: Mapping[str, list[str]],
+    every: set[str],
+    clock: _Clock,
+) -> dict[str, Any]:
+    """The per-pair matrices: γ, uα and shared documents of each two workers."""
+    names = sorted({w for docs in workers.values() for w in docs if len(docs) >= 2})
+    index = {w: i for i, w in enumerate(names)}
+    size = len(names)
+    matrix: dict[str, list[list[Any]]] = {
+        key: [[None] * size for _ in range(size)] for key in ("gamma", "unitized_alpha")
+    }
+    shared: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for doc, docs_workers in sorted(workers.items()):
+        for i, first in enumerate(docs_workers):
+            for second in docs_workers[i + 1 :]:
+                shared[(first, second)].append(doc)
+    documents = [[0] * size for _ in range(size)]
+    for (first, second), docs in sorted(shared.items()):
+        rename = {doc: {first: first, second: second} for doc in docs}
+        laid, total = _laid(docs, units, lengths, rename)
+        laid = [u for u in laid if u.category in every]
+        i, j = index[first], index[second]
+        value = clock.gamma(laid, [first, second])
+        alpha = unitizing_alpha(laid, [first, second], total)
+        matrix["gamma"][i][j] = matrix["gamma"][j][i] = value
+        matrix["unitized_alpha"][i][j] = matrix["unitized_alpha"][j][i] = alpha
+        documents[i][j] = documents[j][i] = len(docs)
+    return {"workers": names, **matrix, "documents": documents}
