@@ -6,12 +6,14 @@ time, so its memory does not grow with the study)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from app.quality import figures
 from app.quality.agreement import (
     Agreement,
     UnitCounts,
@@ -98,6 +100,32 @@ def test_batches_add_up_to_the_whole(study):
             {w: docs & set(batch) for w, docs in annotated.items()},
         )
     assert _same(whole, {**figures.report(), **figures.breakdown()})
+
+
+@settings(max_examples=80, deadline=None)
+@given(studies())
+def test_the_figures_key_by_batches_is_the_whole_works_key(study):
+    # the report keys the worker's figures (γ, the worker models) a batch at a time: the
+    # key must be the one of the whole work, whatever the batches, and move with any mark
+    spans, annotated, cuts = study
+    texts = {(doc, i): text for doc in DOCS for i, text in enumerate(TEXTS)}
+    options = {"categories": ["CharE", "RefE"], "groups": {"g": ["CharE"]}, "scopes": {}}
+    whole = figures.state_key(spans, texts, annotated, **options)
+    key = figures.WorkKey(**options)
+    for batch in ([d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]):
+        key.add(
+            [s for s in spans if s.document in batch],
+            {k: text for k, text in texts.items() if k[0] in batch},
+            {w: docs & set(batch) for w, docs in annotated.items()},
+        )
+    assert key.hexdigest() == whole
+    if spans:
+        moved = [replace(spans[0], end=spans[0].end + 1), *spans[1:]]
+        assert figures.state_key(moved, texts, annotated, **options) != whole
+        another = [replace(spans[0], source="w9"), *spans[1:]]  # another worker's mark
+        assert figures.state_key(another, texts, annotated, **options) != whole
+    other = {**options, "scopes": {"CharE": "sentence"}}
+    assert figures.state_key(spans, texts, annotated, **other) != whole
 
 
 def _same(a, b) -> bool:

@@ -163,7 +163,9 @@ def study_report(
     groups = groups_from_taxonomy(taxonomy)
     agreement = Agreement(category_ids, groups=groups, scopes=scopes)
     categories: dict[str, Counter[str]] = defaultdict(Counter)
-    # the worker's figures (γ, the worker models) and their state key read the whole work
+    # the worker's figures' state key is summed a batch at a time; their computation (the
+    # figure job's, compute_figures) reads the whole work
+    key = figures.WorkKey(categories=category_ids, groups=groups, scopes=scopes)
     every: list[Span] = []
     all_texts: dict[TextKey, str] = {}
     annotated: dict[str, set[str]] = defaultdict(set)
@@ -171,10 +173,12 @@ def study_report(
         spans, done, texts = tally.add(batch, by_document)
         batch_spans = [s for found in spans.values() for s in found]
         agreement.add(batch_spans, texts, done)
-        every.extend(batch_spans)
-        all_texts.update(texts)
-        for worker, docs in done.items():
-            annotated[worker].update(docs)
+        key.add(batch_spans, texts, done)
+        if compute_figures:
+            every.extend(batch_spans)
+            all_texts.update(texts)
+            for worker, docs in done.items():
+                annotated[worker].update(docs)
         for doc in batch:
             categories[doc.source].update(row.category for row in doc.marks)
 
@@ -205,7 +209,7 @@ def study_report(
     figures.add_to_report(
         session, study, report, every, all_texts, dict(annotated), categories=category_ids,
         scopes=scopes, groups=groups, include_practice=include_practice,
-        compute_figures=compute_figures,
+        compute_figures=compute_figures, key=key.hexdigest(),
     )  # fmt: skip
     return report
 
