@@ -52,8 +52,9 @@ from app.quality.agreement_units import (
     marked_in,
     merge_ranges,
     numbers,
+    unit_bounds,
 )
-from app.quality.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
+from app.quality.scoring import Span, TextKey, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"
@@ -145,13 +146,7 @@ class _Layout:
         coder_blocks = []
         total = 0
         for key in sorted(k for k in texts if coders.get(k[0], 0) > 0):
-            text = texts[key]
-            if level == "token":
-                bounds = token_bounds(text)
-            elif level == "sentence":
-                bounds = sentence_bounds(text)
-            else:
-                bounds = ((0, len(text)),)
+            bounds = tuple(unit_bounds(texts[key], level))
             self.offset[key] = total
             self.bounds[key] = bounds
             self.starts[key] = [s for s, _ in bounds]

@@ -21,6 +21,15 @@ import numpy as np
 from app.quality.spans import Span, TextKey, sentence_bounds, token_bounds
 
 
+def unit_bounds(text: str, level: str) -> Sequence[tuple[int, int]]:
+    """A segment's units of one level: its tokens, its sentences, or itself whole."""
+    if level == "token":
+        return token_bounds(text)
+    if level == "sentence":
+        return sentence_bounds(text)
+    return ((0, len(text)),)
+
+
 class UnitLayout:
     """The units of one level (``token``, ``sentence`` or ``segment``) of the segments of the
     documents with a coder, and each unit's coders."""
@@ -37,12 +46,7 @@ class UnitLayout:
         base = 0
         for key in sorted(k for k in texts if coders.get(k[0], 0) > 0):
             text = texts[key]
-            if level == "token":
-                bounds = token_bounds(text)
-            elif level == "sentence":
-                bounds = sentence_bounds(text)
-            else:
-                bounds = ((0, len(text)),)
+            bounds = unit_bounds(text, level)
             self.offset[key], self.count[key], self.base[key] = len(flat), len(bounds), base
             flat.extend(bounds)
             bases.append(base)
