@@ -36,7 +36,7 @@ A worker who marks the same unit twice (two overlapping spans) still gives it on
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,7 +44,17 @@ from typing import Any
 import krippendorff
 import numpy as np
 
-from app.quality.scoring import Span, TextKey, sentence_bounds, token_bounds, widen_to_sentences
+from app.quality.agreement_counts import Histogram, add_units, stat_of
+from app.quality.agreement_units import (
+    SpanTable,
+    UnitLayout,
+    marked_counts,
+    marked_in,
+    merge_ranges,
+    numbers,
+    unit_bounds,
+)
+from app.quality.scoring import Span, TextKey, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"
@@ -136,13 +146,7 @@ class _Layout:
         coder_blocks = []
         total = 0
         for key in sorted(k for k in texts if coders.get(k[0], 0) > 0):
-            text = texts[key]
-            if level == "token":
-                bounds = token_bounds(text)
-            elif level == "sentence":
-                bounds = sentence_bounds(text)
-            else:
-                bounds = ((0, len(text)),)
+            bounds = tuple(unit_bounds(texts[key], level))
             self.offset[key] = total
             self.bounds[key] = bounds
             self.starts[key] = [s for s, _ in bounds]
@@ -166,16 +170,6 @@ class _Layout:
         return (offset + first, offset + last) if first < last else None
 
 
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
 def _counts(
     layout: _Layout, ranges: Mapping[tuple[str, str], list[tuple[int, int]]], categories: set[str]
 ) -> UnitCounts:
@@ -186,7 +180,7 @@ def _counts(
         if category in categories:
             per_worker[worker].extend(worker_ranges)
     for worker_ranges in per_worker.values():
-        for start, end in _merge(worker_ranges):
+        for start, end in merge_ranges(worker_ranges):
             diff[start] += 1
             diff[end] -= 1
     return UnitCounts(layout.coders, np.cumsum(diff)[: layout.size])
@@ -238,15 +232,6 @@ def unit_counts(
     return _counts(layout, ranges, set(categories))
 
 
-def _stat(counts: UnitCounts) -> dict[str, Any]:
-    pairable = counts.pairable()
-    return {
-        "alpha": krippendorff_alpha(counts),
-        "two_agree": two_agree(counts),
-        "marked_units": int((pairable.marked >= 1).sum()),
-    }
-
-
 def agreement_report(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
@@ -274,40 +259,9 @@ def agreement_report(
     where variant is ``token``, ``sentence``, ``segment`` or ``token_normalised`` and
     stat is ``{"alpha": float | None, "two_agree": float | None, "marked_units": int}``.
     """
-    kept, coders = _prepare(spans, texts, annotated, scopes)
-    by_variant = {level: kept for level in LEVELS}
-    by_variant[NORMALISED] = normalise_boundaries(kept)
-    layouts = {level: _Layout(texts, coders, level) for level in LEVELS}
-    ranges: dict[str, dict[tuple[str, str], list[tuple[int, int]]]] = {}
-    for variant, variant_spans in by_variant.items():
-        layout = layouts["token" if variant == NORMALISED else variant]
-        ranges[variant] = defaultdict(list)
-        for span in variant_spans:
-            found = layout.unit_range(span)
-            if found:
-                ranges[variant][(span.source, span.category)].append(found)
-
-    def stats(category_set: set[str]) -> dict[str, Any]:
-        return {
-            variant: _stat(
-                _counts(
-                    layouts["token" if variant == NORMALISED else variant],
-                    ranges[variant],
-                    category_set,
-                )
-            )
-            for variant in VARIANTS
-        }
-
-    groups = groups or {}
-    return {
-        "workers": sum(1 for docs in annotated.values() if set(docs)),
-        "documents": sum(1 for n in coders.values() if n >= 2),
-        "units": {level: int((layouts[level].coders >= 2).sum()) for level in LEVELS},
-        "per_category": {cat: stats({cat}) for cat in categories},
-        "per_group": {group: stats(set(cats)) for group, cats in groups.items()},
-        "all": stats(set(categories)),
-    }
+    figures = Agreement(categories, groups=groups, scopes=scopes, breakdown=False)
+    figures.add(spans, texts, annotated)
+    return figures.report()
 
 
 def agreement_breakdown(
@@ -330,80 +284,156 @@ def agreement_breakdown(
 
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
-    kept, coders = _prepare(spans, texts, annotated, scopes)
-    layout = _Layout(texts, coders, "token")
-    wanted = set(categories)
-    by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for span in kept:
-        if span.category in wanted and (found := layout.unit_range(span)):
-            by_worker[span.source].append(found)
-    merged = {worker: _merge(ranges) for worker, ranges in by_worker.items()}
-    ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
-    total = _counts(layout, {(w, "all"): r for w, r in merged.items()}, {"all"})
-    slices: dict[str, tuple[int, int]] = {}
-    for key, offset in layout.offset.items():  # a document's segments are laid end to end
-        start, end = slices.get(key[0], (offset, offset))
-        slices[key[0]] = (min(start, offset), max(end, offset + len(layout.bounds[key])))
-    per_document = [
-        {
-            "document": doc,
-            "workers": coders[doc],
-            "token": _stat(UnitCounts(total.coders[s:e], total.marked[s:e])),
+    figures = Agreement(categories, scopes=scopes, report=False)
+    figures.add(spans, texts, annotated)
+    return figures.breakdown()
+
+
+class Agreement:
+    """:func:`agreement_report` and :func:`agreement_breakdown` summed over batches of
+    documents (:meth:`add`; each document with all its workers' spans in one batch, and
+    ``annotated`` naming only the batch's documents). A batch's per-unit counts become
+    histograms of (coders, marked) pairs (:mod:`app.quality.agreement_counts`), per pair of
+    workers three counts, so memory holds one batch, never the study. Only documents with
+    two workers or more are laid out: the others have no pairable unit."""
+
+    def __init__(
+        self,
+        categories: Sequence[str],
+        *,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        scopes: Mapping[str, str] | None = None,
+        report: bool = True,
+        breakdown: bool = True,
+    ) -> None:
+        self.categories = list(categories)
+        self.scopes = scopes
+        sets: dict[tuple[str, str], set[str]] = {("category", c): {c} for c in categories}
+        sets |= {("group", g): set(cats) for g, cats in (groups or {}).items()}
+        sets[("all", "")] = set(categories)
+        self.numbers = numbers(c for found in sets.values() for c in sorted(found))
+        self.masks = {
+            name: np.array([c in found for c in self.numbers], dtype=bool)
+            for name, found in sets.items()
         }
-        for doc, (s, e) in sorted(slices.items(), key=lambda item: item[1])
-        if coders[doc] >= 2
-    ]
-    shared_docs: dict[tuple[str, str], list[str]] = defaultdict(list)
-    workers_of: dict[str, list[str]] = defaultdict(list)
-    for worker, docs in annotated.items():
-        for doc in set(docs) & set(slices):
-            workers_of[doc].append(worker)
-    for doc, names in workers_of.items():
-        names.sort()
-        for i, first in enumerate(names):
-            for second in names[i + 1 :]:
-                shared_docs[(first, second)].append(doc)
-    per_pair = []
-    for (first, second), docs in sorted(shared_docs.items()):
-        shared = sorted(slices[d] for d in docs)
-        marked = np.concatenate(
-            [
-                _marked_in(merged.get(first, []), ends.get(first, []), s, e)
-                + _marked_in(merged.get(second, []), ends.get(second, []), s, e)
-                for s, e in shared
-            ]
-        )
-        counts = UnitCounts(np.full(marked.size, 2, dtype=np.int64), marked)
-        per_pair.append(
-            {"workers": [first, second], "documents": len(shared), "token": _stat(counts)}
-        )
-    return {"per_document": per_document, "per_pair": per_pair}
+        self.with_report, self.with_breakdown = report, breakdown
+        self.workers: set[str] = set()
+        self.documents = 0
+        self.units = dict.fromkeys(LEVELS, 0)
+        self.hist: dict[tuple[str, str, str], Histogram] = defaultdict(Counter)
+        self.per_document: list[dict[str, Any]] = []
+        self.pairs: dict[tuple[str, str], list[int]] = {}  # documents, units marked 0, 1, 2
 
+    def add(
+        self,
+        spans: Iterable[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+    ) -> None:
+        """Add one batch of whole documents."""
+        annotated = {worker: set(docs) for worker, docs in annotated.items()}
+        self.workers.update(worker for worker, docs in annotated.items() if docs)
+        kept, coders = _prepare(spans, texts, annotated, self.scopes)
+        shared = {doc for doc, n in coders.items() if n >= 2}
+        self.documents += len(shared)
+        if not shared:
+            return
+        texts = {key: text for key, text in texts.items() if key[0] in shared}
+        kept = [span for span in kept if span.document in shared]
+        names = numbers(span.source for span in kept)
+        table = SpanTable.of(kept, names, self.numbers)
+        token = UnitLayout(texts, coders, "token")
+        if self.with_report:
+            layouts = {level: UnitLayout(texts, coders, level) for level in LEVELS[1:]}
+            self._add_report(table, {"token": token, **layouts})
+        if self.with_breakdown:
+            self._add_breakdown(table, token, list(names), coders, annotated)
 
-def agreement_sections(
-    spans: list[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, set[str]],
-    categories: list[str],
-    groups: Mapping[str, list[str]],
-    scopes: Mapping[str, str],
-) -> dict[str, Any]:
-    """The report's ``agreement``: :func:`agreement_report` plus its breakdown per document
-    and per pair of workers (:func:`agreement_breakdown`), from the same spans and units."""
-    return {
-        **agreement_report(
-            spans, texts, annotated, categories=categories, groups=groups, scopes=scopes
-        ),
-        **agreement_breakdown(spans, texts, annotated, categories=categories, scopes=scopes),
-    }
+    def _add_report(self, table: SpanTable, layouts: Mapping[str, UnitLayout]) -> None:
+        normalised = table.normalised()
+        for level in LEVELS:
+            self.units[level] += int((layouts[level].coders >= 2).sum())
+        for variant in VARIANTS:
+            layout = layouts["token" if variant == NORMALISED else variant]
+            found = normalised if variant == NORMALISED else table
+            rows, first, last = found.units(layout)
+            worker, category = found.worker[rows], found.category[rows]
+            for (kind, name), wanted in self.masks.items():
+                marked = marked_counts(layout.size, worker, category, first, last, wanted)
+                add_units(self.hist[(kind, name, variant)], layout.coders, marked)
 
+    def report(self) -> dict[str, Any]:
+        """:func:`agreement_report`'s figures over every batch added."""
 
-def _marked_in(ranges: list[tuple[int, int]], ends: list[int], start: int, end: int) -> np.ndarray:
-    """1 for each unit of [start, end) that one of the merged ``ranges`` (``ends``: their
-    ends, ascending) covers, else 0."""
-    out = np.zeros(end - start, dtype=np.int64)
-    for first, last in ranges[bisect_right(ends, start) :]:
-        if first >= end:
-            break
-        out[max(first, start) - start : min(last, end) - start] = 1
-    return out
+        def stats(kind: str, name: str) -> dict[str, Any]:
+            return {variant: stat_of(self.hist[(kind, name, variant)]) for variant in VARIANTS}
+
+        return {
+            "workers": len(self.workers),
+            "documents": self.documents,
+            "units": dict(self.units),
+            "per_category": {cat: stats("category", cat) for cat in self.categories},
+            "per_group": {
+                name: stats("group", name) for kind, name in self.masks if kind == "group"
+            },
+            "all": stats("all", ""),
+        }
+
+    def _add_breakdown(
+        self,
+        table: SpanTable,
+        layout: UnitLayout,
+        named: list[str],
+        coders: Mapping[str, int],
+        annotated: Mapping[str, set[str]],
+    ) -> None:
+        rows, first, last = table.units(layout)
+        worker, category = table.worker[rows], table.category[rows]
+        every = self.masks[("all", "")]
+        total = marked_counts(layout.size, worker, category, first, last, every)
+        by_worker: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        columns = (worker.tolist(), category.tolist(), first.tolist(), last.tolist())
+        for w, c, f, e in zip(*columns, strict=True):
+            if c >= 0 and every[c]:
+                by_worker[named[w]].append((f, e))
+        merged = {worker: merge_ranges(ranges) for worker, ranges in by_worker.items()}
+        ends = {worker: [end for _, end in ranges] for worker, ranges in merged.items()}
+        slices: dict[str, tuple[int, int]] = {}
+        for key, offset in layout.offset.items():  # a document's segments are laid end to end
+            start, end = slices.get(key[0], (offset, offset))
+            slices[key[0]] = (min(start, offset), max(end, offset + layout.count[key]))
+        for doc, (s, e) in slices.items():
+            hist: Histogram = Counter()
+            add_units(hist, layout.coders[s:e], total[s:e])
+            self.per_document.append(
+                {"document": doc, "workers": coders[doc], "token": stat_of(hist)}
+            )
+        workers_of: dict[str, list[str]] = defaultdict(list)
+        for worker_id, docs in annotated.items():
+            for doc in docs & set(slices):
+                workers_of[doc].append(worker_id)
+        for doc, pair_names in workers_of.items():
+            pair_names.sort()
+            s, e = slices[doc]
+            for i, one in enumerate(pair_names):
+                for other in pair_names[i + 1 :]:
+                    marked = marked_in(merged.get(one, []), ends.get(one, []), s, e)
+                    marked += marked_in(merged.get(other, []), ends.get(other, []), s, e)
+                    found = np.bincount(marked, minlength=3)
+                    pair = self.pairs.setdefault((one, other), [0, 0, 0, 0])
+                    pair[0] += 1
+                    for k in range(3):
+                        pair[k + 1] += int(found[k])
+
+    def breakdown(self) -> dict[str, Any]:
+        """:func:`agreement_breakdown`'s figures over every batch added."""
+        per_pair = [
+            {
+                "workers": [first, second],
+                "documents": documents,
+                "token": stat_of({(2, k): n for k, n in enumerate(counts) if n}),
+            }
+            for (first, second), (documents, *counts) in sorted(self.pairs.items())
+        ]
+        per_document = sorted(self.per_document, key=lambda row: row["document"])
+        return {"per_document": per_document, "per_pair": per_pair}

@@ -182,9 +182,13 @@ def group_candidates(
     marks: Sequence[Mark],
     texts: Mapping[TextKey, str],
     scopes: Mapping[str, str],
+    *,
+    ordered: bool = True,
 ) -> list[Candidate]:
-    """The candidates of one document's marks, by segment, then start, then category."""
+    """The candidates of one document's marks, by segment, then start, then category
+    (``ordered=False``: in no promised order, for callers that only count them)."""
     places: dict[tuple[int, str], dict[str, list[Mark]]] = defaultdict(lambda: defaultdict(list))
+    spans = {id(mark): mark.span(document) for mark in marks}  # built once, compared often
     for mark in sorted(marks, key=lambda m: (m.segment, m.category, m.start, m.end, m.id)):
         places[(mark.segment, mark.category)][mark.worker].append(mark)
     order = {worker: n for n, worker in enumerate(workers)}
@@ -199,8 +203,8 @@ def group_candidates(
                     for index, group in enumerate(groups)
                     if all(
                         eligible(
-                            mark.span(document),
-                            member.span(document),
+                            spans[id(mark)],
+                            spans[id(member)],
                             "strict",
                             texts=texts,
                             scopes=scopes,
@@ -217,6 +221,8 @@ def group_candidates(
                 else:
                     groups.append(Candidate(segment, category, [mark], len(workers)))
         out.extend(groups)
+    if not ordered:
+        return out
 
     def order_key(c: Candidate) -> tuple[Any, ...]:
         proposal = c.proposal

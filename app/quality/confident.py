@@ -224,3 +224,28 @@ def confident_recall(
         "total": total,
         "per_category": per_category,
     }
+
+
+def merge_confident_recall(
+    parts: Iterable[Mapping[str, Any]], thresholds: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """:func:`confident_recall` over several documents from its result on each (all under
+    ``thresholds``): the matching never pairs spans of two documents, so this is one call
+    over them all (tests/test_report_stream.py)."""
+    out = confident_recall([], [], thresholds)
+    for part in parts:
+        out["caught"] += part["caught"]
+        out["total"] += part["total"]
+        for category, entry in part["per_category"].items():
+            if entry["caught"] is not None:
+                mine = out["per_category"][category]
+                mine["caught"] += entry["caught"]
+                mine["total"] += entry["total"]
+    for entry in out["per_category"].values():
+        if entry["caught"] is None:
+            continue
+        entry["recall"] = entry["caught"] / entry["total"] if entry["total"] else None
+        if entry["total"]:
+            entry.pop("reason", None)
+    out["recall"] = out["caught"] / out["total"] if out["total"] else None
+    return out

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -63,6 +64,50 @@ def compute(
     return {"unitized": unitized, "models": models}
 
 
+class WorkKey:
+    """:func:`state_key` summed over batches of whole documents (:meth:`add`), so the report
+    keys the work a batch at a time: each document's digest (its texts, its workers, its
+    marks, sorted) is added modulo 2**256, so neither the order of the documents nor how they
+    are batched changes the key."""
+
+    def __init__(
+        self,
+        *,
+        categories: Sequence[str],
+        groups: Mapping[str, Sequence[str]],
+        scopes: Mapping[str, str],
+    ) -> None:
+        head = [VERSION, list(categories), {g: list(c) for g, c in groups.items()}, dict(scopes)]
+        self.head = json.dumps(head, sort_keys=True).encode()
+        self.total = 0
+
+    def add(
+        self,
+        spans: Iterable[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+    ) -> None:
+        """Add one batch of whole documents (``annotated`` naming the batch's documents)."""
+        parts: dict[str, list[Any]] = defaultdict(lambda: [[], [], []])
+        for key in texts:
+            parts[key[0]][0].append([*key, texts[key]])
+        for worker, docs in annotated.items():
+            for doc in set(docs):
+                parts[doc][1].append(worker)
+        for span in spans:
+            parts[span.document][2].append(
+                (span.document, span.segment, span.start or 0, span.end or 0)
+                + (span.category, span.source)
+            )
+        for doc, (doc_texts, workers, marks) in parts.items():
+            found = json.dumps([doc, sorted(doc_texts), sorted(workers), sorted(marks)])
+            digest = hashlib.sha256(found.encode()).digest()
+            self.total = (self.total + int.from_bytes(digest, "big")) % 2**256
+
+    def hexdigest(self) -> str:
+        return hashlib.sha256(self.head + self.total.to_bytes(32, "big")).hexdigest()
+
+
 def state_key(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
@@ -72,19 +117,11 @@ def state_key(
     groups: Mapping[str, Sequence[str]],
     scopes: Mapping[str, str],
 ) -> str:
-    """SHA-256 of everything :func:`compute` reads (and :data:`VERSION`)."""
-    digest = hashlib.sha256()
-    head = [VERSION, list(categories), {g: list(c) for g, c in groups.items()}, dict(scopes)]
-    digest.update(json.dumps(head, sort_keys=True).encode())
-    for key in sorted(texts):
-        digest.update(json.dumps([*key, texts[key]]).encode())
-    for worker in sorted(annotated):
-        digest.update(json.dumps([worker, sorted(set(annotated[worker]))]).encode())
-    marks = sorted(
-        (s.document, s.segment, s.start or 0, s.end or 0, s.category, s.source) for s in spans
-    )
-    digest.update(json.dumps(marks).encode())
-    return digest.hexdigest()
+    """SHA-256 of everything :func:`compute` reads (and :data:`VERSION`): :class:`WorkKey`
+    of the work in one batch."""
+    key = WorkKey(categories=categories, groups=groups, scopes=scopes)
+    key.add(spans, texts, annotated)
+    return key.hexdigest()
 
 
 def _row(session: Session, study: Study, include_practice: bool) -> FigureJob | None:
@@ -180,14 +217,17 @@ def add_to_report(
     categories: Sequence[str],
     groups: Mapping[str, Sequence[str]],
     scopes: Mapping[str, str],
+    key: str | None = None,
 ) -> None:
     """The stored figures into the report (computed first with ``compute_figures``):
     ``agreement.gamma``, ``agreement.unitized_alpha``, ``agreement.pairs``, ``gamma`` and
     ``unitized_alpha`` on each ``agreement.per_document`` row, ``agreement.unitized`` (the
     state, seed, samples, slots), ``agreement.worker_models`` (the models' set-up) and
-    ``reliability`` on each worker row (None without figures)."""
+    ``reliability`` on each worker row (None without figures). ``key``: the work's
+    :func:`state_key` when the caller has it (the report sums it a batch at a time: then
+    ``spans``, ``texts`` and ``annotated`` are read only with ``compute_figures``)."""
     options = {"categories": categories, "groups": groups, "scopes": scopes}
-    key = state_key(spans, texts, annotated, **options)
+    key = key or state_key(spans, texts, annotated, **options)
     config = current_app.config if has_app_context() else {}  # a library call: the default
     budget = float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
     make = (

@@ -7,13 +7,11 @@ report; active assignments appear only in the progress counts.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.annotation.reviews import worker_states
@@ -27,44 +25,24 @@ from app.models import (
     Suggestion,
 )
 from app.quality import figures
-from app.quality.agreement import agreement_sections, groups_from_taxonomy
+from app.quality.agreement import Agreement, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.booookscore import attribute_counts, booookscore
-from app.quality.confident import (
-    confident_recall,
-    confident_thresholds,
-    gold_precision,
-    main_version,
-)
+from app.quality.confident import confident_thresholds, gold_precision
+from app.quality.report_stream import counted_batches
 from app.quality.report_text import format_report
+from app.quality.report_workers import WorkerTally
+from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.time_on_task import add_to_report
 from app.quality.work import (
     TRAINING_ROLES,
     Work,
-    columns,
     document_filter,
     role,
     select_documents,
-    select_work,
 )
-from app.quality.worker_quality import add_quality
 
 __all__ = ["format_report", "study_report"]
-from app.quality.scoring import (
-    Span,
-    TextKey,
-    precision_recall_f1,
-    scopes_from_taxonomy,
-    suggestion_recall,
-)
-
-
-def _seconds(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    if (start.tzinfo is None) != (end.tzinfo is None):  # SQLite drops the zone
-        start, end = start.replace(tzinfo=None), end.replace(tzinfo=None)
-    return (end - start).total_seconds()
 
 
 def study_report(
@@ -123,15 +101,16 @@ def study_report(
       (:func:`app.quality.booookscore.attribute_counts`).
     * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
       is done), each :func:`app.quality.booookscore.booookscore`.
+    * the worker's figures (:func:`app.quality.figures.add_to_report`): γ, unitizing α,
+      the worker models, as last computed (``compute_figures``: computed first).
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
     scopes = scopes_from_taxonomy(taxonomy)
-    groups = groups_from_taxonomy(taxonomy)
     work = Work(include_practice=include_practice)
 
-    documents = session.scalars(
-        select(Document)
+    documents = session.execute(
+        select(Document.id, Document.external_id, Document.source, Document.is_gold)
         .where(Document.study_id == study.id)
         .order_by(Document.position, Document.id)
     ).all()
@@ -140,19 +119,18 @@ def study_report(
     counting = set(session.scalars(select_documents(study, work, Document.id)))
     counted = [doc for doc in documents if doc.id in counting]
     external = {doc.id: doc.external_id for doc in documents}
-    texts: dict[TextKey, str] = {}
-    segment_counts: Counter[int] = Counter()
-    for doc_id, index, text in session.execute(
-        select(Segment.document_id, Segment.index, Segment.text)
-        .join(Document, Segment.document_id == Document.id)
-        .where(Document.study_id == study.id)
-    ):
-        texts[(external[doc_id], index)] = text
-        segment_counts[doc_id] += 1
+    segment_counts: dict[int, int] = dict(
+        session.execute(
+            select(Segment.document_id, func.count())
+            .join(Document, Segment.document_id == Document.id)
+            .where(Document.study_id == study.id)
+            .group_by(Segment.document_id)
+        ).all()
+    )
 
-    # assignments of the documents that count (every status: progress), and their work
-    assignments = session.scalars(
-        select(Assignment)
+    # assignments of the documents that count (every status: progress), as plain rows
+    assignments = session.execute(
+        select(*ASSIGNMENT_COLUMNS)
         .join(Document, Document.id == Assignment.document_id)
         .where(Assignment.study_id == study.id, *document_filter(study, work))
         .order_by(Assignment.id)
@@ -163,75 +141,96 @@ def study_report(
     states = worker_states(session, study)
     seen = {a.worker_id for a in assignments}
     shown = [w for w, s in states.items() if w not in seen and s in ("screened_out", "rejected")]
-    fates = session.scalars(
-        select(Assignment).where(Assignment.study_id == study.id, Assignment.worker_id.in_(shown))
+    fates = session.execute(
+        select(*ASSIGNMENT_COLUMNS)
+        .where(Assignment.study_id == study.id, Assignment.worker_id.in_(shown))
+        .order_by(Assignment.id)
     ).all()
-    sql = columns(study, work)
-    names = ("assignment_id", "id", "segment", "start", "end", "category", "text")
-    annotations = sorted(
-        session.execute(
-            select_work(study, work, *(sql[n].label(n) for n in names), marks_only=True)
-        ).all(),
-        key=lambda row: row.id,
+    gold_docs, gold, gold_texts = gold_documents(session, study, documents)
+    version, thresholds = detector_thresholds(session, study, gold_docs, gold, gold_texts)
+
+    # the counted work a batch of documents at a time: memory holds a batch, not the study
+    by_document: dict[int, list[Any]] = defaultdict(list)
+    for a in submitted:
+        by_document[a.document_id].append(a)
+    tally = WorkerTally(
+        categories=category_ids,
+        scopes=scopes,
+        thresholds=thresholds,
+        version=version,
+        gold_docs=gold_docs,
     )
-    by_assignment: dict[int, list[Any]] = defaultdict(list)  # rows: id, segment, ...
-    for ann in annotations:
-        by_assignment[ann.assignment_id].append(ann)
-
-    worker_spans: dict[str, list[Span]] = defaultdict(list)
+    groups = groups_from_taxonomy(taxonomy)
+    agreement = Agreement(category_ids, groups=groups, scopes=scopes)
+    categories: dict[str, Counter[str]] = defaultdict(Counter)
+    # the worker's figures' state key is summed a batch at a time; their computation (the
+    # figure job's, compute_figures) reads the whole work
+    key = figures.WorkKey(categories=category_ids, groups=groups, scopes=scopes)
+    every: list[Span] = []
+    all_texts: dict[TextKey, str] = {}
     annotated: dict[str, set[str]] = defaultdict(set)
-    for assignment in submitted:
-        doc = external[assignment.document_id]
-        annotated[assignment.worker_id].add(doc)
-        for ann in by_assignment[assignment.id]:
-            worker_spans[assignment.worker_id].append(
-                Span(
-                    doc,
-                    ann.segment,
-                    ann.start,
-                    ann.end,
-                    ann.category,
-                    assignment.worker_id,
-                    ann.text,
-                    ann.id,
-                )
-            )
+    for batch in counted_batches(session, study, work):
+        spans, done, texts = tally.add(batch, by_document)
+        batch_spans = [s for found in spans.values() for s in found]
+        agreement.add(batch_spans, texts, done)
+        key.add(batch_spans, texts, done)
+        if compute_figures:
+            every.extend(batch_spans)
+            all_texts.update(texts)
+            for worker, docs in done.items():
+                annotated[worker].update(docs)
+        for doc in batch:
+            categories[doc.source].update(row.category for row in doc.marks)
 
-    suggestions: dict[str, list[Span]] = defaultdict(list)
-    versions: dict[int, str] = {}
-    for sug in session.scalars(
-        select(Suggestion)
-        .join(Document, Suggestion.document_id == Document.id)
-        .where(Document.study_id == study.id)
-        .order_by(Suggestion.id)
-    ):
-        doc = external[sug.document_id]
-        suggestions[doc].append(
-            Span(
-                doc,
-                sug.segment,
-                sug.start,
-                sug.end,
-                sug.category,
-                sug.detector,
-                sug.text,
-                sug.id,
-                sug.score,
-            )
-        )
-        versions[sug.id] = sug.detector_version
-    version = main_version((s for spans in suggestions.values() for s in spans), versions)
-    calibrations = {
-        row.version: row.calibration or {}
-        for row in session.scalars(
-            select(DetectorVersion).where(DetectorVersion.version == version)
-        )
+    report = {
+        "study": {
+            "slug": study.slug,
+            "title": study.title,
+            "taxonomy": study.taxonomy_name,
+            "taxonomy_version": taxonomy.get("version", ""),
+            "annotators_per_doc": study.annotators_per_doc,
+            "suggestions": study.suggestions,
+        },
+        "progress": _progress(study, counted, assignments, segment_counts, gold_docs, roles),
+        "workers": tally.rows(
+            [*assignments, *fates], segment_counts, external, states, gold, gold_texts
+        ),
+        "agreement": {**agreement.report(), **agreement.breakdown()},
+        "categories": _distribution(counted, categories, category_ids),
+        "detector": {"version": version, "confident": thresholds},
+        "attention": attention_report(session, study),
+        "attributes": attribute_counts(session, study, work),
+        "booookscore": {
+            "workers": booookscore(session, study, work),
+            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
+        },
     }
-    # thresholds belong to one detector version: only its suggestions can be confident
-    calibrated = {
-        doc: [s for s in spans if versions.get(s.ref or -1) == version]
-        for doc, spans in suggestions.items()
-    }
+    add_to_report(session, study, report["workers"], include_practice=include_practice)
+    figures.add_to_report(
+        session, study, report, every, all_texts, dict(annotated), categories=category_ids,
+        scopes=scopes, groups=groups, include_practice=include_practice,
+        compute_figures=compute_figures, key=key.hexdigest(),
+    )  # fmt: skip
+    return report
+
+
+ASSIGNMENT_COLUMNS = (
+    Assignment.id,
+    Assignment.document_id,
+    Assignment.worker_id,
+    Assignment.status,
+    Assignment.condition,
+    Assignment.created_at,
+    Assignment.submitted_at,
+)
+
+
+def gold_documents(
+    session: Session, study: Study, documents: Sequence[Any]
+) -> tuple[set[str], dict[str, list[Span]], dict[TextKey, str]]:
+    """The study's gold documents (flagged gold, or carrying gold errors that are not
+    attention checks), their gold spans and their texts: a few documents, kept whole."""
+    external = {doc.id: doc.external_id for doc in documents}
     gold: dict[str, list[Span]] = defaultdict(list)
     for err in session.scalars(
         select(GoldError)
@@ -244,72 +243,84 @@ def study_report(
             Span(doc, err.segment, err.start, err.end, err.category, "gold", err.text, err.id)
         )
     gold_docs = {doc.external_id for doc in documents if doc.is_gold} | set(gold)
+    ids = [doc.id for doc in documents if doc.external_id in gold_docs]
+    texts: dict[TextKey, str] = {}
+    for start in range(0, len(ids), 500):
+        for doc_id, index, text in session.execute(
+            select(Segment.document_id, Segment.index, Segment.text).where(
+                Segment.document_id.in_(ids[start : start + 500])
+            )
+        ):
+            texts[(external[doc_id], index)] = text
+    return gold_docs, gold, texts
+
+
+def detector_thresholds(
+    session: Session,
+    study: Study,
+    gold_docs: set[str],
+    gold: Mapping[str, list[Span]],
+    texts: Mapping[TextKey, str],
+) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """The detector version most of the study's suggestions come from (ties: the one met
+    first) and the confident thresholds of its categories
+    (:func:`app.quality.confident.confident_thresholds`, measured on the gold documents)."""
+    in_study = (Document.id == Suggestion.document_id) & (Document.study_id == study.id)
+    counts = session.execute(
+        select(Suggestion.detector_version, func.count(), func.min(Suggestion.id))
+        .join(Document, in_study)
+        .group_by(Suggestion.detector_version)
+    ).all()
+    found = max(
+        (row for row in counts if row[0] is not None),
+        key=lambda row: (row[1], -row[2]),
+        default=None,
+    )
+    version = found[0] if found is not None else None
+    calibrations = {
+        row.version: row.calibration or {}
+        for row in session.scalars(
+            select(DetectorVersion).where(DetectorVersion.version == version)
+        )
+    }
+    # thresholds belong to one detector version: only its suggestions can be confident
+    on_gold_suggestions = [
+        Span(ext, *row)
+        for ext, *row in session.execute(
+            select(
+                Document.external_id,
+                Suggestion.segment,
+                Suggestion.start,
+                Suggestion.end,
+                Suggestion.category,
+                Suggestion.detector,
+                Suggestion.text,
+                Suggestion.id,
+                Suggestion.score,
+            )
+            .join(Document, in_study)
+            .where(Suggestion.detector_version == version, Document.external_id.in_(gold_docs))
+            .order_by(Suggestion.id)
+        )
+    ]
     on_gold = gold_precision(
-        [s for doc in sorted(gold_docs) for s in calibrated.get(doc, [])],
+        sorted(on_gold_suggestions, key=lambda s: s.document),
         [g for doc in sorted(gold_docs) for g in gold.get(doc, [])],
         texts=texts,
-        scopes=scopes,
+        scopes=scopes_from_taxonomy(study.taxonomy or {}),
     )
-    suggested = {s.category for spans in calibrated.values() for s in spans}
-    thresholds = confident_thresholds(taxonomy, version, calibrations, on_gold, suggested)
-    attention = attention_report(session, study)
-    every = [span for spans in worker_spans.values() for span in spans]
-    options: dict[str, Any] = {"categories": category_ids, "scopes": scopes}
-
-    report = {
-        "study": {
-            "slug": study.slug,
-            "title": study.title,
-            "taxonomy": study.taxonomy_name,
-            "taxonomy_version": taxonomy.get("version", ""),
-            "annotators_per_doc": study.annotators_per_doc,
-            "suggestions": study.suggestions,
-        },
-        "progress": _progress(study, counted, assignments, segment_counts, gold_docs, roles),
-        "workers": _workers(
-            [*assignments, *fates],
-            by_assignment,
-            segment_counts,
-            external,
-            worker_spans,
-            suggestions,
-            gold,
-            gold_docs,
-            texts,
-            scopes,
-            category_ids,
-            (thresholds, calibrated),
-            states,
-        ),
-        "agreement": agreement_sections(
-            every,
-            texts,
-            annotated,
-            category_ids,
-            groups,
-            scopes,
-        ),
-        "categories": _distribution(counted, submitted, by_assignment, category_ids),
-        "detector": {"version": version, "confident": thresholds},
-        "attention": attention,
-        "attributes": attribute_counts(session, study, work),
-        "booookscore": {
-            "workers": booookscore(session, study, work),
-            "adjudicated": booookscore(session, study, Work("adjudicated", include_practice)),
-        },
-    }
-    order: dict[str, list[str]] = defaultdict(list)
-    for assignment in submitted:
-        names = order[external[assignment.document_id]]
-        if assignment.worker_id not in names:
-            names.append(assignment.worker_id)
-    add_quality(report["workers"], worker_spans, order, texts, scopes)
-    add_to_report(session, study, report["workers"], include_practice=include_practice)
-    figures.add_to_report(
-        session, study, report, every, texts, annotated, **options, groups=groups,
-        include_practice=include_practice, compute_figures=compute_figures,
-    )  # fmt: skip
-    return report
+    suggested = set(
+        session.scalars(
+            select(Suggestion.category)
+            .join(Document, in_study)
+            .where(Suggestion.detector_version == version)
+            .distinct()
+        )
+    )
+    thresholds = confident_thresholds(
+        study.taxonomy or {}, version, calibrations, on_gold, suggested
+    )
+    return version, thresholds
 
 
 def _progress(
@@ -355,96 +366,20 @@ def _progress(
     }
 
 
-def _workers(
-    assignments: list[Assignment],
-    by_assignment: Mapping[int, list[Any]],
-    segment_counts: Mapping[int, int],
-    external: Mapping[int, str],
-    worker_spans: Mapping[str, list[Span]],
-    suggestions: Mapping[str, list[Span]],
-    gold: Mapping[str, list[Span]],
-    gold_docs: set[str],
-    texts: Mapping[TextKey, str],
-    scopes: Mapping[str, str],
-    category_ids: list[str],
-    confident: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, list[Span]]],
-    states: Mapping[str, str],
-) -> list[dict[str, Any]]:
-    thresholds, calibrated = confident
-    by_worker: dict[str, list[Assignment]] = defaultdict(list)
-    for a in assignments:
-        by_worker[a.worker_id].append(a)
-    rows = []
-    for worker_id in sorted(by_worker):
-        done = [a for a in by_worker[worker_id] if a.status == "submitted"]
-        docs = [external[a.document_id] for a in done]
-        rates = []
-        for a in done:
-            seconds = _seconds(a.created_at, a.submitted_at)
-            if seconds is not None and segment_counts.get(a.document_id):
-                rates.append(seconds / segment_counts[a.document_id])
-        spans = worker_spans.get(worker_id, [])
-        their_suggestions = [s for doc in docs for s in suggestions.get(doc, [])]
-        gold_done = sorted({doc for doc in docs if doc in gold_docs})
-        gold_score = None
-        if gold_done:
-            scored = precision_recall_f1(
-                [s for s in spans if s.document in gold_done],
-                [g for doc in gold_done for g in gold.get(doc, [])],
-                texts=texts,
-                scopes=scopes,
-                categories=category_ids,
-            )
-            gold_score = {"documents": len(gold_done), **scored}
-        rows.append(
-            {
-                "worker_id": worker_id,
-                "documents_done": len(done),
-                "documents_active": sum(1 for a in by_worker[worker_id] if a.status == "active"),
-                "annotations": sum(len(by_assignment.get(a.id, [])) for a in done),
-                "segments": sum(segment_counts.get(a.document_id, 0) for a in done),
-                "seconds_per_segment": statistics.median(rates) if rates else None,
-                "conditions": sorted({a.condition for a in by_worker[worker_id] if a.condition}),
-                "suggestion_recall": suggestion_recall(
-                    spans,
-                    their_suggestions,
-                    texts=texts,
-                    scopes=scopes,
-                    categories=category_ids,
-                ),
-                "confident_recall": confident_recall(
-                    spans,
-                    [s for doc in docs for s in calibrated.get(doc, [])],
-                    thresholds,
-                    texts=texts,
-                    scopes=scopes,
-                ),
-                "gold": gold_score,
-                "state": states[worker_id],
-            }
-        )
-    return rows
-
-
 def _distribution(
-    documents: list[Document],
-    submitted: list[Assignment],
-    by_assignment: Mapping[int, list[Any]],
+    documents: Sequence[Any],
+    per_source: Mapping[str, Counter[str]],
     category_ids: list[str],
 ) -> dict[str, Any]:
-    source = {doc.id: doc.source or "" for doc in documents}
     overall: Counter[str] = Counter()
-    per_source: dict[str, Counter[str]] = defaultdict(Counter)
-    for a in submitted:
-        for ann in by_assignment.get(a.id, []):
-            overall[ann.category] += 1
-            per_source[source[a.document_id]][ann.category] += 1
+    for counts in per_source.values():
+        overall.update(counts)
     order = category_ids + sorted(set(overall) - set(category_ids))
     return {
         "total": sum(overall.values()),
         "overall": {cat: overall[cat] for cat in order},
         "per_source": {
-            src: {cat: per_source[src][cat] for cat in order}
-            for src in sorted({source[doc.id] for doc in documents})
+            src: {cat: per_source.get(src, Counter())[cat] for cat in order}
+            for src in sorted({doc.source or "" for doc in documents})
         },
     }

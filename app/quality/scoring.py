@@ -283,3 +283,31 @@ def suggestion_recall(
         "per_category": per_category,
         "missed": [span_to_dict(s) for s, f in zip(suggestions, flags, strict=True) if not f],
     }
+
+
+def merge_suggestion_recall(
+    parts: Iterable[Mapping[str, Any]], categories: Sequence[str]
+) -> dict[str, Any]:
+    """:func:`suggestion_recall` over several documents from its result on each (each given
+    ``categories``; ``missed`` in the order of ``parts``): the matching never pairs spans of
+    two documents, so this is one call over them all (tests/test_report_stream.py)."""
+    per_category = {cat: [0, 0] for cat in categories}
+    caught = total = 0
+    missed: list[dict[str, Any]] = []
+    for part in parts:
+        caught, total = caught + part["caught"], total + part["total"]
+        for cat, entry in part["per_category"].items():
+            found = per_category.setdefault(cat, [0, 0])
+            found[0] += entry["caught"]
+            found[1] += entry["total"]
+        missed.extend(part["missed"])
+    return {
+        "recall": _ratio(caught, total),
+        "caught": caught,
+        "total": total,
+        "per_category": {
+            cat: {"recall": _ratio(hit, of), "caught": hit, "total": of}
+            for cat, (hit, of) in per_category.items()
+        },
+        "missed": missed,
+    }

@@ -13,13 +13,15 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, SegmentTime, Study
-from app.quality.work import Work, document_filter
+from app.quality.work import Work, document_filter, stream
 
 COUNTED = ("submitted", "rejected")
 
@@ -62,31 +64,34 @@ def worker_times(
     (segments counted), ``speeder``; over their assignments with one of ``statuses`` on the
     documents that count (:func:`app.quality.work.document_filter`: not the practice
     documents of a training phase unless ``include_practice``)."""
+    counting = document_filter(study, Work(include_practice=include_practice))
+    counts = dict(
+        session.execute(
+            select(Segment.document_id, func.count())
+            .join(Document, Document.id == Segment.document_id)
+            .where(*counting)
+            .group_by(Segment.document_id)
+        ).all()
+    )
+    # streamed an assignment at a time (issue 34): a big study's rows never all in memory
     query = (
-        select(Assignment.id, Assignment.worker_id, Assignment.document_id)
+        select(
+            Assignment.id,
+            Assignment.worker_id,
+            Assignment.document_id,
+            SegmentTime.segment,
+            SegmentTime.active_seconds,
+        )
+        .join(SegmentTime, SegmentTime.assignment_id == Assignment.id)
         .join(Document, Document.id == Assignment.document_id)
-        .where(
-            Assignment.status.in_(statuses),
-            *document_filter(study, Work(include_practice=include_practice)),
-        )
+        .where(Assignment.status.in_(statuses), *counting)
+        .order_by(Assignment.id)
     )
-    rows = session.execute(query).all()
-    counts = (
-        dict(
-            session.execute(
-                select(Segment.document_id, func.count())
-                .where(Segment.document_id.in_({r.document_id for r in rows}))
-                .group_by(Segment.document_id)
-            ).all()
-        )
-        if rows
-        else {}
-    )
-    seconds = segment_seconds(session, [r.id for r in rows])
     values: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
-        if r.id in seconds:
-            values[r.worker_id] += per_segment_values(seconds[r.id], counts.get(r.document_id, 0))
+    for _, found in groupby(stream(session, query), key=itemgetter(0)):
+        rows = list(found)
+        seconds = {row.segment: row.active_seconds for row in rows}
+        values[rows[0].worker_id] += per_segment_values(seconds, counts.get(rows[0].document_id, 0))
     value = (study.settings or {}).get("min_seconds_per_segment")
     minimum = float(value) if value is not None else None
     result = {}

@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from app.quality.agreement import _merge, _prepare
+from app.quality.agreement import _prepare
+from app.quality.agreement_units import merge_ranges
 from app.quality.scoring import Span, TextKey
 
 SEED = 4577
@@ -72,7 +73,7 @@ class Unit:
 def _sections(units: list[tuple[int, int]], length: int) -> list[tuple[int, int, bool]]:
     """A coder's partition of [0, length): (start, end, annotated), units merged first."""
     out, at = [], 0
-    for start, end in _merge(units):
+    for start, end in merge_ranges(units):
         if start > at:
             out.append((at, start, False))
         out.append((start, end, True))

@@ -73,7 +73,7 @@ def consensus(
         if len(workers) < 2:
             continue
         for candidate in group_candidates(
-            document, workers, by_document.get(document, []), texts, scopes
+            document, workers, by_document.get(document, []), texts, scopes, ordered=False
         ):
             voters = {m.worker for m in candidate.marks}
             for mark in candidate.marks:
@@ -109,9 +109,14 @@ def marks_per_100_words(
     for (document, _), text in texts.items():
         words[document] += word_count(text)
     return {
-        worker: _ratio(100 * len(worker_spans.get(worker, [])), sum(words[d] for d in docs))
+        worker: marks_rate(len(worker_spans.get(worker, [])), sum(words[d] for d in docs))
         for worker, docs in done.items()
     }
+
+
+def marks_rate(marks: int, words: int) -> float | None:
+    """100 × marks / words (None without words)."""
+    return _ratio(100 * marks, words)
 
 
 def over_marking(rates: Mapping[str, float | None]) -> dict[str, bool]:
@@ -135,7 +140,6 @@ def add_quality(
     """Set ``quality`` on each report worker row (``gold`` and ``confident_recall`` already
     there): precision, recall, f1 with their bases, consensus counts, marks per 100 words,
     over_marking and rank."""
-    agreed = consensus(worker_spans, order, texts, scopes)
     done: dict[str, list[str]] = defaultdict(list)
     for document, workers in order.items():
         for worker in workers:
@@ -143,6 +147,16 @@ def add_quality(
     rates = marks_per_100_words(
         worker_spans, {r["worker_id"]: done[r["worker_id"]] for r in rows}, texts
     )
+    set_quality(rows, consensus(worker_spans, order, texts, scopes), rates)
+
+
+def set_quality(
+    rows: list[dict[str, Any]],
+    agreed: Mapping[str, Mapping[str, int]],
+    rates: Mapping[str, float | None],
+) -> None:
+    """:func:`add_quality` from its parts: each worker's :func:`consensus` counts and marks
+    per 100 words (the report sums both document batch by document batch)."""
     flags = over_marking(rates)
     for row in rows:
         worker = row["worker_id"]

@@ -16,6 +16,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import mimetypes
+import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,12 +113,28 @@ def favicon() -> Response:
     return response
 
 
-def gzipped(body: bytes, accept_encoding: str) -> bytes | None:
-    """``body`` gzipped as :func:`compress` would for a client sending ``accept_encoding``,
-    or None where it would leave it (for :mod:`app.web.fast_lane`'s answers)."""
-    if "gzip" not in accept_encoding.lower() or len(body) < MIN_COMPRESS_BYTES:
-        return None
-    return gzip.compress(body, compresslevel=6, mtime=0)
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, mtime 0
+
+
+def deflated_piece(data: bytes) -> bytes:
+    """``data`` as raw deflate blocks ending on a full flush: pieces compressed apart and
+    laid one after the other are one valid deflate stream (:func:`gzip_pieces`)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush(zlib.Z_FULL_FLUSH)
+
+
+def gzip_pieces(pieces: list[tuple[bytes, bytes | None]]) -> bytes:
+    """One gzip member of the pieces' bytes in order, each given as (raw, deflated by
+    :func:`deflated_piece` or None to compress it now): a piece compressed once and kept is
+    not compressed again. Decompresses to ``b"".join(raw for raw, _ in pieces)``."""
+    out = [GZIP_HEADER]
+    crc = size = 0
+    for raw, deflated in pieces:
+        out.append(deflated if deflated is not None else deflated_piece(raw))
+        crc, size = zlib.crc32(raw, crc), size + len(raw)
+    out.append(zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS).flush(zlib.Z_FINISH))
+    out.append(struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
+    return b"".join(out)
 
 
 def compress(response: Response) -> Response:

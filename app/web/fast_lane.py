@@ -36,8 +36,7 @@ from app.annotation import fast, hot_sql
 from app.csp import security_headers
 from app.errors import MarginaliaError, NotFound
 from app.web.api import check_strings
-from app.web.assets import gzipped
-from app.web.assignment_read import payload_parts, splice, spliceable
+from app.web.assignment_read import payload_body, spliceable
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +95,22 @@ class FastLane:
 
     def _read(self, environ: dict[str, Any], start_response: Callable, token: str):
         """``GET /api/assignments/<token>`` (:mod:`app.web.assignment_read`) on a pooled
-        connection, gzipped as :func:`app.web.assets.compress` would; an unknown token, debug
-        mode or any error goes to the route."""
+        connection, gzipped when the client takes it (the document's share compressed once,
+        :func:`app.web.assignment_read.payload_body`); an unknown token, debug mode or any
+        error goes to the route."""
         if not self.app.config.get("FAST_LANE", True) or not spliceable(self.app):
             return self.wsgi_app(environ, start_response)
         try:
             with self.app.extensions["db_engine"].connect() as connection:
-                body = splice(payload_parts(self.app, connection, token))
+                accept = environ.get("HTTP_ACCEPT_ENCODING", "")
+                body, packed = payload_body(self.app, connection, token, accept)
         except NotFound:  # the route gives the 404
             return self.wsgi_app(environ, start_response)
         except Exception:  # noqa: BLE001 - the route answers (503, ...)
             log.warning("fast lane: handing the read to the route", exc_info=True)
             return self.wsgi_app(environ, start_response)
         headers = [("Cache-Control", "no-store"), ("Content-Type", "application/json")]
-        packed = gzipped(body, environ.get("HTTP_ACCEPT_ENCODING", ""))
-        if packed is not None:
-            body = packed
+        if packed:
             headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
         headers.append(("Content-Length", str(len(body))))
         headers += security_headers(environ.get("wsgi.url_scheme") == "https")

@@ -116,6 +116,7 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "submit_offline": N_("Offline — submitting again shortly…"),
     "jump_prompt": N_("Read an earlier segment…"),
     "jump_current": N_("{n} (current)"),
+    "context_earlier": N_("Show earlier segments ({first}–{last})"),
     # practice feedback (practice.js)
     "practice_checking": N_("Checking your marks against the reference…"),
     "practice_compare": N_("Compare your marks with the reference below, then go on."),

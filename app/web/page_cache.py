@@ -30,6 +30,7 @@ from flask import Flask
 from sqlalchemy import Connection, bindparam, select
 
 from app.models import Document, Entity, EntityMention, Segment, Study
+from app.web.assets import deflated_piece
 
 MAX_DOCUMENTS = 2000
 MAX_BYTES = 64 * 1024 * 1024  # of cached JSON text, documents and taxonomies together
@@ -45,16 +46,27 @@ def dumps(value: Any) -> str:
 
 @dataclass(frozen=True)
 class DocumentPart:
-    """A document's share of the payload, as JSON text."""
+    """A document's share of the payload, as JSON text; ``share`` is its three keys as they
+    stand together in the spliced payload (``"document":…,"entities":…,"mentions":…``) and
+    ``deflated`` the same compressed once, for gzipped answers (issue 34: a book-length
+    document's ~1 MB share is not compressed again for every worker who opens it)."""
 
     document: str  # the payload's "document": {"id", "segments", "sources"?}
     entities: str
     mentions: str
     segments: int  # how many segments the document has
+    share: bytes = b""
+    deflated: bytes = b""
 
     @property
     def size(self) -> int:
-        return len(self.document) + len(self.entities) + len(self.mentions)
+        return (
+            len(self.document)
+            + len(self.entities)
+            + len(self.mentions)
+            + len(self.share)
+            + len(self.deflated)
+        )
 
 
 class Bounded(Generic[Value]):
@@ -189,9 +201,8 @@ def read_document_part(connection: Connection, document_id: int) -> DocumentPart
     document: dict[str, Any] = {"id": external_id, "segments": segments}
     if sources := source_texts(meta):
         document["sources"] = sources
+    texts = {"document": dumps(document), "entities": dumps(entities), "mentions": dumps(mentions)}
+    share = ",".join(f'"{key}":{text}' for key, text in texts.items()).encode()
     return DocumentPart(
-        document=dumps(document),
-        entities=dumps(entities),
-        mentions=dumps(mentions),
-        segments=len(segments),
+        **texts, segments=len(segments), share=share, deflated=deflated_piece(share)
     )

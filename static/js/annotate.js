@@ -24,7 +24,7 @@ import { keyboardMoved, keyboardRange, wireKeyboard } from "./annotate/keyboard.
 import { flashAnnotation, removeAnnotation } from "./annotate/list.js";
 import { goTo, wireNav } from "./annotate/nav.js";
 import { holdForFeedback, renderPractice } from "./annotate/practice.js";
-import { renderText } from "./annotate/segments.js";
+import { renderText, showSegment } from "./annotate/segments.js";
 import { wireSelection } from "./annotate/selection.js";
 import { takeActive, wireTimer } from "./annotate/timer.js";
 import { el, page, showStatus } from "./annotate/state.js";
@@ -34,6 +34,7 @@ Object.assign(page, {
   outbox,
   renderAll,
   renderText,
+  showSegment,
   renderForm,
   resetForm,
   renderHints,

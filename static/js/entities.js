@@ -44,56 +44,101 @@ export function revealFirstMention(entity) {
   return true;
 }
 
-/**
- * Render the panel list: entities whose first_segment <= current, by first appearance.
- * counts: Map entity id -> mentions so far.
- */
-export function renderEntityPanel(list, { entities, mentions, current }) {
-  clear(list);
+/** Per mention list: the entities in panel order (first segment, then first mention's
+ * start) and each one's mention segments, sorted; built once per document. */
+function panelIndex(entities, mentions) {
   const firstStart = new Map();
-  const counts = new Map();
+  const segments = new Map();
   for (const m of mentions) {
-    if (m.segment > current) continue;
-    counts.set(m.entity, (counts.get(m.entity) || 0) + 1);
+    if (!segments.has(m.entity)) segments.set(m.entity, []);
+    segments.get(m.entity).push(m.segment);
     const prev = firstStart.get(m.entity);
     if (!prev || m.segment < prev.segment || (m.segment === prev.segment && m.start < prev.start)) {
       firstStart.set(m.entity, m);
     }
   }
-  const seen = entities
-    .filter((e) => e.first_segment <= current)
-    .sort((a, b) => {
-      const d = a.first_segment - b.first_segment;
-      if (d) return d;
-      return ((firstStart.get(a.id) || {}).start || 0) - ((firstStart.get(b.id) || {}).start || 0);
-    });
-  for (const e of seen) {
-    const isNew = e.first_segment === current;
-    const n = counts.get(e.id) || 0;
-    list.append(
-      h(
-        "li",
-        { class: isNew ? "entity-item is-new" : "entity-item" },
-        h(
-          "button",
-          {
-            type: "button",
-            class: "entity-btn",
-            dataset: { entityRef: String(e.id) },
-            title: t("first_mention_title", { name: e.name }),
-            onclick: () => revealFirstMention(e.id),
-          },
-          h("span", { class: "entity-name", dir: "auto" }, e.name),
-          e.label && e.label !== "PERSON" ? h("span", { class: "entity-label" }, e.label) : null,
-          h(
-            "span",
-            { class: "entity-meta" },
-            isNew ? t("entity_new") : t("entity_first", { n: e.first_segment + 1 }),
-            n > 1 ? t("entity_mentions", { n }) : "",
-          ),
-        ),
-      ),
-    );
+  for (const list of segments.values()) list.sort((a, b) => a - b);
+  const ordered = [...entities].sort((a, b) => {
+    const d = a.first_segment - b.first_segment;
+    if (d) return d;
+    return ((firstStart.get(a.id) || {}).start || 0) - ((firstStart.get(b.id) || {}).start || 0);
+  });
+  return { entities, mentions, ordered, firsts: ordered.map((e) => e.first_segment), segments };
+}
+
+/** How many of the sorted `values` are <= limit. */
+function upTo(values, limit) {
+  let low = 0;
+  let high = values.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (values[mid] <= limit) low = mid + 1;
+    else high = mid;
   }
-  return seen.length;
+  return low;
+}
+
+const panels = new WeakMap(); // list element -> {index, items: [{id, li, meta, key}]}
+
+function entityItem(e, reveal) {
+  const meta = h("span", { class: "entity-meta" });
+  const li = h(
+    "li",
+    { class: "entity-item" },
+    h(
+      "button",
+      {
+        type: "button",
+        class: "entity-btn",
+        dataset: { entityRef: String(e.id) },
+        title: t("first_mention_title", { name: e.name }),
+        onclick: () => {
+          if (reveal) reveal(e);
+          revealFirstMention(e.id);
+        },
+      },
+      h("span", { class: "entity-name", dir: "auto" }, e.name),
+      e.label && e.label !== "PERSON" ? h("span", { class: "entity-label" }, e.label) : null,
+      meta,
+    ),
+  );
+  return { id: e.id, li, meta, key: null };
+}
+
+/**
+ * Render the panel list: entities whose first_segment <= current, by first appearance, each
+ * with its mentions so far. `reveal(entity)`, if given, runs before the first mention is
+ * looked for (the annotate page draws its segment if it is not drawn). The items are kept
+ * from call to call and only those whose text changes are touched: a book-length document
+ * has hundreds of entities by its end (issue 34).
+ */
+export function renderEntityPanel(list, { entities, mentions, current, reveal = null }) {
+  let panel = panels.get(list);
+  if (!panel || panel.index.entities !== entities || panel.index.mentions !== mentions) {
+    clear(list);
+    panel = { index: panelIndex(entities, mentions), items: [] };
+    panels.set(list, panel);
+  }
+  const { ordered, firsts, segments } = panel.index;
+  const seen = upTo(firsts, current);
+  while (panel.items.length > seen) panel.items.pop().li.remove();
+  while (panel.items.length < seen) {
+    const item = entityItem(ordered[panel.items.length], reveal);
+    panel.items.push(item);
+    list.append(item.li);
+  }
+  for (let i = 0; i < seen; i++) {
+    const e = ordered[i];
+    const item = panel.items[i];
+    const isNew = e.first_segment === current;
+    const n = upTo(segments.get(e.id) || [], current);
+    const key = `${isNew}:${n}`;
+    if (item.key === key) continue;
+    item.key = key;
+    item.li.classList.toggle("is-new", isNew);
+    item.meta.textContent =
+      (isNew ? t("entity_new") : t("entity_first", { n: e.first_segment + 1 })) +
+      (n > 1 ? t("entity_mentions", { n }) : "");
+  }
+  return seen;
 }

@@ -187,11 +187,18 @@ function enterReadOnly(message) {
   if (state.data) renderAll();
 }
 
+let entitiesFor = null; // [data, current] the entity panel was drawn for
+
 function renderEntities() {
+  // the panel depends on the current segment only: drawn again on a move, not on every add
+  if (entitiesFor && entitiesFor[0] === state.data && entitiesFor[1] === state.current) return;
+  entitiesFor = [state.data, state.current];
   const n = renderEntityPanel(el.entityList, {
     entities: state.data.entities || [],
     mentions: state.data.mentions || [],
     current: state.current,
+    // an entity's first mention may lie in a context segment not drawn yet
+    reveal: (e) => page.showSegment(e.first_segment),
   });
   el.entityEmpty.hidden = n > 0;
   const none = (state.data.entities || []).length === 0;

@@ -129,17 +129,25 @@ export function wireNav() {
   el.segmentJump.addEventListener("change", () => {
     const i = Number(el.segmentJump.value);
     el.segmentJump.value = "";
-    const target = i === state.current ? el.currentHeading : el.context.querySelector(`[data-block="${i}"]`);
+    const target = i === state.current ? el.currentHeading : page.showSegment(i);
     if (target) target.scrollIntoView({ block: "start" });
   });
 }
 
-/** The jump menu lists the earlier segments and the current one. */
+/** The jump menu lists the earlier segments and the current one: kept from move to move,
+ * only the options that change touched (a long document has thousands). */
 export function renderJump() {
-  const options = [new Option(t("jump_prompt"), "")];
-  for (let i = 0; i <= state.current; i++) {
-    options.push(new Option(i === state.current ? t("jump_current", { n: i + 1 }) : String(i + 1), String(i)));
+  const menu = el.segmentJump;
+  if (menu.options.length === 0) menu.append(new Option(t("jump_prompt"), ""));
+  const wanted = state.current + 2; // the prompt, then segments 0 .. current
+  while (menu.options.length > wanted) menu.remove(menu.options.length - 1);
+  for (let i = menu.options.length - 1; i <= state.current; i++) menu.append(new Option(String(i + 1), String(i)));
+  for (const option of menu.querySelectorAll("option[data-current]")) {
+    delete option.dataset.current;
+    option.textContent = String(Number(option.value) + 1);
   }
-  el.segmentJump.replaceChildren(...options);
-  el.segmentJump.hidden = state.current === 0;
+  const now = menu.options[state.current + 1];
+  now.dataset.current = "1";
+  now.textContent = t("jump_current", { n: state.current + 1 });
+  menu.hidden = state.current === 0;
 }

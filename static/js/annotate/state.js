@@ -221,6 +221,7 @@ export const page = {
   outbox: null, // the Outbox of this assignment's writes (controller.js)
   renderAll: null, // controller.js
   renderText: null, // segments.js
+  showSegment: null, // segments.js
   renderForm: null, // form.js
   resetForm: null, // form.js
   renderHints: null, // hints.js
