@@ -217,7 +217,8 @@ def report_json(database_url: str, monkeypatch) -> dict:
     """``marginalia report paid --json``, run in-process against the test database."""
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("SECRET_KEY", "test")
-    result = CliRunner().invoke(main, ["report", SLUG, "--json"])
+    # the stored γ and worker models (checked in test_reliability): computing them costs ~15 s
+    result = CliRunner().invoke(main, ["report", SLUG, "--json", "--stored-figures"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
