@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import csv
 import io
 import re
@@ -130,3 +132,11 @@ def cli_in_process(env: dict[str, str | None], *args: str):
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+def run_in_own_loop(coroutine, timeout: float = 60):
+    """Run ``coroutine`` to its end in a thread of its own: a session's Playwright browser (the
+    sync API) keeps an event loop running in the main thread, where asyncio.run refuses to
+    start another."""
+    with concurrent.futures.ThreadPoolExecutor(1) as worker:
+        return worker.submit(asyncio.run, coroutine).result(timeout)

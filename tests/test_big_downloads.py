@@ -4,11 +4,11 @@ answer survives the pool's threads, so a long export is never cut off at its end
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 
 from flask import Flask, Response, request, stream_with_context
 
 from app.web.front import Front
+from tests.helpers import run_in_own_loop
 
 
 def _get(wsgi_app, path: str) -> list[dict]:
@@ -35,10 +35,7 @@ def _get(wsgi_app, path: str) -> list[dict]:
         # other requests keep the pool's threads turning, as on a busy server
         await asyncio.gather(*(front(scope, receive, send) for _ in range(4)))
 
-    # A thread of its own: a session's Playwright browser (the sync API) keeps an event loop
-    # running in the main thread, where asyncio.run refuses to start another.
-    with concurrent.futures.ThreadPoolExecutor(1) as worker:
-        worker.submit(asyncio.run, run()).result(60)
+    run_in_own_loop(run())
     return sent
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from app.migrate import upgrade
 from tests.conftest import REPO
+from tests.helpers import run_in_own_loop
 
 BODY_TIMEOUT = 2
 
@@ -164,9 +165,6 @@ def test_access_log_is_private_and_masks_tokens(server):
 
 
 def test_a_long_answer_streams_in_chunks_and_is_closed():
-    import asyncio
-    import concurrent.futures
-
     from app.web.front import Front
 
     closed = []
@@ -206,11 +204,7 @@ def test_a_long_answer_streams_in_chunks_and_is_closed():
     async def send(message):
         sent.append(message)
 
-    # A thread of its own: a session's Playwright browser (the sync API) keeps an event loop
-    # running in the main thread, where asyncio.run refuses to start another.
-    worker = concurrent.futures.ThreadPoolExecutor(1)
-    worker.submit(asyncio.run, Front(wsgi_app, threads=2)(scope, receive, send)).result(60)
-    worker.shutdown()
+    run_in_own_loop(Front(wsgi_app, threads=2)(scope, receive, send))
     bodies = [m for m in sent if m["type"] == "http.response.body"]
     assert sent[0]["status"] == 200 and len(bodies) > 2
     assert all(m.get("more_body") for m in bodies[:-1]) and not bodies[-1].get("more_body")
