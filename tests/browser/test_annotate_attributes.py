@@ -116,6 +116,23 @@ def test_a_multi_label_mark_with_attributes_by_keyboard(
         page.screenshot(
             path=str(artifacts / f"annotate-attributes-edit-{width}.png"), full_page=True
         )
+    # On a phone the fixed new-annotation sheet never covers the open edit form's buttons.
+    form.locator("button:has-text('Cancel')").click()
+    item.locator(".edit-btn").click()
+    for selector in (".edit-comment", ".save-edit"):
+        assert page.evaluate(
+            """(selector) => {
+                const target = document.querySelector("form.annot-edit " + selector);
+                const box = target.getBoundingClientRect();
+                const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+                return target.contains(hit);
+            }""",
+            selector,
+        ), f"{selector} is hidden behind the new-annotation sheet at 390 px"
+    form.locator('.edit-category-choice:has-text("Language") input').uncheck()
+    form.locator('select.edit-attribute[data-attribute="severity"]').select_option("critical")
+    form.locator(".edit-comment").fill("Who is Bo?")
+    page.screenshot(path=str(artifacts / "annotate-attributes-edit-390-viewport.png"))
     page.set_viewport_size({"width": 1440, "height": 900})
     form.locator(".save-edit").click()
     wait_saved(page)

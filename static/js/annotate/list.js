@@ -91,6 +91,9 @@ export function renderList() {
                 onclick: () => {
                   editingKey = editingKey === a.key ? null : a.key;
                   renderList();
+                  // On a phone the new-annotation sheet is fixed at the window's foot: bring the
+                  // whole form above it (its scroll-margin keeps the sheet's height clear).
+                  el.list.querySelector(".annot-edit")?.scrollIntoView({ block: "nearest" });
                 },
               },
               t("edit"),
