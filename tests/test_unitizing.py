@@ -92,3 +92,22 @@ def test_report_slots_documents_pairs_and_identical_work():
     assert pairs["gamma"][0][0] is None and pairs["gamma"][0][1]["gamma"] == 1.0
     assert pairs["unitized_alpha"][1][2] == pytest.approx(1.0)
     assert (result["seed"], result["samples"], result["skipped"]) == (4577, 30, 0)
+
+
+def test_pygamma_is_compiled_with_numbas_disk_cache():
+    """pygamma compiles its numba functions at import, by default never cached: 20-25 s of CPU
+    in every new process (each ``marginalia report``, each worker start). Through the app's
+    loader the next process loads the machine code from disk."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from app.quality.unitizing import pygamma_classes; pygamma_classes(); "
+        "import numba, pygamma_agreement.numba_utils as m; "
+        "print(type(m.levenshtein._cache).__name__, numba.njit.__name__)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    # cached, and numba's own decorator given back unchanged to everything imported later
+    assert shown.stdout.split() == ["FunctionCache", "njit"]

@@ -33,6 +33,7 @@ paired span counted by its own, later, range), so a queued job can call it
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -162,13 +163,33 @@ def _solver_output_dropped() -> Iterator[None]:
         os.close(saved)
 
 
+def pygamma_classes():
+    """pygamma-agreement's two classes, its numba functions compiled once per installation:
+    pygamma compiles them eagerly at import without numba's on-disk cache (20-25 s of CPU in
+    each new process: every ``marginalia report`` and worker start), so the import runs with
+    ``cache=True`` as numba's default (later imports ~0.5 s; the same machine code)."""
+    if "pygamma_agreement" not in sys.modules:
+        import numba
+
+        eager = numba.njit
+        numba.njit = functools.partial(eager, cache=True)
+        try:
+            import pygamma_agreement  # noqa: F401
+        finally:
+            numba.njit = eager
+    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+
+    return CombinedCategoricalDissimilarity, Continuum
+
+
 def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
     """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
     ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
     if len(annotators) < 2 or not units:
         return None
     from pyannote.core import Segment as Interval
-    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+
+    CombinedCategoricalDissimilarity, Continuum = pygamma_classes()
 
     continuum = Continuum()
     for annotator in annotators:
