@@ -1,0 +1,150 @@
+"""The optional pause rule (issue 32; app/annotation/pausing.py, docs/METRICS.md "The pause
+rule"): set on the Settings page (bad values refused, nothing changed), a worker whose gold F1
+falls below the bar after K documents is refused their next document over real HTTP with a
+clear message, logged as a ``pause`` action; one whose expected F1 (the worker models' figure
+that ranks) is below its bar is paused when the figure job has computed it; an unblock
+stands. SQLite and Postgres."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from sqlalchemy import select
+
+from app.db import session_scope
+from app.models import Study, WorkerAction, WorkerReview
+from tests.browser.conftest import LiveServer
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import DOCUMENTS, annotation_body
+from tests.test_worker_management import act, create_researcher, csrf, logged_in
+
+GOLD_TEXT = "Mira met the wrong person at the station."
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def call(base: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    """One JSON POST over real HTTP: (status, answer)."""
+    request = urllib.request.Request(
+        base + path,
+        data=json.dumps(body or {}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read() or b"{}")
+
+
+def do_document(base: str, worker: str, document: str, marks=(), texts=None) -> None:
+    status, opened = call(
+        base, "/api/assignments", {"study": "demo", "document": document, "worker_id": worker}
+    )
+    assert status == 201, opened
+    token = opened["token"]
+    for segment, text in marks:
+        body = annotation_body(segment, text, "CharE", texts=texts)
+        assert call(base, f"/api/assignments/{token}/annotations", body)[0] == 201
+    assert call(base, f"/api/assignments/{token}/submit")[0] == 200
+
+
+def pauses(app) -> list[tuple[str, str, str]]:
+    with app.app_context(), session_scope() as session:
+        return [
+            (a.worker_id, a.actor, a.detail)
+            for a in session.scalars(select(WorkerAction).where(WorkerAction.action == "pause"))
+        ]
+
+
+def test_a_worker_below_gold_f1_is_paused_refused_and_logged(app, client):
+    from app.documents.records import DocumentInput, GoldSpan
+    from app.documents.studies import import_documents
+
+    make_study(app, documents=DOCUMENTS, annotators_per_doc=3)
+    gold = DocumentInput(
+        "gold-1",
+        [GOLD_TEXT],
+        gold=[GoldSpan(segment=0, text="the wrong person", category="CharE", votes=3)],
+    )
+    with app.app_context(), session_scope() as session:
+        import_documents(session, session.scalar(select(Study)), [gold], gold=True)
+    create_researcher(app, "owner@example.org", admin=True)
+    researcher = logged_in(app, "owner@example.org")
+    url = "/admin/studies/demo/settings/pause"
+    form = {"csrf_token": csrf(researcher), "after": "1", "min_gold_f1": "0.5"}
+    for bad, message in (({"min_gold_f1": "2"}, "at most 1"), ({"after": "0"}, "from 1")):
+        refused = researcher.post(url, data={**form, **bad})
+        assert refused.status_code == 400 and message in refused.get_data(as_text=True)
+        with app.app_context(), session_scope() as session:
+            assert "pause" not in (session.scalar(select(Study)).settings or {})
+    assert researcher.post(url, data=form).status_code == 302
+    page = researcher.get("/admin/studies/demo/settings").get_data(as_text=True)
+    assert 'name="min_gold_f1" min="0" max="1" step="0.01"\n        value="0.5"' in page
+
+    server = LiveServer(app).start()
+    try:
+        base = server.url
+        # careful finds the gold error (F1 1), slacker marks nothing (F1 0) on gold-1
+        do_document(base, "careful", "gold-1", [(0, "the wrong person")], [GOLD_TEXT])
+        do_document(base, "slacker", "gold-1")
+        assert pauses(app) == [("slacker", "pause rule", "gold F1 0.000 < 0.5 after 1 documents")]
+        status, answer = call(base, "/api/assignments", {"study": "demo", "worker_id": "slacker"})
+        assert status == 409 and "paused" in answer["error"], answer
+        status, answer = call(base, "/api/assignments", {"study": "demo", "worker_id": "careful"})
+        assert status == 201, answer
+        # the log on the worker's page; an unblock lifts the pause, and the rule does not
+        # pause the worker again
+        log = researcher.get("/admin/studies/demo/worker", query_string={"id": "slacker"})
+        assert "pause rule" in log.get_data(as_text=True)
+        assert act(researcher, "slacker", "unblock").status_code == 303
+        do_document(base, "slacker", "doc-1")
+        status, answer = call(base, "/api/assignments", {"study": "demo", "worker_id": "slacker"})
+        assert status == 201, answer
+        assert len(pauses(app)) == 1
+    finally:
+        server.stop()
+    # both bars empty: no rule
+    assert researcher.post(url, data={**form, "min_gold_f1": ""}).status_code == 302
+    with app.app_context(), session_scope() as session:
+        assert "pause" not in (session.scalar(select(Study)).settings or {})
+
+
+def test_expected_f1_below_the_bar_pauses_when_the_figure_job_has_computed_it(app, client):
+    """The five-sentence case of tests/test_reliability.py through the API: a, b and c mark
+    the first two sentences, *every* all five, *none* nothing; expected F1 1, 4/7 and 0.
+    With the bar at 0.5 the figure job pauses *none* alone (MACE's competence would have
+    paused *every*: 0.40 against *none*'s 0.60)."""
+    from app.quality import figure_jobs, figures
+
+    text = "Anna sings. Bob dances. Cleo sleeps. Dan eats. Eve reads."
+    sentences = ["Anna sings.", "Bob dances.", "Cleo sleeps.", "Dan eats.", "Eve reads."]
+    make_study(app, documents=[("d", [text])], annotators_per_doc=5)
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        study.settings = {**(study.settings or {}), "pause": {"after": 1, "min_expected_f1": 0.5}}
+    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's time budget: none (this is the models')
+    server = LiveServer(app).start()
+    try:
+        for worker, marked in (("a", 2), ("b", 2), ("c", 2), ("every", 5), ("none", 0)):
+            do_document(server.url, worker, "d", [(0, s) for s in sentences[:marked]], [text])
+        assert pauses(app) == []  # no figures yet
+        with app.app_context(), session_scope() as session:
+            figures.enqueue(session, session.scalar(select(Study)), False)
+        with app.app_context(), session_scope() as session:
+            assert figure_jobs.run_next(session, "test")
+        [(worker, actor, detail)] = pauses(app)
+        assert (worker, actor) == ("none", "pause rule")
+        assert detail == "expected F1 0.000 < 0.5 after 1 documents"
+        with app.app_context(), session_scope() as session:
+            blocked = session.scalars(select(WorkerReview.worker_id).where(WorkerReview.blocked))
+            assert list(blocked) == ["none"]
+    finally:
+        server.stop()
