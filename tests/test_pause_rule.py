@@ -1,9 +1,8 @@
 """The optional pause rule (issue 32; app/annotation/pausing.py, docs/METRICS.md "The pause
 rule"): set on the Settings page (bad values refused, nothing changed), a worker whose gold F1
 falls below the bar after K documents is refused their next document over real HTTP with a
-clear message, logged as a ``pause`` action; one whose expected F1 (the worker models' figure
-that ranks) is below its bar is paused when the figure job has computed it; an unblock
-stands. SQLite and Postgres."""
+clear message, logged as a ``pause`` action; an unblock stands. SQLite and Postgres. The
+expected-F1 bar, applied by the figure job: tests/test_consensus_cli.py."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
-from app.models import Study, WorkerAction, WorkerReview
+from app.models import Study, WorkerAction
 from tests.browser.conftest import LiveServer
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, annotation_body
@@ -115,36 +114,3 @@ def test_a_worker_below_gold_f1_is_paused_refused_and_logged(app, client):
     assert researcher.post(url, data={**form, "min_gold_f1": ""}).status_code == 302
     with app.app_context(), session_scope() as session:
         assert "pause" not in (session.scalar(select(Study)).settings or {})
-
-
-def test_expected_f1_below_the_bar_pauses_when_the_figure_job_has_computed_it(app, client):
-    """The five-sentence case of tests/test_reliability.py through the API: a, b and c mark
-    the first two sentences, *every* all five, *none* nothing; expected F1 1, 4/7 and 0.
-    With the bar at 0.5 the figure job pauses *none* alone (MACE's competence would have
-    paused *every*: 0.40 against *none*'s 0.60)."""
-    from app.quality import figure_jobs, figures
-
-    text = "Anna sings. Bob dances. Cleo sleeps. Dan eats. Eve reads."
-    sentences = ["Anna sings.", "Bob dances.", "Cleo sleeps.", "Dan eats.", "Eve reads."]
-    make_study(app, documents=[("d", [text])], annotators_per_doc=5)
-    with app.app_context(), session_scope() as session:
-        study = session.scalar(select(Study))
-        study.settings = {**(study.settings or {}), "pause": {"after": 1, "min_expected_f1": 0.5}}
-    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's time budget: none (this is the models')
-    server = LiveServer(app).start()
-    try:
-        for worker, marked in (("a", 2), ("b", 2), ("c", 2), ("every", 5), ("none", 0)):
-            do_document(server.url, worker, "d", [(0, s) for s in sentences[:marked]], [text])
-        assert pauses(app) == []  # no figures yet
-        with app.app_context(), session_scope() as session:
-            figures.enqueue(session, session.scalar(select(Study)), False)
-        with app.app_context(), session_scope() as session:
-            assert figure_jobs.run_next(session, "test")
-        [(worker, actor, detail)] = pauses(app)
-        assert (worker, actor) == ("none", "pause rule")
-        assert detail == "expected F1 0.000 < 0.5 after 1 documents"
-        with app.app_context(), session_scope() as session:
-            blocked = session.scalars(select(WorkerReview.worker_id).where(WorkerReview.blocked))
-            assert list(blocked) == ["none"]
-    finally:
-        server.stop()
