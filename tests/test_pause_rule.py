@@ -114,3 +114,28 @@ def test_a_worker_below_gold_f1_is_paused_refused_and_logged(app, client):
     assert researcher.post(url, data={**form, "min_gold_f1": ""}).status_code == 302
     with app.app_context(), session_scope() as session:
         assert "pause" not in (session.scalar(select(Study)).settings or {})
+
+
+def test_the_pause_rule_from_the_command_line(app, database_url):
+    """``marginalia study settings --pause-*``: an option not given keeps its value, a bad
+    value exits 1 with one line and changes nothing, both bars off remove the rule."""
+    from tests.helpers import cli_in_process
+
+    make_study(app)
+
+    def settings(*args):
+        done = cli_in_process({"DATABASE_URL": database_url}, "study", "settings", "demo", *args)
+        return done.returncode, done.stdout, done.stderr
+
+    code, out, _ = settings("--pause-after", "3", "--pause-below-gold-f1", "0.4", "--json")
+    assert code == 0 and json.loads(out)["pause"] == {"after": 3, "min_gold_f1": 0.4}
+    code, out, _ = settings("--pause-below-expected-f1", "0.3", "--json")
+    assert json.loads(out)["pause"] == {"after": 3, "min_expected_f1": 0.3, "min_gold_f1": 0.4}
+    for bad in (("--pause-below-gold-f1", "2"), ("--pause-after", "0")):
+        code, out, err = settings(*bad, "--json")
+        assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, (bad, err)
+    code, out, _ = settings("--json")
+    assert json.loads(out)["pause"] == {"after": 3, "min_expected_f1": 0.3, "min_gold_f1": 0.4}
+    off = ("--pause-below-gold-f1", "off", "--pause-below-expected-f1", "off", "--json")
+    code, out, _ = settings(*off)
+    assert code == 0 and json.loads(out)["pause"] is None
