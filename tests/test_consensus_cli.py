@@ -24,6 +24,7 @@ from app.models import (
     WorkerAction,
     WorkerReview,
 )
+from app.quality.figures import stored_reliability
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import annotation_body, cli_in_process, open_token
 
@@ -74,7 +75,7 @@ def test_export_and_auto_accept_by_posterior_from_the_command_line(app, client, 
     five_sentences(app, client, pause={"after": 1, "min_expected_f1": 0.5})
     # the figure job applied the pause rule (app/annotation/pausing.py) with the expected F1
     # it computed: 1 for a, b, c, 4/7 for *every*, 0 for *none*: *none* alone is paused
-    # (MACE's competence would have paused *every*: 0.40 against *none*'s 0.60)
+    # (a bar on MACE's competence would pause *every* first: it rates *none* higher)
     with app.app_context(), session_scope() as session:
         paused = session.execute(
             select(WorkerAction.worker_id, WorkerAction.actor, WorkerAction.detail).where(
@@ -84,6 +85,10 @@ def test_export_and_auto_accept_by_posterior_from_the_command_line(app, client, 
         blocked = session.scalars(select(WorkerReview.worker_id).where(WorkerReview.blocked))
         assert list(blocked) == ["none"]
     assert paused == [("none", "pause rule", "expected F1 0.000 < 0.5 after 1 documents")]
+    with app.app_context(), session_scope() as session:
+        models, _ = stored_reliability(session, session.scalar(select(Study)))
+    assert models["every"]["expected_f1"] == pytest.approx(4 / 7, abs=0.01)
+    assert models["none"]["competence"] > models["every"]["competence"]  # measured 0.94, 0.82
     stored = stored_posteriors(app)
     assert sorted(stored) == BOUNDS  # every sentence was marked (by *every*)
     assert all(stored[b] > 0.99 for b in BOUNDS[:2]) and all(stored[b] < 0.01 for b in BOUNDS[2:])
