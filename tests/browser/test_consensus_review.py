@@ -68,4 +68,4 @@ def test_auto_accept_one_document_by_posterior(app, client, live_server, pw_page
 
     for width in (1440, 1024, 390):  # the review page with its posterior control
         page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(artifacts / f"review-posterior-{width}.png"))
+        page.screenshot(path=str(artifacts / f"review-document-posterior-{width}.png"))
