@@ -17,7 +17,7 @@ computed new figures (:mod:`app.quality.figure_jobs`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,8 +82,15 @@ def configure_pause(study: Study, *, after: Any, min_expected_f1: Any, min_gold_
     study.settings = settings
 
 
-def _reason(session: Session, study: Study, rule: PauseRule, worker_id: str, models) -> str:
-    """Why the rule pauses this worker ('' when it does not)."""
+def _reason(
+    session: Session,
+    study: Study,
+    rule: PauseRule,
+    worker_id: str,
+    models: Callable[[], dict[str, Any]],
+) -> str:
+    """Why the rule pauses this worker ('' when it does not); ``models`` reads the stored
+    figures (only for a worker past K documents, under an expected-F1 bar)."""
     done = session.scalar(
         select(func.count(Assignment.id)).where(
             Assignment.study_id == study.id,
@@ -93,8 +100,8 @@ def _reason(session: Session, study: Study, rule: PauseRule, worker_id: str, mod
     )
     if (done or 0) < rule.after:
         return ""
-    expected = (models.get(worker_id) or {}).get("expected_f1")
     bar = rule.min_expected_f1
+    expected = (models().get(worker_id) or {}).get("expected_f1") if bar is not None else None
     if bar is not None and expected is not None and expected < bar:
         return f"expected F1 {expected:.3f} < {bar:g} after {done} documents"
     if rule.min_gold_f1 is not None:
@@ -148,7 +155,13 @@ def check(session: Session, study: Study, workers: Iterable[str] | None = None) 
             )
         )
     )
-    models: dict[str, Any] | None = None
+    stored: list[dict[str, Any]] = []
+
+    def models() -> dict[str, Any]:  # the stored figures, read once and only when needed
+        if not stored:
+            stored.append(stored_reliability(session, study)[0])
+        return stored[0]
+
     paused = []
     for worker_id in sorted(set(workers) - once):
         review = session.scalar(
@@ -158,8 +171,6 @@ def check(session: Session, study: Study, workers: Iterable[str] | None = None) 
         )
         if review is not None and review.blocked:
             continue
-        if models is None:
-            models = stored_reliability(session, study)[0] if rule.min_expected_f1 else {}
         reason = _reason(session, study, rule, worker_id, models)
         if not reason:
             continue
