@@ -81,7 +81,7 @@ def make(app, client, slug: str) -> None:
 
 
 @pytest.mark.slow
-def test_mace_competence_orders_workers_as_their_true_f1(app, client):
+def test_expected_f1_orders_workers_as_their_true_f1_where_mace_does_not(app, client):
     make(app, client, "replayed")
     app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's time budget: none (this test is MACE's)
     with app.app_context(), session_scope() as session:
