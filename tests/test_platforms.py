@@ -312,6 +312,7 @@ def test_configure_study_validates_and_describes(app):
         "hints": "balanced",
         "screen_out_url": None,
         "min_catch_rate": None,
+        "pause": None,
     }
     assert configure(app, hints="precise")["hints"] == "precise"
     for bad, message in [

@@ -81,7 +81,7 @@ def make(app, client, slug: str) -> None:
 
 
 @pytest.mark.slow
-def test_mace_competence_orders_workers_as_their_true_f1(app, client):
+def test_expected_f1_orders_workers_as_their_true_f1_where_mace_does_not(app, client):
     make(app, client, "replayed")
     app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ's time budget: none (this test is MACE's)
     with app.app_context(), session_scope() as session:
@@ -115,9 +115,21 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     }
     by_f1 = sorted(WORKERS, key=lambda w: -true_f1[w])
     assert by_f1 == ["exact", "random-half", "every-word", "spammer", "nothing"], true_f1
+    # the figure that ranks workers (docs/METRICS.md): the F1 Dawid-Skene's confusion matrix
+    # gives at its error prior orders all five strictly as their true F1 does (a tie would
+    # not pass: WORKERS is already in that order)
+    expected = {w: rows[w]["reliability"]["expected_f1"] for w in WORKERS}
+    assert all(expected[a] > expected[b] for a, b in zip(by_f1, by_f1[1:], strict=False)), expected
+    for w in WORKERS:
+        assert expected[w] == pytest.approx(true_f1[w], abs=0.05), (w, expected, true_f1)
+    # every-word's true precision is the share of units that are errors: F1 = 2π / (1 + π)
+    base_rate = true_f1["every-word"] / (2 - true_f1["every-word"])  # 1/7 here
+    assert models["error_prior"] == pytest.approx(base_rate, abs=0.01)  # measured 0.136
     # the F1 against MACE's posterior orders all five as their true F1 does, and equals it
     consensus = {w: rows[w]["reliability"]["consensus_f1"] for w in WORKERS}
-    assert sorted(WORKERS, key=lambda w: -consensus[w]) == by_f1
+    assert all(consensus[a] > consensus[b] for a, b in zip(by_f1, by_f1[1:], strict=False)), (
+        consensus
+    )
     for w in WORKERS:
         assert consensus[w] == pytest.approx(true_f1[w], abs=1e-3), w
     # MACE's competence orders the informative workers as F1 does and puts the three who
@@ -137,9 +149,10 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
     exported = [
         json.loads(line) for line in export_text(app, "replayed", "assignments-jsonl").splitlines()
     ]
-    assert {(r["worker_id"], r["mace_competence"], r["consensus_f1"]) for r in exported} == {
-        (w, competence[w], consensus[w]) for w in WORKERS
-    }
+    assert {
+        (r["worker_id"], r["mace_competence"], r["consensus_f1"], r["expected_f1"])
+        for r in exported
+    } == {(w, competence[w], consensus[w], expected[w]) for w in WORKERS}
     create_researcher(app, "owner@example.org", admin=True)
     researcher = logged_in(app, "owner@example.org")
     page = researcher.get("/admin/studies/replayed/workers").get_data(as_text=True)
@@ -148,9 +161,11 @@ def test_mace_competence_orders_workers_as_their_true_f1(app, client):
             rf'data-worker="{w}".*?<td class="num competence">(.*?)</td>', page, re.S
         ).group(1)
         assert f"{competence[w]:.2f}" in cell and f"{consensus[w]:.2f}" in cell, (w, cell)
+        assert f'class="expected-f1">{expected[w]:.2f}<' in cell, (w, cell)
     assert "as computed at" in page
     one = researcher.get("/admin/studies/replayed/worker", query_string={"id": "random-half"})
     assert f'id="mace-competence">{competence["random-half"]:.2f}<' in one.get_data(as_text=True)
+    assert f'id="expected-f1">{expected["random-half"]:.2f}<' in one.get_data(as_text=True)
     check_consensus_layer(app, researcher, gold, texts, scopes, units=models["units"])
     check_auto_accept_by_posterior(app, researcher)
 
@@ -262,6 +277,37 @@ def test_units_labels_and_consensus_f1_by_hand():
     assert alone["workers"] == {} and "two workers" in alone["reason"]
     silent = worker_models([], texts, annotated, categories=["CharE"])
     assert silent["workers"] == {} and "same" in silent["reason"]
+
+
+def test_expected_f1_ranks_where_mace_competence_rewards_silence():
+    """Five sentences, one category: a, b and c mark the first two, *every* marks all five,
+    *none* submits nothing. Dawid-Skene takes a, b, c's labels as the truth (sensitivity =
+    specificity = 1), its error prior π = 2/5; *every* says 1 to all (s = 1, t = 0), *none*
+    says 0 to all (s = 0, t = 1). Expected F1 = 2sπ / (2sπ + (1 − t)(1 − π) + (1 − s)π):
+    a = 2·0.4 / 0.8 = 1, every = 0.8 / (0.8 + 0.6) = 4/7 (its true F1: 2 found, 3 wrong,
+    2·2 / (2·2 + 3)), none = 0. MACE's competence puts *none* above *every* (0.60 > 0.40):
+    most units are not errors, and *none* agrees with all of those."""
+    from app.quality.reliability import expected_f1, worker_models
+
+    text = "Anna sings. Bob dances. Cleo sleeps. Dan eats. Eve reads."
+    sentences = [(0, 11), (12, 23), (24, 36), (37, 46), (47, 57)]
+    texts = {("d", 0): text}
+    spans = [
+        Span("d", 0, start, end, "CharE", worker, text[start:end])
+        for worker, marked in (("a", 2), ("b", 2), ("c", 2), ("every", 5))
+        for start, end in sentences[:marked]
+    ]
+    annotated = {w: {"d"} for w in ("a", "b", "c", "every", "none")}
+    models = worker_models(spans, texts, annotated, categories=["CharE"])
+    assert models["error_prior"] == pytest.approx(2 / 5)
+    workers = models["workers"]
+    assert workers["a"]["expected_f1"] == pytest.approx(1.0)
+    assert workers["every"]["expected_f1"] == pytest.approx(4 / 7)
+    assert workers["none"]["expected_f1"] == 0.0
+    assert workers["none"]["competence"] > workers["every"]["competence"]  # MACE's order
+    # the formula itself, by hand: s = 0.5, t = 0.9, π = 0.2: TP 0.1, FP 0.08, FN 0.1
+    assert expected_f1(0.5, 0.9, 0.2) == pytest.approx(2 * 0.1 / (2 * 0.1 + 0.08 + 0.1))
+    assert expected_f1(0.0, 1.0, 0.0) is None  # no errors, never says 1: 0 / 0
 
 
 def check_auto_accept_by_posterior(app, researcher) -> None:

@@ -238,6 +238,11 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     assignment.status = "submitted"
     assignment.submitted_at = now()
     engage(assignment)
+    if "pause" in (assignment.study.settings or {}):  # the optional pause rule
+        from app.annotation import pausing
+
+        session.flush()
+        pausing.check(session, assignment.study, [assignment.worker_id])
     if qualification(assignment.study) is not None and assignment.document.is_gold:
         session.flush()
         if screen_out(session, assignment.study, assignment.worker_id):

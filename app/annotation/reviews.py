@@ -12,6 +12,9 @@ Actions (each logged in ``worker_actions`` with who and when):
 * ``block`` / ``unblock``: a blocked worker gets no new document in the study
   (:func:`refuse_blocked`, called on every arrival);
 * ``note``: the researcher's note on the worker, replaced.
+
+The study's pause rule (:mod:`app.annotation.pausing`) blocks a worker too, logged as a
+``pause`` action by ``pause rule``; ``unblock`` or ``approve`` lifts it.
 """
 
 from __future__ import annotations
@@ -39,15 +42,37 @@ class Blocked(Conflict):
         super().__init__("you cannot take part in this study any more")
 
 
+class Paused(Blocked):
+    """The arriving worker was paused by the study's pause rule (app/annotation/pausing.py)."""
+
+    def __init__(self) -> None:
+        Conflict.__init__(
+            self,
+            "your work in this study is paused: your answers fell below the study's quality "
+            "bar, and the researchers will look at them; no new document for now",
+        )
+
+
 def refuse_blocked(session: Session, study: Study, worker_id: str) -> None:
-    """One cheap query: raise :class:`Blocked` when the worker is blocked from the study."""
+    """One cheap query: raise :class:`Blocked` when the worker is blocked from the study
+    (:class:`Paused` when the last action that set it was the pause rule's)."""
     blocked = session.scalar(
         select(WorkerReview.blocked).where(
             WorkerReview.study_id == study.id, WorkerReview.worker_id == worker_id
         )
     )
     if blocked:
-        raise Blocked()
+        last = session.scalar(
+            select(WorkerAction.action)
+            .where(
+                WorkerAction.study_id == study.id,
+                WorkerAction.worker_id == worker_id,
+                WorkerAction.action.in_(("block", "reject", "pause")),
+            )
+            .order_by(WorkerAction.id.desc())
+            .limit(1)
+        )
+        raise Paused() if last == "pause" else Blocked()
 
 
 def worker_state(statuses: Iterable[str]) -> str:

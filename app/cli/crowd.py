@@ -95,6 +95,22 @@ from app.cli.base import with_app as _run
     help="The language of the worker pages' own text: en or de ('' clears: --lang when the "
     "pages have it, else each worker's browser).",
 )
+@click.option(
+    "--pause-after",
+    type=int,
+    default=None,
+    help="The pause rule: checked once a worker has submitted this many documents (default 5).",
+)
+@click.option(
+    "--pause-below-expected-f1",
+    default=None,
+    help="Pause workers whose expected F1 (worker models) is below this (0-1; 'off').",
+)
+@click.option(
+    "--pause-below-gold-f1",
+    default=None,
+    help="Pause workers whose mean gold F1 is below this (0-1; 'off').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -113,6 +129,9 @@ def study_settings(
     lang: str | None,
     direction: str | None,
     interface_lang: str | None,
+    pause_after: int | None,
+    pause_below_expected_f1: str | None,
+    pause_below_gold_f1: str | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings and its texts' language."""
@@ -163,8 +182,11 @@ def study_settings(
         for key, value in (("lang", lang), ("dir", direction), ("interface_lang", interface_lang)):
             if value is not None:
                 texts[key] = value
+        pause = (pause_after, pause_below_expected_f1, pause_below_gold_f1)
         with session_scope() as session:
             study = get_study(session, slug)
+            if any(value is not None for value in pause):
+                _configure_pause(study, *pause)
             described = language.configure_language(study, **texts)
             return {**platforms.configure_study(study, **changes), **described}
 
@@ -174,6 +196,19 @@ def study_settings(
         return
     for key, value in described.items():
         click.echo(f"{key}: {'-' if value is None else value}")
+
+
+def _configure_pause(study: Any, after: int | None, competence: str | None, gold: str | None):
+    """The pause rule's options over the study's rule (an option not given keeps its value)."""
+    from app.annotation import pausing
+
+    rule = pausing.pause_rule(study)
+    pausing.configure_pause(
+        study,
+        after=after if after is not None else (rule.after if rule else 5),
+        min_expected_f1=competence if competence is not None else (rule and rule.min_expected_f1),
+        min_gold_f1=gold if gold is not None else (rule and rule.min_gold_f1),
+    )
 
 
 @click.group("mturk")

@@ -405,4 +405,5 @@ def describe(study: Study) -> dict[str, Any]:
         "hints": settings.get("hints", DEFAULT_HINTS),
         "screen_out_url": settings.get("screen_out_url"),
         "min_catch_rate": (settings.get("attention") or {}).get("min_catch_rate"),
+        "pause": settings.get("pause") or None,
     }

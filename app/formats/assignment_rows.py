@@ -64,6 +64,7 @@ COLUMNS = (
     "questionnaire",
     "mace_competence",
     "consensus_f1",
+    "expected_f1",
 )
 
 
@@ -155,4 +156,5 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "questionnaire": answers.get(a.id) or None,
             "mace_competence": (models.get(a.worker_id) or {}).get("competence"),
             "consensus_f1": (models.get(a.worker_id) or {}).get("consensus_f1"),
+            "expected_f1": (models.get(a.worker_id) or {}).get("expected_f1"),
         }

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.documents.attributes import attribute_ids
 from app.errors import InvalidInput
 from app.models import Study, isoformat
-from app.quality.work import ADJUDICATED, Work, columns, select_work, stream
+from app.quality.work import ADJUDICATED, CONSENSUS, Work, columns, select_work, stream
 
 CSV_COLUMNS = (
     "study",
@@ -42,6 +42,7 @@ OPTIONAL_COLUMNS = ("category_label", "segment_text", "paired_end_segment")
 # Then, on their own: the document's role when practice documents are included, and the
 # document's review status on the adjudicated layer.
 ROLE, REVIEW_STATUS = "role", "review_status"
+POSTERIOR = "posterior"  # the consensus layer's unit's MACE posterior
 MARK, ATTRIBUTE = "mark", "attribute."
 
 
@@ -67,13 +68,15 @@ def column_names(
     work: Work, extra_columns: tuple[str, ...] = (), study: Study | None = None
 ) -> tuple[str, ...]:
     """The exported columns: CSV_COLUMNS, the optional ones asked for, ``role`` when
-    practice documents are included, ``review_status`` on the adjudicated layer, then
-    :func:`taxonomy_columns`."""
+    practice documents are included, ``review_status`` on the adjudicated layer,
+    ``posterior`` on the consensus layer, then :func:`taxonomy_columns`."""
     names = (*CSV_COLUMNS, *extra_columns)
     if work.include_practice:
         names += (ROLE,)
     if work.layer == ADJUDICATED:
         names += (REVIEW_STATUS,)
+    if work.layer == CONSENSUS:
+        names += (POSTERIOR,)
     return names + taxonomy_columns(study)
 
 
@@ -100,6 +103,8 @@ def export_columns(
         work_columns["paired_end_segment"], work_columns["paired_segment"]
     )
     sql[ROLE], sql[REVIEW_STATUS] = work_columns["role"], work_columns["review_status"]
+    if POSTERIOR in work_columns:
+        sql[POSTERIOR] = work_columns[POSTERIOR]
     sql[MARK] = cast(work_columns["mark"], Integer)
     for key in attribute_ids(study.taxonomy or {"categories": []}):
         sql[ATTRIBUTE + key] = cast(work_columns["attributes"][key].as_string(), String)

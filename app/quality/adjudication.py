@@ -27,7 +27,6 @@ from app.documents.text import normalise_newlines
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import (
     AdjudicatedError,
-    ConsensusUnit,
     Document,
     DocumentReview,
     GoldError,
@@ -35,7 +34,7 @@ from app.models import (
     utcnow,
 )
 from app.quality.candidates import PAIRED_FIELDS, Candidate
-from app.quality.review_state import candidates_of
+from app.quality.review_state import candidates_of, consensus_posteriors
 
 DECISIONS = {"accept": "accepted", "reject": "rejected"}
 STATUSES = ("unreviewed", "in_review", "done")
@@ -348,23 +347,8 @@ def _auto_candidates(
     ]
     if min_posterior is None:
         return found
-    units = session.execute(
-        select(
-            ConsensusUnit.segment, ConsensusUnit.start, ConsensusUnit.end, ConsensusUnit.category
-        )
-        .where(ConsensusUnit.document_id == document.id)
-        .where(ConsensusUnit.posterior >= min_posterior)
-    ).all()
-    return [
-        c
-        for c in found
-        if any(
-            (seg, cat) == (c.segment, c.category)
-            and start < c.proposal.end
-            and c.proposal.start < end
-            for seg, start, end, cat in units
-        )
-    ]
+    posteriors = consensus_posteriors(session, document, found)
+    return [c for c in found if (p := posteriors[c.key]) is not None and p >= min_posterior]
 
 
 def auto_accept_plan(

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.annotation import pausing
 from app.db import begin_write
 from app.detection import queue
 from app.models import FigureJob, Study, utcnow
@@ -46,6 +47,9 @@ def run_next(session: Session, worker: str) -> bool:
         if study is not None:
             study_report(session, study, include_practice=practice, compute_figures=True)
         begin_write(session)
+        study = session.get(Study, study_id)
+        if study is not None and not practice:
+            pausing.check(session, study)  # the pause rule reads the new expected F1
         done = session.get(FigureJob, job_id)
         if done is not None:
             done.status, done.finished_at, done.last_error = "done", utcnow(), None

@@ -20,6 +20,10 @@ so a queued job can call it (:mod:`app.quality.figures`).
   over the units the worker labelled (p the unit's posterior, l the worker's label).
 * **sensitivity** / **specificity** (Dawid-Skene, :data:`ITERATIONS` EM iterations): the
   worker's estimated P(label 1 | true 1) and P(label 0 | true 0).
+* **expected_f1** (the models' figure to order workers by, and the pause rule's): the F1
+  the worker's Dawid-Skene confusion matrix gives at the model's error prior π,
+  :func:`expected_f1`. MACE's competence rewards a worker who says 0 to every unit (most
+  units are not errors); this figure, like F1, gives them 0.
 * **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
   least one worker marked are returned with theirs; those at or above a threshold are the
   ``consensus`` export layer (app/quality/work.py, default 0.9).
@@ -92,8 +96,8 @@ def worker_models(
     scopes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """MACE and Dawid-Skene over the sentence units: ``{"unit": "sentence", "units",
-    "labels", "workers": {worker: {"competence", "consensus_f1", "sensitivity", "specificity",
-    "units"}},
+    "labels", "error_prior", "workers": {worker: {"competence", "consensus_f1", "expected_f1",
+    "sensitivity", "specificity", "units"}},
     "posteriors": [{"document", "segment", "start", "end", "category", "posterior",
     "marked"}], "seed", "restarts", "iterations", "reason"}``; ``workers`` is empty and
     ``reason`` says why when the models cannot be fitted."""
@@ -102,6 +106,7 @@ def worker_models(
         "unit": "sentence",
         "units": len(units),
         "labels": len(labels),
+        "error_prior": None,
         "workers": {},
         "posteriors": [],
         "seed": SEED,
@@ -130,7 +135,8 @@ def worker_models(
             n_restarts=RESTARTS, n_iter=ITERATIONS, method="em", random_state=SEED, verbose=False
         )
         posterior = mace.fit_predict_proba(frame)
-        errors = DawidSkene(n_iter=ITERATIONS).fit(frame).errors_
+        dawid_skene = DawidSkene(n_iter=ITERATIONS).fit(frame)
+    errors, prior = dawid_skene.errors_, float(dawid_skene.priors_.get(1, 0.0))
     names = list(pd.factorize(frame["worker"])[1])
     per_worker = frame.groupby("worker").size()
     frame["truth"] = posterior.loc[frame["task"], 1].to_numpy()  # P(the unit is an error)
@@ -138,14 +144,17 @@ def worker_models(
     sums = frame.groupby("worker")[["truth", "label", "hit"]].sum()
     for i, worker in enumerate(names):
         truth, said, hit = sums.loc[worker]
+        sensitivity, specificity = _rate(errors, worker, 1), _rate(errors, worker, 0)
         out["workers"][worker] = {
             "competence": float(mace.spamming_[i, 1]),
             "consensus_f1": float(2 * hit / (truth + said)) if truth + said > 0 else None,
-            "sensitivity": _rate(errors, worker, 1),
-            "specificity": _rate(errors, worker, 0),
+            "expected_f1": expected_f1(sensitivity, specificity, prior),
+            "sensitivity": sensitivity,
+            "specificity": specificity,
             "units": int(per_worker[worker]),
         }
     out["workers"] = dict(sorted(out["workers"].items()))
+    out["error_prior"] = prior
     marked = frame[frame["label"] == 1].groupby("task").size()
     for task, count in marked.items():
         doc, segment, start, end, category = units[int(task)]
@@ -170,3 +179,14 @@ def _rate(errors: Any, worker: str, label: int) -> float:
         return float(errors.loc[(worker, label), label])
     except KeyError:
         return 0.0
+
+
+def expected_f1(sensitivity: float, specificity: float, prior: float) -> float | None:
+    """The F1 a worker with this Dawid-Skene confusion matrix scores when a share ``prior``
+    of the units are errors: per unit, true positives s·π, false positives (1 − t)(1 − π),
+    false negatives (1 − s)·π, so F1 = 2sπ / (2sπ + (1 − t)(1 − π) + (1 − s)π) (s the
+    sensitivity, t the specificity, π the prior); None when that is 0 / 0 (no errors and a
+    worker who never says 1)."""
+    hit = sensitivity * prior
+    wrong = (1 - specificity) * (1 - prior) + (1 - sensitivity) * prior
+    return float(2 * hit / (2 * hit + wrong)) if 2 * hit + wrong > 0 else None

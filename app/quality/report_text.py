@@ -363,16 +363,19 @@ def _unitized(
     if rated:
         table = Table(
             title=f"Worker models over {models.get('units')} {models.get('unit')} units "
-            "(MACE competence; Dawid-Skene sensitivity / specificity)"
+            "(expected F1, the models' order; Dawid-Skene sensitivity / specificity; MACE competence)"
         )
-        for column in ("worker", "competence", "sensitivity", "specificity"):
+        for column in ("worker", "expected F1", "sensitivity", "specificity", "competence"):
             table.add_column(column)
         for w in rated:
             r = w["reliability"]
             _row(
                 table,
                 w["worker_id"],
-                *(_num(r[k]) for k in ("competence", "sensitivity", "specificity")),
+                *(
+                    _num(r.get(k))
+                    for k in ("expected_f1", "sensitivity", "specificity", "competence")
+                ),
             )
         console.print(table)
     elif models.get("reason"):

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.models import (
     AdjudicatedError,
+    ConsensusUnit,
     Document,
     DocumentReview,
     Segment,
@@ -84,6 +85,38 @@ def status_json(review: DocumentReview | None) -> dict[str, Any]:
     }
 
 
+def consensus_posteriors(
+    session: Session, document: Document, candidates: list[Candidate]
+) -> dict[str, float | None]:
+    """Each candidate's consensus posterior: the highest stored MACE posterior of a consensus
+    unit of its category (a sentence some worker marked, app/quality/figures.py) that its
+    proposal overlaps; None where no unit does. A candidate is in the consensus at P when
+    this is at least P (auto-accept by posterior, one rule for the page's count and the
+    write)."""
+    units = session.execute(
+        select(
+            ConsensusUnit.segment,
+            ConsensusUnit.start,
+            ConsensusUnit.end,
+            ConsensusUnit.category,
+            ConsensusUnit.posterior,
+        ).where(ConsensusUnit.document_id == document.id)
+    ).all()
+    return {
+        c.key: max(
+            (
+                p
+                for seg, start, end, cat, p in units
+                if (seg, cat) == (c.segment, c.category)
+                and start < c.proposal.end
+                and c.proposal.start < end
+            ),
+            default=None,
+        )
+        for c in candidates
+    }
+
+
 def review_json(session: Session, document: Document) -> dict[str, Any]:
     """Everything the review page draws, JSON-ready (text stays text: the page uses nodes)."""
     workers, marks = document_marks(session, document)
@@ -97,6 +130,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
     ).all()
     by_candidate = {row.candidate: row for row in rows if row.candidate is not None}
     current = {c.key for c in candidates}
+    posteriors = consensus_posteriors(session, document, candidates)
     suggestions = session.scalars(
         select(Suggestion)
         .where(Suggestion.document_id == document.id)
@@ -124,6 +158,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
                 "proposal": {**c.proposal.json(), "comment": c.comment},
                 "marks": [m.id for m in c.marks],
                 "decision": row_json(by_candidate[c.key]) if c.key in by_candidate else None,
+                "posterior": posteriors[c.key],
             }
             for c in candidates
         ],

@@ -198,7 +198,7 @@ def columns(study: Study, work: Work) -> dict[str, ColumnElement[Any]]:
 
 def _consensus_columns(study: Study) -> dict[str, ColumnElement[Any]]:
     """:func:`columns` of the consensus layer: a unit's sentence is its span, no pair, no
-    comment, ``created_at`` when the figures were computed."""
+    comment, ``created_at`` when the figures were computed, and its ``posterior``."""
     unit = ConsensusUnit
     nothing = cast(null(), String)
     text = select(
@@ -229,6 +229,7 @@ def _consensus_columns(study: Study) -> dict[str, ColumnElement[Any]]:
         "paired_text": nothing,
         "created_at": unit.created_at,
         "segment_text": whole.scalar_subquery(),
+        "posterior": unit.posterior,
     }
 
 

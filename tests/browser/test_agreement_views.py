@@ -70,15 +70,20 @@ def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
     assert competence["worker-0"] < competence["worker-1"] < competence["worker-2"]
     assert consensus["worker-0"] < consensus["worker-1"] < consensus["worker-2"]
     assert consensus["worker-2"] > 0.99  # 0.995
+    expected = {row["worker_id"]: row["reliability"]["expected_f1"] for row in report["workers"]}
+    # the expected F1 leads the cell (the models' figure to order workers by), MACE below it
     cell = page.locator('#worker-table tr[data-worker="worker-0"] td.competence').inner_text()
-    assert cell.startswith(f"{competence['worker-0']:.2f}"), cell
+    assert cell.startswith(f"{expected['worker-0']:.2f}"), cell
+    assert f"MACE {competence['worker-0']:.2f}" in cell, cell
     shoot(page, artifacts, "dashboard", "agreement", "workers")
     page.goto(f"{live_server.url}/admin/studies/agree/workers")
     cell = page.locator('#workers-table tr[data-worker="worker-1"] td.competence').inner_text()
-    assert cell.startswith(f"{competence['worker-1']:.2f}"), cell
+    assert cell.startswith(f"{expected['worker-1']:.2f}"), cell
+    assert f"{competence['worker-1']:.2f} ·" in cell, cell
     shoot(page, artifacts, "workers-models")
     page.goto(f"{live_server.url}/admin/studies/agree/worker?id=worker-2")
     assert page.inner_text("#mace-competence") == f"{competence['worker-2']:.2f}"
+    assert page.inner_text("#expected-f1") == f"{expected['worker-2']:.2f}"
     shoot(page, artifacts, "worker-models")
     # auto-accept by posterior from the review list: counted and shown first, then confirmed
     page.goto(f"{live_server.url}/admin/studies/agree/review")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from app.annotation import timing
+from app.annotation import pausing, timing
 from app.crowd import platforms
 from app.crowd.returns import REASONS, return_codes
 from app.db import begin_write, get_session
@@ -98,3 +98,25 @@ def update_settings(slug: str):
         db.rollback()
         return render_settings(study, error=str(exc), section="platform", status=exc.status)
     return settings_saved(slug, "Settings saved.", "platform")
+
+
+@bp.post("/studies/<slug>/settings/pause")
+@auth.login_required
+def pause_settings(slug: str):
+    """The pause rule (app/annotation/pausing.py): both bars empty remove it."""
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    form = request.form
+    try:
+        pausing.configure_pause(
+            study,
+            after=form.get("after", ""),
+            min_expected_f1=form.get("min_expected_f1"),
+            min_gold_f1=form.get("min_gold_f1"),
+        )
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_settings(study, error=str(exc), section="pause", status=exc.status)
+    rule = pausing.pause_rule(study)
+    return settings_saved(slug, "Pause rule saved." if rule else "No pause rule.", "pause")

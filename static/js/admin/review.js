@@ -377,16 +377,18 @@ function addFromSelection() {
   startEdit("new", { segment: picked.segment, start: picked.start, end: picked.end, category, paired: null, comment: "", attributes: {} });
 }
 
-// --- auto-accept this document: the count first, then the researcher's yes ----------------
-
+// --- auto-accept this document: the count first, then the researcher's yes (a posterior: the server's)
 function autoAccept() {
   const n = Number(byId("auto-min-workers").value);
   if (!Number.isInteger(n) || n < 1) return say("The number of workers must be a whole number, at least 1.");
-  const count = state.candidates.filter((c) => !c.decision && c.votes >= n).length;
-  if (!count) return say(`No undecided candidate of this document is marked by at least ${n} workers.`, "ok");
-  const question = `Accept ${count} candidate${count === 1 ? "" : "s"} of this document (${root.dataset.document}) marked by at least ${n} workers, as proposed? Only this document changes.`;
-  if (!window.confirm(question)) return undefined;
-  return send(root.dataset.autoUrl, { min_workers: n, expected: count }, `Auto-accepted ${count} candidate${count === 1 ? "" : "s"}.`);
+  const raw = byId("auto-min-posterior").value.trim(), p = raw === "" ? null : Number(raw);
+  if (p !== null && !(p >= 0 && p <= 1)) return say("The minimum posterior must be a number from 0 to 1.");
+  const count = state.candidates.filter((c) => !c.decision && c.votes >= n && (p === null || (c.posterior !== null && c.posterior >= p))).length;
+  const rule = `marked by at least ${n} workers${p === null ? "" : ` and held by the consensus (MACE posterior at least ${p})`}`;
+  if (!count) return say(`No undecided candidate of this document is ${rule}.`, "ok");
+  if (!window.confirm(`Accept ${count} candidate${count === 1 ? "" : "s"} of this document (${root.dataset.document}) ${rule}, as proposed? Only this document changes.`)) return undefined;
+  const body = p === null ? { min_workers: n, expected: count } : { min_workers: n, expected: count, min_posterior: p };
+  return send(root.dataset.autoUrl, body, `Auto-accepted ${count} candidate${count === 1 ? "" : "s"}.`);
 }
 
 function moveTo(index) {
