@@ -253,10 +253,11 @@ def start_redis(rig: Rig) -> None:
     _wait(ready, "redis", process, log)
 
 
-def _start_router(rig: Rig) -> None:
+def _start_router(rig: Rig, check_ms: int) -> None:
     """HAProxy, round-robin over the nodes; a node that stops answering its health check
-    (every 250 ms) is out until it answers again; a request whose connection failed is sent
-    to the other node (never one a node may have received: only the client may retry that)."""
+    (every ``check_ms``) is out until it answers again; a request whose connection failed is
+    sent to the other node (never one a node may have received: only the client may retry
+    that)."""
     rig.router_port = free_port()
     servers = "".join(f"  server {node.name} 127.0.0.1:{node.port} check\n" for node in rig.nodes)
     config = rig.root / "haproxy.cfg"
@@ -267,7 +268,7 @@ def _start_router(rig: Rig) -> None:
         "  retry-on conn-failure\n  option forwardfor\n"
         f"frontend web\n  bind 127.0.0.1:{rig.router_port}\n  default_backend nodes\n"
         "backend nodes\n  balance roundrobin\n  option httpchk GET /healthz\n"
-        "  default-server inter 250ms fall 1 rise 1\n"
+        f"  default-server inter {check_ms}ms fall 1 rise 1\n"
         "  http-response set-header X-Node %s\n" + servers
     )
     log = rig.root / "haproxy.out"
@@ -276,9 +277,17 @@ def _start_router(rig: Rig) -> None:
     _wait(lambda: _http_ok(rig.router + "/healthz"), "haproxy", process, log)
 
 
-def start(cluster: pg_cluster.Cluster, template: str, names: tuple[str, ...] = ("a", "b")) -> Rig:
+def start(
+    cluster: pg_cluster.Cluster,
+    template: str,
+    names: tuple[str, ...] = ("a", "b"),
+    env: dict[str, str] | None = None,
+    check_ms: int = 250,
+) -> Rig:
     """The whole rig on a fresh copy of the migrated template database; stopped again (every
-    process killed) if any part fails to start."""
+    process killed) if any part fails to start. ``env``: more settings for the nodes (the
+    benches' processes, threads and arrival limit); ``check_ms``: the router's health checks'
+    interval (short for the tests, which kill nodes)."""
     database = f"multinode_{os.getpid()}"
     url = pg_cluster.create_database(cluster, database, template)
     rig = Rig(Path(tempfile.mkdtemp(prefix="marginalia-nodes-")), url)
@@ -297,6 +306,7 @@ def start(cluster: pg_cluster.Cluster, template: str, names: tuple[str, ...] = (
             "WEB_THREADS": "4",
             "WEB_HOST": "127.0.0.1",
             "WEB_LOG_LEVEL": "warning",
+            **(env or {}),
         }
         for name in names:
             rig.nodes.append(Node(name, free_port(), env, rig.root / f"node-{name}.log"))
@@ -304,7 +314,7 @@ def start(cluster: pg_cluster.Cluster, template: str, names: tuple[str, ...] = (
             node.spawn()  # the nodes start side by side
         for node in rig.nodes:
             node.wait()
-        _start_router(rig)
+        _start_router(rig, check_ms)
     except BaseException:
         rig.stop()
         pg_cluster.drop_database(cluster, database)
