@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from app.models import Annotation, Assignment
+from tests.helpers import annotation_body
 from tests.multinode.conftest import new_study
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -69,16 +70,8 @@ class Worker:
         n = 0
         while not until.is_set():
             segment, text = self.rng.choice(SPANS)
-            start = SEGMENTS[segment].index(text)
             client_id = f"{self.number}-{n}"
-            body = {
-                "segment": segment,
-                "start": start,
-                "end": start + len(text),
-                "text": text,
-                "category": "CharE",
-                "client_id": client_id,
-            }
+            body = annotation_body(segment, text, "CharE", client_id=client_id, texts=SEGMENTS)
             answer = self.send("POST", f"/api/assignments/{self.token}/annotations", body)
             if answer.status_code in (200, 201):
                 with self.ledger.lock:

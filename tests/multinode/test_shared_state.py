@@ -23,15 +23,11 @@ def arrive(http, base: str, slug: str, worker: str):
 
 
 def add(http, base: str, token: str, client_id: str, text: str = "Anna"):
-    body = {
-        "segment": 0,
-        "start": 0,
-        "end": len(text),
-        "text": text,
-        "category": "CharE",
-        "client_id": client_id,
-    }
-    return http.post(f"{base}/api/assignments/{token}/annotations", json=body)
+    """Mark ``text`` at the start of segment 0 (refused with 400 where it is not there)."""
+    body = {"segment": 0, "start": 0, "end": len(text), "text": text, "category": "CharE"}
+    return http.post(
+        f"{base}/api/assignments/{token}/annotations", json={**body, "client_id": client_id}
+    )
 
 
 def segments_served(http, base: str, token: str) -> list[str] | int:
