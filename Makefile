@@ -56,7 +56,8 @@ test: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo --no-cache
-	MARGINALIA_REQUIRE_POSTGRES=1 MARGINALIA_REQUIRE_BROWSER=1 $(BIN)/pytest -q
+	MARGINALIA_REQUIRE_POSTGRES=1 MARGINALIA_REQUIRE_BROWSER=1 MARGINALIA_REQUIRE_NODES=1 \
+	  $(BIN)/pytest -q
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suite drives for real: PostgreSQL, Chromium, npm (for
-# axe-core), and docker-compose to validate docker-compose.yml.
+# axe-core), docker-compose to validate docker-compose.yml, and the multi-node rig's HAProxy,
+# PgBouncer and Redis (tests/multinode/).
 # Debian packages only (Playwright's own browser download cannot work offline).
 set -euo pipefail
 missing=()
@@ -8,6 +9,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # npm installs axe-core, the accessibility checker the browser tests run (tests/browser/axe.py).
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The multi-node rig (tests/multinode/rig.py): a router, a pooler, the rate limits' store.
+[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # Fonts for emoji and Chinese, so screenshots of pages with them show glyphs, not boxes
 # (the tests read offsets, not pixels, and pass without them).
 fc-list 2>/dev/null | grep -qi "Noto Color Emoji" || missing+=(fonts-noto-color-emoji)

@@ -88,6 +88,10 @@ class Settings:
     )
     detector_model: str = field(default_factory=lambda: os.environ.get("DETECTOR_MODEL", ""))
     behind_proxy: int = field(default_factory=lambda: int(os.environ.get("BEHIND_PROXY", "0")))
+    # flask-limiter's store (app/web/limits.py): a Redis URL when there are several processes
+    ratelimit_storage_uri: str = field(
+        default_factory=lambda: os.environ.get("RATELIMIT_STORAGE_URI") or "memory://"
+    )
     session_lifetime_hours: float = field(default_factory=lambda: session_lifetime_hours())
 
     def as_flask_config(self) -> dict:
@@ -101,6 +105,7 @@ class Settings:
             "SPACY_MODEL": self.spacy_model,
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,
+            "RATELIMIT_STORAGE_URI": self.ratelimit_storage_uri,
             # A researcher's login ends after this long without a request.
             "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }

@@ -245,6 +245,35 @@ def check_compose(config: dict) -> None:
             "service_completed_successfully"
         )
     assert services["release"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    check_scale_profile(services)
+
+
+def check_scale_profile(services: dict) -> None:
+    """Profile ``scale`` (issue 31): web nodes behind a round-robin router, through a
+    transaction-pooling PgBouncer, counting rate limits in Redis; the rig of
+    tests/multinode/ has the same shape."""
+    scale = {"nodes", "router", "pgbouncer", "redis"}
+    for name in scale:
+        assert services[name]["profiles"] == ["scale"], name
+    for name in set(services) - scale:
+        assert "profiles" not in services[name], name  # `docker compose up` is unchanged
+    nodes = services["nodes"]
+    env = nodes["environment"]
+    assert nodes["command"] == ["marginalia", "web"]
+    assert "@pgbouncer:5432/" in env["DATABASE_URL"]
+    assert env["PREPARED_STATEMENTS"] == "0"
+    assert env["RATELIMIT_STORAGE_URI"].startswith("redis://redis:6379")
+    assert env["BEHIND_PROXY"] == "1"
+    replicas = str(nodes["deploy"]["replicas"])  # the file's ${WEB_NODES:-2}, or its value
+    assert int(replicas.removeprefix("${WEB_NODES:-").removesuffix("}")) >= 2
+    assert "ports" not in nodes  # reached through the router only
+    assert nodes["depends_on"]["release"]["condition"] == "service_completed_successfully"
+    assert services["pgbouncer"]["environment"]["POOL_MODE"] == "transaction"
+    assert "@postgres:5432/" in services["pgbouncer"]["environment"]["DATABASE_URL"]
+    router = "\n".join(services["router"]["command"])
+    for line in ("balance roundrobin", "option httpchk GET /healthz", "nodes:8000 check"):
+        assert line in router
+    assert services["redis"]["image"].startswith("redis:")
 
 
 def test_compose_file_structure():
@@ -268,7 +297,7 @@ def test_docker_compose_config_validates():
         pytest.skip("neither `docker compose` nor docker-compose is installed")
     env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL")}
     done = subprocess.run(
-        [*command, "-f", str(REPO / "docker-compose.yml"), "config"],
+        [*command, "-f", str(REPO / "docker-compose.yml"), "--profile", "scale", "config"],
         capture_output=True,
         text=True,
         env=env,
@@ -276,3 +305,22 @@ def test_docker_compose_config_validates():
     )
     assert done.returncode == 0, done.stderr
     check_compose(yaml.safe_load(done.stdout))
+
+
+def test_the_rate_limits_store_follows_the_environment(monkeypatch):
+    """RATELIMIT_STORAGE_URI reaches flask-limiter (issue 31: it was documented, but the
+    limiter's own ``memory://`` overrode it, so several nodes each counted alone)."""
+    from app import create_app
+    from app.web.limits import limiter
+
+    monkeypatch.setenv("RATELIMIT_STORAGE_URI", "redis://127.0.0.1:1/0")
+    assert Settings().as_flask_config()["RATELIMIT_STORAGE_URI"] == "redis://127.0.0.1:1/0"
+    monkeypatch.delenv("RATELIMIT_STORAGE_URI")
+    assert Settings().as_flask_config()["RATELIMIT_STORAGE_URI"] == "memory://"
+    app = create_app(
+        {"DATABASE_URL": "sqlite://", "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:1/0"}
+    )
+    with app.app_context():
+        assert type(limiter.storage).__name__ == "RedisStorage"
+    create_app({"DATABASE_URL": "sqlite://"})  # the suite's other apps count in memory
+    assert type(limiter.storage).__name__ == "MemoryStorage"

@@ -210,3 +210,52 @@ def test_prepared_statements_on_postgres_can_be_turned_off(
         assert sent.count("PREPARE") == (3 if prepared else 0)  # keys, claim, insert: once
     finally:
         web.extensions["db_engine"].dispose()
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_the_fast_lanes_driver_prepares_nothing_when_turned_off(
+    postgres_cluster, request, tmp_path, prepared
+):
+    """Issue 31: behind a transaction-pooling PgBouncer (PREPARED_STATEMENTS=0) the fast
+    lane keeps its driver (its raw cursor: nothing goes through SQLAlchemy's execution, and
+    Flask's route is not reached) but sends plain statements: no connection holds a prepared
+    statement afterwards. Adds, a retry and a remove answer as they do prepared."""
+    from app import create_app
+
+    url = make_database_url("postgres", request, tmp_path)
+    web = create_app(
+        {"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "t", "PREPARED_STATEMENTS": prepared}
+    )
+    routed: list[str] = []
+    web.before_request(lambda: routed.append(flask_path()))
+    try:
+        make_study(web, documents=DOCUMENTS)
+        client = web.test_client()
+        token = open_token(client)
+        engine = web.extensions["db_engine"]
+        sent: list[str] = []
+        event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
+        first = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
+        again = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
+        assert (first.status_code, again.status_code) == (201, 200)
+        assert again.get_json()["id"] == first.get_json()["id"]
+        gone = client.delete(f"/api/assignments/{token}/annotations/{first.get_json()['id']}")
+        assert gone.status_code == 204
+        assert sent == []  # all on the driver's cursor
+        assert not any("/annotations" in path for path in routed)
+        held = []
+        connections = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
+        for connection in connections:
+            cursor = connection.cursor()
+            cursor.execute("SELECT name FROM pg_prepared_statements")
+            held += [row[0] for row in cursor.fetchall()]
+            connection.close()
+        assert bool(held) is prepared, held
+    finally:
+        web.extensions["db_engine"].dispose()
+
+
+def flask_path() -> str:
+    import flask
+
+    return flask.request.path

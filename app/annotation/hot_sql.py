@@ -261,6 +261,12 @@ def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
     return _PLACEHOLDER.sub(number, sql), tuple(names)
 
 
+@cache
+def _plain_form(statement: TextClause) -> str:
+    """``statement`` as psycopg2 runs it unprepared (``%(name)s`` placeholders)."""
+    return str(statement.compile(dialect=postgresql.psycopg2.dialect()))
+
+
 def _execute_sql(name: str, names: tuple[str, ...]) -> str:
     arguments = ", ".join(f"%({key})s" for key in names)
     return f"EXECUTE marginalia_{name}({arguments})"
@@ -322,10 +328,16 @@ class Driver:
     ``BEGIN`` with the transaction's first statement (psycopg2 would send it alone: the
     connection is in autocommit mode while the driver holds it, and back out of it when
     returned), and :meth:`claim_and_run` sends a claim and its write together: an add or a
-    remove is two round trips (``BEGIN; claim; write``, then ``COMMIT``) instead of four."""
+    remove is two round trips (``BEGIN; claim; write``, then ``COMMIT``) instead of four.
+
+    With prepared statements off (``PREPARED_STATEMENTS=0``, a transaction-pooling PgBouncer
+    in front) the driver sends the same statements as plain SQL, with the same round trips:
+    issue 31 measured the SQLAlchemy path that stood in for it at ~2x Postgres's CPU per
+    document."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
+        self.prepare = engine.get_execution_options().get(PREPARED_KEY, True)
         self.connection = engine.raw_connection()
         self.dbapi = self.connection.dbapi_connection
         self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
@@ -339,14 +351,18 @@ class Driver:
             raise
 
     def _sql(self, name: str, statement: TextClause) -> str:
-        """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection, and led by
-        ``BEGIN`` when it opens the transaction)."""
-        body, names = _postgres_form(statement)
-        sql = _execute_sql(name, names)
-        if name not in self.prepared:
-            # Not undone by a rollback: a prepared statement lives as long as the connection.
-            sql = f"PREPARE marginalia_{name} AS {body}; {sql}"
-            self.prepared.add(name)
+        """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection), or the
+        statement itself when prepared statements are off; led by ``BEGIN`` when it opens the
+        transaction."""
+        if self.prepare:
+            body, names = _postgres_form(statement)
+            sql = _execute_sql(name, names)
+            if name not in self.prepared:
+                # Not undone by a rollback: a prepared statement lives as long as the connection.
+                sql = f"PREPARE marginalia_{name} AS {body}; {sql}"
+                self.prepared.add(name)
+        else:
+            sql = _plain_form(statement)
         if not self.begun:
             sql = f"BEGIN; {sql}"
             self.begun = True
@@ -415,9 +431,8 @@ class Driver:
 
 
 def driver_for(engine: Any) -> Driver | None:
-    """A :class:`Driver` when ``engine`` is Postgres with prepared statements on, else None."""
+    """A :class:`Driver` when ``engine`` is Postgres (prepared statements on or off), else
+    None."""
     if engine.dialect.name != "postgresql":
-        return None
-    if not engine.get_execution_options().get(PREPARED_KEY, True):
         return None
     return Driver(engine)

@@ -1,4 +1,11 @@
-"""Rate limiting (flask-limiter); in-process memory unless RATELIMIT_STORAGE_URI is set."""
+"""Rate limiting (flask-limiter); in-process memory unless RATELIMIT_STORAGE_URI is set.
+
+The store comes from the app's config (``RATELIMIT_STORAGE_URI``, read from the environment
+by :class:`app.config.Settings`): with several processes or machines a shared store (Redis)
+makes the limits hold for the whole site, not per process (issue 31,
+tests/multinode/test_shared_state.py). A store that cannot be reached does not fail the
+request: the process counts in its own memory meanwhile (``in_memory_fallback_enabled``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,12 @@ from flask import current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
-limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+# No storage_uri here: one given to the constructor would override the app's config.
+limiter = Limiter(
+    key_func=get_remote_address,
+    default_limits=[],
+    in_memory_fallback_enabled=True,
+)
 
 # Arrivals (GET /s/<slug>, POST /api/assignments) per client address: a worker arrives once
 # or twice; a page of <img> tags or a script arriving with made-up IDs is slowed down.
