@@ -1,0 +1,146 @@
+"""The detector learned from a study's own work (issue 30), evaluated as a researcher would.
+
+BooookScore: ``summary-gpt4-4096-hier.json`` imported into a SQLite study (the BooookScore
+format, taxonomies/booookscore.yaml), read back through the app's reader of the counted work
+(layer ``workers``: one annotator per summary), then :func:`train_study`'s document-level
+k-fold cross-validation: sentence-level F1 per type and for "any error", each against the
+all-positive baseline. Variants: with and without the previous sentence, a few C values.
+Reports training time and the encoder's sentences/s. Sentence embeddings are cached under
+/tmp (the machine is shared).
+
+SNaC (``--snac``): a model trained on SNaC train (its documents as a study, gold spans as
+curated work) scored on dev at sentence level, next to the shipped detector's dev figures
+(read from its model card, not recomputed: its weights and code are left alone).
+
+    .venv/bin/python bench/learned_detector.py [--snac] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from model_server.learned_train import train_study  # noqa: E402
+from model_server.minilm import embed  # noqa: E402
+
+DATA = ROOT / ".." / "shared" / "data"
+CACHE = Path(tempfile.gettempdir()) / "marginalia-learned-embeddings"
+SPEED: dict[str, float] = {}
+
+
+def cached_embed(texts):
+    """The shipped encoder's embeddings, cached by the texts' digest under /tmp."""
+    key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:20]
+    path = CACHE / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    started = time.perf_counter()
+    out = embed(list(texts))
+    SPEED["sentences"] = SPEED.get("sentences", 0) + len(texts)
+    SPEED["seconds"] = SPEED.get("seconds", 0) + time.perf_counter() - started
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path, out)
+    return out
+
+
+def booookscore_study():
+    """The BooookScore file as a study's curated work, through the app."""
+    from app import create_app
+    from app.db import session_scope
+    from app.detection.study_data import read_study
+    from app.documents.studies import create_study, import_documents
+    from app.formats import parse_documents
+
+    from app.migrate import upgrade
+
+    db = Path(tempfile.mkdtemp()) / "bbs.sqlite"
+    upgrade(f"sqlite:///{db}")
+    app = create_app({"DATABASE_URL": f"sqlite:///{db}", "TESTING": True, "SECRET_KEY": "bench"})
+    path = DATA / "booookscore" / "summary-gpt4-4096-hier.json"
+    with app.app_context(), session_scope() as session:
+        study, _ = create_study(session, "bbs", ROOT / "taxonomies" / "booookscore.yaml")
+        import_documents(session, study, parse_documents(path, "booookscore"))
+    with app.app_context(), session_scope() as session:
+        from app.documents.studies import get_study
+
+        return read_study(session, get_study(session, "bbs"), "workers", 1)
+
+
+def snac_study(split: str):
+    """SNaC ``split`` as a study's curated work (gold spans, at least one vote)."""
+    from model_server.snac_data import load_docs, snac_path
+    from model_server.study_data import CategoryInfo, LabelledSpan, StudyData, StudyDocument
+
+    docs = []
+    for doc in load_docs(snac_path(split)):
+        spans = tuple(
+            LabelledSpan(e.category, e.segment, e.start, e.end) for e in doc.errors if e.start >= 0
+        )
+        docs.append(StudyDocument(doc.doc_id, tuple(doc.segments), spans))
+    cats = tuple(CategoryInfo(c) for c in ("CharE", "SceneE", "RefE", "InconE"))
+    return StudyData(f"snac-{split}", cats, tuple(docs), {"study": f"SNaC {split}"})
+
+
+def table(summary: dict) -> list[str]:
+    out = []
+    for cat, f in summary["categories"].items():
+        b = f["best_f1"]
+        out.append(
+            f"  {cat:18} n={f['sentences']:4d} base {f['baseline_f1']:.3f}  best F1 {b['f1']:.3f} "
+            f"(P {b['precision']:.2f} R {b['recall']:.2f})  +{b['f1'] - f['baseline_f1']:.3f}"
+        )
+    for cat, k in summary["skipped"].items():
+        out.append(f"  {cat:18} skipped ({k['sentences']} sentences)")
+    a = summary["any_error"]
+    out.append(
+        f"  {'any error':18} n={a['sentences']:4d} base {a['baseline_f1']:.3f}  F1 {a['f1']:.3f} "
+        f"(P {a['precision']:.2f} R {a['recall']:.2f})  +{a['f1'] - a['baseline_f1']:.3f}"
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--snac", action="store_true", help="also SNaC train -> dev")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--c", type=float, nargs="*", default=[0.01, 0.05, 0.2])
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(2)
+    results: dict = {"load_before": os.getloadavg()}
+    data = booookscore_study()
+    for context in (True, False):
+        for c in args.c:
+            started = time.perf_counter()
+            summary = train_study(data, None, context=context, c=c, embed=cached_embed)
+            key = f"booookscore context={context} C={c}"
+            results[key] = summary | {"wall_s": round(time.perf_counter() - started, 1)}
+            if not args.json:
+                print(f"{key}: {summary['documents']} docs, {summary['sentences']} sentences")
+                print("\n".join(table(summary)))
+    results["encoder"] = dict(SPEED) | {
+        "sentences_per_s": round(SPEED.get("sentences", 0) / max(SPEED.get("seconds", 1e-9), 1e-9))
+    }
+    results["load_after"] = os.getloadavg()
+    if not args.json:
+        print("encoder (uncached runs only):", results["encoder"])
+        print("load average before/after:", results["load_before"], results["load_after"])
+    else:
+        print(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
