@@ -117,6 +117,7 @@ class NotThisOne:
         raise AssertionError("the study's learned model was not used")
 
 
+@pytest.mark.slow  # loads spaCy, torch and the encoder: ~10 s per backend alone, more under load
 def test_learned_detector_trains_on_curated_work_and_suggests_to_the_worker(
     app, client, database_url, tmp_path, monkeypatch
 ):
