@@ -212,6 +212,11 @@ class LearnedDetector:
             }
             for category, h in data["heads"].items()
         }
+        widest = len(HAND) + 2 * 384
+        for category, h in self.heads.items():
+            sizes = {len(h["w"]), len(h["mean"]), len(h["std"])}
+            if len(sizes) != 1 or not 0 < len(h["w"]) <= widest:
+                raise ValueError(f"head {category!r}: weights, mean and std of unequal sizes")
         self._base_version = version
         self.version = version if level == DEFAULT_HINTS else f"{version}@{level}"
         self._levels: dict[str, LearnedDetector] = {}

@@ -241,8 +241,9 @@ def model_card(s: dict[str, Any]) -> str:
         f"{s['sentences']} sentences; left out: {json.dumps(src.get('left_out', {}))}.",
         "Encoder: the shipped all-MiniLM-L6-v2, frozen; features: the sentence's embedding"
         + (", the previous sentence's" if s["context"] else "")
-        + f" and {len(HAND)} position/similarity features; one logistic head per category "
-        f"(C={s['C']}, balanced class weights).",
+        + f" and {len(HAND)} hand features (place, similarity to the text around, what it "
+        f"introduces); one logistic head per category (C={s['C']}, balanced class weights) on "
+        "the hand features or on all, whichever is better out of fold.",
         f"Figures: sentence level, out of fold over {s['folds']} document-level folds; "
         "baseline: marking every sentence. Suggestions are whole sentences; a paired or "
         "relation category is suggested on its later span's sentence, without the pair.",

@@ -212,6 +212,10 @@ def test_a_model_for_other_categories_is_refused_and_changes_nothing(
     result = CliRunner().invoke(main, ["study", "detector", "demo", str(out)])
     assert result.exit_code == 1
     assert "does not have: off_topic" in result.output
+    head["heads"]["off_topic"]["w"] = [0.0, 1.0]  # a head that could never score a sentence
+    (out / "head.json").write_text(json.dumps(head))
+    result = CliRunner().invoke(main, ["study", "detector", "demo", str(out)])
+    assert result.exit_code == 1 and "unequal sizes" in result.output
     (out / "head.json").write_text("{not json")
     result = CliRunner().invoke(main, ["study", "detector", "demo", str(out)])
     assert result.exit_code == 1 and "not a learned detector" in result.output
