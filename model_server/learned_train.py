@@ -150,6 +150,7 @@ def train_study(
             }
             continue
         scores, width = out_of_fold(x, y, row_fold, c)
+        oof[cat.id] = scores
         chosen = choose(scores.tolist(), y.tolist())
         base = baseline_f1(y)
         head = fit_head(x[:, :width], y, c)
