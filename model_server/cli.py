@@ -39,8 +39,28 @@ def detector() -> None:
     help="t5: fine-tune a SNaC-grammar T5; minilm: fit the MiniLM heads.",
 )
 @click.option(
+    "--study",
+    default=None,
+    help="Learn a detector for this study's taxonomy from its curated work (issue 30; "
+    "model_server/learned_train.py); --backend, --train-file and the T5 options are unused.",
+)
+@click.option(
+    "--layer",
+    type=click.Choice(["adjudicated", "gold", "workers"]),
+    default="adjudicated",
+    show_default=True,
+    help="--study: which curated work teaches it.",
+)
+@click.option(
+    "--min-workers",
+    type=int,
+    default=1,
+    show_default=True,
+    help="--study --layer workers: errors at least this many workers marked.",
+)
+@click.option(
     "--train-file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(dir_okay=False),
     default=lambda: _default("train"),
     show_default="shared SNaC train.json",
     help="SNaC-format JSON to train on.",
@@ -101,6 +121,9 @@ def detector() -> None:
 @click.option("--threads", type=int, default=1, show_default=True, help="CPU threads.")
 def train_cmd(
     backend,
+    study,
+    layer,
+    min_workers,
     train_file,
     dev_file,
     out_dir,
@@ -115,10 +138,16 @@ def train_cmd(
     min_votes,
     threads,
 ) -> None:
-    """Fine-tune a detector on SNaC-format JSON and save it."""
+    """Fine-tune a detector on SNaC-format JSON, or (--study) learn one from a study's
+    curated work, and save it."""
     import torch
 
     torch.set_num_threads(max(1, threads))
+    if study is not None:
+        _train_study(study, layer, min_workers, out_dir)
+        return
+    if not Path(train_file).is_file():
+        raise click.ClickException(f"{train_file}: no such file")
     if backend == "minilm":
         from model_server.minilm_train import train_head
 
@@ -145,6 +174,27 @@ def train_cmd(
         )
         summary = train(train_file, out_dir, pretrained=pretrained, dev_path=dev_file, cfg=cfg)
     click.echo(json.dumps(summary, indent=2))
+
+
+def _train_study(slug: str, layer: str, min_workers: int, out_dir: str) -> None:
+    from model_server.learned import CARD_FILE
+    from model_server.learned_train import train_study
+    from model_server.study_data import read_study
+
+    try:
+        data = read_study(slug, layer, min_workers)
+        summary = train_study(data, out_dir)
+    except (RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    trained = ", ".join(summary["categories"]) or "none"
+    skipped = ", ".join(summary["skipped"]) or "none"
+    any_error = summary["any_error"]
+    click.echo(
+        f"trained {summary['model']} on {summary['documents']} documents "
+        f"({summary['sentences']} sentences) in {summary['seconds']['total']:.1f} s; "
+        f"heads: {trained}; skipped: {skipped}; any error F1 {any_error['f1']:.3f} "
+        f"(baseline {any_error['baseline_f1']:.3f}); card: {Path(out_dir) / CARD_FILE}"
+    )
 
 
 @detector.command("evaluate")

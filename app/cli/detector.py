@@ -112,5 +112,24 @@ def register_model_server(main: click.Group) -> None:
     except ImportError:
         return
     from app.detection.clusters import find_clusters
+    from model_server.study_data import set_study_reader
 
     register(main, cluster_finder=find_clusters)
+    set_study_reader(study_reader)
+
+
+def study_reader(slug: str, layer: str, min_workers: int):
+    """What ``marginalia detector train --study`` reads (registered with
+    :func:`model_server.study_data.set_study_reader`): an app context of its own, and bad input
+    (no such study, an unknown layer) as one line and exit status 1."""
+    from app import create_app
+    from app.cli.base import one_line_errors
+    from app.db import session_scope
+    from app.detection.study_data import read_study
+    from app.documents.studies import get_study
+
+    with one_line_errors():
+        app = create_app()
+        with app.app_context(), session_scope() as session:
+            return read_study(session, get_study(session, slug), layer, min_workers)
+    raise AssertionError("unreachable")  # pragma: no cover - one_line_errors exits

@@ -279,3 +279,28 @@ def study_license(slug: str, licence: str | None, clear: bool) -> None:
         if clear or licence is not None:
             set_license(found, None if clear else licence)
         click.echo((found.settings or {}).get("license") or DEFAULT_LICENSE)
+
+
+@study.command("detector")
+@click.argument("slug")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--shipped", is_flag=True, help="Back to the worker's own detector.")
+@with_app
+def study_detector(slug: str, folder: Path | None, shipped: bool) -> None:
+    """Make the study's suggestions come from a model learned from its work (FOLDER, from
+    ``detector train --study``; stored in the database), or (--shipped) the worker's own
+    detector; its documents are queued for detection again. Without either: show which."""
+    from app.db import session_scope
+    from app.detection.learned_models import chosen_model, store_model, use_model
+    from app.documents.studies import get_study
+
+    if folder is not None and shipped:
+        raise click.UsageError("give a model folder or --shipped, not both")
+    with session_scope() as session:
+        found = get_study(session, slug)
+        if folder is not None or shipped:
+            row = None if shipped else store_model(session, found, folder)
+            queued = use_model(session, found, None if row is None else row.id)
+            click.echo(f"{counted(queued, 'document')} queued for detection", err=True)
+        row = chosen_model(session, found)
+        click.echo("shipped" if row is None else f"learned {row.version} (model {row.id})")

@@ -23,6 +23,7 @@ from app.db import begin_write
 from app.detection import importing, jobs
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
+from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
 from app.quality.figure_jobs import run_next as run_figures
@@ -90,6 +91,7 @@ def detect_one(session: Session, document: Document, detector: Any) -> Detection
 
     study = session.get(Study, document.study_id)
     assert study is not None
+    detector = detector_for(session, study, detector)  # the study's learned model, if chosen
     segments = segment_texts(session, document.id)
     level = (study.settings or {}).get("hints")
     # the import's entity clusters: MiniLM's CharE heads read them (whole-document evidence)

@@ -10,6 +10,7 @@ from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
 from app.models.detection import (
     ConsensusUnit,
     DetectionJob,
+    DetectorModel,
     DetectorVersion,
     FigureJob,
     ImportJob,
@@ -29,6 +30,7 @@ __all__ = [
     "Consent",
     "ConsensusUnit",
     "DetectionJob",
+    "DetectorModel",
     "DetectorVersion",
     "Document",
     "DocumentReview",

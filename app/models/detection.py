@@ -64,6 +64,27 @@ class DetectorVersion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class DetectorModel(Base):
+    """A detector learned from a study's curated work (``marginalia detector train --study``),
+    stored for the study that uses it (``marginalia study detector``): its ``head.json``
+    (``payload``) and model card, in the database so that every worker node reads the same
+    model (no shared disk on Heroku or several Compose workers). The study points to the one
+    in use with ``studies.settings["detector_model"]`` (its id)."""
+
+    __tablename__ = "detector_models"
+    __table_args__ = (UniqueConstraint("study_id", "digest"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    digest: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    card: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class DetectionJob(Base):
     """One document waiting for (or done with) the detector; claimed by workers."""
 

@@ -1,6 +1,6 @@
 """A study's Settings page: every setting in one place, each section its own form (platform
 and assignment, practice and pass mark, attention checks, hints; time on task; instructions;
-consent and questionnaires; return codes). The forms post to their routes here and in
+consent and questionnaires; return codes; the suggestion model). The forms post to their routes here and in
 ``lifecycle.py`` / ``workers.py``; each comes back to this page, or shows it again with the
 error above the section that refused the change."""
 
@@ -12,6 +12,7 @@ from app.annotation import pausing, timing
 from app.crowd import platforms
 from app.crowd.returns import REASONS, return_codes
 from app.db import begin_write, get_session
+from app.detection import learned_models
 from app.documents import journey
 from app.errors import InvalidInput, MarginaliaError
 from app.models import Study
@@ -21,6 +22,7 @@ from app.web.admin.dashboard import worker_links
 
 
 def render_settings(study: Study, *, error: str | None = None, section: str = "", status=200):
+    db = get_session()
     body = render_template(
         "admin/settings.html",
         study=study,
@@ -35,6 +37,8 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         error=error,
         error_section=section,
         researcher=auth.current_researcher(),
+        detector_models=learned_models.models_of(db, study),
+        chosen_model=learned_models.chosen_model(db, study),
     )
     return body, status
 
@@ -120,3 +124,26 @@ def pause_settings(slug: str):
         return render_settings(study, error=str(exc), section="pause", status=exc.status)
     rule = pausing.pause_rule(study)
     return settings_saved(slug, "Pause rule saved." if rule else "No pause rule.", "pause")
+
+
+@bp.post("/studies/<slug>/settings/detector")
+@auth.login_required
+def choose_detector(slug: str):
+    """The suggestion model: the worker's own detector, or one of the study's stored learned
+    models (``marginalia study detector``); its documents are queued for detection again."""
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    raw = (request.form.get("model") or "").strip()
+    try:
+        if raw and not raw.isdigit():
+            raise InvalidInput("choose the shipped detector or one of the stored models")
+        queued = learned_models.use_model(db, study, int(raw) if raw else None)
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_settings(study, error=str(exc), section="detector", status=exc.status)
+    chosen = learned_models.chosen_model(db, study)
+    name = "the shipped detector" if chosen is None else f"model {chosen.name} ({chosen.version})"
+    return settings_saved(
+        slug, f"Suggestions come from {name}; {queued} documents queued for detection.", "detector"
+    )
