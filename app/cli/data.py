@@ -206,9 +206,8 @@ def export_command(
         if fmt in FILE_SET_FORMATS:
             if out is None:
                 raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
-            count = write_folder(
-                out, iter_export_files(session, get_study(session, slug), fmt, work)
-            )
+            study = get_study(session, slug)
+            count = write_folder(out, iter_export_files(session, study, fmt, work, streamed=True))
             click.echo(f"wrote {count} files to {out}", err=True)
             return
         names = tuple(n.strip() for n in extra.split(",") if n.strip())

@@ -76,6 +76,7 @@ __all__ = [
     "as_work",
     "iter_export",
     "iter_export_files",
+    "check_writer",
     "parse_documents",
 ]
 
@@ -276,17 +277,36 @@ def iter_export(
     yield from WRITERS[fmt].export(session, study, work)
 
 
+def check_writer(fmt: str) -> None:
+    """InvalidInput now for what would refuse the export before its first byte (a writer's
+    ``check()``: the parquet export without pyarrow), for a download that streams."""
+    check = getattr(WRITERS[fmt], "check", None)
+    if check is not None:
+        check()
+
+
 def iter_export_files(
-    session: Session, study: Study, fmt: str, work: Work | str = "workers"
-) -> Iterator[tuple[str, bytes]]:
-    """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
+    session: Session,
+    study: Study,
+    fmt: str,
+    work: Work | str = "workers",
+    *,
+    streamed: bool = False,
+) -> Iterator[tuple[str, Any]]:
+    """``(relative path, content)`` of each file of the export (one file for one-file
+    formats). ``streamed``: a big file's content comes as an iterator of byte chunks, to be
+    read before the next file is asked for (:func:`app.formats.bundles.write_folder`,
+    :func:`~app.formats.bundles.zip_stream`): the export is never held whole (issue 34);
+    otherwise every content is ``bytes``."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
     work = as_work(work)
     writer = WRITERS[fmt]
     if fmt in FILE_SET_FORMATS:
-        yield from writer.export_files(session, study, work)
-        return
-    extension = getattr(writer, "EXTENSION", fmt)
-    text = "".join(iter_export(session, study, fmt, work))
-    yield f"{study.slug}.{extension}", text.encode("utf-8")
+        files = writer.export_files(session, study, work)
+    else:
+        extension = getattr(writer, "EXTENSION", fmt)
+        chunks = (c.encode("utf-8") for c in iter_export(session, study, fmt, work))
+        files = iter([(f"{study.slug}.{extension}", chunks)])
+    for name, body in files:
+        yield name, body if streamed else bundles.whole(body)
