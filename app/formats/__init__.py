@@ -36,6 +36,7 @@ from app.formats import (
     paragraphs,
     parquet,
     snac,
+    streamed,
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
@@ -78,6 +79,7 @@ __all__ = [
     "iter_export_files",
     "check_writer",
     "parse_documents",
+    "parse_document_batches",
 ]
 
 
@@ -121,6 +123,52 @@ def parse_documents(
         for document in documents:
             document.meta["source"] = source
     return documents
+
+
+def parse_document_batches(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    sentences_per_segment: int | None = None,
+    gold: bool = False,
+    as_work: bool = False,
+    source: str | None = None,
+    stream_bytes: int | None = None,
+) -> Iterator[list[DocumentInput]]:
+    """:func:`parse_documents` in batches: a big Thresh file (:mod:`app.formats.streamed`,
+    ``stream_bytes`` or more) an entry at a time, each batch checked as a whole file's
+    documents are (an id twice in the file across batches too); any other file as one batch."""
+    path = Path(path)
+    if not streamed.streams(path, fmt, stream_bytes):
+        return iter(
+            [
+                parse_documents(
+                    path,
+                    fmt,
+                    sentences_per_segment=sentences_per_segment,
+                    gold=gold,
+                    as_work=as_work,
+                    source=source,
+                )
+            ]
+        )
+    return _batches(path, sentences_per_segment, gold, as_work, source)
+
+
+def _batches(
+    path: Path, per_segment: int | None, gold: bool, as_work: bool, source: str | None
+) -> Iterator[list[DocumentInput]]:
+    problem = Problem(str(path))
+    source = checked_source(source) if source is not None else None
+    seen: set[str] = set()
+    for documents in streamed.thresh_batches(path, problem, per_segment):
+        _finish(documents, problem, None, gold, as_work, seen=seen)
+        if source is not None:
+            for document in documents:
+                document.meta["source"] = source
+        yield documents
+    if not seen:
+        raise problem("contains no documents")
 
 
 def checked_source(source: str) -> str:
@@ -196,13 +244,16 @@ def _finish(
     regroup_by: int | None,
     gold: bool,
     as_work: bool = False,
+    *,
+    seen: set[str] | None = None,
 ) -> list[DocumentInput]:
     """Checks every reader shares; ``--gold`` turns the file's annotations into gold,
     ``--as-work`` aggregate errors into imported work; otherwise aggregate errors are
-    counted as dropped (never silently)."""
-    if not documents:
+    counted as dropped (never silently). ``seen``: the ids of the file's earlier batches
+    (:func:`parse_document_batches`), which also says an empty batch is no error."""
+    if not documents and seen is None:
         raise problem("contains no documents")
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for document in documents:
         if document.external_id in seen:
             raise problem("appears twice in the file", document.external_id)
