@@ -20,7 +20,7 @@ from app.errors import InvalidInput
 from app.formats import thresh
 from app.formats.records import DocumentInput, Problem
 
-STREAM_BYTES = 16 * 2**20  # files this big or bigger are read an entry at a time
+STREAM_BYTES = 4 * 2**20  # files this big or bigger are read an entry at a time
 BATCH_DOCUMENTS = 500
 
 
