@@ -156,12 +156,13 @@ def export_cli(url: str, out: Path, fmt: str = "csv", code: Path | None = None) 
     bytes written. ``code``: an older checkout's app (``python -m app.cli`` from there)."""
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench"}
     command = [str(BIN / "marginalia"), "export", "big", "--format", fmt, "--out", str(out)]
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
+    cwd = REPO
+    if code is not None:  # run from there: ``-m`` puts the working folder first on the path
+        env["PYTHONPATH"], cwd = str(code), code
         command = [str(BIN / "python"), "-m", "app.cli", *command[1:]]
     timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
     started = time.perf_counter()
-    done = subprocess.run([*timer, *command], env=env, cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([*timer, *command], env=env, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
