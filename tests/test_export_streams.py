@@ -35,7 +35,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(JSON, max_size=5), st.dictionaries(st.text(max_size=8), JSON, max_size=5))
 def test_streamed_json_is_exactly_the_whole_dump(items, pairs):
     """Newlines, U+2028, empty containers and nesting included: the same text."""
