@@ -3,6 +3,10 @@ and through the researchers' HTTP download, timed, with the exporter's peak memo
 
     .venv/bin/python bench/export_big.py                       # 1,000,000 annotations
     .venv/bin/python bench/export_big.py --annotations 100000  # a quick check
+    # issue 34: every format at several sizes, this code and an older checkout's (before)
+    .venv/bin/python bench/export_big.py --sizes 10000,100000 --documents-per 60 \
+        --formats csv,snac,thresh,labelstudio,brat,parquet --http-formats parquet \
+        [--code /tmp/main-checkout]
 
 Starts its own Postgres (tests/pg_cluster.py) and fills it with COPY (about a minute), then:
 1. ``marginalia export big --format csv --out FILE`` under ``/usr/bin/time -v`` (wall time,
@@ -147,13 +151,18 @@ def _tsv(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
-def export_cli(url: str, out: Path) -> dict[str, Any]:
-    """``marginalia export`` under /usr/bin/time -v: wall seconds, peak RSS, rows."""
+def export_cli(url: str, out: Path, fmt: str = "csv", code: Path | None = None) -> dict[str, Any]:
+    """``marginalia export`` under /usr/bin/time -v: wall seconds, peak RSS, rows (csv) or
+    bytes written. ``code``: an older checkout's app (``python -m app.cli`` from there)."""
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "bench"}
-    command = [str(BIN / "marginalia"), "export", "big", "--format", "csv", "--out", str(out)]
+    command = [str(BIN / "marginalia"), "export", "big", "--format", fmt, "--out", str(out)]
+    cwd = REPO
+    if code is not None:  # run from there: ``-m`` puts the working folder first on the path
+        env["PYTHONPATH"], cwd = str(code), code
+        command = [str(BIN / "python"), "-m", "app.cli", *command[1:]]
     timer = ["/usr/bin/time", "-v"] if Path("/usr/bin/time").exists() else []
     started = time.perf_counter()
-    done = subprocess.run([*timer, *command], env=env, cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run([*timer, *command], env=env, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
@@ -165,6 +174,14 @@ def export_cli(url: str, out: Path) -> dict[str, Any]:
         import resource
 
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if out.is_dir():
+        files = [f for f in out.rglob("*") if f.is_file()]
+        return {
+            "seconds": round(seconds, 2),
+            "peak_rss_mb": round(peak_kb / 1024, 1),
+            "files": len(files),
+            "bytes": sum(f.stat().st_size for f in files),
+        }
     with out.open("rb") as handle:
         rows = sum(1 for _ in handle) - 1
     return {
@@ -200,8 +217,9 @@ class PeakRss:
         return self.peak / 2**20
 
 
-def export_http(url: str) -> dict[str, Any]:
-    """The researchers' download over HTTP from gunicorn: first byte, total, peak RSS."""
+def export_http(url: str, fmt: str = "csv") -> dict[str, Any]:
+    """The researchers' download over HTTP from the web server: first byte, total, peak RSS
+    (``fmt`` of several files: the zip)."""
     import httpx
 
     from app import create_app
@@ -209,7 +227,7 @@ def export_http(url: str) -> dict[str, Any]:
     from app.researchers.accounts import create_researcher
 
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench"})
-    with app.app_context(), session_scope() as session:
+    with contextlib.suppress(Exception), app.app_context(), session_scope() as session:
         create_researcher(session, "bench@example.org", "bench-password-123", role="admin")
     app.extensions["db_engine"].dispose()
     server = Gunicorn("app:create_app()", url, workers=1, threads=4).start()
@@ -231,7 +249,7 @@ def export_http(url: str) -> dict[str, Any]:
             first_byte = None
             size = 0
             lines = 0
-            with client.stream("GET", "/admin/studies/big/export.csv") as response:
+            with client.stream("GET", f"/admin/studies/big/export.{fmt}") as response:
                 response.raise_for_status()
                 for chunk in response.iter_bytes():
                     if first_byte is None:
@@ -254,36 +272,58 @@ def export_http(url: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="CSV export of a 1,000,000-annotation study")
     parser.add_argument("--annotations", type=int, default=1_000_000)
+    parser.add_argument("--sizes", default="", help="several sizes, e.g. 10000,100000")
     parser.add_argument("--documents", type=int, default=200)
+    parser.add_argument(
+        "--documents-per", type=int, default=0, help="one document per N annotations"
+    )
     parser.add_argument("--per-assignment", type=int, default=200)
+    parser.add_argument("--formats", default="csv")
+    parser.add_argument("--http-formats", default="csv")
+    parser.add_argument("--code", type=Path, help="also export with this older checkout")
     parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.sizes.split(",") if n] or [args.annotations]
+    formats = [f for f in args.formats.split(",") if f]
+    http_formats = [] if args.skip_http else [f for f in args.http_formats.split(",") if f]
 
     OUT.mkdir(parents=True, exist_ok=True)
     cluster = start_postgres(durable=False)
-    results: dict[str, Any] = {"args": vars(args)}
+    results: dict[str, Any] = {"args": {**vars(args), "code": str(args.code)}, "runs": []}
     try:
-        url = fresh_database(cluster, "bench_export")
-        started = time.perf_counter()
-        results["data"] = populate(url, args.annotations, args.documents, args.per_assignment)
-        results["data"]["fill_seconds"] = round(time.perf_counter() - started, 1)
-        print(f"study 'big': {results['data']}")
-        out = OUT / "export-big.csv"
-        results["cli"] = export_cli(url, out)
-        out.unlink()
-        print(f"marginalia export (CLI): {results['cli']}")
-        if not args.skip_http:
-            results["http"] = export_http(url)
-            print(f"HTTP download:           {results['http']}")
+        for size in sizes:
+            documents = max(1, size // args.documents_per) if args.documents_per else args.documents
+            per_assignment = min(args.per_assignment, max(1, size // (documents * 3)))
+            url = fresh_database(cluster, "bench_export")
+            started = time.perf_counter()
+            data = populate(url, size, documents, per_assignment)
+            data["fill_seconds"] = round(time.perf_counter() - started, 1)
+            print(f"study 'big': {data}")
+            for fmt in formats:
+                for code in (None, args.code) if args.code else (None,):
+                    out = OUT / f"export-big.{fmt}"
+                    subprocess.run(["rm", "-rf", str(out)], check=True)
+                    load = os.getloadavg()[0]
+                    figures = export_cli(url, out, fmt, code)
+                    subprocess.run(["rm", "-rf", str(out)], check=True)
+                    run = {"size": size, "format": fmt, "way": "cli", "load": round(load, 1)}
+                    run |= {"code": "before" if code else "this", **figures, "data": data}
+                    results["runs"].append(run)
+                    print(json.dumps({k: v for k, v in run.items() if k != "data"}), flush=True)
+            for fmt in http_formats:
+                load = os.getloadavg()[0]
+                run = {"size": size, "format": fmt, "way": "http", "load": round(load, 1)}
+                run |= {"code": "this", **export_http(url, fmt)}
+                results["runs"].append(run)
+                print(json.dumps(run), flush=True)
     finally:
         cluster.stop()
-    for way in ("cli", "http"):
-        if way in results:
-            r = results[way]
+    for r in results["runs"]:
+        if r["format"] == "csv" and r["size"] == 1_000_000:
             holds = r["seconds"] < TARGET_SECONDS and r["peak_rss_mb"] < TARGET_MB
             print(
-                f"{way}: {r['rows']:,} rows in {r['seconds']} s, peak RSS {r['peak_rss_mb']} MB "
-                f"-> target (<{TARGET_SECONDS:.0f} s, <{TARGET_MB:.0f} MB) "
+                f"{r['way']}: {r.get('rows', 0):,} rows in {r['seconds']} s, peak RSS "
+                f"{r['peak_rss_mb']} MB -> target (<{TARGET_SECONDS:.0f} s, <{TARGET_MB:.0f} MB) "
                 f"{'HOLDS' if holds else 'MISSED'}"
             )
     path = OUT / f"export-{int(time.time())}.json"

@@ -71,7 +71,7 @@ def import_command(
     source: str | None,
 ) -> None:
     """Load documents (a file; for brat a folder or zip) into a study in one transaction, and
-    say what became of every part of the file."""
+    say what became of every part of the file (a big Thresh file read and stored in batches)."""
     gold = gold or practice
     if gold and checks:
         raise InvalidInput("--checks cannot be combined with --gold or --practice")
@@ -81,9 +81,9 @@ def import_command(
 
     from app.db import session_scope
     from app.documents.studies import analyse_entities, get_study, import_documents
-    from app.formats import parse_documents
+    from app.formats import parse_document_batches
 
-    documents = parse_documents(
+    batches = parse_document_batches(
         file,
         fmt,
         sentences_per_segment=sentences_per_segment,
@@ -91,6 +91,7 @@ def import_command(
         as_work=as_work,
         source=source,
     )
+    documents = next(batches)
     nlp = None
     if not no_ner:
         from app.entities import load_pipeline
@@ -100,18 +101,25 @@ def import_command(
         study = get_study(session, slug)
         entities = analyse_entities(study, documents, nlp, progress=True)
     # A fresh session: its first statement takes SQLite's write lock (begin_write), so the
-    # bulk insert neither waits on spaCy nor fails on a concurrent annotation save.
+    # bulk insert neither waits on spaCy nor fails on a concurrent annotation save. A big
+    # Thresh file comes in batches (app/formats/streamed.py), each stored before the next
+    # is read, all in this one transaction: all or nothing still.
     with session_scope() as session:
-        result = import_documents(
-            session,
-            study,
-            documents,
-            gold=gold,
-            checks=checks,
-            practice=practice,
-            nlp=nlp,
-            entities=entities,
-        )
+        result = None
+        while documents:
+            stored = import_documents(
+                session,
+                study,
+                documents,
+                gold=gold,
+                checks=checks,
+                practice=practice,
+                nlp=nlp,
+                entities=entities,
+            )
+            result = stored if result is None else result + stored
+            documents = next(batches, [])
+            entities = analyse_entities(study, documents, nlp) if documents else []
     counts = {**dataclasses.asdict(result), "gold": gold and not checks, "checks": checks}
     click.echo("imported " + ", ".join(import_summary(counts, "cli")))
     if practice and not (study.settings or {}).get("qualification"):
@@ -206,9 +214,8 @@ def export_command(
         if fmt in FILE_SET_FORMATS:
             if out is None:
                 raise InvalidInput(f"{fmt} writes several files: pass --out FOLDER")
-            count = write_folder(
-                out, iter_export_files(session, get_study(session, slug), fmt, work)
-            )
+            study = get_study(session, slug)
+            count = write_folder(out, iter_export_files(session, study, fmt, work, streamed=True))
             click.echo(f"wrote {count} files to {out}", err=True)
             return
         names = tuple(n.strip() for n in extra.split(",") if n.strip())

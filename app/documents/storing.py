@@ -47,6 +47,16 @@ class ImportResult:
     check_documents: int = 0  # documents carrying attention checks (--checks)
     skipped_pairs: int = 0  # imported edits whose pair breaks the API's rule, left out
 
+    def __add__(self, other: ImportResult) -> ImportResult:
+        """Two batches of one import (app/formats/streamed.py): counts summed, NER either's."""
+        both = {
+            name: (getattr(self, name) or getattr(other, name))
+            if isinstance(getattr(self, name), bool)
+            else getattr(self, name) + getattr(other, name)
+            for name in self.__dataclass_fields__
+        }
+        return ImportResult(**both)
+
 
 SKIPPED_PAIRS = (
     "left out: their paired span does not come before their span (the API's rule; the edits "

@@ -36,6 +36,7 @@ from app.formats import (
     paragraphs,
     parquet,
     snac,
+    streamed,
     thresh,
 )
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
@@ -76,7 +77,9 @@ __all__ = [
     "as_work",
     "iter_export",
     "iter_export_files",
+    "check_writer",
     "parse_documents",
+    "parse_document_batches",
 ]
 
 
@@ -120,6 +123,52 @@ def parse_documents(
         for document in documents:
             document.meta["source"] = source
     return documents
+
+
+def parse_document_batches(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    sentences_per_segment: int | None = None,
+    gold: bool = False,
+    as_work: bool = False,
+    source: str | None = None,
+    stream_bytes: int | None = None,
+) -> Iterator[list[DocumentInput]]:
+    """:func:`parse_documents` in batches: a big Thresh file (:mod:`app.formats.streamed`,
+    ``stream_bytes`` or more) an entry at a time, each batch checked as a whole file's
+    documents are (an id twice in the file across batches too); any other file as one batch."""
+    path = Path(path)
+    if not streamed.streams(path, fmt, stream_bytes):
+        return iter(
+            [
+                parse_documents(
+                    path,
+                    fmt,
+                    sentences_per_segment=sentences_per_segment,
+                    gold=gold,
+                    as_work=as_work,
+                    source=source,
+                )
+            ]
+        )
+    return _batches(path, sentences_per_segment, gold, as_work, source)
+
+
+def _batches(
+    path: Path, per_segment: int | None, gold: bool, as_work: bool, source: str | None
+) -> Iterator[list[DocumentInput]]:
+    problem = Problem(str(path))
+    source = checked_source(source) if source is not None else None
+    seen: set[str] = set()
+    for documents in streamed.thresh_batches(path, problem, per_segment):
+        _finish(documents, problem, None, gold, as_work, seen=seen)
+        if source is not None:
+            for document in documents:
+                document.meta["source"] = source
+        yield documents
+    if not seen:
+        raise problem("contains no documents")
 
 
 def checked_source(source: str) -> str:
@@ -195,13 +244,16 @@ def _finish(
     regroup_by: int | None,
     gold: bool,
     as_work: bool = False,
+    *,
+    seen: set[str] | None = None,
 ) -> list[DocumentInput]:
     """Checks every reader shares; ``--gold`` turns the file's annotations into gold,
     ``--as-work`` aggregate errors into imported work; otherwise aggregate errors are
-    counted as dropped (never silently)."""
-    if not documents:
+    counted as dropped (never silently). ``seen``: the ids of the file's earlier batches
+    (:func:`parse_document_batches`), which also says an empty batch is no error."""
+    if not documents and seen is None:
         raise problem("contains no documents")
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for document in documents:
         if document.external_id in seen:
             raise problem("appears twice in the file", document.external_id)
@@ -276,17 +328,36 @@ def iter_export(
     yield from WRITERS[fmt].export(session, study, work)
 
 
+def check_writer(fmt: str) -> None:
+    """InvalidInput now for what would refuse the export before its first byte (a writer's
+    ``check()``: the parquet export without pyarrow), for a download that streams."""
+    check = getattr(WRITERS[fmt], "check", None)
+    if check is not None:
+        check()
+
+
 def iter_export_files(
-    session: Session, study: Study, fmt: str, work: Work | str = "workers"
-) -> Iterator[tuple[str, bytes]]:
-    """``(relative path, content)`` of each file of the export (one file for one-file formats)."""
+    session: Session,
+    study: Study,
+    fmt: str,
+    work: Work | str = "workers",
+    *,
+    streamed: bool = False,
+) -> Iterator[tuple[str, Any]]:
+    """``(relative path, content)`` of each file of the export (one file for one-file
+    formats). ``streamed``: a big file's content comes as an iterator of byte chunks, to be
+    read before the next file is asked for (:func:`app.formats.bundles.write_folder`,
+    :func:`~app.formats.bundles.zip_stream`): the export is never held whole (issue 34);
+    otherwise every content is ``bytes``."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")
     work = as_work(work)
     writer = WRITERS[fmt]
     if fmt in FILE_SET_FORMATS:
-        yield from writer.export_files(session, study, work)
-        return
-    extension = getattr(writer, "EXTENSION", fmt)
-    text = "".join(iter_export(session, study, fmt, work))
-    yield f"{study.slug}.{extension}", text.encode("utf-8")
+        files = writer.export_files(session, study, work)
+    else:
+        extension = getattr(writer, "EXTENSION", fmt)
+        chunks = (c.encode("utf-8") for c in iter_export(session, study, fmt, work))
+        files = iter([(f"{study.slug}.{extension}", chunks)])
+    for name, body in files:
+        yield name, body if streamed else bundles.whole(body)

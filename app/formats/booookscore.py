@@ -22,7 +22,6 @@ document's source (the report's per-source figures) is the file's name, e.g.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import PurePath
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.documents.locating import locate
+from app.formats import json_stream
 from app.formats.annotated import Mark, annotated_documents, grouped
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
 from app.formats.wholetext import Layout, Place, place, split
@@ -187,9 +187,10 @@ def _item(rows: list[Mark], layout: Layout, worker: str | None) -> tuple[str, di
     return ("singles" if other is None else "relations"), item
 
 
-def build(session: Session, study: Study, work: Work | None = None) -> dict[str, Any]:
-    """The BooookScore entries of every document that counts."""
-    out: dict[str, Any] = {}
+def entries(
+    session: Session, study: Study, work: Work | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The BooookScore entries of every document that counts, one at a time."""
     for document in annotated_documents(session, study, work):
         layout = document.layout
         entry: dict[str, Any] = {"summary": layout.text, "singles": [], "relations": []}
@@ -199,9 +200,9 @@ def build(session: Session, study: Study, work: Work | None = None) -> dict[str,
                 key, item = _item(rows, layout, worker if several else None)
                 entry[key].append(item)
         entry["annotators"] = list(document.workers)
-        out[document.external_id] = entry
-    return out
+        yield document.external_id, entry
 
 
 def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
-    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
+    """One JSON object, written a book at a time (:mod:`app.formats.json_stream`)."""
+    yield from json_stream.obj(entries(session, study, work))

@@ -125,7 +125,23 @@ def _text(data: bytes, problem: Problem, name: str) -> str:
         raise problem(f"{name} is not UTF-8 text") from None
 
 
-def write_folder(out: Path, files: Iterable[tuple[str, bytes]]) -> int:
+Body = bytes | Iterable[bytes]
+"""A file of an export: its bytes, or (a big one) its bytes in chunks, read once in order."""
+
+
+def chunks_of(body: Body) -> Iterator[bytes]:
+    """A file's bytes in the chunks it comes in."""
+    if isinstance(body, bytes):
+        yield body
+    else:
+        yield from body
+
+
+def whole(body: Body) -> bytes:
+    return body if isinstance(body, bytes) else b"".join(body)
+
+
+def write_folder(out: Path, files: Iterable[tuple[str, Body]]) -> int:
     """Write the files under ``out`` (built beside it and renamed: never a half folder)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InvalidInput(f"{out}: exists and is not an empty folder")
@@ -136,7 +152,9 @@ def write_folder(out: Path, files: Iterable[tuple[str, bytes]]) -> int:
         for name, data in files:
             target = partial / safe_name(name)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            with target.open("wb") as handle:
+                for chunk in chunks_of(data):
+                    handle.write(chunk)
             count += 1
         partial.mkdir(parents=True, exist_ok=True)
         if out.exists():
@@ -151,17 +169,48 @@ def write_folder(out: Path, files: Iterable[tuple[str, bytes]]) -> int:
     return count
 
 
-def zip_bytes(files: Iterable[tuple[str, bytes]]) -> bytes:
-    """One zip of the files (deflated)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+class _Pipe:
+    """A write-only file the zip is written into and read out of, chunk by chunk (no
+    seek: :mod:`zipfile` writes each member's sizes after its data)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        self.size += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        data, self.parts, self.size = b"".join(self.parts), [], 0
+        return data
+
+
+def zip_stream(files: Iterable[tuple[str, Body]]) -> Iterator[bytes]:
+    """One zip of the files (deflated), in chunks as it is written: a file that comes in
+    chunks is compressed chunk by chunk, so the zip of a big export is never held whole
+    (issue 34). Such a member is written with Zip64 fields (its size is not known before)."""
+    pipe = _Pipe()
+    with zipfile.ZipFile(pipe, "w", zipfile.ZIP_DEFLATED) as bundle:  # type: ignore[arg-type]
         for name, data in files:
-            bundle.writestr(safe_name(name), data)
-    return buffer.getvalue()
+            if isinstance(data, bytes):
+                bundle.writestr(safe_name(name), data)
+            else:
+                with bundle.open(safe_name(name), "w", force_zip64=True) as member:
+                    for chunk in data:
+                        member.write(chunk)
+                        if pipe.size >= ZIP_CHUNK:
+                            yield pipe.take()
+            if pipe.size >= ZIP_CHUNK:
+                yield pipe.take()
+    if pipe.parts:
+        yield pipe.take()
 
 
-def zip_stream(files: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
-    """The zip of :func:`zip_bytes` in chunks, for a download."""
-    data = zip_bytes(files)
-    for at in range(0, len(data), ZIP_CHUNK):
-        yield data[at : at + ZIP_CHUNK]
+def zip_bytes(files: Iterable[tuple[str, Body]]) -> bytes:
+    """The whole zip of :func:`zip_stream` (small exports, tests)."""
+    return b"".join(zip_stream(files))

@@ -9,12 +9,14 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
+from app.formats.annotated import AnnotatedDocument
 from app.models import Study
 from app.quality.reporting import study_report
 from app.quality.work import Work
@@ -56,13 +58,24 @@ def _size(count: int) -> str:
     return "100K<n<1M" if count < 1_000_000 else "n>1M"
 
 
-def dataset_card(
-    session: Session,
-    study: Study,
-    annotations: list[dict[str, Any]],
-    documents: list[dict[str, Any]],
-    work: Work | None = None,
-) -> str:
+@dataclass
+class Tally:
+    """What the card counts, summed a document at a time as the export writes it."""
+
+    documents: int = 0
+    annotations: int = 0
+    per_category: Counter[str] = field(default_factory=Counter)
+    workers: set[str] = field(default_factory=set)
+
+    def add(self, document: AnnotatedDocument) -> None:
+        self.documents += 1
+        self.workers.update(document.workers)
+        for marks in document.workers.values():
+            self.annotations += len(marks)
+            self.per_category.update(mark.category for mark in marks)
+
+
+def dataset_card(session: Session, study: Study, tally: Tally, work: Work | None = None) -> str:
     """The card's Markdown text (agreement over the same documents as the export's)."""
     include_practice = work is not None and work.include_practice
     licence = str((study.settings or {}).get("license") or DEFAULT_LICENSE)
@@ -70,7 +83,7 @@ def dataset_card(
         "license": licence,
         "pretty_name": cell(study.title or study.slug),
         "task_categories": ["token-classification"],
-        "size_categories": [_size(len(annotations))],
+        "size_categories": [_size(tally.annotations)],
         "configs": [
             {
                 "config_name": "annotations",
@@ -81,10 +94,7 @@ def dataset_card(
         ],
     }
     agreement = study_report(session, study, include_practice=include_practice)["agreement"]
-    per_category = Counter(row["category"] for row in annotations)
-    workers = {row["worker_id"] for row in annotations} | {
-        w for d in documents for w in d["workers"]
-    }
+    per_category = tally.per_category
     lines = [
         "---",
         yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True).rstrip(),
@@ -103,9 +113,9 @@ def dataset_card(
             if licence == DEFAULT_LICENSE
             else ""
         ),
-        f"- Documents: {len(documents)}",
-        f"- Workers: {len(workers)}",
-        f"- Annotations: {len(annotations)}",
+        f"- Documents: {tally.documents}",
+        f"- Workers: {len(tally.workers)}",
+        f"- Annotations: {tally.annotations}",
         f"- Taxonomy: {cell(study.taxonomy_name)} (version {cell(study.taxonomy.get('version', ''))})",
         f"- Agreement over all categories (Krippendorff's alpha by token): "
         f"{_number(agreement['all']['token']['alpha'])}",

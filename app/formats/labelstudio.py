@@ -12,12 +12,12 @@ Offsets are code points, as Label Studio stores them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
+from app.formats import json_stream
 from app.formats.annotated import AnnotatedDocument, Mark, annotated_documents, grouped
 from app.formats.labelstudio_config import (
     ATTRIBUTE_RESULTS,
@@ -338,18 +338,18 @@ def _task_out(
     }
 
 
-def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
+def tasks(session: Session, study: Study, work: Work | None = None) -> Iterator[dict[str, Any]]:
     """Label Studio tasks of every document that counts with its counted annotations."""
     users: dict[str, int] = {}
-    return [
-        _task_out(n, document, users, study.taxonomy)
-        for n, document in enumerate(annotated_documents(session, study, work), start=1)
-    ]
+    for n, document in enumerate(annotated_documents(session, study, work), start=1):
+        yield _task_out(n, document, users, study.taxonomy)
 
 
 def export_files(
     session: Session, study: Study, work: Work | None = None
-) -> Iterator[tuple[str, bytes]]:
-    tasks = json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
-    yield "tasks.json", tasks.encode("utf-8")
+) -> Iterator[tuple[str, Iterator[bytes] | bytes]]:
+    """``tasks.json`` written a task at a time (:mod:`app.formats.json_stream`), then the
+    labelling configuration."""
+    chunks = json_stream.array(tasks(session, study, work))
+    yield "tasks.json", (chunk.encode("utf-8") for chunk in chunks)
     yield "labeling_config.xml", labeling_config(study.taxonomy).encode("utf-8")

@@ -8,13 +8,13 @@ assignment's live annotations aggregated by occurrence (votes, ``start``/``end``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.documents.records import gold_problem
+from app.formats import json_stream
 from app.formats.annotated import annotated_documents
 from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
 from app.models import Study
@@ -137,34 +137,39 @@ def document_errors(texts: list[str], marks: list[Mark]) -> dict[str, Any]:
     return document
 
 
-def build(session: Session, study: Study, work: Work | None = None) -> dict[str, Any]:
-    """The SNaC release's JSON shape over the counted work of the study: the documents with
-    some (layer "adjudicated": the documents of the layer, one voter)."""
-    result: dict[str, Any] = {}
+def entries(
+    session: Session, study: Study, work: Work | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The SNaC release's JSON shape over the counted work of the study, a document at a
+    time: the documents with some (layer "adjudicated": the documents of the layer, one
+    voter)."""
     for document in annotated_documents(session, study, work, with_work_only=True):
         marks = sorted(document.marks, key=lambda m: (m.segment, m.start, m.id))
-        result[document.external_id] = document_errors(
-            document.segments,
-            [
-                (
-                    m.worker_id,
-                    m.segment,
-                    m.start,
-                    m.end,
-                    m.text,
-                    m.category,
-                    m.paired_segment,
-                    m.paired_start,
-                    m.paired_end,
-                    m.paired_text,
-                    m.paired_end_segment,
-                )
-                for m in marks
-            ],
+        yield (
+            document.external_id,
+            document_errors(
+                document.segments,
+                [
+                    (
+                        m.worker_id,
+                        m.segment,
+                        m.start,
+                        m.end,
+                        m.text,
+                        m.category,
+                        m.paired_segment,
+                        m.paired_start,
+                        m.paired_end,
+                        m.paired_text,
+                        m.paired_end_segment,
+                    )
+                    for m in marks
+                ],
+            ),
         )
-    return result
 
 
 def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
-    """The whole aggregate as one JSON text (the release's shape is one object)."""
-    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
+    """The aggregate as one JSON object (the release's shape), written a document at a time
+    (:mod:`app.formats.json_stream`)."""
+    yield from json_stream.obj(entries(session, study, work))

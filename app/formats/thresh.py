@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.annotation.pairing import pair_comes_first
+from app.formats import json_stream
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import Layout, place, split
@@ -306,10 +307,9 @@ def _edits(document: AnnotatedDocument, layout: Layout, related: set[str]) -> li
     return edits
 
 
-def build(session: Session, study: Study, work: Work | None = None) -> list[dict[str, Any]]:
-    """Thresh entries of every document that counts with its counted edits."""
+def entries(session: Session, study: Study, work: Work | None = None) -> Iterator[dict[str, Any]]:
+    """Thresh entries of every document that counts with its counted edits, one at a time."""
     related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
-    entries = []
     for document in annotated_documents(session, study, work):
         layout = document.layout
         kept = document.meta.get("thresh") or {}
@@ -323,9 +323,9 @@ def build(session: Session, study: Study, work: Work | None = None) -> list[dict
             edits.append({**edit, "id": len(edits)})
         entry["edits"] = edits
         entry["annotators"] = list(document.workers)  # every submission, marked or not
-        entries.append(entry)
-    return entries
+        yield entry
 
 
 def export(session: Session, study: Study, work: Work | None = None) -> Iterator[str]:
-    yield json.dumps(build(session, study, work), ensure_ascii=False, indent=1) + "\n"
+    """One JSON array, written an entry at a time (:mod:`app.formats.json_stream`)."""
+    yield from json_stream.array(entries(session, study, work))

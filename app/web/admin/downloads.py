@@ -16,6 +16,7 @@ from app.formats import (
     ASSIGNMENT_FORMATS,
     EXPORT_FORMATS,
     FILE_SET_FORMATS,
+    check_writer,
     iter_export,
     iter_export_files,
 )
@@ -67,11 +68,15 @@ def export(slug: str, fmt: str):
         )
     name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
     if fmt in FILE_SET_FORMATS:
+        # A true stream (issue 34): the zip is written as the work is read, a chunk at a
+        # time, after the answer has begun (server-side cursors opened in the view would not
+        # outlive its session's end on the web front), so what would refuse is asked first.
         try:
-            files = list(iter_export_files(db, study, fmt, work))
+            check_writer(fmt)
         except MarginaliaError as exc:  # e.g. pyarrow not installed for parquet
             return Response(f"{exc}\n", status=exc.status, mimetype="text/plain")
-        response = Response(zip_stream(files), mimetype=mimetype)
+        zipped = zip_stream(iter_export_files(db, study, fmt, work, streamed=True))
+        response = Response(stream_with_context(zipped), mimetype=mimetype)
         response.headers["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
         return response
     # ?columns=category_label,segment_text: the optional annotation columns (csv, jsonl)
