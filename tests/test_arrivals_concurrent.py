@@ -33,7 +33,7 @@ from app.annotation.assigning import NoDocumentsLeft, assign
 from app.db import session_scope
 from app.models import Assignment, Document, Study
 from tests.conftest import make_database_url, make_study
-from tests.test_assignment_policy import check_invariants
+from tests.test_assignment_policy import check_invariants, play
 
 pytestmark = pytest.mark.postgres
 DOCS = [(f"doc-{i}", [f"Document {i}.", "Its second segment."]) for i in range(6)]
@@ -165,29 +165,10 @@ def test_the_policy_holds_under_concurrent_rounds(app, rounds):
     tokens: dict[int, str] = {}
     seen: set[str] = set()
 
-    def act(action: str, worker: int, document: int):
-        client = app.test_client()
-        worker_id = f"w{worker}"
-        if action == "link":
-            answer = client.get(f"/s/{slug}", query_string={"worker_id": worker_id})
-            assert answer.status_code in (302, 409), answer.status_code
-            location = answer.headers.get("Location", "")
-            return location.split("/a/")[1].split("/")[0] if "/a/" in location else None
-        if action in ("api", "api-document"):
-            body = {"study": slug, "worker_id": worker_id}
-            if action == "api-document":
-                body["document"] = f"doc-{document}"
-            answer = client.post("/api/assignments", json=body)
-            assert answer.status_code in (201, 409), answer.get_json()
-            return (answer.get_json() or {}).get("token")
-        if worker in tokens:
-            path = f"/api/assignments/{tokens[worker]}/{action}"
-            answer = client.post(path, json={}) if action == "heartbeat" else client.post(path)
-            assert answer.status_code in (200, 204, 409), answer.status_code
-        return None
-
     for actions in rounds:
-        results = in_threads([lambda a=a: act(*a) for a in actions])
+        results = in_threads(
+            [lambda a=a: play(app.test_client(), slug, *a, tokens) for a in actions]
+        )
         for (_, worker, _), result in zip(actions, results, strict=True):
             assert not isinstance(result, BaseException), result
             if result is not None:
