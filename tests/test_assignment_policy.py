@@ -45,6 +45,28 @@ def check_invariants(app, slug: str) -> None:
         assert all(count == 1 for _, count in active), active
 
 
+def play(client, slug: str, action: str, worker: int, document: int, latest: dict[int, str]):
+    """One step of the policy's property through ``client``; the token it handed out."""
+    worker_id = f"w{worker}"
+    if action == "link":
+        answer = client.get(f"/s/{slug}", query_string={"worker_id": worker_id})
+        assert answer.status_code in (302, 409), answer.status_code
+        location = answer.headers.get("Location", "")
+        return location.split("/a/")[1].split("/")[0] if "/a/" in location else None
+    if action in ("api", "api-document"):
+        body = {"study": slug, "worker_id": worker_id}
+        if action == "api-document":
+            body["document"] = f"doc-{document}"
+        answer = client.post("/api/assignments", json=body)
+        assert answer.status_code in (201, 409), answer.get_json()
+        return (answer.get_json() or {}).get("token")
+    if worker in latest:
+        path = f"/api/assignments/{latest[worker]}/{action}"
+        answer = client.post(path, json={}) if action == "heartbeat" else client.post(path)
+        assert answer.status_code in (200, 204, 409), answer.status_code
+    return None
+
+
 @settings(
     max_examples=25,
     deadline=None,
@@ -60,24 +82,7 @@ def test_every_way_in_keeps_the_policy_and_never_returns_an_existing_token(app, 
     seen: set[str] = set()
     latest: dict[int, str] = {}
     for action, worker, document in steps:
-        worker_id = f"w{worker}"
-        token = None
-        if action == "link":
-            answer = client.get(f"/s/{slug}", query_string={"worker_id": worker_id})
-            assert answer.status_code in (302, 409), answer.status_code
-            location = answer.headers.get("Location", "")
-            token = location.split("/a/")[1].split("/")[0] if "/a/" in location else None
-        elif action in ("api", "api-document"):
-            body = {"study": slug, "worker_id": worker_id}
-            if action == "api-document":
-                body["document"] = f"doc-{document}"
-            answer = client.post("/api/assignments", json=body)
-            assert answer.status_code in (201, 409), answer.get_json()
-            token = (answer.get_json() or {}).get("token")
-        elif worker in latest:
-            path = f"/api/assignments/{latest[worker]}/{action}"
-            answer = client.post(path, json={}) if action == "heartbeat" else client.post(path)
-            assert answer.status_code in (200, 204, 409), answer.status_code
+        token = play(client, slug, action, worker, document, latest)
         if token is not None:
             assert token not in seen, "an existing token was handed out again"
             seen.add(token)

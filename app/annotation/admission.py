@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.annotation.assigning import assign, condition_for, slot_is_free
+from app.annotation.assigning import assign, condition_for, lock_document, slot_is_free
 from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment
 from app.models import Assignment, Document, Study
 
@@ -43,6 +43,7 @@ def resume(
     """Continue a proven visit: active goes on, submitted stays as it is, abandoned is
     reopened while its slot is still free (else the worker gets new work)."""
     if visit.status == "abandoned":
+        lock_document(session, visit.document)  # its slots counted exactly (Postgres)
         if not slot_is_free(session, study, visit.document):
             return assign(
                 session,

@@ -1,33 +1,82 @@
-"""The statements an arrival runs under its study's lock, built once (issue 17).
+"""The statements an arrival runs, built once (issue 17), and its locks (issue 31).
 
-Building a statement (its clauses, its cache key) costs more Python than sending it, and an
-arrival holds the study's row lock while it runs these: every other arrival of the study
-waits meanwhile. :mod:`app.annotation.assigning` binds the values per call.
+Building a statement (its clauses, its cache key) costs more Python than sending it.
+:mod:`app.annotation.assigning` binds the values per call. On Postgres an arrival locks its
+worker ID (a transaction-level advisory lock) and then only the document it takes (its row,
+``FOR NO KEY UPDATE``, which foreign-key checks do not wait for), so arrivals on different
+documents of one study do not wait for each other; only a study whose rule reads the whole
+study (balanced conditions, the qualification phase, the demo) still takes the study's row
+lock. SQLite writers are serial anyway (these locks compile to nothing there).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import and_, bindparam, exists, func, or_, select, update
+from typing import Any
 
-from app.models import Assignment, Study
+from sqlalchemy import (
+    Executable,
+    Integer,
+    and_,
+    bindparam,
+    cast,
+    exists,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.orm import Session
+
+from app.models import Assignment, Document, Study
 
 TAKEN = ("active", "submitted")
 
 # Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway).
 LOCK_STUDY = select(Study.id).where(Study.id == bindparam("study_id")).with_for_update()
+# Serialise one worker ID's arrivals in a study (Postgres; a hash collision only makes two
+# IDs wait for each other): one active assignment per worker ID.
+LOCK_WORKER = select(
+    func.pg_advisory_xact_lock(
+        cast(bindparam("study_id"), Integer), func.hashtext(bindparam("worker_id"))
+    )
+)
+# The one document an arrival takes: every insert into a document's slots holds this lock
+# until it commits, so its taken slots counted afterwards (a new statement, a new snapshot
+# under READ COMMITTED) are exact.
+LOCK_DOCUMENT = (
+    select(Document.id)
+    .where(Document.id == bindparam("document_id"))
+    .with_for_update(key_share=True)
+)
+# A document locked and found full is let go (row locks taken after a savepoint are released
+# by rolling back to it) before the arrival waits for another: two arrivals each holding a
+# full document and waiting for the other's would deadlock.
+SAVEPOINT = text("SAVEPOINT claim")
+ROLLBACK_TO_SAVEPOINT = text("ROLLBACK TO SAVEPOINT claim")
 
 # Stale active assignments of the study become abandoned: not seen since ``cutoff``, or never
 # engaged and not seen since ``hold_cutoff``.
+# Their rows are locked in id order first: two arrivals releasing the same stale rows at once
+# wait for each other instead of deadlocking (Postgres).
+_STALE = (
+    Assignment.study_id == bindparam("in_study"),  # an UPDATE reserves "study_id"
+    Assignment.status == "active",
+    or_(
+        Assignment.last_seen_at < bindparam("cutoff"),
+        and_(Assignment.engaged_at.is_(None), Assignment.last_seen_at < bindparam("hold_cutoff")),
+    ),
+)
 RELEASE = (
     update(Assignment)
     .where(
-        Assignment.study_id == bindparam("in_study"),  # an UPDATE reserves "study_id"
-        Assignment.status == "active",
-        or_(
-            Assignment.last_seen_at < bindparam("cutoff"),
-            and_(
-                Assignment.engaged_at.is_(None), Assignment.last_seen_at < bindparam("hold_cutoff")
-            ),
+        *_STALE,
+        Assignment.id.in_(
+            select(Assignment.id)
+            .where(*_STALE)
+            .order_by(Assignment.id)
+            .with_for_update()
+            .correlate(None)
         ),
     )
     .values(status="abandoned")
@@ -38,9 +87,13 @@ _WORKER_HERE = (
     Assignment.study_id == bindparam("study_id"),
     Assignment.worker_id == bindparam("worker_id"),
 )
-# Whether the worker ID has an active assignment in the study.
 WORK_IN_PROGRESS = select(exists().where(*_WORKER_HERE, Assignment.status == "active"))
-# The same, whether they had ``document_id`` before, and its taken slots: one round trip.
+# A document's taken slots.
+TAKEN_SLOTS = select(func.count()).where(
+    Assignment.document_id == bindparam("document_id"), Assignment.status.in_(TAKEN)
+)
+# Whether the worker ID has an active assignment, whether they had ``document_id`` before,
+# and its taken slots: one round trip.
 NAMED_DOCUMENT_STATE = select(
     exists().where(*_WORKER_HERE, Assignment.status == "active"),
     exists().where(*_WORKER_HERE, Assignment.document_id == bindparam("document_id")),
@@ -48,3 +101,13 @@ NAMED_DOCUMENT_STATE = select(
     .where(Assignment.document_id == bindparam("document_id"), Assignment.status.in_(TAKEN))
     .scalar_subquery(),
 )
+
+
+def on_postgres(session: Session) -> bool:
+    return session.bind is not None and session.bind.dialect.name == "postgresql"
+
+
+def lock(session: Session, statement: Executable, **values: Any) -> None:
+    """Take one of the locks above on Postgres (SQLite writers are serial anyway)."""
+    if on_postgres(session):
+        session.execute(statement, values)

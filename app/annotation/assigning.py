@@ -173,20 +173,17 @@ def condition_for(session: Session, study: Study, worker_id: str) -> str | None:
 # --- choosing the document -------------------------------------------------------------------
 
 
-def _lock_study(session: Session, study: Study) -> None:
-    """Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway)."""
-    session.execute(arrival_sql.LOCK_STUDY, {"study_id": study.id})
+def reads_whole_study(study: Study) -> bool:
+    """Balanced conditions, qualification, the demo: those arrivals take the study's lock."""
+    return randomises_conditions(study) or qualification(study) is not None or is_demo(study)
+
+
+def lock_document(session: Session, document: Document) -> None:
+    arrival_sql.lock(session, arrival_sql.LOCK_DOCUMENT, document_id=document.id)
 
 
 def _taken_slots(session: Session, document_id: int) -> int:
-    return (
-        session.scalar(
-            select(func.count()).where(
-                Assignment.document_id == document_id, Assignment.status.in_(TAKEN)
-            )
-        )
-        or 0
-    )
+    return session.scalar(arrival_sql.TAKEN_SLOTS, {"document_id": document_id}) or 0
 
 
 def slot_is_free(
@@ -323,10 +320,14 @@ def next_assignment_document(
         blocked = None
     except Blocked as refusal:
         blocked = refusal
-    _lock_study(session, study)
+    if reads_whole_study(study):
+        arrival_sql.lock(session, arrival_sql.LOCK_STUDY, study_id=study.id)
+    arrival_sql.lock(session, arrival_sql.LOCK_WORKER, study_id=study.id, worker_id=worker_id)
     # Stale work is released first, the worker's own included: an ID whose earlier browser is
     # gone for good gets new work once that assignment has timed out.
     release_abandoned(session, study)
+    if document is not None:  # locked before its taken slots are counted
+        lock_document(session, document)
     unfinished, had, taken = _arrival_state(session, study, worker_id, document)
     if unfinished:
         raise WorkInProgress()
@@ -339,14 +340,34 @@ def next_assignment_document(
     if gold is not None:
         return gold
 
-    candidate = _fewest_taken(session, study, worker_id) or _displace_unengaged_hold(
-        session, study, worker_id
-    )
+    candidate = _claim_fewest_taken(session, study, worker_id)
+    if candidate is None:
+        candidate = _displace_unengaged_hold(session, study, worker_id)
+        if candidate is not None:
+            lock_document(session, candidate)  # its hold is ours now; the document too
     if candidate is None and is_demo(study):  # the demo has a place for every arrival
         candidate = _fewest_taken(session, study, worker_id, capped=False)
     if candidate is None:
         raise NoDocumentsLeft()
     return candidate
+
+
+def _claim_fewest_taken(session: Session, study: Study, worker_id: str) -> Document | None:
+    """:func:`_fewest_taken`, locked on Postgres (arrival_sql.py: skipping a document others
+    hold, waiting only when none is left; a document filled meanwhile is passed over)."""
+    if not arrival_sql.on_postgres(session):
+        return _fewest_taken(session, study, worker_id)
+    session.flush()  # nothing of the ORM's is left to flush inside the savepoint
+    for _ in range(100):  # documents filled under one arrival before it gives up
+        session.execute(arrival_sql.SAVEPOINT)
+        candidate = _fewest_taken(session, study, worker_id, lock="skip") or _fewest_taken(
+            session, study, worker_id, lock="wait"
+        )
+        if candidate is None or slot_is_free(session, study, candidate):
+            return candidate
+        # filled meanwhile: its lock is let go before waiting for another (no deadlock)
+        session.execute(arrival_sql.ROLLBACK_TO_SAVEPOINT)
+    raise Conflict("too many workers are arriving at once; try again")
 
 
 def is_demo(study: Study) -> bool:
@@ -356,10 +377,11 @@ def is_demo(study: Study) -> bool:
 
 
 def _fewest_taken(
-    session: Session, study: Study, worker_id: str, *, capped: bool = True
+    session: Session, study: Study, worker_id: str, *, capped: bool = True, lock: str = ""
 ) -> Document | None:
     """The document with the fewest taken slots that ``worker_id`` never had (practice
-    documents aside), earliest first; with ``capped`` only one with a free slot."""
+    documents aside), earliest first; with ``capped`` only one with a free slot; ``lock``
+    ("skip" or "wait"): its row locked, skipping or waiting for rows others hold."""
     taken = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
@@ -374,13 +396,16 @@ def _fewest_taken(
         conditions.append(func.coalesce(taken.c.n, 0) < study.annotators_per_doc)
     if qualification(study) is not None:
         conditions.append(Document.is_gold.is_(False))
-    return session.scalar(
+    query = (
         select(Document)
         .outerjoin(taken, taken.c.document_id == Document.id)
         .where(*conditions)
         .order_by(func.coalesce(taken.c.n, 0), Document.position, Document.id)
         .limit(1)
     )
+    if lock:
+        query = query.with_for_update(of=Document, key_share=True, skip_locked=lock == "skip")
+    return session.scalar(query)
 
 
 def preview_document(session: Session, study: Study) -> Document | None:
