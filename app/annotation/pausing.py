@@ -25,7 +25,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
-from app.models import Assignment, Document, Study, WorkerAction, WorkerReview
+from app.models import Assignment, Study, WorkerAction, WorkerReview
 
 ACTOR = "pause rule"
 MAX_AFTER = 10_000
@@ -114,23 +114,11 @@ def _reason(
 def gold_f1(session: Session, study: Study, worker_id: str) -> float | None:
     """The mean strict F1 over the worker's submitted gold documents (None: none, and in a
     study with a qualification rule, whose pass mark judges its gold documents)."""
-    from app.annotation.qualification import qualification, score_gold
+    from app.annotation.qualification import gold_f1s, qualification
 
     if qualification(study) is not None:
         return None
-
-    mine = session.scalars(
-        select(Assignment)
-        .join(Document, Document.id == Assignment.document_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.worker_id == worker_id,
-            Assignment.status == "submitted",
-            Document.is_gold.is_(True),
-            Document.is_practice.is_(False),
-        )
-    ).all()
-    f1s = [((score_gold(session, a) or {}).get("overall") or {}).get("f1") or 0.0 for a in mine]
+    f1s = gold_f1s(session, study, worker_id, ("submitted",))
     return sum(f1s) / len(f1s) if f1s else None
 
 

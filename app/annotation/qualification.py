@@ -68,35 +68,44 @@ class QualificationState:
     can_try_again: bool
 
 
-def qualification_state(session: Session, study: Study, worker_id: str) -> QualificationState:
-    """Whether ``worker_id`` has qualified (scoring any unscored gold submissions first)."""
-    rule = qualification(study)
-    if rule is None:
-        return QualificationState(True, 0, None, False)
-    gold_done = session.scalars(
+def gold_f1s(
+    session: Session, study: Study, worker_id: str, statuses: tuple[str, ...]
+) -> list[float]:
+    """The strict F1 of each of ``worker_id``'s graded gold documents (practice documents are
+    never graded) whose assignment has one of ``statuses``, oldest first; scoring any unscored
+    one first, an unscorable one counting 0. The qualification and the pause rule read it."""
+    graded = session.scalars(
         select(Assignment)
         .join(Document, Document.id == Assignment.document_id)
         .where(
             Assignment.study_id == study.id,
             Assignment.worker_id == worker_id,
-            Assignment.status.in_(ATTEMPTED),
+            Assignment.status.in_(statuses),
             Document.is_gold.is_(True),
-            Document.is_practice.is_(False),  # practice documents are never graded
+            Document.is_practice.is_(False),
         )
         .order_by(Assignment.id)
     ).all()
     f1s = []
-    for assignment in gold_done:
-        score = score_gold(session, assignment)
-        f1 = (score or {}).get("overall", {}).get("f1")
+    for assignment in graded:
+        f1 = ((score_gold(session, assignment) or {}).get("overall") or {}).get("f1")
         f1s.append(f1 if f1 is not None else 0.0)
+    return f1s
+
+
+def qualification_state(session: Session, study: Study, worker_id: str) -> QualificationState:
+    """Whether ``worker_id`` has qualified (scoring any unscored gold submissions first)."""
+    rule = qualification(study)
+    if rule is None:
+        return QualificationState(True, 0, None, False)
+    f1s = gold_f1s(session, study, worker_id, ATTEMPTED)
     best = max(f1s) if f1s else None
     qualified = best is not None and best >= rule.min_f1
     return QualificationState(
         qualified=qualified,
-        attempts_used=len(gold_done),
+        attempts_used=len(f1s),
         best_f1=best,
-        can_try_again=not qualified and len(gold_done) < rule.attempts,
+        can_try_again=not qualified and len(f1s) < rule.attempts,
     )
 
 
