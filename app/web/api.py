@@ -89,7 +89,7 @@ def open_assignment():
         opened = named_arrival.open_named(session, study_slug, body.get("worker_id"), named)
     if opened is not None:
         session.commit()
-        return _opened_answer(opened.token, opened.document_id, opened.document_created_at, 0)
+        return _opened_answer(opened.token, opened.document_id, opened.document_created_at, 0, 201)
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
         document = find_document(session, study, body.get("document"))
@@ -102,22 +102,22 @@ def open_assignment():
         document = None if named is None else find_document(session, study, named)
         assignment = assign(session, study, worker_id, platform="generic", document=document)
         created = True
+    document = assignment.document  # in the session already: no query (before the commit)
+    answer = (assignment.token, document.id, document.created_at, assignment.current_segment)
     session.commit()
-    document = assignment.document  # in the session already: no query
-    answer = _opened_answer(
-        assignment.token, document.id, document.created_at, assignment.current_segment
-    )
-    return answer[0], 201 if created else 200
+    return _opened_answer(*answer, 201 if created else 200)
 
 
-def _opened_answer(token: str, document_id: int, created_at: Any, resume_segment: int):
+def _opened_answer(
+    token: str, document_id: int, created_at: Any, resume_segment: int, status: int
+) -> tuple[Any, int]:
     # The document's cached part (app/web/page_cache.py) knows its segment count, and the
     # page's GET that follows finds it there.
     part = cache_of(current_app._get_current_object()).document(  # type: ignore[attr-defined]
         get_session().connection(), document_id, created_at
     )
     answer = {"token": token, "segments": part.segments, "resume_segment": resume_segment}
-    return jsonify(answer), 201
+    return jsonify(answer), status
 
 
 @bp.get("/assignments/<token>")
