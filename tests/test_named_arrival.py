@@ -71,9 +71,14 @@ def _state(session, slug: str, rows, blocked: set[int]) -> None:
 
 
 def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
-    """What the route does (short path first) or the policy alone; the outcome and the rows."""
+    """What the route does (short path first, its transaction rolled back when it declines)
+    or the policy alone, inside a savepoint; the outcome and the rows."""
+    nested = session.begin_nested()
     try:
         opened = named_arrival.open_named(session, slug, worker, document) if short else None
+        if short and opened is None:
+            nested.rollback()
+            nested = session.begin_nested()
         if opened is None:
             study = get_study(session, slug)
             assign(session, study, worker, document=find_document(session, study, document))
@@ -86,6 +91,7 @@ def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
             Assignment.worker_id, Assignment.document_id
         )
     ).all()
+    nested.rollback()
     return outcome, [tuple(row) for row in rows]
 
 
@@ -110,12 +116,8 @@ def test_the_short_path_ends_as_the_policy_would(app, rows, blocked, worker, doc
                 released.pop(study_id, None)
             else:  # this process released the study's stale holds a moment ago
                 released[study_id] = named_arrival.time.monotonic()
-            nested = session.begin_nested()
             short = _arrive(session, slug, f"w{worker}", f"doc-{document}", short=True)
-            nested.rollback()
-            nested = session.begin_nested()
             whole = _arrive(session, slug, f"w{worker}", f"doc-{document}", short=False)
-            nested.rollback()
         finally:
             session.rollback()
             session.close()

@@ -14,10 +14,13 @@ assignment of the worker ID in the study, the document never theirs before, a fr
 4. the insert, conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new
    statement, so under ``READ COMMITTED`` it sees every arrival that held the locks before).
 
-When any of it does not hold, it inserts nothing and answers None: the caller then runs the
-whole policy (:func:`app.annotation.assigning.assign`) in the same transaction, which
-releases stale holds unconditionally, takes over an unengaged hold of a full document, and
-words every refusal. So this path only ever accepts what that one would, and never refuses.
+When any of it does not hold, it inserts nothing and answers None: the caller then rolls
+back and runs the whole policy (:func:`app.annotation.assigning.assign`) in a new
+transaction, which releases stale holds unconditionally, takes over an unengaged hold of a
+full document, and words every refusal. So this path only ever accepts what that one would,
+and never refuses. Its locks come in the policy's order (the worker ID, the stale rows a
+release locks, the document), so arrivals on both paths cannot deadlock; hence the rollback
+before the policy runs: that releases the document's lock before the policy's release.
 
 Stale holds (:func:`app.annotation.assigning.release_abandoned`) are released here at most
 once every :data:`RELEASE_EVERY_S` seconds per study and process, not on every arrival: the
@@ -62,21 +65,28 @@ class Opened:
     document_created_at: datetime
 
 
+def _last_releases(session: Session) -> dict[int, float]:
+    return _released.setdefault(session.get_bind(), {})  # type: ignore[arg-type]
+
+
+def release_due(session: Session, study: Study) -> bool:
+    """Whether this process released the study's stale holds RELEASE_EVERY_S ago or more."""
+    last = _last_releases(session).get(study.id, float("-inf"))
+    return time.monotonic() - last >= RELEASE_EVERY_S
+
+
 def release_if_due(session: Session, study: Study) -> None:
     """Release the study's stale holds unless this process did within RELEASE_EVERY_S."""
-    engine = session.get_bind()
-    last = _released.setdefault(engine, {})  # type: ignore[arg-type]
-    moment = time.monotonic()
-    if moment - last.get(study.id, float("-inf")) < RELEASE_EVERY_S:
-        return
-    release_abandoned(session, study)
-    last[study.id] = moment
+    if release_due(session, study):
+        release_abandoned(session, study)
+        _last_releases(session)[study.id] = time.monotonic()
 
 
 def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) -> Opened | None:
-    """The new assignment of ``worker_id`` to the named document, or None (nothing written)
-    when this path does not apply or the policy might refuse: the caller then runs
-    :func:`app.annotation.assigning.assign`."""
+    """The new assignment of ``worker_id`` to the named document, or None when this path
+    does not apply or the policy might refuse: the caller then rolls the transaction back
+    (nothing of it is needed; its locks go, so the policy takes its own in its order) and
+    runs :func:`app.annotation.assigning.assign`."""
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
         return None
     if not isinstance(external_id, str | int) or isinstance(external_id, bool):
@@ -103,8 +113,12 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
     if reads_whole_study(study):
         return None
     ids = {"study_id": study.id, "worker_id": worker_id, "document_id": found.document_id}
-    arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
-    release_if_due(session, study)
+    if release_due(session, study):  # the policy's order: worker ID, stale rows, document
+        arrival_sql.lock(session, arrival_sql.LOCK_WORKER, **ids)
+        release_if_due(session, study)
+        arrival_sql.lock(session, arrival_sql.LOCK_DOCUMENT, **ids)
+    else:
+        arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
     row = new_row(study.id, found.document_id, worker_id)
     insert = arrival_sql.INSERT_IF_ALLOWED[session.get_bind().dialect.name]
     if session.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:

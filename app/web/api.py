@@ -87,6 +87,9 @@ def open_assignment():
     opened = None
     if key_holder is None and named is not None:  # the common arrival, when it applies
         opened = named_arrival.open_named(session, study_slug, body.get("worker_id"), named)
+        if opened is None:  # declined, nothing written: the policy starts afresh
+            session.rollback()
+            begin_write(session)
     if opened is not None:
         session.commit()
         return _opened_answer(opened.token, opened.document_id, opened.document_created_at, 0, 201)
