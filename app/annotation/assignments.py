@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.annotation import timing
 from app.annotation.arrival_sql import INSERT_IF_NEW
@@ -154,6 +155,10 @@ def open_assignment(
             created = Assignment(id=new_id, **row)
             make_transient_to_detached(created)
             session.add(created)
+            # as loaded, no change to flush: the caller reads them without a query (the
+            # session's identity map holds objects weakly, so the document may be gone)
+            set_committed_value(created, "study", study)
+            set_committed_value(created, "document", document)
             return created, True
         existing = session.scalar(query)
         if existing is None:

@@ -45,6 +45,7 @@ from sqlalchemy.orm import Session
 from app.annotation import arrival_sql
 from app.annotation.assigning import reads_whole_study, release_abandoned
 from app.annotation.assignments import new_row, worker_id_from
+from app.documents.lifecycle import accepts_new_work
 from app.documents.studies import SLUG_PATTERN
 from app.documents.text import storable
 from app.errors import InvalidInput
@@ -101,7 +102,7 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
     found = session.execute(
         arrival_sql.NAMED_TARGET, {"slug": slug, "external_id": external_id}
     ).one_or_none()
-    if found is None or found.document_id is None or (found.status or "open") != "open":
+    if found is None or found.document_id is None:
         return None
     # not added to the session: the settings' readers and release_abandoned need these only
     study = Study(
@@ -110,7 +111,7 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
         annotators_per_doc=found.annotators_per_doc,
         settings=found.settings or {},
     )
-    if reads_whole_study(study):
+    if not accepts_new_work(study) or reads_whole_study(study):
         return None
     ids = {"study_id": study.id, "worker_id": worker_id, "document_id": found.document_id}
     if release_due(session, study):  # the policy's order: worker ID, stale rows, document
