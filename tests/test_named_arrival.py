@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.annotation import named_arrival
 from app.annotation.assigning import assign
@@ -21,6 +21,7 @@ from app.documents.studies import find_document, get_study
 from app.errors import Conflict
 from app.models import Assignment, Document, Study, WorkerReview
 from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.test_arrivals_lean import race
 
 DOCS = [(f"doc-{i}", [f"Document {i}.", "Its second segment."]) for i in range(3)]
 N = 2
@@ -155,3 +156,32 @@ def test_a_skipped_release_never_refuses_an_arrival(app, client):
         statuses = dict(session.execute(select(Assignment.worker_id, Assignment.status)).all())
         session.close()
     assert statuses == {"slow": "abandoned", "next": "active"}
+
+
+def test_named_and_crowd_arrivals_racing_over_stale_holds(app, monkeypatch):
+    """Every slot held by a stale hold, the release due on every arrival: named arrivals (short
+    path) and crowd arrivals (the policy) at once lock in one order, so none deadlocks (a 500),
+    and no document gets more than N."""
+    monkeypatch.setattr(named_arrival, "RELEASE_EVERY_S", 0.0)
+    make_study(app, documents=DOCS, annotators_per_doc=N)
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        _state(session, "demo", [(i, i % 3, "active", False, 10) for i in range(4)], set())
+        _state(session, "demo", [(i, i % 3, "active", False, 10) for i in range(4, 6)], set())
+        session.commit()
+        session.close()
+    bodies = [{"study": "demo", "worker_id": f"n{i}", "document": f"doc-{i % 3}"} for i in range(6)]
+    bodies += [{"study": "demo", "worker_id": f"c{i}"} for i in range(6)]
+    answers = race(app, bodies)
+    assert {a.status_code for a in answers} <= {201, 409}, [a.get_json() for a in answers]
+    # every stale slot freed (a later arrival may take over a new, unengaged hold: more 201s)
+    assert sum(a.status_code == 201 for a in answers) >= len(DOCS) * N
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        taken = session.execute(
+            select(Assignment.document_id, func.count())
+            .where(Assignment.status.in_(("active", "submitted")))
+            .group_by(Assignment.document_id)
+        ).all()
+        session.close()
+    assert sorted(count for _, count in taken) == [N] * len(DOCS)
