@@ -5,8 +5,8 @@
 count + N and run by a worker, which stores the new model (``detector_models``) and makes the
 study use it.
 
-Revision ID: 0019_detector_trainings
-Revises: 0015_detector_models
+Revision ID: 0017_detector_trainings
+Revises: 0016_served_report
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_detector_trainings"
-down_revision = "0015_detector_models"
+revision = "0017_detector_trainings"
+down_revision = "0016_served_report"
 branch_labels = None
 depends_on = None
 
