@@ -126,6 +126,7 @@ class Driver:
         self.dbapi = self.connection.dbapi_connection
         self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
         self.begun = False
+        self.pending: list[bytes] = []  # statements sent with the COMMIT (:meth:`later`)
         try:
             if self.dbapi.info.transaction_status != _IDLE:  # the pool's ping (app/db.py)
                 self.dbapi.rollback()
@@ -190,9 +191,22 @@ class Driver:
     def scalars(self, query: Any) -> list[Any]:
         return [row[0] for row in self._select(query)]
 
+    def later(self, name: str, statement: TextClause, params: dict[str, Any]) -> None:
+        """``statement``, whose result is not read, sent with the ``COMMIT`` (one round trip
+        less each; dropped by a rollback; an error surfaces from :meth:`commit`). Run at once
+        the first time on a connection, so a ``PREPARE`` is never dropped unsent."""
+        if self.prepare and name not in self.prepared:
+            self.run(name, statement, params)
+            return
+        cursor = self.dbapi.cursor()
+        self.pending.append(cursor.mogrify(self._sql(name, statement), params))
+
     def _end(self, command: str) -> None:
+        pending, self.pending = self.pending, []
         if self.begun:
             self.begun = False
+            if command == "COMMIT" and pending:
+                command = b"; ".join([*pending, b"COMMIT"])
             self.dbapi.cursor().execute(command)
 
     def commit(self) -> None:
@@ -220,6 +234,17 @@ class Driver:
         dbapi = self.engine.dialect.loaded_dbapi
         if isinstance(error, (dbapi.OperationalError, dbapi.InterfaceError)):
             self.engine.dispose(close=False)
+
+
+def execute_later(
+    db: Session | Connection | Driver, name: str, statement: TextClause, params: dict[str, Any]
+) -> None:
+    """:func:`execute` for a write whose result is not read: on the driver, sent with the
+    ``COMMIT`` (:meth:`Driver.later`); elsewhere run now."""
+    if isinstance(db, Driver):
+        db.later(name, statement, params)
+    else:
+        execute(db, name, statement, params)
 
 
 def driver_for(engine: Any) -> Driver | None:

@@ -33,6 +33,7 @@ from app.annotation.hot_driver import Driver as Driver
 from app.annotation.hot_driver import DriverResult as DriverResult
 from app.annotation.hot_driver import driver_for as driver_for
 from app.annotation.hot_driver import execute as execute
+from app.annotation.hot_driver import execute_later as execute_later
 
 TIMESTAMP = DateTime(timezone=True)
 
