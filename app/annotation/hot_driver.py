@@ -112,7 +112,9 @@ class Driver:
     own snapshot (READ COMMITTED), committed when the last one succeeds and rolled back
     whole when one fails, so the ``COMMIT`` round trip goes too (:meth:`commit` has nothing
     left to send). An add or a remove is one round trip (issue 31), a multi-label mark
-    ``BEGIN; claim; write``, its other rows, then ``COMMIT``.
+    ``BEGIN; claim; write``, its other rows, then ``COMMIT``. Writes whose result is not read
+    go with the ``COMMIT`` (:meth:`later`): a position is ``BEGIN; claim``, the time budget's
+    read, then its seconds and events with the ``COMMIT``.
 
     With prepared statements off (``PREPARED_STATEMENTS=0``, a transaction-pooling PgBouncer
     in front) the driver sends the same statements as plain SQL, with the same round trips:
