@@ -191,15 +191,21 @@ def store_consensus(session: Session, study: Study, posteriors: list[dict[str, A
         session.execute(insert(ConsensusUnit), rows)
 
 
-def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob:
-    """Queue the study's figures (a no-op while a job is queued or running); caller commits."""
+def enqueue(
+    session: Session, study: Study, include_practice: bool, *, figures: bool = True
+) -> FigureJob:
+    """Queue the study's report and, with ``figures``, its slow figures (a no-op while a job
+    is queued or running, but for asking a queued job for the figures too); caller commits."""
     row = _row(session, study, include_practice)
     if row is None:
         row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
         session.add(row)
     elif row.status in ("queued", "running"):
+        if figures and row.status == "queued":
+            row.with_figures, row.run_after = True, utcnow()
         return row
     row.status, row.attempts, row.run_after, row.last_error = "queued", 0, utcnow(), None
+    row.with_figures = figures
     session.flush()
     return row
 
