@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.annotation import pausing
 from app.db import begin_write
 from app.detection import queue
-from app.models import FigureJob, Study, changes, utcnow
+from app.models import FigureJob, Study, changes
 from app.quality import served
 from app.quality.reporting import study_report
 
@@ -82,7 +82,7 @@ def run_next(session: Session, worker: str) -> bool:
             pausing.check(session, study)  # the pause rule reads the new expected F1
         done = session.get(FigureJob, job_id)
         if done is not None:
-            done.status, done.finished_at, done.last_error = "done", utcnow(), None
+            done.status, done.last_error = "done", None  # finished_at: the figures' (cached)
         session.commit()
     except Exception as exc:  # noqa: BLE001 - the worker loop must survive any study
         session.rollback()

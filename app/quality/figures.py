@@ -165,10 +165,16 @@ def cached(
         state = "none"
     else:
         state = "current" if row.result_key == key else "stale"
-    return (row.result if row is not None else None), {
-        "state": state,
+    return (row.result if row is not None else None), {"state": state, **job_state(row)}
+
+
+def job_state(row: FigureJob | None) -> dict[str, Any]:
+    """The job's part of the figures' state: ``job`` (its status), ``computed_at`` and
+    ``seconds`` of the stored figures, ``error`` (the last line of the last failure)."""
+    stored = row is not None and row.result is not None
+    return {
         "job": row.status if row is not None else None,
-        "computed_at": row.finished_at.isoformat() if row and row.finished_at else None,
+        "computed_at": row.finished_at.isoformat() if stored and row.finished_at else None,
         "seconds": row.seconds if row is not None else None,
         "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
     }

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import Annotation, Assignment, FigureJob, Study, changes, utcnow
-from app.quality.figures import enqueue
+from app.quality.figures import enqueue, job_state
 from app.quality.reporting import study_report
 
 INLINE_ANNOTATIONS = 5000
@@ -120,7 +120,12 @@ def served_report(
         session.commit()
         row = _row(session, study, include_practice)
         served = state(row, change, now)
-    report = json.loads(row.report) if row is not None and row.report is not None else None
+    if row is None or row.report is None:
+        return None, served
+    report = json.loads(row.report)
+    unitized = (report.get("agreement") or {}).get("unitized")
+    if isinstance(unitized, dict):  # the slow figures' job as it is now, not as it was then
+        unitized.update(job_state(row))
     return report, served
 
 
