@@ -8,10 +8,9 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-
-import pytest
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select, update
 
 from app import create_app
