@@ -301,7 +301,7 @@ def test_one_job_per_study_and_debounced(app, admin, study, database_url):
 
 def test_the_dashboard_says_how_old_its_figures_are(app, admin, study):
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
-    assert 'id="report-pending"' in page and "not computed yet · computing" in page
+    assert 'id="report-pending"' in page and "not computed yet · queued" in page
     run_jobs(app)
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert 'data-state="current"' in page and " ago · up to date" in page

@@ -144,7 +144,8 @@ def served_words(served: dict[str, Any]) -> str:
         return "up to date (computed for this page)"
     job = JOB_WORDS.get(served.get("job") or "")
     if served["state"] == "none":
-        return "not computed yet · " + ("computing" if job != "failed" else "failed")
+        found = {"running": "computing", "failed": "failed"}.get(served.get("job") or "", "queued")
+        return f"not computed yet · {found}"
     age = f"computed {_age(served['age_seconds'] or 0.0)} ago"
     if served["state"] == "current":
         return f"{age} · up to date"
