@@ -14,6 +14,7 @@ import traceback
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation import pausing
@@ -21,6 +22,7 @@ from app.db import begin_write
 from app.detection import queue
 from app.models import FigureJob, Study, changes
 from app.quality import served
+from app.quality.figures import job_state
 from app.quality.reporting import study_report
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,14 @@ def _report(
     session.commit()
     begin_write(session)
     study = session.get(Study, study.id) or study
+    unitized = report["agreement"].get("unitized")
+    if isinstance(unitized, dict):  # report.json serves it as stored: the job's end state
+        row = session.scalar(
+            select(FigureJob).where(
+                FigureJob.study_id == study.id, FigureJob.include_practice.is_(practice)
+            )
+        )
+        unitized.update(job_state(row) | {"job": "done", "error": None})
     served.store(session, study, practice, report, change=change, seconds=seconds)
     changes.prune(session, study.id, change)
     session.commit()

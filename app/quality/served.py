@@ -105,11 +105,43 @@ def served_report(
     """The report to show and its ``served`` state (the report is None while none is stored).
     A stale or missing stored report is queued for recomputation (``queue_when_stale``; this
     writes and commits the job's row)."""
-    now = datetime.now(UTC)
     if is_small(session, study):
-        report = study_report(session, study, include_practice=include_practice)
-        served = {"mode": "inline", "state": "current", "computed_at": now.isoformat()}
-        return report, served | {"age_seconds": 0.0, "seconds": None, "job": None}
+        return study_report(session, study, include_practice=include_practice), inline()
+    row, served = _stored(session, study, include_practice, queue_when_stale)
+    if row is None or row.report is None:
+        return None, served
+    report = json.loads(row.report)
+    unitized = (report.get("agreement") or {}).get("unitized")
+    if isinstance(unitized, dict):  # the slow figures' job as it is now, not as it was then
+        unitized.update(job_state(row))
+    return report, served
+
+
+def inline() -> dict[str, Any]:
+    """The ``served`` object of a report computed in the request."""
+    now = datetime.now(UTC).isoformat()
+    return {"mode": "inline", "state": "current", "computed_at": now, "age_seconds": 0.0}| {
+        "seconds": None, "job": None, "runs_after": None, "error": None
+    }  # fmt: skip
+
+
+def stored_text(
+    session: Session, study: Study, *, include_practice: bool
+) -> tuple[str | None, dict[str, Any]]:
+    """report.json's body for a big study without parsing the stored report: its JSON text
+    with ``served`` spliced in as the last key (``agreement.unitized`` as of the computation),
+    or None while none is stored. Queues like :func:`served_report`."""
+    row, served = _stored(session, study, include_practice, True)
+    if row is None or not (row.report or "").endswith("}"):
+        return None, served
+    return row.report[:-1] + ', "served": ' + json.dumps(served, ensure_ascii=False) + "}", served
+
+
+def _stored(
+    session: Session, study: Study, include_practice: bool, queue_when_stale: bool
+) -> tuple[FigureJob | None, dict[str, Any]]:
+    """The study's stored report's row and state; queues a recomputation when stale."""
+    now = datetime.now(UTC)
     change = changes.latest(session, study.id)
     row = _row(session, study, include_practice)
     served = state(row, change, now)
@@ -120,13 +152,7 @@ def served_report(
         session.commit()
         row = _row(session, study, include_practice)
         served = state(row, change, now)
-    if row is None or row.report is None:
-        return None, served
-    report = json.loads(row.report)
-    unitized = (report.get("agreement") or {}).get("unitized")
-    if isinstance(unitized, dict):  # the slow figures' job as it is now, not as it was then
-        unitized.update(job_state(row))
-    return report, served
+    return row, served
 
 
 def store(

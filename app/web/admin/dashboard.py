@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from flask import (
+    current_app,
     flash,
     jsonify,
     redirect,
@@ -231,14 +232,17 @@ def progress_json(slug: str):
 @bp.get("/studies/<slug>/report.json")
 @auth.login_required
 def report_json(slug: str):
-    from app.quality.served import served_report
+    from app.quality.served import is_small, served_report, stored_text
 
     db = get_session()
     study = study_or_404(db, slug)
-    report, served = served_report(db, study, include_practice=include_practice())
-    if report is None:  # a big study whose report is being computed for the first time
+    if is_small(db, study):
+        report, served = served_report(db, study, include_practice=include_practice())
+        return jsonify({**report, "served": served})
+    text, served = stored_text(db, study, include_practice=include_practice())
+    if text is None:  # a big study whose report is being computed for the first time
         return jsonify({"served": served}), 202
-    return jsonify({**report, "served": served})
+    return current_app.response_class(text, mimetype="application/json")
 
 
 @bp.post("/studies/<slug>/figures")
