@@ -3,7 +3,7 @@ bench/export_big.py), then
 
 1. the recomputation job (app/quality/figure_jobs.py, the report without the slow figures;
    ``--figures``: with them) in a subprocess under ``/usr/bin/time -v``: wall time, peak RSS,
-   the stored report's size (``--profile``: cProfile's top functions into bench/out/);
+   the stored report's size (``--profile-job``: cProfile's top functions into bench/out/);
 2. the change check of the served path (app/models/changes.py ``latest``) and the small-study
    test (app/quality/served.py ``is_small``), in process;
 3. over HTTP (the deployed web server, one process): the dashboard page and report.json served
@@ -11,7 +11,7 @@ bench/export_big.py), then
 4. the parquet export (``marginalia export --format parquet``, peak RSS) and its HTTP download.
 
     .venv/bin/python bench/served_report.py --sizes 100000
-    .venv/bin/python bench/served_report.py --sizes 1000000 --profile
+    .venv/bin/python bench/served_report.py --sizes 1000000 --profile  # a dashboard request
 
 Every figure carries the load average (``uptime``) when it was taken: the machine is shared.
 Figures go to bench/out/served-*.json.
@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents-per", type=int, default=100)
     parser.add_argument("--per-assignment", type=int, default=20)
     parser.add_argument("--figures", action="store_true", help="also time the slow figures")
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="cProfile one dashboard request")
+    parser.add_argument("--profile-job", action="store_true", help="run the job under cProfile")
     parser.add_argument("--skip-parquet", action="store_true")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             _annotators(url, per_document)  # prepare_study's 1,000 would draw 1,000 pips a box
             run: dict[str, Any] = {"size": size, "data": data}
             print(f"study 'big': {data}", flush=True)
-            profile = OUT / f"served-profile-{size}.txt" if args.profile else None
+            profile = OUT / f"served-profile-{size}.txt" if args.profile_job else None
             run["job"] = job(url, False, profile)
             print("job", json.dumps(run["job"]), flush=True)
             run["checks"] = checks(url)
