@@ -355,3 +355,33 @@ def test_a_small_study_is_computed_in_the_request(database_url):
         assert "up to date (computed for this page)" in client.get("/admin/studies/demo").text
     finally:
         app.extensions["db_engine"].dispose()
+
+
+def test_the_job_reads_the_last_change_only_once_writers_in_flight_committed(app, study):
+    """Postgres hands ids out in insert order: a writer's uncommitted change must hold the job
+    back (app/models/changes.py), or a report could be current while missing it."""
+    if app.extensions["db_engine"].dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from app.models import changes
+
+    factory = app.extensions["db_sessionmaker"]
+    with app.app_context():
+        writer, job = factory(), factory()
+        try:
+            study_id = writer.scalar(select(Study.id))
+            changes.mark(writer, study_id, "in flight")
+            writer.flush()  # its id is taken, not committed
+            job.execute(text("SET lock_timeout = '200ms'"))
+            with pytest.raises(OperationalError, match="lock timeout"):
+                changes.settled(job, study_id)
+            job.rollback()
+            writer.commit()
+            mine = writer.scalar(select(func.max(WorkChange.id)))
+            assert changes.settled(job, study_id) == mine
+            job.commit()
+        finally:
+            writer.close()
+            job.close()
