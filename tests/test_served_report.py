@@ -260,7 +260,13 @@ def _pause(app, admin):
     assert admin.post("/admin/studies/demo/status", data=data).status_code in (302, 303)
 
 
-@pytest.mark.parametrize("action", [_arrive, _look, _pause])
+def _block(app, admin):
+    for action in ("block", "unblock", "note"):
+        data = {"worker": "w1", "action": action, "note": "hi", "csrf_token": _csrf(admin)}
+        assert admin.post("/admin/studies/demo/workers/action", data=data).status_code == 303
+
+
+@pytest.mark.parametrize("action", [_arrive, _look, _pause, _block])
 def test_nothing_else_makes_it_stale(app, admin, study, action):
     current(app, admin)
     action(app, admin)

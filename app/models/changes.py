@@ -10,8 +10,8 @@ What changes counted work, and marks the study (docs/METRICS.md, "The served rep
 * through the ORM, caught at flush (:func:`_on_flush`): an assignment inserted ended (imported
   work) or changing status (submit, screen-out, reject, approve, abandon); an annotation added,
   edited or removed in an assignment that is not active; a document, segment, gold error or
-  attention check, suggestion, adjudicated error, document review or worker review inserted,
-  changed or deleted; the study's title, taxonomy, annotators per document, suggestions mode or
+  attention check, suggestion, adjudicated error or document review inserted, changed or
+  deleted; the study's title, taxonomy, annotators per document, suggestions mode or
   settings changed; a detector version's calibration (every study);
 * bulk writes that bypass the flush call :func:`mark` themselves: the document import
   (app/documents/storing.py), document removal (app/documents/lifecycle.py), reviews' reject and
@@ -19,7 +19,8 @@ What changes counted work, and marks the study (docs/METRICS.md, "The served rep
   edits and its promotion to gold (app/quality/adjudication.py).
 
 In-progress work does not: an arrival, an annotation in an active assignment, a page view, the
-figure job's own writes.
+figure job's own writes; nor does blocking, unblocking or pausing a worker or a note (the report
+reads a worker's assignments, not their review row).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.models.base import Base, utcnow
 from app.models.detection import DetectorVersion, Suggestion
-from app.models.review import AdjudicatedError, DocumentReview, WorkerReview
+from app.models.review import AdjudicatedError, DocumentReview
 from app.models.studies import Document, GoldError, Segment, Study
 from app.models.work import Annotation, Assignment
 
@@ -132,8 +133,6 @@ def _reason(session: Session, obj: Any, kind: str) -> tuple[int | None, str] | N
         return (obj.study_id or (study.id if study is not None else None)), "document"
     if isinstance(obj, BY_DOCUMENT):
         return _document_study(session, obj), obj.__tablename__
-    if isinstance(obj, WorkerReview):
-        return obj.study_id, "worker review"
     if isinstance(obj, Study):
         return (
             (obj.id, "study settings") if kind == "dirty" and _changed(obj, STUDY_FIELDS) else None
