@@ -119,10 +119,16 @@ def served_report(
 
 def inline() -> dict[str, Any]:
     """The ``served`` object of a report computed in the request."""
-    now = datetime.now(UTC).isoformat()
-    return {"mode": "inline", "state": "current", "computed_at": now, "age_seconds": 0.0}| {
-        "seconds": None, "job": None, "runs_after": None, "error": None
-    }  # fmt: skip
+    return {
+        "mode": "inline",
+        "state": "current",
+        "computed_at": datetime.now(UTC).isoformat(),
+        "age_seconds": 0.0,
+        "seconds": None,
+        "job": None,
+        "runs_after": None,
+        "error": None,
+    }
 
 
 def stored_text(
@@ -167,8 +173,3 @@ def store(
     row.report = json.dumps(report, ensure_ascii=False, default=str)
     row.report_change, row.report_at, row.report_seconds = change, utcnow(), round(seconds, 3)
     session.add(row)
-
-
-def with_served(report: dict[str, Any], served: dict[str, Any]) -> dict[str, Any]:
-    """``report`` with its ``served`` object (report.json's last key)."""
-    return {**report, "served": served}
