@@ -306,9 +306,11 @@ def test_one_job_per_study_and_debounced(app, admin, study, database_url):
 
 
 def test_the_dashboard_says_how_old_its_figures_are(app, admin, study):
+    progress = admin.get("/admin/studies/demo/progress.json").get_json()["fingerprint"]
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert 'id="report-pending"' in page and "not computed yet · queued" in page
-    run_jobs(app)
+    run_jobs(app)  # the polled fingerprint changes: the page refreshes its figures
+    assert admin.get("/admin/studies/demo/progress.json").get_json()["fingerprint"] != progress
     page = admin.get("/admin/studies/demo").get_data(as_text=True)
     assert 'data-state="current"' in page and " ago · up to date" in page
     assert 'id="worker-table"' in page and 'id="report-pending"' not in page
