@@ -25,7 +25,7 @@ from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
-from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
+from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
 from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 def store_suggestions(session: Session, document: Document, rows: list[Any]) -> int:
     """Replace the document's suggestions with ``rows`` (model_server SuggestionRow)."""
     session.execute(delete(Suggestion).where(Suggestion.document_id == document.id))
+    changes.mark(session, document.study_id, "suggestions")  # a Core delete
     session.add_all(
         Suggestion(
             document_id=document.id,

@@ -7,6 +7,7 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
 from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
+from app.models.changes import WorkChange
 from app.models.detection import (
     ConsensusUnit,
     DetectionJob,
@@ -54,6 +55,7 @@ __all__ = [
     "SuggestionEvent",
     "WorkerAction",
     "WorkerReview",
+    "WorkChange",
     "isoformat",
     "utcnow",
 ]

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -185,6 +186,15 @@ class FigureJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the whole report (app/quality/served.py): its JSON text, the study's last work change it
+    # saw (app/models/changes.py), when and in how long it was computed
+    report: Mapped[str | None] = mapped_column(Text)
+    report_change: Mapped[int | None] = mapped_column(Integer)
+    report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    report_seconds: Mapped[float | None] = mapped_column(Float)
+    # the slow figures asked for (the dashboard's button, app/quality/figures.py:enqueue):
+    # a job queued only because the work changed recomputes the report alone
+    with_figures: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class ConsensusUnit(Base):
