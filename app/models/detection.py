@@ -86,6 +86,32 @@ class DetectorModel(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class DetectorTraining(Base):
+    """A retraining of a study's learned detector as its curated work grows
+    (``marginalia study detector SLUG --retrain-every N``; app/detection/retraining.py): queued
+    when the study's curated documents reach the last training's count + N, run by a worker
+    (the queue rules of app/detection/queue.py), which stores the new model and makes the study
+    use it. ``documents``: the curated documents counted when it was queued; ``model_id``: the
+    model it made."""
+
+    __tablename__ = "detector_trainings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    documents: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("detector_models.id", ondelete="SET NULL")
+    )
+    last_error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class DetectionJob(Base):
     """One document waiting for (or done with) the detector; claimed by workers."""
 
