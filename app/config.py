@@ -93,6 +93,15 @@ class Settings:
         default_factory=lambda: os.environ.get("RATELIMIT_STORAGE_URI") or "memory://"
     )
     session_lifetime_hours: float = field(default_factory=lambda: session_lifetime_hours())
+    # The served report (app/quality/served.py): a study with at most this many counted
+    # annotations is computed in the request as before; a bigger one is served from the store.
+    report_inline_annotations: int = field(
+        default_factory=lambda: int(os.environ.get("REPORT_INLINE_ANNOTATIONS", "5000"))
+    )
+    # at least this long between two recomputations of a study's stored report
+    report_refresh_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("REPORT_REFRESH_SECONDS", "30"))
+    )
 
     def as_flask_config(self) -> dict:
         return {
@@ -106,6 +115,8 @@ class Settings:
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,
             "RATELIMIT_STORAGE_URI": self.ratelimit_storage_uri,
+            "REPORT_INLINE_ANNOTATIONS": self.report_inline_annotations,
+            "REPORT_REFRESH_SECONDS": self.report_refresh_seconds,
             # A researcher's login ends after this long without a request.
             "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }

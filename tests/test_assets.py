@@ -18,8 +18,27 @@ ASSET = re.compile(r'(?:src|href)="(/assets/[0-9a-f]{16}/[^"]+)"')
 IMPORT = re.compile(r'^\s*(?:import|export)\b[^"\']*?from\s+["\'](\.[^"\']+)["\']', re.M)
 
 
+SCRIPT = re.compile(r'<script type="module" src="(/assets/[0-9a-f]{16}/[^"]+)"')
+PRELOAD = re.compile(r'<link rel="modulepreload" href="(/assets/[0-9a-f]{16}/[^"]+)"')
+
+
 def page_assets(client, path: str) -> list[str]:
     return ASSET.findall(client.get(path).get_data(as_text=True))
+
+
+def module_graph(client, entries: list[str]) -> set[str]:
+    """Every module URL the entries import, directly or not, found by fetching them."""
+    seen, queue = set(), list(entries)
+    while queue:
+        url = queue.pop()
+        if url in seen:
+            continue
+        seen.add(url)
+        answer = client.get(url)
+        assert answer.status_code == 200, url
+        assert answer.mimetype == "text/javascript"
+        queue += [urljoin(url, spec) for spec in IMPORT.findall(answer.get_data(as_text=True))]
+    return seen
 
 
 def test_annotate_page_links_hashed_assets_cached_for_a_year_and_gzipped(app, client):
@@ -42,22 +61,31 @@ def test_annotate_page_links_hashed_assets_cached_for_a_year_and_gzipped(app, cl
 
 def test_every_relative_module_import_resolves_under_the_same_digest(app, client):
     make_study(app)
-    entries = [u for u in page_assets(client, f"/a/{open_token(client)}") if u.endswith(".js")]
+    entries = SCRIPT.findall(client.get(f"/a/{open_token(client)}").get_data(as_text=True))
     assert [u.rsplit("/", 1)[1] for u in entries] == ["annotate.js", "presence.js"]
     entry = entries[0]
-    seen, queue = set(), list(entries)
-    while queue:
-        url = queue.pop()
-        if url in seen:
-            continue
-        seen.add(url)
-        answer = client.get(url)
-        assert answer.status_code == 200, url
-        assert answer.mimetype == "text/javascript"
-        queue += [urljoin(url, spec) for spec in IMPORT.findall(answer.get_data(as_text=True))]
+    seen = module_graph(client, entries)
     digest = entry.split("/")[2]
     assert all(u.split("/")[2] == digest for u in seen)
     assert len(seen) >= 12  # the entry, its feature modules and the shared ones
+
+
+def test_the_annotate_page_preloads_its_data_and_every_module_it_imports(app, client):
+    """Issue 34: the browser fetches the page's data and its whole module graph at once
+    (``modulepreload``, ``preload`` of the API answer) instead of one level of imports
+    after another, then the data."""
+    make_study(app)
+    token = open_token(client)
+    html = client.get(f"/a/{token}").get_data(as_text=True)
+    entries = SCRIPT.findall(html)
+    preloaded = PRELOAD.findall(html)
+    assert len(preloaded) == len(set(preloaded))
+    assert set(preloaded) == module_graph(client, entries) - set(entries)
+    data = re.findall(
+        r'<link rel="preload" href="([^"]+)" as="fetch" crossorigin="anonymous">', html
+    )
+    assert data == [f"/api/assignments/{token}"]
+    assert client.get(data[0]).status_code == 200
 
 
 def test_digest_follows_content_and_old_digests_are_not_cached(app, client, tmp_path: Path):

@@ -1,6 +1,7 @@
 """Issue 25 item 2: where the hot path's rule has two forms, they agree. On Postgres the fast
-lane runs an add's and a remove's claim and write in one round trip through the driver, the
-write repeating the claim's rule (``insert_annotation(checked=True)``, ``REMOVE_CHECKED``);
+lane runs an add's and a remove's lock and write in one round trip through the driver, the
+write repeating the claim's rule and stamping the activity (``insert_stamped``,
+``REMOVE_STAMPED``; a multi-label mark: ``insert_annotation(checked=True)``);
 the API route runs the claim, reads its row count, then the write, on the request's ORM
 session; on SQLite the lane runs them on a bare connection. A hypothesis state machine
 drives random sequences (add, remove, duplicate, retry, a client_id reused, a refused body,

@@ -20,9 +20,12 @@ or a retry's first annotation), in the order the API has always given them: unkn
 frozen segment, assignment no longer active, then the body, then retry or duplicate.
 
 The caller commits what an action returns, and rolls back on a refusal (which undoes the
-claim's activity stamp too). Cache keys carry the document's ``created_at`` and the
-taxonomy's hash, so a reused SQLite id cannot hit an old entry; a token whose claim fails is
-dropped from the cache.
+claim's activity stamp too). On Postgres's fast lane an add (of one category) and a remove are
+one round trip that commits as it runs (issue 31): the lock a claim takes (``LOCK``, writing
+nothing), then the write, which stamps the activity only when it stored, so a refusal leaves
+nothing to undo (a retry stamps it after: the same rows as the route's). Cache keys carry
+the document's ``created_at`` and the taxonomy's hash, so a reused SQLite id cannot hit an
+old entry; a token whose claim fails is dropped from the cache.
 """
 
 from __future__ import annotations
@@ -103,12 +106,18 @@ def keys_of(db: Database, token: str) -> Row:
     return keys
 
 
-def _claimed(db: Database, name: str, keys: Row, token: str, **values: Any) -> bool:
-    """Run the claim ``hot_sql.<name>``; False (and the token forgotten) when the
-    assignment is not live."""
+def _claimed(
+    db: Database, name: str, keys: Row, token: str, alone: bool = False, **values: Any
+) -> bool:
+    """Run the claim ``hot_sql.<name>`` (on the driver with ``alone``: committed as it
+    runs); False (and the token forgotten) when the assignment is not live."""
     params = {"assignment_id": keys.id, "token": token, "now": rules.now(), **values}
     statement = getattr(hot_sql, name)
-    if hot_sql.execute(db, name.lower(), statement, params).rowcount == 1:
+    if isinstance(db, hot_sql.Driver) and alone:
+        result = db.run(name.lower(), statement, params, alone=True)
+    else:
+        result = hot_sql.execute(db, name.lower(), statement, params)
+    if result.rowcount == 1:
         return True
     _tokens.drop(_engine(db), token)
     return False
@@ -163,7 +172,11 @@ def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     row["mark"] = None
     params = _params(row, keys.id, token)
     dialect = _engine(db).dialect.name
-    if isinstance(db, hot_sql.Driver):  # claim and insert in one round trip
+    alone = isinstance(db, hot_sql.Driver) and len(labels) == 1
+    if alone:  # the lock and the stamping insert: one round trip that commits
+        write = ("insert_stamped", hot_sql.insert_stamped())
+        stored = db.claim_and_run(("lock", hot_sql.LOCK), write, params, alone=True).first()
+    elif isinstance(db, hot_sql.Driver):  # a multi-label mark: claim and first row, one trip
         stored = db.claim_and_run(
             ("claim_for_add", hot_sql.CLAIM_FOR_ADD),
             ("insert_checked", hot_sql.insert_annotation("postgresql", checked=True)),
@@ -179,6 +192,8 @@ def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
         return _mark_json(stored.id, keys.id, row, labels), True
     refusals.refuse_unless_live(db, keys, token, segment=row["segment"])
     earlier, labels = refusals.retry_or_duplicate(db, dialect, keys, client_id, row, labels)
+    if alone:  # a retry stamps the activity, as the claim did elsewhere
+        hot_sql.execute(db, "claim", hot_sql.CLAIM, params)
     return _mark_json(earlier["id"], keys.id, earlier, labels), False
 
 
@@ -224,11 +239,11 @@ def remove(db: Database, token: str, annotation_id: int) -> None:
     round trip on the driver): every row of its mark, when it is part of a multi-label one."""
     keys = keys_of(db, token)
     known = 0 < annotation_id <= rules.MAX_ID
-    if known and isinstance(db, hot_sql.Driver):
+    if known and isinstance(db, hot_sql.Driver):  # one round trip that commits, as an add
         params = {"assignment_id": keys.id, "token": token, "annotation_id": annotation_id}
-        claim = ("claim_for_remove", hot_sql.CLAIM_FOR_REMOVE)
-        write = ("remove_checked", hot_sql.REMOVE_CHECKED)
-        if db.claim_and_run(claim, write, {**params, "now": rules.now()}).rowcount >= 1:
+        write = ("remove_stamped", hot_sql.REMOVE_STAMPED)
+        params["now"] = rules.now()
+        if db.claim_and_run(("lock", hot_sql.LOCK), write, params, alone=True).scalar():
             return
     elif known and _claimed(db, "CLAIM_FOR_REMOVE", keys, token, annotation_id=annotation_id):
         params = {"annotation_id": annotation_id, "assignment_id": keys.id, "now": rules.now()}
@@ -272,7 +287,7 @@ def set_position(db: Database, token: str, body: Any) -> None:
 def heartbeat(db: Database, token: str) -> None:
     """Keep an active assignment's slot in one statement (any other: nothing to keep)."""
     keys = keys_of(db, token)
-    if not _claimed(db, "CLAIM", keys, token):
+    if not _claimed(db, "CLAIM", keys, token, alone=True):
         refusals.status(db, keys, token)  # 404 when the assignment is gone
 
 

@@ -143,7 +143,7 @@ def insert_fast(db: Any, keys: Any, events: dict[str, list[int]], moment: Any) -
     ``INSERT … ON CONFLICT DO NOTHING`` per (event, suggestion)."""
     for event, ids in events.items():
         for suggestion_id in ids:
-            hot_sql.execute(
+            hot_sql.execute_later(  # with the COMMIT, on Postgres's fast lane
                 db,
                 "insert_event",
                 hot_sql.INSERT_EVENT,

@@ -7,7 +7,9 @@ whole rule it enforces in its ``WHERE``, so it changes nothing unless every cond
 
 - :data:`CLAIM` and friends: the token's assignment is live (``status = 'active'``; one place:
   :data:`LIVE`), it is locked (an ``UPDATE`` takes the row lock, so two racing adds cannot both
-  pass the duplicate guard), and the worker's activity is stamped;
+  pass the duplicate guard), and the worker's activity is stamped; on Postgres's fast lane,
+  :data:`LOCK` takes the lock and the write stamps only when it stored (:func:`insert_stamped`,
+  :data:`REMOVE_STAMPED`: one round trip, committed by the server);
 - :func:`insert_annotation`: no live duplicate from another ``client_id``; the unique
   ``(assignment_id, client_id)`` decides a retry (``ON CONFLICT DO NOTHING``);
 - a checked practice segment is frozen (``practice_checks``, empty outside practice).
@@ -17,33 +19,21 @@ refusal, ``STATE*``, ``EARLIER`` and :func:`duplicate_of` read the same conditio
 :mod:`app.annotation.refusals` can word the answer.
 
 Postgres and SQLite differ in two spellings only: typed NULLs (``CAST``) and null-safe
-equality (``IS NOT DISTINCT FROM`` / ``IS``). On Postgres, :func:`execute` runs each
-statement as a server-side prepared statement (``PREPARE`` once per connection, then
-``EXECUTE``): planning was most of Postgres's CPU per add (0.65 -> 0.24 ms measured, see
-docs/PERFORMANCE.md). An engine made with ``execution_options={"marginalia_prepared":
-False}`` (``PREPARED_STATEMENTS=0``, e.g. behind a transaction-pooling PgBouncer, which
-cannot keep them) runs them as plain statements.
+equality (``IS NOT DISTINCT FROM`` / ``IS``). :mod:`app.annotation.hot_driver` runs them
+(prepared on Postgres; its :class:`Driver` for the fast lane), re-exported here.
 """
 
 from __future__ import annotations
 
-import re
-from collections import namedtuple
 from functools import cache
-from typing import Any
 
-from sqlalchemy import (
-    Connection,
-    CursorResult,
-    DateTime,
-    Float,
-    Integer,
-    TextClause,
-    bindparam,
-    text,
-)
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import Session
+from sqlalchemy import DateTime, Float, Integer, TextClause, bindparam, text
+
+from app.annotation.hot_driver import Driver as Driver
+from app.annotation.hot_driver import DriverResult as DriverResult
+from app.annotation.hot_driver import driver_for as driver_for
+from app.annotation.hot_driver import execute as execute
+from app.annotation.hot_driver import execute_later as execute_later
 
 TIMESTAMP = DateTime(timezone=True)
 
@@ -106,6 +96,19 @@ REMOVE = _stamped(f"UPDATE annotations SET removed_at = COALESCE(removed_at, :no
 REMOVE_CHECKED = _stamped(
     f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK} "
     f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
+)
+
+# The fast lane's add and remove in one round trip that commits (Driver.claim_and_run with
+# ``alone``): LOCK takes the lock a claim takes, writing nothing; the write that follows (a new
+# statement: a snapshot taken after the lock, so an add committed before it is seen) repeats
+# the claim's rule and stamps the activity only when it stored, so a refusal, committed all
+# the same, has changed nothing. (One statement would take one snapshot before the lock: two
+# racing duplicates would both pass the guard.)
+LOCK = text(f"SELECT 1 FROM assignments WHERE {LIVE} FOR NO KEY UPDATE")
+STAMP_IF = f"UPDATE assignments SET {STAMP} WHERE {LIVE} AND EXISTS (SELECT 1 FROM {{}})"
+REMOVE_STAMPED = _stamped(
+    f"WITH gone AS ({REMOVE_CHECKED.text} RETURNING id), stamp AS ({STAMP_IF.format('gone')}) "
+    "SELECT count(*) AS n FROM gone"
 )
 
 # What a position report's time budget needs (app/annotation/timing.py): the last report's
@@ -208,6 +211,16 @@ def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
     ).bindparams(bindparam("now", type_=TIMESTAMP))
 
 
+@cache
+def insert_stamped() -> TextClause:
+    """:func:`insert_annotation` (``checked``, Postgres) stamping the activity when it stored:
+    the write after :data:`LOCK`."""
+    insert = insert_annotation("postgresql", checked=True).text
+    return _stamped(
+        f"WITH stored AS ({insert}), stamp AS ({STAMP_IF.format('stored')}) SELECT id FROM stored"
+    )
+
+
 # Why a claim or a write found nothing, read on a refusal only (app/annotation/refusals.py):
 # the claim's conditions as columns (the practice freeze for an add's segment, a removed
 # annotation, or not read), the annotation stored under a client_id, the duplicate's id.
@@ -240,199 +253,3 @@ def duplicate_of(dialect: str) -> TextClause:
     """The mark (its first row's id) of the live annotation an add duplicates (the first,
     when several)."""
     return text(f"{_duplicates(dialect, 'COALESCE(a.mark, a.id)')} ORDER BY a.id LIMIT 1")
-
-
-PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a DBAPI connection
-_IDLE = 0  # psycopg2.extensions.TRANSACTION_STATUS_IDLE: no transaction open on the server
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
-@cache
-def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
-    """``statement`` for ``PREPARE`` (``$1``, ``$2`` …) and its parameters' names in order."""
-    names: list[str] = []
-
-    def number(match: re.Match) -> str:
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    sql = str(statement.compile(dialect=postgresql.psycopg2.dialect()))
-    return _PLACEHOLDER.sub(number, sql), tuple(names)
-
-
-@cache
-def _plain_form(statement: TextClause) -> str:
-    """``statement`` as psycopg2 runs it unprepared (``%(name)s`` placeholders)."""
-    return str(statement.compile(dialect=postgresql.psycopg2.dialect()))
-
-
-def _execute_sql(name: str, names: tuple[str, ...]) -> str:
-    arguments = ", ".join(f"%({key})s" for key in names)
-    return f"EXECUTE marginalia_{name}({arguments})"
-
-
-def execute(
-    db: Session | Connection | Driver, name: str, statement: TextClause, params: dict[str, Any]
-) -> CursorResult | DriverResult:
-    """Run ``statement`` (one of this module's) with ``params``: prepared on Postgres under
-    ``name`` (once per connection), as it is elsewhere."""
-    if isinstance(db, Driver):
-        return db.run(name, statement, params)
-    connection = db if isinstance(db, Connection) else db.connection()
-    if connection.dialect.name != "postgresql" or not connection.get_execution_options().get(
-        PREPARED_KEY, True
-    ):
-        return connection.execute(statement, params)
-    body, names = _postgres_form(statement)
-    prepared = connection.info.setdefault(PREPARED_KEY, set())
-    if name not in prepared:
-        # Not undone by a rollback: a prepared statement lives as long as the connection.
-        connection.exec_driver_sql(f"PREPARE marginalia_{name} AS {body}")
-        prepared.add(name)
-    return connection.exec_driver_sql(_execute_sql(name, names), params)
-
-
-@cache
-def _row_type(names: tuple[str, ...]) -> type:
-    return namedtuple("Row", names)  # noqa: PYI024 - attribute access like SQLAlchemy's Row
-
-
-class DriverResult:
-    """What the short paths read of a result: ``first()``, ``scalar()``, ``all()``,
-    ``rowcount``."""
-
-    def __init__(self, cursor: Any) -> None:
-        self.rowcount = cursor.rowcount
-        self.names = tuple(column.name for column in cursor.description or ())
-        self.rows = cursor.fetchall() if cursor.description else []
-
-    def first(self) -> Any:
-        return _row_type(self.names)(*self.rows[0]) if self.rows else None
-
-    def scalar(self) -> Any:
-        return self.rows[0][0] if self.rows else None
-
-    def all(self) -> list[tuple]:
-        return list(self.rows)
-
-
-class Driver:
-    """A pooled Postgres connection used through its psycopg2 cursor, for the fast lane
-    (app/web/fast_lane.py): this module's prepared statements without SQLAlchemy's execution
-    context (a third of the lane's CPU per add). ``scalar``/``scalars`` run a Core select
-    compiled for it (the short paths' cache misses; plain columns only). One transaction:
-    :meth:`commit` or :meth:`rollback`, then :meth:`close` (back to the pool).
-
-    Round trips are most of Postgres's CPU for such short transactions, so the driver sends
-    ``BEGIN`` with the transaction's first statement (psycopg2 would send it alone: the
-    connection is in autocommit mode while the driver holds it, and back out of it when
-    returned), and :meth:`claim_and_run` sends a claim and its write together: an add or a
-    remove is two round trips (``BEGIN; claim; write``, then ``COMMIT``) instead of four.
-
-    With prepared statements off (``PREPARED_STATEMENTS=0``, a transaction-pooling PgBouncer
-    in front) the driver sends the same statements as plain SQL, with the same round trips:
-    issue 31 measured the SQLAlchemy path that stood in for it at ~2x Postgres's CPU per
-    document."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.prepare = engine.get_execution_options().get(PREPARED_KEY, True)
-        self.connection = engine.raw_connection()
-        self.dbapi = self.connection.dbapi_connection
-        self.prepared = self.connection.info.setdefault(PREPARED_KEY, set())
-        self.begun = False
-        try:
-            if self.dbapi.info.transaction_status != _IDLE:  # the pool's ping (app/db.py)
-                self.dbapi.rollback()
-            self.dbapi.autocommit = True
-        except Exception:
-            self.connection.invalidate()
-            raise
-
-    def _sql(self, name: str, statement: TextClause) -> str:
-        """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection), or the
-        statement itself when prepared statements are off; led by ``BEGIN`` when it opens the
-        transaction."""
-        if self.prepare:
-            body, names = _postgres_form(statement)
-            sql = _execute_sql(name, names)
-            if name not in self.prepared:
-                # Not undone by a rollback: a prepared statement lives as long as the connection.
-                sql = f"PREPARE marginalia_{name} AS {body}; {sql}"
-                self.prepared.add(name)
-        else:
-            sql = _plain_form(statement)
-        if not self.begun:
-            sql = f"BEGIN; {sql}"
-            self.begun = True
-        return sql
-
-    def run(self, name: str, statement: TextClause, params: dict[str, Any]) -> DriverResult:
-        cursor = self.dbapi.cursor()
-        cursor.execute(self._sql(name, statement), params)
-        return DriverResult(cursor)
-
-    def claim_and_run(
-        self, claim: tuple[str, TextClause], write: tuple[str, TextClause], params: dict[str, Any]
-    ) -> DriverResult:
-        """The claim and then the write, one round trip; the write's result. The write
-        runs after the claim took the row lock, with its own (later) snapshot, so it sees
-        every add committed before the lock; its ``WHERE`` must repeat the claim's rule
-        (the claim's row count is not read)."""
-        sql = f"{self._sql(*claim)}; {self._sql(*write)}"
-        cursor = self.dbapi.cursor()
-        cursor.execute(sql, params)
-        return DriverResult(cursor)
-
-    def _select(self, query: Any) -> list[tuple]:
-        compiled = query.compile(dialect=self.engine.dialect)
-        cursor = self.dbapi.cursor()
-        cursor.execute(str(compiled), compiled.params)
-        return cursor.fetchall()
-
-    def scalar(self, query: Any) -> Any:
-        rows = self._select(query)
-        return rows[0][0] if rows else None
-
-    def scalars(self, query: Any) -> list[Any]:
-        return [row[0] for row in self._select(query)]
-
-    def _end(self, command: str) -> None:
-        if self.begun:
-            self.begun = False
-            self.dbapi.cursor().execute(command)
-
-    def commit(self) -> None:
-        self._end("COMMIT")
-
-    def rollback(self) -> None:
-        self._end("ROLLBACK")
-
-    def close(self) -> None:
-        """Back to the pool as SQLAlchemy left it: out of autocommit, no transaction open
-        (else the connection is dropped)."""
-        if self.dbapi.info.transaction_status != _IDLE:
-            self.connection.invalidate()
-            return
-        self.dbapi.autocommit = False
-        self.connection.close()
-
-    def fail(self, error: Exception) -> None:
-        """End after ``error``: the connection is dropped (its transaction may be left open
-        and aborted, and a ``PREPARE`` counted as done may never have run, when a statement
-        before it in the same query string failed). A lost
-        connection drops the pool with it (a restarted database left every pooled connection
-        dead: the next request gets a fresh one)."""
-        self.connection.invalidate()
-        dbapi = self.engine.dialect.loaded_dbapi
-        if isinstance(error, (dbapi.OperationalError, dbapi.InterfaceError)):
-            self.engine.dispose(close=False)
-
-
-def driver_for(engine: Any) -> Driver | None:
-    """A :class:`Driver` when ``engine`` is Postgres (prepared statements on or off), else
-    None."""
-    if engine.dialect.name != "postgresql":
-        return None
-    return Driver(engine)

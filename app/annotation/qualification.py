@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.models import Assignment, Document, Study
+from app.models import Assignment, Document, Study, changes
 
 DEFAULT_QUALIFICATION_ATTEMPTS = 2
 # The statuses of a practice assignment that used an attempt.
@@ -124,6 +124,7 @@ def screen_out(session: Session, study: Study, worker_id: str) -> bool:
     if not screened_out(qualification_state(session, study, worker_id)):
         return False
     practice = select(Document.id).where(Document.study_id == study.id, Document.is_gold)
+    changes.mark(session, study.id, "screened out")  # a Core update: the flush sees none
     session.execute(
         update(Assignment)
         .where(

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.documents.text import normalise_newlines, storable, text_problem
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import Assignment, Study, WorkerAction, WorkerReview
+from app.models import Assignment, Study, WorkerAction, WorkerReview, changes
 
 ACTIONS = ("approve", "reject", "block", "unblock", "note")
 # A worker's state in a study, from their assignments' statuses (:func:`worker_state`).
@@ -166,6 +166,8 @@ def act(
         review = WorkerReview(study_id=study.id, worker_id=worker_id, blocked=False, note="")
         session.add(review)
     mine = (Assignment.study_id == study.id) & (Assignment.worker_id == worker_id)
+    if action in ("reject", "approve"):  # Core updates of the assignments: the flush sees none
+        changes.mark(session, study.id, f"worker {action}")
     if action == "reject":
         review.status, review.blocked = "rejected", True
         session.execute(

@@ -83,7 +83,7 @@ def record(db: Any, keys: Any, segment: int, active: dict[int, float], moment: d
     for index in sorted(set(active) | {segment}):
         # Down to the millisecond, so the rounded seconds never add up past the budget.
         seconds = math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
-        hot_sql.execute(
+        hot_sql.execute_later(  # with the COMMIT, on Postgres's fast lane
             db,
             "add_seconds",
             hot_sql.ADD_SECONDS,

@@ -92,6 +92,7 @@ def worker_command(
             should_stop=lambda: bool(stopping),
             load_nlp=load_nlp,
             figures=queue in ("all", "figures"),
+            trainings=queue in ("all", "detection"),
         )
     except KeyboardInterrupt:
         return

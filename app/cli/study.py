@@ -285,22 +285,60 @@ def study_license(slug: str, licence: str | None, clear: bool) -> None:
 @click.argument("slug")
 @click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--shipped", is_flag=True, help="Back to the worker's own detector.")
+@click.option(
+    "--retrain-every",
+    type=int,
+    help="Retrain the study's model (a worker's job) each time N more documents are curated; 0: off.",
+)
+@click.option(
+    "--layer",
+    type=click.Choice(["adjudicated", "workers", "gold"]),
+    default="adjudicated",
+    show_default=True,
+    help="With --retrain-every: the curated work to learn from.",
+)
+@click.option("--min-workers", type=int, default=1, show_default=True, help="With --layer workers.")
 @with_app
-def study_detector(slug: str, folder: Path | None, shipped: bool) -> None:
+def study_detector(
+    slug: str,
+    folder: Path | None,
+    shipped: bool,
+    retrain_every: int | None,
+    layer: str,
+    min_workers: int,
+) -> None:
     """Make the study's suggestions come from a model learned from its work (FOLDER, from
     ``detector train --study``; stored in the database), or (--shipped) the worker's own
-    detector; its documents are queued for detection again. Without either: show which."""
+    detector; its documents are queued for detection again. ``--retrain-every N``: a worker
+    trains a new model from the study's curated work each time N more documents are curated,
+    and the study uses it. Without any: show which model, and the retraining rule."""
     from app.db import session_scope
     from app.detection.learned_models import chosen_model, store_model, use_model
+    from app.detection.retraining import SETTING, latest, retrain_rule, set_rule
     from app.documents.studies import get_study
 
     if folder is not None and shipped:
         raise click.UsageError("give a model folder or --shipped, not both")
+    rule = None if retrain_every is None else retrain_rule(retrain_every, layer, min_workers)
     with session_scope() as session:
         found = get_study(session, slug)
         if folder is not None or shipped:
             row = None if shipped else store_model(session, found, folder)
             queued = use_model(session, found, None if row is None else row.id)
             click.echo(f"{counted(queued, 'document')} queued for detection", err=True)
+        if retrain_every is not None:
+            set_rule(found, rule)
         row = chosen_model(session, found)
         click.echo("shipped" if row is None else f"learned {row.version} (model {row.id})")
+        rule = (found.settings or {}).get(SETTING)
+        if rule:
+            last = latest(session, found)
+            since = (
+                "no training yet"
+                if last is None
+                else f"last training {last.status} at {counted(last.documents, 'document')}"
+            )
+            click.echo(
+                f"retrained every {counted(rule['every'], 'curated document')} "
+                f"({rule['layer']} layer); {since}"
+            )

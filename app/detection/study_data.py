@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import distinct, func, select
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
@@ -32,6 +32,28 @@ from model_server.study_data import LabelledSpan, StudyData, StudyDocument, cate
 
 LAYERS = (ADJUDICATED, WORKERS, "gold")
 PAIRED = ("paired_segment", "paired_start", "paired_end", "paired_end_segment")
+
+
+def curated_documents(session: Session, study: Study, layer: str, min_workers: int = 1) -> int:
+    """How many documents :func:`read_study` would return for ``layer``, counted in SQL over
+    the same readers (what :mod:`app.detection.retraining` compares with ``--retrain-every``)."""
+    if layer == ADJUDICATED:
+        work = Work(layer=ADJUDICATED)
+        documents = select_work(study, work, columns(study, work)["document_id"]).subquery()
+        return session.scalar(select(func.count(distinct(documents.c[0])))) or 0
+    if layer == WORKERS:
+        work = Work()
+        sql = columns(study, work)
+        pairs = select_work(study, work, sql["document_id"], sql["worker_id"]).subquery()
+        per_document = (
+            select(pairs.c[0])
+            .group_by(pairs.c[0])
+            .having(func.count(distinct(pairs.c[1])) >= min_workers)
+            .subquery()
+        )
+        return session.scalar(select(func.count()).select_from(per_document)) or 0
+    query = select(func.count()).where(Document.study_id == study.id, Document.is_gold.is_(True))
+    return session.scalar(query) or 0
 
 
 def _segments(session: Session, ids: list[int]) -> dict[int, tuple[str, ...]]:

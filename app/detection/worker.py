@@ -20,12 +20,12 @@ from sqlalchemy.orm import Session
 
 from app.annotation.assignments import segment_texts
 from app.db import begin_write
-from app.detection import importing, jobs
+from app.detection import importing, jobs, retraining
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
-from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion
+from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
 from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 def store_suggestions(session: Session, document: Document, rows: list[Any]) -> int:
     """Replace the document's suggestions with ``rows`` (model_server SuggestionRow)."""
     session.execute(delete(Suggestion).where(Suggestion.document_id == document.id))
+    changes.mark(session, document.study_id, "suggestions")  # a Core delete
     session.add_all(
         Suggestion(
             document_id=document.id,
@@ -148,12 +149,14 @@ def work(
     should_stop: Callable[[], bool] = lambda: False,
     load_nlp: NlpLoader | None = None,
     figures: bool = True,
+    trainings: bool = True,
 ) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
     ``detector`` is not None), then a study's slow figures (with ``figures``:
-    app/quality/figures.py). One bad document or file never stops the loop: its error is
+    app/quality/figures.py), then a retraining of a study's learned detector (with
+    ``trainings``: app/detection/retraining.py). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
     """
     name = f"{socket.gethostname()}:{os.getpid()}"
@@ -167,6 +170,10 @@ def work(
             if not claimed and figures:
                 with session_factory() as session:
                     claimed = run_figures(session, name)
+            if not claimed and trainings:
+                with session_factory() as session:
+                    every = 0.0 if once else retraining.CHECK_EVERY
+                    claimed = retraining.run_next(session, name, check_every=every)
         except OperationalError as exc:  # the database is away or locked: wait, try again
             log.warning("worker: database error, retrying: %s", str(exc).splitlines()[0])
             claimed = False

@@ -40,6 +40,7 @@ from app.models import (
     StudyCollaborator,
     Suggestion,
     SuggestionEvent,
+    changes,
 )
 
 STATUSES = ("open", "paused", "closed", "archived")
@@ -169,6 +170,7 @@ def remove_document(session: Session, study: Study, external_id: str) -> None:
     )
     session.execute(delete(Assignment).where(Assignment.document_id == document.id))
     _delete_document_rows(session, ids)
+    changes.mark(session, study.id, "document removed")  # Core deletes: the flush sees none
     session.expire_all()
 
 

@@ -22,7 +22,16 @@ from app.documents.imported_work import check_spans, store_imported_work
 from app.documents.locating import Placement, locate
 from app.documents.records import DocumentInput, GoldSpan
 from app.errors import InvalidInput
-from app.models import DetectionJob, Document, Entity, EntityMention, GoldError, Segment, Study
+from app.models import (
+    DetectionJob,
+    Document,
+    Entity,
+    EntityMention,
+    GoldError,
+    Segment,
+    Study,
+    changes,
+)
 
 CHUNK_ROWS = 5000
 
@@ -276,6 +285,8 @@ def store_prepared(session: Session, study: Study, prepared: PreparedImport) -> 
     started = time.perf_counter()
     _refuse_clashes(session, study, prepared.documents)
     ids = _insert_documents(session, study, prepared)
+    if ids:
+        changes.mark(session, study.id, "import")  # Core inserts: the flush does not see them
     # Segments, the bulk of the rows, go through plain Core executemany (no ORM work per row).
     connection = session.connection()
     segments = [

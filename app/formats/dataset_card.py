@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.errors import InvalidInput
 from app.formats.annotated import AnnotatedDocument
 from app.models import Study
-from app.quality.reporting import study_report
+from app.quality.served import served_report
 from app.quality.work import Work
 
 DEFAULT_LICENSE = "unknown"
@@ -58,6 +58,25 @@ def _size(count: int) -> str:
     return "100K<n<1M" if count < 1_000_000 else "n>1M"
 
 
+def _alpha(stats: dict[str, Any] | None) -> float | None:
+    return ((stats or {}).get("token") or {}).get("alpha")
+
+
+def _as_of(served: dict[str, Any]) -> str:
+    """When the agreement figures were computed (a big study's are the stored report's)."""
+    if served["mode"] == "inline":
+        return ""
+    if served["state"] == "none":
+        return (
+            " (not computed yet: the study is big, so its report is computed by the worker; "
+            "export again once the dashboard shows its figures)"
+        )
+    when = (served["computed_at"] or "")[:19].replace("T", " ")
+    if served["state"] == "current":
+        return f" (computed at {when} UTC, for the work as exported)"
+    return f" (computed at {when} UTC; the work changed since: they may differ from this export)"
+
+
 @dataclass
 class Tally:
     """What the card counts, summed a document at a time as the export writes it."""
@@ -93,7 +112,10 @@ def dataset_card(session: Session, study: Study, tally: Tally, work: Work | None
             {"config_name": "documents", "data_files": "data/documents.parquet"},
         ],
     }
-    agreement = study_report(session, study, include_practice=include_practice)["agreement"]
+    report, served = served_report(
+        session, study, include_practice=include_practice, queue_when_stale=False
+    )
+    agreement = (report or {}).get("agreement") or {}
     per_category = tally.per_category
     lines = [
         "---",
@@ -118,7 +140,7 @@ def dataset_card(session: Session, study: Study, tally: Tally, work: Work | None
         f"- Annotations: {tally.annotations}",
         f"- Taxonomy: {cell(study.taxonomy_name)} (version {cell(study.taxonomy.get('version', ''))})",
         f"- Agreement over all categories (Krippendorff's alpha by token): "
-        f"{_number(agreement['all']['token']['alpha'])}",
+        f"{_number(_alpha(agreement.get('all')))}" + _as_of(served),
         "",
         "## Taxonomy",
         "",
@@ -126,7 +148,7 @@ def dataset_card(session: Session, study: Study, tally: Tally, work: Work | None
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for category in study.taxonomy["categories"]:
-        alpha = agreement["per_category"].get(category["id"], {}).get("token", {}).get("alpha")
+        alpha = _alpha((agreement.get("per_category") or {}).get(category["id"]))
         lines.append(
             f"| {cell(category['id'])} | {cell(category.get('label'))} | "
             f"{cell(category.get('kind'))} | {per_category.get(category['id'], 0)} | "

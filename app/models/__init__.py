@@ -7,10 +7,12 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
 from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
+from app.models.changes import WorkChange
 from app.models.detection import (
     ConsensusUnit,
     DetectionJob,
     DetectorModel,
+    DetectorTraining,
     DetectorVersion,
     FigureJob,
     ImportJob,
@@ -31,6 +33,7 @@ __all__ = [
     "ConsensusUnit",
     "DetectionJob",
     "DetectorModel",
+    "DetectorTraining",
     "DetectorVersion",
     "Document",
     "DocumentReview",
@@ -52,6 +55,7 @@ __all__ = [
     "SuggestionEvent",
     "WorkerAction",
     "WorkerReview",
+    "WorkChange",
     "isoformat",
     "utcnow",
 ]

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -82,6 +83,32 @@ class DetectorModel(Base):
     payload: Mapped[bytes] = mapped_column(LargeBinary)
     card: Mapped[str | None] = mapped_column(Text)
     created_by: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DetectorTraining(Base):
+    """A retraining of a study's learned detector as its curated work grows
+    (``marginalia study detector SLUG --retrain-every N``; app/detection/retraining.py): queued
+    when the study's curated documents reach the last training's count + N, run by a worker
+    (the queue rules of app/detection/queue.py), which stores the new model and makes the study
+    use it. ``documents``: the curated documents counted when it was queued; ``model_id``: the
+    model it made."""
+
+    __tablename__ = "detector_trainings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    documents: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    model_id: Mapped[int | None] = mapped_column(
+        ForeignKey("detector_models.id", ondelete="SET NULL")
+    )
+    last_error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -159,6 +186,15 @@ class FigureJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the whole report (app/quality/served.py): its JSON text, the study's last work change it
+    # saw (app/models/changes.py), when and in how long it was computed
+    report: Mapped[str | None] = mapped_column(Text)
+    report_change: Mapped[int | None] = mapped_column(Integer)
+    report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    report_seconds: Mapped[float | None] = mapped_column(Float)
+    # the slow figures asked for (the dashboard's button, app/quality/figures.py:enqueue):
+    # a job queued only because the work changed recomputes the report alone
+    with_figures: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class ConsensusUnit(Base):

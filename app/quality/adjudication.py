@@ -30,6 +30,7 @@ from app.models import (
     Document,
     DocumentReview,
     GoldError,
+    changes,
     isoformat,
     utcnow,
 )
@@ -162,6 +163,7 @@ def _write(
         where.append(
             AdjudicatedError.candidate == candidate if candidate else AdjudicatedError.id == row_id
         )
+        changes.mark(session, document.study_id, "adjudicated error")  # a Core update
         changed = session.execute(
             update(AdjudicatedError)
             .where(*where, AdjudicatedError.version == expected)
@@ -305,6 +307,7 @@ def set_status(session: Session, document: Document, body: Any, who: str) -> Doc
         except IntegrityError:
             raise _conflict(session.get(DocumentReview, document.id), "the review status") from None
     else:
+        changes.mark(session, document.study_id, "document review")  # a Core update
         changed = session.execute(
             update(DocumentReview)
             .where(DocumentReview.document_id == document.id, DocumentReview.version == expected)
@@ -401,6 +404,7 @@ def promote(session: Session, document: Document) -> int:
         .order_by(AdjudicatedError.segment, AdjudicatedError.start, AdjudicatedError.id)
     ).all()
     session.execute(delete(GoldError).where(GoldError.document_id == document.id))
+    changes.mark(session, document.study_id, "gold promoted")  # a Core delete
     for row in rows:
         session.add(
             GoldError(

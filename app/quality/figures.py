@@ -165,10 +165,16 @@ def cached(
         state = "none"
     else:
         state = "current" if row.result_key == key else "stale"
-    return (row.result if row is not None else None), {
-        "state": state,
+    return (row.result if row is not None else None), {"state": state, **job_state(row)}
+
+
+def job_state(row: FigureJob | None) -> dict[str, Any]:
+    """The job's part of the figures' state: ``job`` (its status), ``computed_at`` and
+    ``seconds`` of the stored figures, ``error`` (the last line of the last failure)."""
+    stored = row is not None and row.result is not None
+    return {
         "job": row.status if row is not None else None,
-        "computed_at": row.finished_at.isoformat() if row and row.finished_at else None,
+        "computed_at": row.finished_at.isoformat() if stored and row.finished_at else None,
         "seconds": row.seconds if row is not None else None,
         "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
     }
@@ -191,15 +197,21 @@ def store_consensus(session: Session, study: Study, posteriors: list[dict[str, A
         session.execute(insert(ConsensusUnit), rows)
 
 
-def enqueue(session: Session, study: Study, include_practice: bool) -> FigureJob:
-    """Queue the study's figures (a no-op while a job is queued or running); caller commits."""
+def enqueue(
+    session: Session, study: Study, include_practice: bool, *, figures: bool = True
+) -> FigureJob:
+    """Queue the study's report and, with ``figures``, its slow figures (a no-op while a job
+    is queued or running, but for asking a queued job for the figures too); caller commits."""
     row = _row(session, study, include_practice)
     if row is None:
         row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
         session.add(row)
     elif row.status in ("queued", "running"):
+        if figures and row.status == "queued":
+            row.with_figures, row.run_after = True, utcnow()
         return row
     row.status, row.attempts, row.run_after, row.last_error = "queued", 0, utcnow(), None
+    row.with_figures = figures
     session.flush()
     return row
 

@@ -185,3 +185,13 @@ def drag_review(page, segment: int, needle: str, occurrence: int = 0) -> None:
     page.mouse.up()
     selected = page.evaluate("() => getSelection().toString()")
     assert selected == needle, f"the drag selected {selected!r}, not {needle!r}"
+
+
+def log_in(page, base: str, email: str, password: str) -> None:
+    """Log in on ``base``'s researcher login page and wait for the page it leads to."""
+    page.goto(f"{base}/admin/login")
+    page.fill('input[name="email"]', email)
+    page.fill('input[name="password"]', password)
+    with page.expect_navigation():
+        page.click('button[type="submit"]')
+    assert "/admin/login" not in page.url, f"the login of {email} was refused"

@@ -18,7 +18,7 @@ from app import create_app
 from app.migrate import upgrade
 from tests.browser import a11y_site, axe
 from tests.browser.conftest import VIEWPORT, LiveServer
-from tests.browser.helpers import category_button, drag_select, wait_loaded, wait_value
+from tests.browser.helpers import category_button, drag_select, log_in, wait_loaded, wait_value
 
 pytestmark = pytest.mark.browser
 
@@ -143,10 +143,7 @@ def admin_state(site, pw_browser):
     server, _ = site
     context = pw_browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    page.goto(f"{server.url}/admin/login")
-    page.fill('input[name="email"]', a11y_site.EMAIL)
-    page.fill('input[name="password"]', a11y_site.PASSWORD)
-    page.click('button[type="submit"]')
+    log_in(page, server.url, a11y_site.EMAIL, a11y_site.PASSWORD)
     page.wait_for_url(f"{server.url}/admin/")
     state = context.storage_state()
     context.close()

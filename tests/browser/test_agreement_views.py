@@ -12,6 +12,7 @@ import pytest
 from app.db import session_scope
 from app.documents.studies import get_study
 from app.quality.reporting import study_report
+from tests.browser.helpers import log_in
 from tests.test_compare_snac import import_snac_dev_workers
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -51,10 +52,7 @@ def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
     agreement = report["agreement"]
     assert agreement["unitized"]["state"] == "current"
     page = pw_page
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/agree")
     assert page.get_attribute("#unitized-state", "data-state") == "current"
     every = page.locator("#unitized-table tbody tr").last.inner_text()

@@ -11,6 +11,7 @@ from tests.browser import axe
 from tests.browser.helpers import (
     category_button,
     drag_select,
+    log_in,
     open_assignment,
     wait_saved,
     wait_value,
@@ -182,10 +183,7 @@ def test_review_shows_and_edits_attributes(
         create_researcher(session, "r@example.org", "a long password 28", role="admin")
     page = pw_page
     page.set_viewport_size({"width": 1440, "height": 900})
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', "r@example.org")
-    page.fill('input[name="password"]', "a long password 28")
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, "r@example.org", "a long password 28")
     page.goto(f"{live_server.url}/admin/studies/sum/review")
     page.click("a:has-text('doc-1')")
     page.wait_for_selector("#review[data-ready]")

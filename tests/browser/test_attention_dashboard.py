@@ -10,6 +10,7 @@ from app.db import session_scope
 from app.documents.studies import import_documents
 from app.formats import DocumentInput, GoldSpan
 from app.models import GoldError, Study
+from tests.browser.helpers import log_in
 from tests.conftest import make_study
 
 pytestmark = pytest.mark.browser
@@ -57,10 +58,7 @@ def test_threshold_flags_a_worker_in_the_dashboard(app, live_server, pw_page, ar
     with app.app_context(), session_scope() as session:
         create_researcher(session, EMAIL, PASSWORD, role="admin")
     page = pw_page
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.click("a.study-link")
     page.wait_for_selector("h1:has-text('Attention pilot')")
     rows = page.locator("#attention-table tbody tr")

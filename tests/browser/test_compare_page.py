@@ -10,6 +10,7 @@ import pytest
 from app.db import session_scope
 from app.documents.records import DocumentInput, ImportedSpan
 from app.documents.studies import get_study, import_documents
+from tests.browser.helpers import log_in
 from tests.test_compare_snac import import_snac_dev_workers
 
 pytestmark = pytest.mark.browser
@@ -39,10 +40,7 @@ def seed(app) -> None:
 def test_compare_page_renders_the_systems_and_the_figure(app, live_server, pw_page, artifacts):
     seed(app)
     page = pw_page
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/snac-dev")
     page.click("#compare-link")
     page.wait_for_selector("h1:has-text('Compare systems')")

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import AdjudicatedError
+from tests.browser.helpers import log_in
 from tests.test_consensus_cli import BOUNDS, five_sentences
 
 pytestmark = pytest.mark.browser
@@ -24,10 +25,7 @@ def test_auto_accept_one_document_by_posterior(app, client, live_server, pw_page
         create_researcher(session, EMAIL, PASSWORD, role="admin")
     page, base = pw_page, live_server.url
     page.set_viewport_size({"width": 1440, "height": 900})
-    page.goto(f"{base}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, base, EMAIL, PASSWORD)
     page.goto(f"{base}/admin/studies/demo/review/document?document=d")
     page.wait_for_selector("#review[data-ready]")
     asked: list[str] = []

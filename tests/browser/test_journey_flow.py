@@ -13,7 +13,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.documents import journey
 from app.models import Consent, QuestionnaireAnswer, Study
-from tests.browser.helpers import wait_loaded
+from tests.browser.helpers import log_in, wait_loaded
 from tests.conftest import make_study
 from tests.test_researcher_isolation import ALICE, PASSWORD, create_researcher
 
@@ -203,10 +203,7 @@ def test_researcher_manages_and_previews(app, live_server, pw_page, artifacts):
     make_study(app, documents=DOCUMENTS)
     _configure(app, questionnaire=QUESTIONNAIRE, instructions="Read **each** segment.")
     page = pw_page
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', ALICE)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button[type="submit"]')
+    log_in(page, live_server.url, ALICE, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/demo")
     page.click("#manage-link")
     page.wait_for_selector("#status-heading")

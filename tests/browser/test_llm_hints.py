@@ -13,7 +13,7 @@ from app.models import Study
 from app.quality.reporting import format_report, study_report
 from model_server.llm import LLMDetector
 from model_server.llm_client import ClientSettings
-from tests.browser.helpers import annotation_texts, open_assignment, wait_saved
+from tests.browser.helpers import annotation_texts, log_in, open_assignment, wait_saved
 from tests.conftest import make_study
 from tests.llm_standin import errors, standin
 
@@ -92,10 +92,7 @@ def test_llm_hints_show_their_reasons_and_feed_the_recall_in_the_report(
         from app.researchers.accounts import create_researcher
 
         create_researcher(session, "lead@example.org", "llm hints password 1", role="admin")
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', "lead@example.org")
-    page.fill('input[name="password"]', "llm hints password 1")
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, "lead@example.org", "llm hints password 1")
     page.goto(f"{live_server.url}/admin/studies/exteval")
     cell = page.locator("#worker-table tbody tr").first.locator("td.confident-recall")
     assert cell.inner_text().split() == ["50%", "1/2", "uncalibrated"]

@@ -30,6 +30,7 @@ from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
+    log_in,
     progress_text,
     wait_loaded,
     wait_saved,
@@ -376,10 +377,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     assert answers == {("document", "difficulty"): "2", ("study", "device"): "Phone"}
 
     # --- the researcher ------------------------------------------------------------------
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/{SLUG}")
     flagged = page.locator("#attention-table tr.flagged")
     assert flagged.count() == 1 and flagged.get_attribute("data-worker") == "P1"

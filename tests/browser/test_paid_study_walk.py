@@ -31,6 +31,7 @@ from tests.browser.helpers import (
     category_button,
     drag_review,
     drag_select,
+    log_in,
     wait_loaded,
     wait_saved,
     wait_value,
@@ -184,10 +185,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     base = live_server.url
 
     # --- the researcher sets the study up in the web admin (item 10: the New study form) --
-    page.goto(f"{base}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    submit_form(page, 'button:has-text("Log in")')
+    log_in(page, base, EMAIL, PASSWORD)
     page.goto(f"{base}/admin/studies/new")
     page.fill('input[name="slug"]', SLUG)
     page.fill('input[name="title"]', "Lighthouse pilot")

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.formats import DocumentInput, GoldSpan
 from app.models import Document, Study, Suggestion
+from tests.browser.helpers import log_in
 from tests.conftest import make_study
 
 pytestmark = pytest.mark.browser
@@ -102,10 +103,7 @@ def busy_study(app):
 
 def test_busy_dashboard_renders_and_is_readable(app, busy_study, live_server, pw_page, artifacts):
     page = pw_page
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.click("a.study-link")
     page.wait_for_selector("h1:has-text('Voyage summaries')")
     assert page.locator("#worker-table tbody tr").count() == 5

@@ -13,7 +13,7 @@ import pytest
 
 from app.db import session_scope
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.helpers import drag_review
+from tests.browser.helpers import drag_review, log_in
 from tests.test_adjudication_snac import replay_snac_dev
 
 pytestmark = pytest.mark.browser
@@ -71,10 +71,7 @@ def test_walk_disagreements_by_keyboard_and_export(app, client, live_server, pw_
         add_suggestions(session)
     page = pw_page
     page.set_viewport_size({"width": 1440, "height": 900})
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/snac-dev/review")
     page.click(f"a:has-text('{DOC}')")
     page.wait_for_selector("#review[data-ready]")

@@ -18,6 +18,7 @@ from tests.browser.conftest import ARTIFACTS
 from tests.browser.helpers import (
     category_button,
     drag_select,
+    log_in,
     open_assignment,
     wait_saved,
 )
@@ -121,10 +122,7 @@ def test_time_is_measured_shown_and_reject_reopens_the_slot(app, client, live_se
     assert sum(rows.values()) <= elapsed + 1, (rows, elapsed)
 
     # the researcher's pages show the time and the speeder flag (median below 30 s)
-    page.goto(f"{live_server.url}/admin/login")
-    page.fill('input[name="email"]', EMAIL)
-    page.fill('input[name="password"]', PASSWORD)
-    page.click('button:has-text("Log in")')
+    log_in(page, live_server.url, EMAIL, PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/demo/workers")
     row = page.locator('#workers-table tr[data-worker="reader-1"]')
     median = sorted(rows.values())[1]

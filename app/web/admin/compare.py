@@ -21,8 +21,6 @@ from flask import jsonify, render_template, request
 from app.db import get_session
 from app.errors import InvalidInput
 from app.models import Study
-from app.quality.compare import compare_systems, default_min_workers
-from app.quality.compare_plot import figure_bytes
 from app.quality.compare_text import as_figure, ci_parts, describe, p_value, system_name
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
@@ -92,6 +90,10 @@ def _rows(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 @bp.get("/studies/<slug>/compare")
 @auth.login_required
 def compare_page(slug: str):
+    # SciPy and matplotlib (~110 MB) are loaded by the first comparison, not by every process.
+    from app.quality.compare import compare_systems, default_min_workers
+    from app.quality.compare_plot import figure_bytes
+
     db = get_session()
     study = study_or_404(db, slug)
     categories = (study.taxonomy or {}).get("categories", [])
@@ -126,6 +128,8 @@ def compare_page(slug: str):
 @bp.get("/studies/<slug>/compare.json")
 @auth.login_required
 def compare_json(slug: str):
+    from app.quality.compare import compare_systems
+
     db = get_session()
     study = study_or_404(db, slug)
     return jsonify(compare_systems(db, study, resamples=WEB_RESAMPLES, **_options(study)))

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from flask import (
+    current_app,
     flash,
     jsonify,
     redirect,
@@ -125,21 +126,39 @@ def sharing_summary(db, study: Study) -> dict[str, Any]:
     }
 
 
-def render_dashboard(
-    study: Study,
-    *,
-    upload_error: str | None = None,
-    sharing_error: str | None = None,
-    status: int = 200,
-):
-    from app.quality.reporting import study_report
+def _age(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 0):.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
 
-    db = get_session()
-    practice = include_practice()
-    report = study_report(db, study, include_practice=practice)
-    live = live_progress(db, study, include_practice=practice)
-    categories = study.taxonomy.get("categories", [])
-    chart_svgs = {
+
+JOB_WORDS = {"queued": "recomputation queued", "running": "recomputing", "failed": "failed"}
+
+
+def served_words(served: dict[str, Any]) -> str:
+    """The served report's state in plain words: "computed 40 s ago · recomputing"."""
+    if served["mode"] == "inline":
+        return "up to date (computed for this page)"
+    job = JOB_WORDS.get(served.get("job") or "")
+    if served["state"] == "none":
+        found = {"running": "computing", "failed": "failed"}.get(served.get("job") or "", "queued")
+        return f"not computed yet · {found}"
+    age = f"computed {_age(served['age_seconds'] or 0.0)} ago"
+    if served["state"] == "current":
+        return f"{age} · up to date"
+    if job == "failed":
+        return f"{age} · recomputation failed: {served.get('error') or 'see the worker log'}"
+    return f"{age} · {job or 'out of date'}"
+
+
+def _charts(report: dict[str, Any] | None, categories: list[dict[str, Any]]) -> dict[str, Any]:
+    if report is None:
+        return {}
+    return {
         "categories": charts.category_bars(report["categories"]["overall"], categories),
         "sources": charts.source_distribution(
             report["categories"]["per_source"], _segments_per_source(report), categories
@@ -148,20 +167,41 @@ def render_dashboard(
         "has_recall": charts.has_recall(report["workers"]),
         "legend": charts.legend(categories),
     }
+
+
+def render_dashboard(
+    study: Study,
+    *,
+    upload_error: str | None = None,
+    sharing_error: str | None = None,
+    status: int = 200,
+):
+    from app.quality.served import served_report
+
+    db = get_session()
+    practice = include_practice()
+    report, served = served_report(db, study, include_practice=practice)
+    study = study_or_404(db, study.slug)  # the queueing may have committed: fresh attributes
+    live = live_progress(db, study, include_practice=practice)
+    categories = study.taxonomy.get("categories", [])
+    chart_svgs = _charts(report, categories)
+    agreement = (report or {}).get("agreement") or {}
     labels = {c["id"]: c["label"] for c in categories}
     body = render_template(
         "admin/dashboard.html",
         study=study,
         report=report,
+        served=served,
+        served_words=served_words(served),
         live=live,
         charts=chart_svgs,
         labels=labels,
         settings=platforms.describe(study),
         links=worker_links(study),
-        conditions=condition_summary(report["workers"]),
-        per_document=lowest_first(report["agreement"].get("per_document", [])),
-        per_pair=lowest_first(report["agreement"].get("per_pair", [])),
-        heat=heat_map(report["agreement"].get("pairs")),
+        conditions=condition_summary((report or {}).get("workers") or []),
+        per_document=lowest_first(agreement.get("per_document", [])),
+        per_pair=lowest_first(agreement.get("per_pair", [])),
+        heat=heat_map(agreement.get("pairs")),
         breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
@@ -192,11 +232,17 @@ def progress_json(slug: str):
 @bp.get("/studies/<slug>/report.json")
 @auth.login_required
 def report_json(slug: str):
-    from app.quality.reporting import study_report
+    from app.quality.served import is_small, served_report, stored_text
 
     db = get_session()
     study = study_or_404(db, slug)
-    return jsonify(study_report(db, study, include_practice=include_practice()))
+    if is_small(db, study):
+        report, served = served_report(db, study, include_practice=include_practice())
+        return jsonify({**report, "served": served})
+    text, served = stored_text(db, study, include_practice=include_practice())
+    if text is None:  # a big study whose report is being computed for the first time
+        return jsonify({"served": served}), 202
+    return current_app.response_class(text, mimetype="application/json")
 
 
 @bp.post("/studies/<slug>/figures")

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.detection import import_jobs
-from app.models import Annotation, Assignment, Document, Study
+from app.models import Annotation, Assignment, Document, FigureJob, Study
 from app.quality.work import Work, document_filter, is_practice, role, select_documents
 
 
@@ -97,9 +97,16 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
         "abandoned": counts["abandoned"],
     }
     # What the server-rendered sections show (tables, charts): in-progress annotations
-    # only move a counter, which the JSON updates without re-reading the page.
+    # only move a counter, which the JSON updates without re-reading the page. A big study's
+    # figures are its stored report's (app/quality/served.py): a new one or its job's status.
+    stored = db.execute(
+        select(FigureJob.report_at, FigureJob.status).where(
+            FigureJob.study_id == study.id, FigureJob.include_practice.is_(include_practice)
+        )
+    ).first()
     fingerprint = "-".join(
-        str(v) for v in (len(documents), *assignments.values(), annotations["submitted"])
+        str(v)
+        for v in (len(documents), *assignments.values(), annotations["submitted"], *(stored or ()))
     )
     return {
         "study": study.slug,

@@ -46,9 +46,18 @@ async function swapSections() {
   });
   if (!answer.ok) return false;
   const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
+  if (document.getElementById("report-pending") && !fresh.getElementById("report-pending")) {
+    window.location.reload();  // a big study's first figures: the page gains its sections
+    return false;
+  }
   for (const section of document.querySelectorAll("[data-live][id]")) {
     const replacement = fresh.getElementById(section.id);
-    if (replacement) section.replaceChildren(...replacement.childNodes);
+    if (!replacement) continue;
+    section.replaceChildren(...replacement.childNodes);
+    for (const name of ["state", "mode", "job"]) {  // the served report's state line
+      if (name in replacement.dataset) section.dataset[name] = replacement.dataset[name];
+      else delete section.dataset[name];
+    }
   }
   return true;
 }
