@@ -4,7 +4,9 @@ One thread drives the Flask app in-process (WSGI test client, no sockets) agains
 throw-away Postgres, phase by phase: open + get of N assignments, then every add, every
 position, every remove, every submit. For each phase it prints the app's CPU per request
 (the driving thread's own CPU time) and Postgres's (every backend's, from /proc). With
-``--profile`` the add phase runs under cProfile and the time is grouped by package:
+``--profile`` a phase runs under cProfile and the time is grouped by package; each phase's
+statements per request (commits included: its round trips to Postgres) are counted. ``open``
+names its document, ``crowd`` does not (the policy chooses):
 
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --assignments 200
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --profile add
@@ -34,8 +36,9 @@ from load_harness import (  # noqa: E402
     random_annotation,
     start_postgres,
 )
+from sqlalchemy import event  # noqa: E402
 
-PHASES = ("open", "get", "add", "position", "remove", "submit")
+PHASES = ("open", "crowd", "get", "add", "position", "remove", "submit")
 
 
 def postgres_cpu(cluster) -> float:
@@ -78,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gets", type=int, default=1, help="gets per assignment (the first loads the document)"
     )
+    parser.add_argument(
+        "--crowd", type=int, default=50, help="arrivals naming no document (the crowd path)"
+    )
     parser.add_argument("--profile", choices=PHASES, help="profile this phase (cProfile)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", help="measure the app in this checkout (e.g. an older one)")
@@ -103,6 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         )["categories"]
         rng = random.Random(args.seed)
         cpu: dict[str, list[float]] = {phase: [0.0, 0.0, 0] for phase in PHASES}
+        # statements sent (commits included) per phase: the round trips
+        statements: dict[str, int] = dict.fromkeys(PHASES, 0)
+        current = [PHASES[0]]
+        engine = web.extensions["db_engine"]
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _count(*_args) -> None:
+            statements[current[0]] += 1
+
+        @event.listens_for(engine, "commit")
+        def _count_commit(*_args) -> None:
+            statements[current[0]] += 1
+
         work: list[dict] = []
 
         def timed(phase: str, call, profile: cProfile.Profile | None):
@@ -124,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                 self.phase = phase
 
             def __enter__(self) -> None:
+                current[0] = self.phase
                 self.before = postgres_cpu(cluster)
 
             def __exit__(self, *_exc) -> None:
@@ -141,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
                 assert answer.status_code == 201, answer.get_json()
                 token = answer.get_json()["token"]
                 work.append({"token": token, "texts": texts, "ids": []})
+        with phase_of("crowd"):
+            for index in range(args.crowd):
+                body = {"study": "hot", "worker_id": f"crowd{index}"}
+                answer = timed(
+                    "crowd",
+                    lambda body=body: client.post("/api/assignments", json=body),
+                    profiles.get("crowd"),
+                )
+                assert answer.status_code == 201, answer.get_json()
         with phase_of("get"):
             for item in work * args.gets:
                 answer = timed(
@@ -191,13 +220,16 @@ def main(argv: list[str] | None = None) -> int:
                     "submit", lambda path=path: client.post(path), profiles.get("submit")
                 )
                 assert answer.status_code == 200
-        print(f"{'endpoint':>9} {'requests':>8} {'app ms/req':>10} {'postgres ms/req':>15}")
+        print(
+            f"{'endpoint':>9} {'requests':>8} {'app ms/req':>10} {'postgres ms/req':>15} "
+            f"{'statements/req':>14}"
+        )
         for phase in PHASES:
             app_s, db_s, count = cpu[phase]
             if count:
                 print(
                     f"{phase:>9} {count:8d} {1000 * app_s / count:10.2f} "
-                    f"{1000 * db_s / count:15.2f}"
+                    f"{1000 * db_s / count:15.2f} {statements[phase] / count:14.1f}"
                 )
         for phase, profile in profiles.items():
             totals = grouped(profile)

@@ -26,21 +26,22 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.models import Assignment, Document, Study
+from app.models import Assignment, Document, Study, WorkerReview
 
 TAKEN = ("active", "submitted")
+INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 # Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway).
 LOCK_STUDY = select(Study.id).where(Study.id == bindparam("study_id")).with_for_update()
 # Serialise one worker ID's arrivals in a study (Postgres; a hash collision only makes two
 # IDs wait for each other): one active assignment per worker ID.
-LOCK_WORKER = select(
-    func.pg_advisory_xact_lock(
-        cast(bindparam("study_id"), Integer), func.hashtext(bindparam("worker_id"))
-    )
+_WORKER_LOCK = func.pg_advisory_xact_lock(
+    cast(bindparam("study_id"), Integer), func.hashtext(bindparam("worker_id"))
 )
+LOCK_WORKER = select(_WORKER_LOCK)
 # The one document an arrival takes: every insert into a document's slots holds this lock
 # until it commits, so its taken slots counted afterwards (a new statement, a new snapshot
 # under READ COMMITTED) are exact.
@@ -48,6 +49,14 @@ LOCK_DOCUMENT = (
     select(Document.id)
     .where(Document.id == bindparam("document_id"))
     .with_for_update(key_share=True)
+)
+# Both in one round trip, the worker ID first (the target list is computed below the row
+# lock), as an arrival that names its document takes them (app/annotation/named_arrival.py).
+LOCK_WORKER_AND_DOCUMENT = (
+    select(_WORKER_LOCK)
+    .select_from(Document)
+    .where(Document.id == bindparam("document_id"))
+    .with_for_update(of=Document, key_share=True)
 )
 # A document locked and found full is let go (row locks taken after a savepoint are released
 # by rolling back to it) before the arrival waits for another: two arrivals each holding a
@@ -87,20 +96,71 @@ _WORKER_HERE = (
     Assignment.study_id == bindparam("study_id"),
     Assignment.worker_id == bindparam("worker_id"),
 )
-WORK_IN_PROGRESS = select(exists().where(*_WORKER_HERE, Assignment.status == "active"))
+_ACTIVE_HERE = exists().where(*_WORKER_HERE, Assignment.status == "active")
+_HAD_DOCUMENT = exists().where(*_WORKER_HERE, Assignment.document_id == bindparam("document_id"))
+_BLOCKED = exists().where(
+    WorkerReview.study_id == bindparam("study_id"),
+    WorkerReview.worker_id == bindparam("worker_id"),
+    WorkerReview.blocked.is_(True),
+)
+WORK_IN_PROGRESS = select(_ACTIVE_HERE)
 # A document's taken slots.
 TAKEN_SLOTS = select(func.count()).where(
     Assignment.document_id == bindparam("document_id"), Assignment.status.in_(TAKEN)
 )
 # Whether the worker ID has an active assignment, whether they had ``document_id`` before,
 # and its taken slots: one round trip.
-NAMED_DOCUMENT_STATE = select(
-    exists().where(*_WORKER_HERE, Assignment.status == "active"),
-    exists().where(*_WORKER_HERE, Assignment.document_id == bindparam("document_id")),
-    select(func.count())
-    .where(Assignment.document_id == bindparam("document_id"), Assignment.status.in_(TAKEN))
-    .scalar_subquery(),
+NAMED_DOCUMENT_STATE = select(_ACTIVE_HERE, _HAD_DOCUMENT, TAKEN_SLOTS.scalar_subquery())
+
+# An arrival that names its document, in a study with no rule reading the whole study
+# (app/annotation/named_arrival.py): the study's columns that decide it and the document.
+NAMED_TARGET = (
+    select(
+        Study.id.label("study_id"),
+        Study.status,
+        Study.annotators_per_doc,
+        Study.settings,
+        Document.id.label("document_id"),
+        Document.created_at.label("document_created_at"),
+    )
+    .select_from(Study)
+    .outerjoin(
+        Document,
+        and_(Document.study_id == Study.id, Document.external_id == bindparam("external_id")),
+    )
+    .where(Study.slug == bindparam("slug"))
 )
+
+
+def _insert_if_allowed(dialect: str) -> Executable:
+    """The new assignment inserted only where the state NAMED_DOCUMENT_STATE reads would let
+    :func:`app.annotation.assigning.next_assignment_document` give it without taking over a
+    hold: no active assignment of the worker ID here, the document never theirs before, a
+    free slot (``cap``: the study's annotators per document), the worker not blocked. Its
+    id, or no row (the caller then runs the whole policy, which decides and words why)."""
+    table = Assignment.__table__
+    columns = [c for c in table.columns if c.name != "id"]
+    values = [
+        # Postgres types a parameter in a SELECT list as text: cast to the column's type
+        # (not on SQLite, where CAST(... AS JSON) would give a number)
+        cast(bindparam(c.name, type_=c.type), c.type)
+        if dialect == "postgresql"
+        else bindparam(c.name, type_=c.type)
+        for c in columns
+    ]
+    allowed = select(*values).where(
+        ~_ACTIVE_HERE,
+        ~_HAD_DOCUMENT,
+        TAKEN_SLOTS.scalar_subquery() < bindparam("cap"),
+        ~_BLOCKED,
+    )
+    insert = INSERT_IF_NEW[dialect](table).from_select([c.name for c in columns], allowed)
+    return insert.on_conflict_do_nothing(
+        index_elements=["study_id", "document_id", "worker_id"]
+    ).returning(table.c.id)
+
+
+INSERT_IF_ALLOWED = {dialect: _insert_if_allowed(dialect) for dialect in INSERT_IF_NEW}
 
 
 def on_postgres(session: Session) -> bool:

@@ -15,7 +15,9 @@ Rules, all per study:
   arrivals that never load the page cannot fill a study. An engaged assignment whose
   ``last_seen_at`` is older than the study's abandon timeout
   (``settings["abandon_after_minutes"]``, default 45) is marked ``abandoned`` when another
-  worker arrives: its annotations stay stored, its slot is free again;
+  worker arrives (an arrival naming its document releases stale holds at most every 5 s,
+  and always before it would be refused: :mod:`app.annotation.named_arrival`): its
+  annotations stay stored, its slot is free again;
 * with ``settings["randomise_conditions"]`` each worker is put in ``assisted`` or
   ``unassisted`` on arrival (balanced over workers, ties broken at random) and keeps it;
   the API hides suggestions from ``unassisted`` assignments;
@@ -39,10 +41,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.annotation import arrival_sql
-from app.annotation.qualification import (
-    qualification,
-    qualification_state,
-)
+from app.annotation.qualification import qualification, qualification_state
 from app.annotation.reviews import Blocked, refuse_blocked
 from app.documents.language import N_
 from app.documents.lifecycle import require_open

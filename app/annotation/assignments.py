@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.annotation import timing
+from app.annotation.arrival_sql import INSERT_IF_NEW
 from app.annotation.qualification import qualification, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
@@ -27,7 +28,6 @@ from app.models import Annotation, Assignment, Document, Segment, Study, isoform
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -92,6 +92,35 @@ def _worker_id(value: Any) -> str:
     return value.strip()
 
 
+def new_row(
+    study_id: int,
+    document_id: int,
+    worker_id: str,
+    platform: str = "generic",
+    platform_data: dict[str, Any] | None = None,
+    condition: str | None = None,
+) -> dict[str, Any]:
+    """A new assignment's every column but its id (a checked ``worker_id``)."""
+    moment = now()
+    return {
+        "token": new_token(),
+        "study_id": study_id,
+        "document_id": document_id,
+        "worker_id": worker_id,
+        "platform": platform,
+        "platform_data": platform_data or {},
+        "condition": condition,
+        "status": "active",
+        "current_segment": 0,
+        "completion_code": None,
+        "scores": {},
+        "created_at": moment,
+        "last_seen_at": moment,
+        "engaged_at": None,
+        "submitted_at": None,
+    }
+
+
 def open_assignment(
     session: Session,
     study: Study,
@@ -114,24 +143,7 @@ def open_assignment(
         Assignment.document_id == document.id,
         Assignment.worker_id == worker_id,
     )
-    moment = now()
-    row = {
-        "token": new_token(),
-        "study_id": study.id,
-        "document_id": document.id,
-        "worker_id": worker_id,
-        "platform": platform,
-        "platform_data": platform_data or {},
-        "condition": condition,
-        "status": "active",
-        "current_segment": 0,
-        "completion_code": None,
-        "scores": {},
-        "created_at": moment,
-        "last_seen_at": moment,
-        "engaged_at": None,
-        "submitted_at": None,
-    }
+    row = new_row(study.id, document.id, worker_id, platform, platform_data, condition)
     dialect = session.get_bind().dialect.name
     if dialect in INSERT_IF_NEW:
         # One round trip (an arrival runs this under the study's lock): the unique
@@ -143,6 +155,10 @@ def open_assignment(
             created = Assignment(id=new_id, **row)
             make_transient_to_detached(created)
             session.add(created)
+            # as loaded, no change to flush: the caller reads them without a query (the
+            # session's identity map holds objects weakly, so the document may be gone)
+            set_committed_value(created, "study", study)
+            set_committed_value(created, "document", document)
             return created, True
         existing = session.scalar(query)
         if existing is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from app.annotation import admission, edits, fast, hint_events, practice
+from app.annotation import admission, edits, fast, hint_events, named_arrival, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
 from app.crowd.platforms import after_submit_redirect
@@ -83,6 +83,16 @@ def open_assignment():
     study_slug = body.get("study")
     if not isinstance(study_slug, str):
         raise InvalidInput("study must be the study's slug")
+    named = body.get("document")
+    opened = None
+    if key_holder is None and named is not None:  # the common arrival, when it applies
+        opened = named_arrival.open_named(session, study_slug, body.get("worker_id"), named)
+        if opened is None:  # declined, nothing written: the policy starts afresh
+            session.rollback()
+            begin_write(session)
+    if opened is not None:
+        session.commit()
+        return _opened_answer(opened.token, opened.document_id, opened.document_created_at, 0, 201)
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
         document = find_document(session, study, body.get("document"))
@@ -92,23 +102,25 @@ def open_assignment():
     else:
         study = get_study(session, study_slug)
         worker_id = service.worker_id_from(body.get("worker_id"))
-        named = body.get("document")
         document = None if named is None else find_document(session, study, named)
         assignment = assign(session, study, worker_id, platform="generic", document=document)
         created = True
+    document = assignment.document  # in the session already: no query (before the commit)
+    answer = (assignment.token, document.id, document.created_at, assignment.current_segment)
     session.commit()
-    document = assignment.document  # in the session already: no query
+    return _opened_answer(*answer, 201 if created else 200)
+
+
+def _opened_answer(
+    token: str, document_id: int, created_at: Any, resume_segment: int, status: int
+) -> tuple[Any, int]:
     # The document's cached part (app/web/page_cache.py) knows its segment count, and the
     # page's GET that follows finds it there.
     part = cache_of(current_app._get_current_object()).document(  # type: ignore[attr-defined]
-        session.connection(), document.id, document.created_at
+        get_session().connection(), document_id, created_at
     )
-    answer = {
-        "token": assignment.token,
-        "segments": part.segments,
-        "resume_segment": assignment.current_segment,
-    }
-    return jsonify(answer), 201 if created else 200
+    answer = {"token": token, "segments": part.segments, "resume_segment": resume_segment}
+    return jsonify(answer), status
 
 
 @bp.get("/assignments/<token>")

@@ -1,0 +1,127 @@
+"""An arrival that names its document, in a few round trips (issue 31 item 3).
+
+``POST /api/assignments`` with a ``document`` (no researcher's key) in a study whose rules do
+not read the whole study (no balanced conditions, no qualification, not the demo) is the
+common arrival. Its policy then is: the study open, the worker not blocked, no active
+assignment of the worker ID in the study, the document never theirs before, a free slot.
+:func:`open_named` does it as
+
+1. the study's deciding columns and the document, one prebuilt statement (no ORM objects, no
+   taxonomy JSON parsed);
+2. on Postgres the worker ID's advisory lock and the document's row lock, one statement
+   (the locks :mod:`app.annotation.assigning` takes, in its order);
+3. the stale holds' release, when due (:func:`release_if_due`);
+4. the insert, conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new
+   statement, so under ``READ COMMITTED`` it sees every arrival that held the locks before).
+
+When any of it does not hold, it inserts nothing and answers None: the caller then rolls
+back and runs the whole policy (:func:`app.annotation.assigning.assign`) in a new
+transaction, which releases stale holds unconditionally, takes over an unengaged hold of a
+full document, and words every refusal. So this path only ever accepts what that one would,
+and never refuses. Its locks come in the policy's order (the worker ID, the stale rows a
+release locks, the document), so arrivals on both paths cannot deadlock; hence the rollback
+before the policy runs: that releases the document's lock before the policy's release.
+
+Stale holds (:func:`app.annotation.assigning.release_abandoned`) are released here at most
+once every :data:`RELEASE_EVERY_S` seconds per study and process, not on every arrival: the
+release scans the study's active assignments, which at 1,000 workers is most of an
+arrival's Postgres time. That is exact enough because a stale hold matters to an arrival only
+when its slot is needed, and then the arrival is refused here and the whole policy releases
+it first; otherwise a hold becomes ``abandoned`` a few seconds later than its timeout
+(minutes), as if the next arrival had come a few seconds later.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.annotation import arrival_sql
+from app.annotation.assigning import reads_whole_study, release_abandoned
+from app.annotation.assignments import new_row, worker_id_from
+from app.documents.lifecycle import accepts_new_work
+from app.documents.studies import SLUG_PATTERN
+from app.documents.text import storable
+from app.errors import InvalidInput
+from app.models import Study
+
+RELEASE_EVERY_S = 5.0
+# per engine (a process's connection pool to one database): study id -> monotonic time of
+# the last release
+_released: weakref.WeakKeyDictionary[Engine, dict[int, float]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A new assignment, as the arrival's answer needs it."""
+
+    token: str
+    document_id: int
+    document_created_at: datetime
+
+
+def _last_releases(session: Session) -> dict[int, float]:
+    return _released.setdefault(session.get_bind(), {})  # type: ignore[arg-type]
+
+
+def release_due(session: Session, study: Study) -> bool:
+    """Whether this process released the study's stale holds RELEASE_EVERY_S ago or more."""
+    last = _last_releases(session).get(study.id, float("-inf"))
+    return time.monotonic() - last >= RELEASE_EVERY_S
+
+
+def release_if_due(session: Session, study: Study) -> None:
+    """Release the study's stale holds unless this process did within RELEASE_EVERY_S."""
+    if release_due(session, study):
+        release_abandoned(session, study)
+        _last_releases(session)[study.id] = time.monotonic()
+
+
+def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) -> Opened | None:
+    """The new assignment of ``worker_id`` to the named document, or None when this path
+    does not apply or the policy might refuse: the caller then rolls the transaction back
+    (nothing of it is needed; its locks go, so the policy takes its own in its order) and
+    runs :func:`app.annotation.assigning.assign`."""
+    if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
+        return None
+    if not isinstance(external_id, str | int) or isinstance(external_id, bool):
+        return None
+    external_id = str(external_id)
+    if not storable(external_id):
+        return None
+    try:
+        worker_id = worker_id_from(worker_id)
+    except InvalidInput:
+        return None
+    found = session.execute(
+        arrival_sql.NAMED_TARGET, {"slug": slug, "external_id": external_id}
+    ).one_or_none()
+    if found is None or found.document_id is None:
+        return None
+    # not added to the session: the settings' readers and release_abandoned need these only
+    study = Study(
+        id=found.study_id,
+        status=found.status,
+        annotators_per_doc=found.annotators_per_doc,
+        settings=found.settings or {},
+    )
+    if not accepts_new_work(study) or reads_whole_study(study):
+        return None
+    ids = {"study_id": study.id, "worker_id": worker_id, "document_id": found.document_id}
+    if release_due(session, study):  # the policy's order: worker ID, stale rows, document
+        arrival_sql.lock(session, arrival_sql.LOCK_WORKER, **ids)
+        release_if_due(session, study)
+        arrival_sql.lock(session, arrival_sql.LOCK_DOCUMENT, **ids)
+    else:
+        arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
+    row = new_row(study.id, found.document_id, worker_id)
+    insert = arrival_sql.INSERT_IF_ALLOWED[session.get_bind().dialect.name]
+    if session.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:
+        return None
+    return Opened(row["token"], found.document_id, found.document_created_at)
