@@ -42,14 +42,11 @@ _last_check = [0.0]
 
 def retrain_rule(every: int, layer: str, min_workers: int) -> dict[str, Any] | None:
     """The setting's value for ``--retrain-every N`` (0: off, None), checked."""
-    from app.detection.study_data import LAYERS
+    from app.detection.study_data import check_layer
 
     if every < 0 or every > 1_000_000:
         raise InvalidInput("--retrain-every must be a number of documents from 0 to 1000000")
-    if layer not in LAYERS:
-        raise InvalidInput(f"unknown layer {layer!r} (use {', '.join(LAYERS)})")
-    if min_workers < 1 or (min_workers > 1 and layer != "workers"):
-        raise InvalidInput("--min-workers is at least 1, and above 1 only with --layer workers")
+    check_layer(layer, min_workers)
     return {"every": every, "layer": layer, "min_workers": min_workers} if every else None
 
 

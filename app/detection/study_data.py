@@ -34,6 +34,17 @@ LAYERS = (ADJUDICATED, WORKERS, "gold")
 PAIRED = ("paired_segment", "paired_start", "paired_end", "paired_end_segment")
 
 
+def check_layer(layer: str, min_workers: int) -> None:
+    """Refuse an unknown layer, or a ``min_workers`` below 1 or above 1 outside the workers'
+    layer (``detector train --study`` and ``study detector --retrain-every``)."""
+    if layer not in LAYERS:
+        raise InvalidInput(f"unknown layer {layer!r} (use {', '.join(LAYERS)})")
+    if min_workers < 1:
+        raise InvalidInput("--min-workers must be at least 1")
+    if min_workers > 1 and layer != WORKERS:
+        raise InvalidInput("--min-workers applies to the workers' layer only")
+
+
 def curated_documents(session: Session, study: Study, layer: str, min_workers: int = 1) -> int:
     """How many documents :func:`read_study` would return for ``layer``, counted in SQL over
     the same readers (what :mod:`app.detection.retraining` compares with ``--retrain-every``)."""
@@ -129,12 +140,7 @@ def _gold(session: Session, study: Study) -> tuple[dict[int, list[LabelledSpan]]
 def read_study(session: Session, study: Study, layer: str, min_workers: int = 1) -> StudyData:
     """The study's curated documents with their errors in ``layer`` (the module's rules);
     errors of categories the taxonomy no longer has are left out and counted."""
-    if layer not in LAYERS:
-        raise InvalidInput(f"unknown layer {layer!r} (use {', '.join(LAYERS)})")
-    if min_workers < 1:
-        raise InvalidInput("--min-workers must be at least 1")
-    if min_workers > 1 and layer != WORKERS:
-        raise InvalidInput("--min-workers applies to the workers' layer only")
+    check_layer(layer, min_workers)
     unplaced = 0
     if layer == ADJUDICATED:
         spans = _adjudicated(session, study)
