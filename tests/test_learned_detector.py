@@ -68,11 +68,14 @@ def story(n: int) -> tuple[list[str], list[tuple[int, str]]]:
     return [" ".join(s) for s in segments], [(0, bake[0]), (1, bake[1])]
 
 
-def curate(app, n_docs: int) -> None:
-    """The review's accepted errors: every baking sentence off topic, one repetition."""
+def curate(app, n_docs: int, first: int = 0) -> None:
+    """The review of documents ``first`` .. ``n_docs - 1`` done, with its accepted errors:
+    every baking sentence off topic, one repetition (in document 0)."""
     with app.app_context(), session_scope() as session:
         docs = session.scalars(select(Document).order_by(Document.position)).all()
         for n, doc in enumerate(docs[:n_docs]):
+            if n < first:
+                continue
             segments, marked = story(n)
             for k, (segment, text) in enumerate(marked):
                 start = segments[segment].index(text)

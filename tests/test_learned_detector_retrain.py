@@ -12,7 +12,6 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import (
-    AdjudicatedError,
     DetectorTraining,
     Document,
     DocumentReview,
@@ -20,37 +19,12 @@ from app.models import (
     Suggestion,
 )
 from tests.conftest import BACKENDS, make_database_url, make_study
-from tests.test_learned_detector import TAXONOMY, NotThisOne, story
+from tests.test_learned_detector import TAXONOMY, NotThisOne, curate, story
 
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
-
-
-def curate(app, first: int, stop: int) -> None:
-    """The review of documents ``first`` .. ``stop - 1`` done: their baking sentences off topic."""
-    with app.app_context(), session_scope() as session:
-        docs = session.scalars(select(Document).order_by(Document.position)).all()
-        for n in range(first, stop):
-            segments, marked = story(n)
-            for k, (segment, text) in enumerate(marked):
-                start = segments[segment].index(text)
-                session.add(
-                    AdjudicatedError(
-                        document_id=docs[n].id,
-                        candidate=f"c{n}-{k}",
-                        decision="accepted",
-                        origin="reviewed",
-                        segment=segment,
-                        start=start,
-                        end=start + len(text),
-                        text=text,
-                        category="off_topic",
-                        decided_by="@ada",
-                    )
-                )
-            session.add(DocumentReview(document_id=docs[n].id, status="done", updated_by="ada"))
 
 
 def sailing_study(app, tmp_path, documents: int) -> None:
@@ -97,11 +71,11 @@ def test_the_worker_retrains_every_n_curated_documents_and_the_study_follows(
         "shipped",
         "retrained every 5 curated documents (adjudicated layer); no training yet",
     ]
-    curate(app, 0, 4)
+    curate(app, 4)
     run_worker(app)
     assert trainings(app) == []  # 4 curated documents: not yet
 
-    curate(app, 4, 5)  # 10 off-topic sentences in 5 documents: enough for a head
+    curate(app, 5, first=4)  # 10 off-topic sentences in 5 documents: enough for a head
     run_worker(app)
     [(documents, status, first_model)] = trainings(app)
     assert (documents, status) == (5, "done") and first_model is not None
@@ -118,10 +92,10 @@ def test_the_worker_retrains_every_n_curated_documents_and_the_study_follows(
         assert {s.detector for s in rows} == {"learned"} and len(first_version) == 1
         assert {(s.segment, s.text) for s in rows} == set(story(10)[1])
 
-    curate(app, 5, 9)
+    curate(app, 9, first=5)
     run_worker(app)
     assert len(trainings(app)) == 1  # 9 curated: the next at 5 + 5 = 10
-    curate(app, 9, 10)
+    curate(app, 10, first=9)
     run_worker(app)
     assert [t[:2] for t in trainings(app)] == [(5, "done"), (10, "done")]
     second_model = trainings(app)[1][2]
@@ -147,7 +121,7 @@ def test_a_training_the_data_cannot_feed_fails_with_its_reason_and_waits_for_mor
 ):
     sailing_study(app, tmp_path, 4)
     assert cli(database_url, monkeypatch, "study", "detector", "demo", "--retrain-every", "1")
-    curate(app, 0, 1)
+    curate(app, 1)
     run_worker(app)
     [(documents, status, model)] = trainings(app)
     assert (documents, status, model) == (1, "failed", None)
@@ -163,7 +137,7 @@ def test_a_training_the_data_cannot_feed_fails_with_its_reason_and_waits_for_mor
 def test_a_model_that_would_suggest_nothing_is_not_used(app, database_url, tmp_path, monkeypatch):
     sailing_study(app, tmp_path, 4)
     assert cli(database_url, monkeypatch, "study", "detector", "demo", "--retrain-every", "4")
-    curate(app, 0, 4)  # 8 off-topic sentences: under the 10 a head needs
+    curate(app, 4)  # 8 off-topic sentences: under the 10 a head needs
     run_worker(app)
     assert trainings(app) == [(4, "failed", None)]
     with app.app_context(), session_scope() as session:
@@ -195,11 +169,9 @@ def test_the_due_count_is_the_training_datas_document_count(app, client, databas
     for worker in ("w1", "w2"):
         token = open_token(client, worker)
         assert client.post(f"/api/assignments/{token}/submit").status_code == 200
-    curate_first = 1
     with app.app_context(), session_scope() as session:
         doc = session.scalars(select(Document).order_by(Document.position)).first()
-        for _ in range(curate_first):
-            session.add(DocumentReview(document_id=doc.id, status="done", updated_by="ada"))
+        session.add(DocumentReview(document_id=doc.id, status="done", updated_by="ada"))
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         for layer, k in (("adjudicated", 1), ("workers", 1), ("workers", 2), ("workers", 3)):
