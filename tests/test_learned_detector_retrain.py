@@ -178,3 +178,36 @@ def test_the_due_count_is_the_training_datas_document_count(app, client, databas
             counted = curated_documents(session, study, layer, k)
             assert counted == len(read_study(session, study, layer, k).documents), (layer, k)
         assert curated_documents(session, study, "gold") == 0
+
+
+def test_workers_checking_at_once_queue_one_training(app, database_url, tmp_path, monkeypatch):
+    """Several worker processes look for due trainings at the same moment: one is queued."""
+    import threading
+
+    from app.detection.retraining import queue_due
+
+    sailing_study(app, tmp_path, 4)
+    assert cli(database_url, monkeypatch, "study", "detector", "demo", "--retrain-every", "2")
+    curate(app, 2)
+    factory = app.extensions["db_sessionmaker"]
+    for _ in range(5):
+        with app.app_context(), session_scope() as session:
+            session.query(DetectorTraining).delete()
+        start = threading.Barrier(4)
+        errors: list[BaseException] = []
+
+        def look(start=start, errors=errors) -> None:
+            try:
+                start.wait()
+                with app.app_context(), factory() as session:
+                    queue_due(session)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=look) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert trainings(app) == [(2, "queued", None)]

@@ -73,18 +73,28 @@ def queue_due(session: Session) -> int:
     count + N (none while one is queued or running); returns how many were queued. Commits."""
     from app.detection.study_data import curated_documents
 
+    def due(study: Study, rule: dict[str, Any]) -> int | None:
+        last = latest(session, study)
+        if last is not None and last.status in ("queued", "running"):
+            return None
+        count = curated_documents(session, study, rule["layer"], rule.get("min_workers", 1))
+        return (
+            count if count >= (last.documents if last is not None else 0) + rule["every"] else None
+        )
+
     queued = 0
     begin_write(session)
     for study in session.scalars(select(Study).order_by(Study.id)):
         rule = (study.settings or {}).get(SETTING)
-        if not rule:
+        if not rule or due(study, rule) is None:
             continue
-        last = latest(session, study)
-        if last is not None and last.status in ("queued", "running"):
-            continue
-        count = curated_documents(session, study, rule["layer"], rule.get("min_workers", 1))
-        if count >= (last.documents if last is not None else 0) + rule["every"]:
+        # Another worker may be queueing the same training: its insert commits before this
+        # lock is ours (Postgres; SQLite's writers are serial), and the second look sees it.
+        session.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+        count = due(study, rule)
+        if count is not None:
             session.add(DetectorTraining(study_id=study.id, documents=count, attempts=0))
+            session.flush()
             queued += 1
     session.commit()
     return queued
