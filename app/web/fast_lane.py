@@ -35,8 +35,10 @@ from werkzeug.http import HTTP_STATUS_CODES
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
 from app.errors import MarginaliaError, NotFound
-from app.web.api import check_strings
+from app.web import fast_arrival
+from app.web.api import NAMED_DECLINED, check_strings
 from app.web.assignment_read import payload_body, spliceable
+from app.web.limits import COUNTED, count_arrival
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,8 @@ class FastLane:
         if match is None or not self.app.config.get("FAST_LANE", True):
             if environ.get("REQUEST_METHOD") == "GET" and READ_ROUTE.match(path):
                 return self._read(environ, start_response, path.rsplit("/", 1)[1])
+            if path == fast_arrival.PATH and environ.get("REQUEST_METHOD") == "POST":
+                return self._arrive(environ, start_response)
             return self.wsgi_app(environ, start_response)
         method = environ.get("REQUEST_METHOD")
         token = match["token"]
@@ -85,6 +89,29 @@ class FastLane:
         answer = self._run(action)
         if answer is None:
             return self._hand_over(environ, start_response, raw)
+        return self._answer(environ, start_response, answer)
+
+    def _arrive(self, environ: dict[str, Any], start_response: Callable):
+        """``POST /api/assignments``: the common arrival (:mod:`app.web.fast_arrival`) when
+        the lane is on and the body is one; anything else to the route, the body put back."""
+        if not self.app.config.get("FAST_LANE", True):
+            return self.wsgi_app(environ, start_response)
+        raw, body = self._json(environ)
+        if not fast_arrival.takes(environ, body):
+            return self._hand_over(environ, start_response, raw)
+        counted, refusal = count_arrival(self.app.config, environ)
+        if not counted:
+            return self._hand_over(environ, start_response, raw)
+        if refusal is not None:  # flask-limiter's 429, as the API's error handler writes it
+            return self._answer(environ, start_response, _json(429, {"error": refusal}))
+        answer = fast_arrival.open_arrival(self.app, body)
+        if answer is None:  # declined or failed, nothing written: the route, not counted again
+            environ[COUNTED] = environ[NAMED_DECLINED] = True
+            return self._hand_over(environ, start_response, raw)
+        return self._answer(environ, start_response, _json(201, answer))
+
+    def _answer(self, environ: dict[str, Any], start_response: Callable, answer: Answer):
+        """``answer`` with the headers Flask's answer would carry."""
         status, payload = answer
         headers = [("Cache-Control", "no-store")]
         if payload:
