@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
+from sqlalchemy.orm import Session
 
 from app.annotation import admission, edits, fast, hint_events, named_arrival, practice
 from app.annotation import assignments as service
@@ -193,13 +194,20 @@ def heartbeat(token: str):
 @bp.post("/assignments/<token>/submit")
 def submit(token: str):
     session = begin_write(get_session())
+    answer = submitted(session, token)
+    session.commit()
+    return jsonify(answer)
+
+
+def submitted(session: Session, token: str) -> dict[str, Any]:
+    """Submit the token's assignment (:func:`app.annotation.assignments.submit`) and give the
+    answer, before the caller commits: the route's and the fast lane's."""
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
-    session.commit()
     answer = {"completion_code": code, "redirect_url": after_submit_redirect(assignment)}
     if assignment.status == "screened_out":  # the done page gives the screen-out return
         answer["screened_out"] = True
-    return jsonify(answer)
+    return answer
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")

@@ -17,7 +17,10 @@ same headers as Flask's (``app.csp.security_headers``, ``Cache-Control: no-store
 
 The page's read, ``GET /api/assignments/<token>``, is answered here too
 (:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
-unknown token or any error goes to the route the same way.
+unknown token or any error goes to the route the same way. So are the submit
+(:func:`app.web.api.submitted`, the route's own, on a session of the app's factory; a
+refusal answered, any other error to the route) and the common arrival
+(:mod:`app.web.fast_arrival`, issue 31).
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
+from app.db import begin_write
 from app.errors import MarginaliaError, NotFound
 from app.web import fast_arrival
-from app.web.api import NAMED_DECLINED, check_strings
+from app.web.api import NAMED_DECLINED, check_strings, submitted
 from app.web.assignment_read import payload_body, spliceable
 from app.web.limits import COUNTED, count_arrival
 
@@ -44,8 +48,9 @@ log = logging.getLogger(__name__)
 
 ROUTE = re.compile(
     r"^/api/assignments/(?P<token>[^/]+)/(?:(?P<annotations>annotations)(?:/(?P<id>[0-9]{1,10}))?"
-    r"|(?P<position>position)|(?P<heartbeat>heartbeat))$"
+    r"|(?P<position>position)|(?P<heartbeat>heartbeat)|(?P<submit>submit))$"
 )
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READ_ROUTE = re.compile(r"^/api/assignments/(?P<token>[A-Za-z0-9_-]{1,64})$")
 JSON_TYPES = ("application/json",)
 
@@ -71,6 +76,13 @@ class FastLane:
         method = environ.get("REQUEST_METHOD")
         token = match["token"]
         raw: bytes | None = None
+        if method == "POST" and match["submit"]:  # no body read (the route reads none)
+            if not TOKEN.match(token):  # the route's 404 (a NUL in the path included)
+                return self.wsgi_app(environ, start_response)
+            answer = self._in_session(lambda session: _json(200, submitted(session, token)))
+            if answer is None:
+                return self.wsgi_app(environ, start_response)
+            return self._answer(environ, start_response, answer)
         if method == "POST" and match["id"] is None:
             raw, body = self._json(environ)
             if body is None:
@@ -209,6 +221,26 @@ class FastLane:
         except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
             log.warning("fast lane: handing the request to the route", exc_info=True)
             return None
+
+    def _in_session(self, action: Callable[[Any], Answer]) -> Answer | None:
+        """``action`` on a session of the app's factory, as a route runs it (``BEGIN
+        IMMEDIATE`` on SQLite): committed when it answers, rolled back when it refuses (the
+        refusal is the answer); None (rolled back: the route answers) on any other error."""
+        session = self.app.extensions["db_sessionmaker"]()
+        try:
+            begin_write(session)
+            try:
+                answer = action(session)
+            except MarginaliaError as refusal:
+                session.rollback()
+                return _refused(refusal)
+            session.commit()
+            return answer
+        except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
+            log.warning("fast lane: handing the request to the route", exc_info=True)
+            return None
+        finally:
+            session.close()
 
     def _hand_over(self, environ: dict[str, Any], start_response: Callable, raw: bytes | None):
         """The request as it came (the body, if read, put back) to the Flask app."""
