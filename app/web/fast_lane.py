@@ -191,13 +191,7 @@ class FastLane:
         if driver is None:
             return self._run_on_connection(engine, action)
         try:
-            try:
-                answer = action(driver)
-            except MarginaliaError as refusal:
-                driver.rollback()
-                answer = _refused(refusal)
-            else:
-                driver.commit()
+            answer = _transaction(action, driver, driver.commit, driver.rollback)
         except Exception as error:  # noqa: BLE001 - the Flask route answers
             log.warning("fast lane: handing the request to the route", exc_info=True)
             driver.fail(error)
@@ -211,13 +205,7 @@ class FastLane:
                 if engine.dialect.name == "sqlite":
                     connection.execution_options(sqlite_begin="IMMEDIATE")
                 transaction = connection.begin()
-                try:
-                    answer = action(connection)
-                except MarginaliaError as refusal:
-                    transaction.rollback()
-                    return _refused(refusal)
-                transaction.commit()
-                return answer
+                return _transaction(action, connection, transaction.commit, transaction.rollback)
         except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
             log.warning("fast lane: handing the request to the route", exc_info=True)
             return None
@@ -229,13 +217,7 @@ class FastLane:
         session = self.app.extensions["db_sessionmaker"]()
         try:
             begin_write(session)
-            try:
-                answer = action(session)
-            except MarginaliaError as refusal:
-                session.rollback()
-                return _refused(refusal)
-            session.commit()
-            return answer
+            return _transaction(action, session, session.commit, session.rollback)
         except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
             log.warning("fast lane: handing the request to the route", exc_info=True)
             return None
@@ -247,6 +229,20 @@ class FastLane:
         if raw is not None:
             environ["wsgi.input"] = io.BytesIO(raw)
         return self.wsgi_app(environ, start_response)
+
+
+def _transaction(
+    action: Callable[[Any], Answer], db: Any, commit: Callable, rollback: Callable
+) -> Answer:
+    """``action(db)``, committed when it answers, rolled back when it refuses (the refusal,
+    written as the API's error handler writes it, is the answer); any other error raised."""
+    try:
+        answer = action(db)
+    except MarginaliaError as refusal:
+        rollback()
+        return _refused(refusal)
+    commit()
+    return answer
 
 
 def _json(status: int, value: Any) -> Answer:
