@@ -204,3 +204,38 @@ def test_the_lane_and_the_routes_count_in_one_bucket(app, client):
         client.get("/s/demo?worker_id=b6", environ_base={"REMOTE_ADDR": "10.0.0.4"}).status_code
         == 302
     )
+
+
+def test_behind_a_proxy_the_lane_counts_the_forwarded_address(database_url):
+    """``BEHIND_PROXY``'s fix wraps the lane: the lane counts the client's address from the
+    proxy's header, as the routes do, not the proxy's own."""
+    from app import create_app
+
+    app = create_app(
+        {
+            "DATABASE_URL": database_url,
+            "TESTING": True,
+            "SECRET_KEY": "test",
+            "BEHIND_PROXY": 1,
+            "ARRIVAL_RATE_LIMIT": "2 per minute",
+        }
+    )
+    try:
+        make_study(app, documents=DOCUMENTS, annotators_per_doc=10)
+        client = app.test_client()
+
+        def arrive(worker, forwarded_for):
+            body = {"study": "demo", "worker_id": worker, "document": "doc-1"}
+            headers = {"X-Forwarded-For": forwarded_for}
+            return client.post("/api/assignments", json=body, headers=headers).status_code
+
+        assert [
+            arrive("p1", "203.0.113.1"),
+            arrive("p2", "203.0.113.1"),
+            arrive("p3", "203.0.113.2"),
+            arrive("p4", "203.0.113.1"),
+            arrive("p5", "203.0.113.2"),
+            arrive("p6", "203.0.113.2"),
+        ] == [201, 201, 201, 429, 201, 429]
+    finally:
+        app.extensions["db_engine"].dispose()
