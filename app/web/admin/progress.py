@@ -61,9 +61,7 @@ def _submitted_annotations(db, study: Study, work: Work) -> int:
     settled, once the writers in flight have committed, so no count is kept under a change
     it did not see."""
     memo: dict[tuple, tuple[int, int]] = (
-        current_app.extensions.setdefault("submitted_annotations", {})
-        if has_app_context()
-        else {}
+        current_app.extensions.setdefault("submitted_annotations", {}) if has_app_context() else {}
     )
     key = (study.id, study.created_at, work.include_practice)
     change = changes.settled(db, study.id)
