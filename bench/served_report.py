@@ -7,7 +7,8 @@ bench/export_big.py), then
 2. the change check of the served path (app/models/changes.py ``latest``) and the small-study
    test (app/quality/served.py ``is_small``), in process;
 3. over HTTP (the deployed web server, one process): the dashboard page and report.json served
-   from the store, each fetched 5 times (median and slowest);
+   from the store, each fetched 5 times (median and slowest), then the dashboard and
+   progress.json each just after a change to the counted work, 5 times;
 4. the parquet export (``marginalia export --format parquet``, peak RSS) and its HTTP download.
 
     .venv/bin/python bench/served_report.py --sizes 100000
@@ -202,9 +203,43 @@ def served_http(url: str) -> dict[str, Any]:
                     "max_ms": round(max(times), 1),
                     "bytes": size,
                 }
+            out.update(_after_changes(client, url))
     finally:
         server.stop()
     out["load_after"] = load()
+    return out
+
+
+def _after_changes(client, url: str) -> dict[str, Any]:
+    """The dashboard and progress.json just after a change to the counted work (a row in the
+    change log, as a submit writes): the Progress card counts the submitted annotations again
+    (app/web/admin/progress.py), the page is served stale with a recomputation queued."""
+    import psycopg2
+
+    out: dict[str, Any] = {}
+    connection = psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1))
+    connection.autocommit = True
+    try:
+        for name, path in (
+            ("dashboard_after_change", "/admin/studies/big"),
+            ("progress_after_change", "/admin/studies/big/progress.json"),
+        ):
+            times = []
+            for _ in range(5):
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "INSERT INTO work_changes (study_id, reason, created_at) "
+                        "SELECT id, 'bench', now() FROM studies WHERE slug = 'big'"
+                    )
+                started = time.perf_counter()
+                client.get(path).raise_for_status()
+                times.append((time.perf_counter() - started) * 1000)
+            out[name] = {
+                "median_ms": round(statistics.median(times), 1),
+                "max_ms": round(max(times), 1),
+            }
+    finally:
+        connection.close()
     return out
 
 

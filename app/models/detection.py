@@ -186,9 +186,12 @@ class FigureJob(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # the whole report (app/quality/served.py): its JSON text, the study's last work change it
-    # saw (app/models/changes.py), when and in how long it was computed
-    report: Mapped[str | None] = mapped_column(Text)
+    # the whole report (app/quality/served.py): its JSON text (read only when asked for: it
+    # grows with the study), what the dashboard shows of it (app/quality/digest.py), the
+    # study's last work change it saw (app/models/changes.py), when and in how long it was
+    # computed
+    report: Mapped[str | None] = mapped_column(Text, deferred=True)
+    digest: Mapped[str | None] = mapped_column(Text)
     report_change: Mapped[int | None] = mapped_column(Integer)
     report_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     report_seconds: Mapped[float | None] = mapped_column(Float)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.quality.agreement import LEVELS, NORMALISED
+from app.quality.digest import lowest_first
 from app.quality.work import TRAINING_ROLES
 
 
@@ -282,15 +283,11 @@ def _breakdown(console: Console, agreement: Mapping[str, Any], max_rows: int) ->
     """Agreement per document and per pair of workers (token alpha, all categories), the
     lowest first: where the workers part ways."""
 
-    def lowest_first(row: Mapping[str, Any]) -> tuple[bool, float]:
-        alpha = row["token"]["alpha"]
-        return (alpha is None, alpha if alpha is not None else 0.0)
-
     for key, title, columns in (
         ("per_document", "Agreement per document", ("document", "workers")),
         ("per_pair", "Agreement per pair of workers", ("workers", "shared documents")),
     ):
-        rows = sorted(agreement.get(key) or [], key=lowest_first)
+        rows = lowest_first(agreement.get(key) or [])
         if not rows:
             continue
         table = Table(title=f"{title} (token alpha over all categories, lowest first)")

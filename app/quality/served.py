@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import Annotation, Assignment, FigureJob, Study, changes, utcnow
+from app.quality.digest import digest
 from app.quality.figures import enqueue, job_state
 from app.quality.reporting import study_report
 
@@ -72,7 +73,7 @@ def _aware(moment: datetime | None) -> datetime | None:
 def state(row: FigureJob | None, change: int, now: datetime) -> dict[str, Any]:
     """The ``served`` object of a stored report (docs/CONTRACT.md, report.json)."""
     computed = _aware(row.report_at) if row is not None else None
-    stored = row is not None and row.report is not None
+    stored = row is not None and row.report_at is not None
     job = row.status if row is not None and row.status in ("queued", "running", "failed") else None
     return {
         "mode": "stored",
@@ -108,13 +109,33 @@ def served_report(
     if is_small(session, study):
         return study_report(session, study, include_practice=include_practice), inline()
     row, served = _stored(session, study, include_practice, queue_when_stale)
-    if row is None or row.report is None:
+    if row is None or row.report_at is None:
         return None, served
-    report = json.loads(row.report)
+    return _now(json.loads(row.report), row), served
+
+
+def served_digest(
+    session: Session, study: Study, *, include_practice: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """What the dashboard shows (:func:`app.quality.digest.digest`) and its ``served`` state:
+    a small study's computed in the request, a big one's stored digest (kilobytes at any
+    size; a report stored before digests were is digested once here). Queues like
+    :func:`served_report`."""
+    if is_small(session, study):
+        return digest(study_report(session, study, include_practice=include_practice)), inline()
+    row, served = _stored(session, study, include_practice, True)
+    if row is None or row.report_at is None:
+        return None, served
+    found = json.loads(row.digest) if row.digest else digest(json.loads(row.report))
+    return _now(found, row), served
+
+
+def _now(report: dict[str, Any], row: FigureJob) -> dict[str, Any]:
+    """``report`` (or its digest) with the slow figures' job as it is now, not as it was."""
     unitized = (report.get("agreement") or {}).get("unitized")
-    if isinstance(unitized, dict):  # the slow figures' job as it is now, not as it was then
+    if isinstance(unitized, dict):
         unitized.update(job_state(row))
-    return report, served
+    return report
 
 
 def inline() -> dict[str, Any]:
@@ -171,5 +192,6 @@ def store(
         study_id=study.id, include_practice=include_practice, status="done", attempts=0
     )
     row.report = json.dumps(report, ensure_ascii=False, default=str)
+    row.digest = json.dumps(digest(report), ensure_ascii=False, default=str)
     row.report_change, row.report_at, row.report_seconds = change, utcnow(), round(seconds, 3)
     session.add(row)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from flask import (
@@ -19,18 +18,12 @@ from app.crowd import platforms
 from app.db import begin_write, get_session
 from app.formats import IMPORT_FORMATS
 from app.models import Researcher, Study
+from app.quality.digest import BREAKDOWN_ROWS
 from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
 from app.web.admin.blueprint import EXPORT_TYPES, MAX_GRID_DOCUMENTS, bp, study_or_404
 from app.web.admin.progress import live_progress
-
-
-def _segments_per_source(report: dict[str, Any]) -> dict[str, int]:
-    totals: dict[str, int] = defaultdict(int)
-    for row in report["progress"]["per_document"]:
-        totals[row["source"]] += row["segments"] * row["submitted"]
-    return totals
 
 
 def include_practice() -> bool:
@@ -65,39 +58,6 @@ def condition_summary(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["per_segment"] = row["annotations"] / row["segments"] if row["segments"] else None
         row["recall"] = row["caught"] / row["suggestions"] if row["suggestions"] else None
     return [rows[c] for c in sorted(rows)]
-
-
-BREAKDOWN_ROWS = 12
-
-
-def lowest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Agreement rows (per document, per pair) with the lowest token alpha first, undefined
-    last: where workers part ways is what a researcher looks at."""
-    return sorted(
-        rows,
-        key=lambda r: (r["token"]["alpha"] is None, r["token"]["alpha"] or 0.0),
-    )
-
-
-HEAT_WORKERS = 16  # the pair heat map's rows and columns; the rest in Report JSON
-
-
-def heat_map(pairs: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The per-pair γ matrix for the dashboard's heat map: the first :data:`HEAT_WORKERS`
-    workers, each cell its γ (None where the two share no document or γ is undefined) and a
-    shade 0-4 (γ < 0, < 0.4, < 0.6, < 0.8, ≥ 0.8)."""
-    if not pairs or not pairs.get("workers"):
-        return None
-    names = pairs["workers"][:HEAT_WORKERS]
-    rows = []
-    for i, name in enumerate(names):
-        cells = []
-        for j in range(len(names)):
-            value = (pairs["gamma"][i][j] or {}).get("gamma")
-            shade = None if value is None else sum(value >= t for t in (0.0, 0.4, 0.6, 0.8))
-            cells.append({"value": value, "shade": shade, "documents": pairs["documents"][i][j]})
-        rows.append({"worker": name, "cells": cells})
-    return {"workers": names, "rows": rows, "more": len(pairs["workers"]) - len(names)}
 
 
 def worker_links(study: Study) -> list[tuple[str, str]]:
@@ -156,12 +116,13 @@ def served_words(served: dict[str, Any]) -> str:
 
 
 def _charts(report: dict[str, Any] | None, categories: list[dict[str, Any]]) -> dict[str, Any]:
+    """The dashboard's charts, drawn from the report's digest (app/quality/digest.py)."""
     if report is None:
         return {}
     return {
         "categories": charts.category_bars(report["categories"]["overall"], categories),
         "sources": charts.source_distribution(
-            report["categories"]["per_source"], _segments_per_source(report), categories
+            report["categories"]["per_source"], report["segments_per_source"], categories
         ),
         "recall": charts.worker_recall(report["workers"]),
         "has_recall": charts.has_recall(report["workers"]),
@@ -176,16 +137,15 @@ def render_dashboard(
     sharing_error: str | None = None,
     status: int = 200,
 ):
-    from app.quality.served import served_report
+    from app.quality.served import served_digest
 
     db = get_session()
     practice = include_practice()
-    report, served = served_report(db, study, include_practice=practice)
+    report, served = served_digest(db, study, include_practice=practice)
     study = study_or_404(db, study.slug)  # the queueing may have committed: fresh attributes
     live = live_progress(db, study, include_practice=practice)
     categories = study.taxonomy.get("categories", [])
     chart_svgs = _charts(report, categories)
-    agreement = (report or {}).get("agreement") or {}
     labels = {c["id"]: c["label"] for c in categories}
     body = render_template(
         "admin/dashboard.html",
@@ -199,9 +159,9 @@ def render_dashboard(
         settings=platforms.describe(study),
         links=worker_links(study),
         conditions=condition_summary((report or {}).get("workers") or []),
-        per_document=lowest_first(agreement.get("per_document", [])),
-        per_pair=lowest_first(agreement.get("per_pair", [])),
-        heat=heat_map(agreement.get("pairs")),
+        per_document=(report or {}).get("per_document") or {"rows": [], "total": 0},
+        per_pair=(report or {}).get("per_pair") or {"rows": [], "total": 0},
+        heat=(report or {}).get("heat"),
         breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
