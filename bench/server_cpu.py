@@ -3,8 +3,9 @@ marginalia web: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Pos
 measured from /proc, the client in its own process.
 
 Issue 17's acceptance names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
-this measures exactly that. N assignments are opened, then each phase (add, position,
-remove, heartbeat) is sent by C keep-alive connections, one request at a time each, and the
+this measures exactly that. N assignments are opened (one client, each arrival naming its
+document: the ``open`` line, the page cache's first read of each document included), then
+each phase (add, position, remove, heartbeat) is sent by C keep-alive connections, one request at a time each, and the
 servers' CPU over the phase is divided by its requests:
 
     PYTHONPATH=$PWD .venv/bin/python bench/server_cpu.py --assignments 200 --clients 4
@@ -85,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                 opened.append((answer.json()["token"], texts))
             await http.close()
 
+        web_before, db_before = server_cpu_split(server, cluster)
+        started = time.perf_counter()
         asyncio.run(open_all())
+        seconds = time.perf_counter() - started
+        web_after, db_after = server_cpu_split(server, cluster)
+        opens = len(opened)
         adds = []
         for token, texts in opened:
             for n in range(args.adds):
@@ -102,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
         beats = [("POST", f"/api/assignments/{token}/heartbeat", {}) for token, _ in opened]
         print(f"{server.kind} {server.workers} x {server.threads} threads, {args.clients} clients")
         print(f"{'request':>9} {'n':>6} {'statuses':>16} {'web ms':>11} {'postgres ms':>11}")
+        print(  # one client, one arrival at a time, each naming its document
+            f"{'open':>9} {opens:6d} {str({201: opens}):>16}"
+            f" {1000 * (web_after - web_before) / opens:11.3f}"
+            f" {1000 * (db_after - db_before) / opens:11.3f}   ({opens / seconds:.0f}/s)"
+        )
         phases = [("add", adds), ("position", positions), ("heartbeat", beats)]
         stored_ids: list[tuple[str, int]] = []
         for name, requests in phases + [("remove", None)]:

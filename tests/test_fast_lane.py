@@ -52,12 +52,16 @@ def conversation(client, token: str) -> list[tuple]:
         client.delete(f"{base}/annotations/{stored}"),  # again: 204 (idempotent)
         client.delete(f"{base}/annotations/999999"),  # 404
         client.post(f"{base}/submit"),
+        client.post(f"{base}/submit"),  # again: the same code (idempotent)
         client.post(
             f"{base}/annotations", json=annotation_body(1, "brother", "CharE", client_id="c9")
         ),  # 409 submitted
         client.post(f"{base}/heartbeat", json={}),
         client.post(f"/api/assignments/{'x' * 24}/annotations", json=zoe),  # 404
         client.post("/api/assignments/a'b;--/annotations", json=zoe),  # 404
+        client.post(f"/api/assignments/{'x' * 24}/submit"),  # 404
+        client.post("/api/assignments/a'b;--/submit"),  # 404 (the route's)
+        client.post("/api/assignments/a%00b/submit"),  # 404 (the route's)
     ]
     return [
         (
@@ -123,16 +127,37 @@ def test_the_lane_and_the_route_answer_alike(app, client, flask_saw):
     for step, (route, lane) in enumerate(zip(by_route, by_lane, strict=True)):
         assert route == lane, f"request {step}: route {route} != lane {lane}"
     assert [status for status, _body, _headers in by_lane] == [
-        201, 200, 409, 400, 400, 400, 204, 400, 400, 204, 204, 204, 404, 200, 409, 204, 404, 404
+        201, 200, 409, 400, 400, 400, 204, 400, 400, 204, 204, 204, 404, 200, 200, 409, 204, 404,
+        404, 404, 404, 404
     ]  # fmt: skip
     assert stored_rows(app, route_token) == stored_rows(app, lane_token)
     assert stored_rows(app, lane_token)["annotations"] == [("c1", 0, 36, 39, "Zoë", True)]
     assert stored_rows(app, lane_token)["times"] == [(0, 2.5), (1, 0.0)]
-    # The route saw all 18 requests; the lane answered every one it takes, refusals
-    # included (the same action, app/annotation/fast.py): Flask saw only the two bodies it
-    # could not read and the submit.
-    assert len(route_saw) == 18
+    # The route saw all 22 requests but the one with a NUL in its path (refused before the
+    # recording hook); the lane answered every one it takes, refusals included (the same
+    # action, app/annotation/fast.py, api.submitted): Flask saw only the two bodies it could
+    # not read and the submit of a token no token can be.
+    assert len(route_saw) == 21
     assert flask_saw == ["POST annotations", "POST annotations", "POST submit"]
+
+
+def test_the_lane_submits_as_the_route(app, client, flask_saw):
+    """A submit answered by the lane stores what the route's stores; again, the same code."""
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    first = client.post(f"/api/assignments/{token}/submit")
+    again = client.post(f"/api/assignments/{token}/submit")
+    assert flask_saw == []  # the lane answered both
+    assert first.status_code == again.status_code == 200
+    assert first.get_json() == again.get_json()
+    assert first.get_json()["completion_code"].startswith("MG-")
+    with app.app_context(), session_scope() as session:
+        assignment = session.scalar(select(Assignment).where(Assignment.token == token))
+        assert (assignment.status, assignment.completion_code) == (
+            "submitted",
+            first.get_json()["completion_code"],
+        )
+        assert assignment.submitted_at is not None
 
 
 def test_the_lane_answers_with_the_security_headers_over_https(app, client, flask_saw):

@@ -99,7 +99,8 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
         worker_id = worker_id_from(worker_id)
     except InvalidInput:
         return None
-    found = session.execute(
+    connection = session.connection()  # Core statements: no ORM step on the way
+    found = connection.execute(
         arrival_sql.NAMED_TARGET, {"slug": slug, "external_id": external_id}
     ).one_or_none()
     if found is None or found.document_id is None:
@@ -122,6 +123,6 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
         arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
     row = new_row(study.id, found.document_id, worker_id)
     insert = arrival_sql.INSERT_IF_ALLOWED[session.get_bind().dialect.name]
-    if session.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:
+    if connection.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:
         return None
     return Opened(row["token"], found.document_id, found.document_created_at)

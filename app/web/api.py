@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
+from sqlalchemy.orm import Session
 
 from app.annotation import admission, edits, fast, hint_events, named_arrival, practice
 from app.annotation import assignments as service
@@ -16,12 +17,15 @@ from app.documents.text import storable
 from app.errors import InvalidInput, NotFound
 from app.researchers import access, keys
 from app.web.assignment_read import payload_response
-from app.web.limits import arrival_limit, limiter, practice_limit
+from app.web.limits import ARRIVALS, arrival_limit, counted_before, limiter, practice_limit
 from app.web.page_cache import cache_of
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 SUGGESTION_EVENTS = hint_events.EVENTS
+# Set in the WSGI environ by the fast lane (app/web/fast_arrival.py) on an arrival that
+# named_arrival declined there: the route goes straight to the whole policy.
+NAMED_DECLINED = "marginalia.named_arrival_declined"
 
 
 @bp.after_request
@@ -59,13 +63,14 @@ def check_strings(body: Any) -> None:
             raise InvalidInput("text must not contain NUL characters or unpaired surrogates")
 
 
-def _researcher_script() -> bool:
-    """Calls with a researcher's key are not crowd arrivals (a bad key is 401 anyway)."""
-    return request.headers.get("Authorization", "").startswith("Bearer ")
+def _not_counted_here() -> bool:
+    """Calls with a researcher's key are not crowd arrivals (a bad key is 401 anyway); an
+    arrival the fast lane counted is not counted twice."""
+    return request.headers.get("Authorization", "").startswith("Bearer ") or counted_before()
 
 
 @bp.post("/assignments")
-@limiter.shared_limit(arrival_limit, scope="arrivals", exempt_when=_researcher_script)
+@limiter.shared_limit(arrival_limit, scope=ARRIVALS, exempt_when=_not_counted_here)
 def open_assignment():
     """Start new work under the study's policy; never an existing token (CONTRACT.md).
 
@@ -85,7 +90,8 @@ def open_assignment():
         raise InvalidInput("study must be the study's slug")
     named = body.get("document")
     opened = None
-    if key_holder is None and named is not None:  # the common arrival, when it applies
+    if key_holder is None and named is not None and not request.environ.get(NAMED_DECLINED):
+        # the common arrival, when it applies (the fast lane tries it first)
         opened = named_arrival.open_named(session, study_slug, body.get("worker_id"), named)
         if opened is None:  # declined, nothing written: the policy starts afresh
             session.rollback()
@@ -114,13 +120,20 @@ def open_assignment():
 def _opened_answer(
     token: str, document_id: int, created_at: Any, resume_segment: int, status: int
 ) -> tuple[Any, int]:
-    # The document's cached part (app/web/page_cache.py) knows its segment count, and the
-    # page's GET that follows finds it there.
-    part = cache_of(current_app._get_current_object()).document(  # type: ignore[attr-defined]
-        get_session().connection(), document_id, created_at
-    )
-    answer = {"token": token, "segments": part.segments, "resume_segment": resume_segment}
-    return jsonify(answer), status
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    connection = get_session().connection()
+    body = opened_body(app, connection, token, document_id, created_at, resume_segment)
+    return jsonify(body), status
+
+
+def opened_body(
+    app: Any, connection: Any, token: str, document_id: int, created_at: Any, resume_segment: int
+) -> dict[str, Any]:
+    """The arrival's answer (the route's and the fast lane's). The document's cached part
+    (app/web/page_cache.py) knows its segment count, and the page's GET that follows finds it
+    there."""
+    part = cache_of(app).document(connection, document_id, created_at)
+    return {"token": token, "segments": part.segments, "resume_segment": resume_segment}
 
 
 @bp.get("/assignments/<token>")
@@ -181,13 +194,20 @@ def heartbeat(token: str):
 @bp.post("/assignments/<token>/submit")
 def submit(token: str):
     session = begin_write(get_session())
+    answer = submitted(session, token)
+    session.commit()
+    return jsonify(answer)
+
+
+def submitted(session: Session, token: str) -> dict[str, Any]:
+    """Submit the token's assignment (:func:`app.annotation.assignments.submit`) and give the
+    answer, before the caller commits: the route's and the fast lane's."""
     assignment = service.get_assignment(session, token, for_update=True)
     code = service.submit(session, assignment)
-    session.commit()
     answer = {"completion_code": code, "redirect_url": after_submit_redirect(assignment)}
     if assignment.status == "screened_out":  # the done page gives the screen-out return
         answer["screened_out"] = True
-    return jsonify(answer)
+    return answer
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")

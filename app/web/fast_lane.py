@@ -17,7 +17,10 @@ same headers as Flask's (``app.csp.security_headers``, ``Cache-Control: no-store
 
 The page's read, ``GET /api/assignments/<token>``, is answered here too
 (:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
-unknown token or any error goes to the route the same way.
+unknown token or any error goes to the route the same way. So are the submit
+(:func:`app.web.api.submitted`, the route's own, on a session of the app's factory; a
+refusal answered, any other error to the route) and the common arrival
+(:mod:`app.web.fast_arrival`, issue 31).
 """
 
 from __future__ import annotations
@@ -34,16 +37,20 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from app.annotation import fast, hot_sql
 from app.csp import security_headers
+from app.db import begin_write
 from app.errors import MarginaliaError, NotFound
-from app.web.api import check_strings
+from app.web import fast_arrival
+from app.web.api import NAMED_DECLINED, check_strings, submitted
 from app.web.assignment_read import payload_body, spliceable
+from app.web.limits import COUNTED, count_arrival
 
 log = logging.getLogger(__name__)
 
 ROUTE = re.compile(
     r"^/api/assignments/(?P<token>[^/]+)/(?:(?P<annotations>annotations)(?:/(?P<id>[0-9]{1,10}))?"
-    r"|(?P<position>position)|(?P<heartbeat>heartbeat))$"
+    r"|(?P<position>position)|(?P<heartbeat>heartbeat)|(?P<submit>submit))$"
 )
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READ_ROUTE = re.compile(r"^/api/assignments/(?P<token>[A-Za-z0-9_-]{1,64})$")
 JSON_TYPES = ("application/json",)
 
@@ -63,10 +70,19 @@ class FastLane:
         if match is None or not self.app.config.get("FAST_LANE", True):
             if environ.get("REQUEST_METHOD") == "GET" and READ_ROUTE.match(path):
                 return self._read(environ, start_response, path.rsplit("/", 1)[1])
+            if path == fast_arrival.PATH and environ.get("REQUEST_METHOD") == "POST":
+                return self._arrive(environ, start_response)
             return self.wsgi_app(environ, start_response)
         method = environ.get("REQUEST_METHOD")
         token = match["token"]
         raw: bytes | None = None
+        if method == "POST" and match["submit"]:  # no body read (the route reads none)
+            if not TOKEN.match(token):  # the route's 404 (a NUL in the path included)
+                return self.wsgi_app(environ, start_response)
+            answer = self._in_session(lambda session: _json(200, submitted(session, token)))
+            if answer is None:
+                return self.wsgi_app(environ, start_response)
+            return self._answer(environ, start_response, answer)
         if method == "POST" and match["id"] is None:
             raw, body = self._json(environ)
             if body is None:
@@ -85,6 +101,29 @@ class FastLane:
         answer = self._run(action)
         if answer is None:
             return self._hand_over(environ, start_response, raw)
+        return self._answer(environ, start_response, answer)
+
+    def _arrive(self, environ: dict[str, Any], start_response: Callable):
+        """``POST /api/assignments``: the common arrival (:mod:`app.web.fast_arrival`) when
+        the lane is on and the body is one; anything else to the route, the body put back."""
+        if not self.app.config.get("FAST_LANE", True):
+            return self.wsgi_app(environ, start_response)
+        raw, body = self._json(environ)
+        if not fast_arrival.takes(environ, body):
+            return self._hand_over(environ, start_response, raw)
+        counted, refusal = count_arrival(self.app.config, environ)
+        if not counted:
+            return self._hand_over(environ, start_response, raw)
+        if refusal is not None:  # flask-limiter's 429, as the API's error handler writes it
+            return self._answer(environ, start_response, _json(429, {"error": refusal}))
+        answer = fast_arrival.open_arrival(self.app, body)
+        if answer is None:  # declined or failed, nothing written: the route, not counted again
+            environ[COUNTED] = environ[NAMED_DECLINED] = True
+            return self._hand_over(environ, start_response, raw)
+        return self._answer(environ, start_response, _json(201, answer))
+
+    def _answer(self, environ: dict[str, Any], start_response: Callable, answer: Answer):
+        """``answer`` with the headers Flask's answer would carry."""
         status, payload = answer
         headers = [("Cache-Control", "no-store")]
         if payload:
@@ -152,13 +191,7 @@ class FastLane:
         if driver is None:
             return self._run_on_connection(engine, action)
         try:
-            try:
-                answer = action(driver)
-            except MarginaliaError as refusal:
-                driver.rollback()
-                answer = _refused(refusal)
-            else:
-                driver.commit()
+            answer = _transaction(action, driver, driver.commit, driver.rollback)
         except Exception as error:  # noqa: BLE001 - the Flask route answers
             log.warning("fast lane: handing the request to the route", exc_info=True)
             driver.fail(error)
@@ -172,22 +205,44 @@ class FastLane:
                 if engine.dialect.name == "sqlite":
                     connection.execution_options(sqlite_begin="IMMEDIATE")
                 transaction = connection.begin()
-                try:
-                    answer = action(connection)
-                except MarginaliaError as refusal:
-                    transaction.rollback()
-                    return _refused(refusal)
-                transaction.commit()
-                return answer
+                return _transaction(action, connection, transaction.commit, transaction.rollback)
         except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
             log.warning("fast lane: handing the request to the route", exc_info=True)
             return None
+
+    def _in_session(self, action: Callable[[Any], Answer]) -> Answer | None:
+        """``action`` on a session of the app's factory, as a route runs it (``BEGIN
+        IMMEDIATE`` on SQLite): committed when it answers, rolled back when it refuses (the
+        refusal is the answer); None (rolled back: the route answers) on any other error."""
+        session = self.app.extensions["db_sessionmaker"]()
+        try:
+            begin_write(session)
+            return _transaction(action, session, session.commit, session.rollback)
+        except Exception:  # noqa: BLE001 - the Flask route answers (503 for a lost database)
+            log.warning("fast lane: handing the request to the route", exc_info=True)
+            return None
+        finally:
+            session.close()
 
     def _hand_over(self, environ: dict[str, Any], start_response: Callable, raw: bytes | None):
         """The request as it came (the body, if read, put back) to the Flask app."""
         if raw is not None:
             environ["wsgi.input"] = io.BytesIO(raw)
         return self.wsgi_app(environ, start_response)
+
+
+def _transaction(
+    action: Callable[[Any], Answer], db: Any, commit: Callable, rollback: Callable
+) -> Answer:
+    """``action(db)``, committed when it answers, rolled back when it refuses (the refusal,
+    written as the API's error handler writes it, is the answer); any other error raised."""
+    try:
+        answer = action(db)
+    except MarginaliaError as refusal:
+        rollback()
+        return _refused(refusal)
+    commit()
+    return answer
 
 
 def _json(status: int, value: Any) -> Answer:

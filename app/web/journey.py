@@ -40,7 +40,7 @@ from app.documents.studies import get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
 from app.web.i18n import error_text, use_study
-from app.web.limits import arrival_limit, limiter
+from app.web.limits import ARRIVALS, arrival_limit, limiter
 from app.web.markdown import render_markdown
 
 bp = Blueprint("journey", __name__)
@@ -154,7 +154,7 @@ def before_new_work(session, study: Study, arrival: platforms.Arrival):
 
 
 @bp.post("/s/<slug>/consent")
-@limiter.shared_limit(arrival_limit, scope="arrivals")
+@limiter.shared_limit(arrival_limit, scope=ARRIVALS)
 def consent(slug: str):
     """Agree: stored, then on to ``/s/<slug>`` as the arrival was. Decline: stored, and the
     page that sends the worker back to their platform. Only the post of a form this site

@@ -9,15 +9,32 @@ request: the process counts in its own memory meanwhile (``in_memory_fallback_en
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from flask import current_app, request
 from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
+from limits import parse_many
+
+log = logging.getLogger(__name__)
+
+
+def address_of(environ: Mapping[str, Any]) -> str:
+    """The client's address the limits count by (flask-limiter's ``get_remote_address``: the
+    WSGI ``REMOTE_ADDR``, which a ``BEHIND_PROXY`` proxy fix has set from the proxy's header)."""
+    return environ.get("REMOTE_ADDR") or "127.0.0.1"
+
+
+def client_address() -> str:
+    """The limiter's key: the current request's :func:`address_of`."""
+    return address_of(request.environ)
+
 
 # No storage_uri here: one given to the constructor would override the app's config.
 limiter = Limiter(
-    key_func=get_remote_address,
+    key_func=client_address,
     default_limits=[],
     in_memory_fallback_enabled=True,
 )
@@ -25,6 +42,12 @@ limiter = Limiter(
 # Arrivals (GET /s/<slug>, POST /api/assignments) per client address: a worker arrives once
 # or twice; a page of <img> tags or a script arriving with made-up IDs is slowed down.
 DEFAULT_ARRIVAL_LIMIT = "30 per minute; 300 per hour"
+# The shared limit's scope (its bucket in the store): every arrival route counts in it.
+ARRIVALS = "arrivals"
+# Set in the WSGI environ by the fast lane on an arrival it counted, then handed to the route
+# (app/web/fast_arrival.py): the route does not count it again. A client cannot set it (only
+# the server puts names without the HTTP_ prefix in the environ).
+COUNTED = "marginalia.arrival_counted"
 # Practice feedback per client address, whatever worker IDs it uses: an honest worker
 # checks each segment of a few practice documents once; a client cycling throwaway IDs to
 # collect answers is slowed (issue 26 row 3, app/annotation/practice.py).
@@ -33,12 +56,59 @@ PRACTICE_ENDPOINT = "api.practice_feedback"
 
 
 def arrival_limit() -> str:
-    """``ARRIVAL_RATE_LIMIT`` from the app's config or the environment, else the default."""
+    """The current app's :func:`arrival_limit_of`."""
+    return arrival_limit_of(current_app.config)
+
+
+def arrival_limit_of(config: Mapping[str, Any]) -> str:
+    """``ARRIVAL_RATE_LIMIT`` from ``config`` or the environment, else the default."""
     return (
-        current_app.config.get("ARRIVAL_RATE_LIMIT")
+        config.get("ARRIVAL_RATE_LIMIT")
         or os.environ.get("ARRIVAL_RATE_LIMIT")
         or DEFAULT_ARRIVAL_LIMIT
     )
+
+
+def counted_before() -> bool:
+    """Whether the fast lane counted this arrival already (:data:`COUNTED`)."""
+    return bool(request.environ.get(COUNTED))
+
+
+def count_arrival(config: Mapping[str, Any], environ: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """Count one arrival from ``environ``'s client in the shared ``arrivals`` limit outside a
+    Flask request (the fast lane), as flask-limiter's check of a route decorated with
+    ``shared_limit(arrival_limit, scope=ARRIVALS)`` counts it: the limiter's own strategy
+    and store (Redis when configured), its key prefix, the same key and scope, the limits in
+    its order, stopping at the first exceeded.
+
+    Answers (counted, refusal): counted False when this must be left to the route (the store
+    unreachable now or lately, so the limiter's in-memory fallback and recovery apply;
+    rate-limit headers or other limits configured, which the lane does not write or check);
+    refusal, when one limit is exceeded, is its description (flask-limiter's 429 message).
+    """
+    if not (limiter.enabled and limiter.initialized):
+        return True, None  # nothing is counted anywhere
+    # flask-limiter has no public view of these; tests/test_fast_arrival.py pins the outcome.
+    if (
+        limiter._storage_dead  # noqa: SLF001
+        or limiter._headers_enabled  # noqa: SLF001
+        or not limiter._fail_on_first_breach  # noqa: SLF001
+        or limiter.limit_manager._default_limits  # noqa: SLF001
+        or limiter.limit_manager._application_limits  # noqa: SLF001
+        or limiter._meta_limits  # noqa: SLF001
+    ):
+        return False, None
+    prefix = limiter._key_prefix  # noqa: SLF001
+    key = [prefix, address_of(environ), ARRIVALS] if prefix else [address_of(environ), ARRIVALS]
+    strategy = limiter.limiter
+    try:
+        for item in sorted(parse_many(arrival_limit_of(config))):
+            if not strategy.hit(item, *key):
+                return True, str(item)
+    except Exception:  # noqa: BLE001 - the route counts (and falls back to memory)
+        log.warning("arrival limit: the store failed, the route counts", exc_info=True)
+        return False, None
+    return True, None
 
 
 def practice_limit() -> str:

@@ -46,7 +46,7 @@ from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web import journey
 from app.web.i18n import error_text, script_messages, use_study
-from app.web.limits import arrival_limit, limiter
+from app.web.limits import ARRIVALS, arrival_limit, limiter
 from app.web.markdown import render_markdown
 
 bp = Blueprint("pages", __name__)
@@ -147,7 +147,7 @@ def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: 
 
 
 @bp.get("/s/<slug>")
-@limiter.shared_limit(arrival_limit, scope="arrivals")
+@limiter.shared_limit(arrival_limit, scope=ARRIVALS)
 def start(slug: str):
     """Resume a proven return, else start new work under the study's policy."""
     session = begin_write(get_session())

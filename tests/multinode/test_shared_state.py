@@ -152,11 +152,19 @@ def test_the_arrival_limit_counts_every_node(rig, direct_app, http_factory):
     rig.flush_limits()
     new_study(direct_app, "limits", [("doc-1", OLD)], annotators_per_doc=50)
     client = http_factory("127.0.0.25")
-    answers = [
-        client.get(f"{rig.router}/s/limits", params={"worker_id": f"lim-{n}"}) for n in range(40)
-    ]
+
+    def entry_or_arrival(n: int):
+        """The entry page (Flask) or, every other time, an arrival naming its document (the
+        fast lane, app/web/fast_arrival.py): both count in the one shared limit."""
+        if n % 2:
+            body = {"study": "limits", "worker_id": f"lim-{n}", "document": "doc-1"}
+            return client.post(f"{rig.router}/api/assignments", json=body)
+        return client.get(f"{rig.router}/s/limits", params={"worker_id": f"lim-{n}"})
+
+    answers = [entry_or_arrival(n) for n in range(40)]
     served = [answer for answer in answers if answer.status_code != 429]
     assert len(served) == 30, [answer.status_code for answer in answers]
+    assert {answer.status_code for answer in served} == {201, 302}
     assert {answer.headers["X-Node"] for answer in answers} == {"a", "b"}
     assert {answer.headers["X-Node"] for answer in answers if answer.status_code == 429} == {
         "a",
@@ -175,13 +183,18 @@ def test_arrivals_are_served_while_the_limits_store_is_down(rig, direct_app, htt
     client = http_factory("127.0.0.29")
     rig.stop_redis()
     try:
-        answers = [
-            client.get(f"{rig.router}/s/no-redis", params={"worker_id": f"nr-{n}"})
-            for n in range(4)
+        answers = [  # arrivals naming their document first (the fast lane's), then entries
+            client.post(
+                f"{rig.router}/api/assignments",
+                json={"study": "no-redis", "worker_id": f"nr-{n}", "document": "doc-1"},
+            )
+            if n in (0, 1, 4, 5)
+            else client.get(f"{rig.router}/s/no-redis", params={"worker_id": f"nr-{n}"})
+            for n in range(6)
         ]
     finally:
         start_redis(rig)
-    assert [answer.status_code for answer in answers] == [302] * 4
+    assert [answer.status_code for answer in answers] == [201, 201, 302, 302, 201, 201]
     assert {answer.headers["X-Node"] for answer in answers} == {"a", "b"}
 
 
