@@ -182,6 +182,25 @@ def test_the_arrival_limit_holds_through_the_lane(app, client, arrivals_seen):
     assert sorted(refused_by_lane.headers.items()) == sorted(refused_by_route.headers.items())
 
 
+def test_a_flask_limiter_without_the_lanes_internals_leaves_the_count_to_the_route(
+    app, client, arrivals_seen, monkeypatch
+):
+    """The lane reads private flask-limiter attributes; a release without them must not turn
+    arrivals into errors: the route counts and answers, the limit still holds."""
+    from types import SimpleNamespace
+
+    from app.web import limits
+
+    make_study(app, documents=DOCUMENTS, annotators_per_doc=10)
+    app.config["ARRIVAL_RATE_LIMIT"] = "3 per minute"
+    # what the lane sees of flask-limiter: enabled, none of the private names it reads
+    monkeypatch.setattr(limits, "limiter", SimpleNamespace(enabled=True, initialized=True))
+    arrivals_seen.clear()
+    answers = over_the_limit(client, "10.0.0.9")
+    assert [answer.status_code for answer in answers] == [201, 409, 201, 429]
+    assert len(arrivals_seen) == 4  # every arrival reached the route
+
+
 def test_the_lane_and_the_routes_count_in_one_bucket(app, client):
     """The lane counts in flask-limiter's own store under the routes' key and scope: the
     entry page (GET /s/<slug>) and the lane's arrivals share the one limit."""

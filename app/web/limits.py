@@ -89,16 +89,21 @@ def count_arrival(config: Mapping[str, Any], environ: Mapping[str, Any]) -> tupl
     if not (limiter.enabled and limiter.initialized):
         return True, None  # nothing is counted anywhere
     # flask-limiter has no public view of these; tests/test_fast_arrival.py pins the outcome.
-    if (
-        limiter._storage_dead  # noqa: SLF001
-        or limiter._headers_enabled  # noqa: SLF001
-        or not limiter._fail_on_first_breach  # noqa: SLF001
-        or limiter.limit_manager._default_limits  # noqa: SLF001
-        or limiter.limit_manager._application_limits  # noqa: SLF001
-        or limiter._meta_limits  # noqa: SLF001
-    ):
+    # A release that renames them leaves the counting to the route (never a 500).
+    try:
+        if (
+            limiter._storage_dead  # noqa: SLF001
+            or limiter._headers_enabled  # noqa: SLF001
+            or not limiter._fail_on_first_breach  # noqa: SLF001
+            or limiter.limit_manager._default_limits  # noqa: SLF001
+            or limiter.limit_manager._application_limits  # noqa: SLF001
+            or limiter._meta_limits  # noqa: SLF001
+        ):
+            return False, None
+        prefix = limiter._key_prefix  # noqa: SLF001
+    except AttributeError:
+        log.warning("arrival limit: this flask-limiter has other internals, the route counts")
         return False, None
-    prefix = limiter._key_prefix  # noqa: SLF001
     key = [prefix, address_of(environ), ARRIVALS] if prefix else [address_of(environ), ARRIVALS]
     strategy = limiter.limiter
     try:
