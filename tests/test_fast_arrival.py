@@ -129,12 +129,12 @@ def test_the_lane_and_the_route_open_alike(app, client, arrivals_seen):
 
 
 def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client, monkeypatch):
-    """The document's first read fails after the lane's insert: the lane rolls back and the
+    """The document's segment count fails after the lane's insert: the lane rolls back and the
     route serves the arrival, so the worker holds one assignment, not two."""
     from app.web.page_cache import PageCache
 
     make_study(app, documents=DOCUMENTS)
-    read = PageCache.document
+    read = PageCache.segment_count
     calls: list[int] = []
 
     def failing_once(cache, connection, document_id, created_at):
@@ -143,7 +143,7 @@ def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client,
             raise RuntimeError("the document's read failed")
         return read(cache, connection, document_id, created_at)
 
-    monkeypatch.setattr(PageCache, "document", failing_once)
+    monkeypatch.setattr(PageCache, "segment_count", failing_once)
     body = {"study": "demo", "worker_id": "w1", "document": "doc-2"}
     answer = client.post("/api/assignments", json=body)
     assert answer.status_code == 201, answer.get_json()
@@ -258,3 +258,26 @@ def test_behind_a_proxy_the_lane_counts_the_forwarded_address(database_url):
         ] == [201, 201, 201, 429, 201, 429]
     finally:
         app.extensions["db_engine"].dispose()
+
+
+@pytest.mark.parametrize("lane", [True, False])
+def test_the_open_counts_segments_and_leaves_the_document_to_the_get(app, client, lane):
+    """The arrival's answer gives the segment count from one count (or the cached part); the
+    document's part is read by the page's GET, not by the arrival."""
+    from app.web.page_cache import cache_of
+
+    make_study(app, documents=[("long", [f"Segment {n}." for n in range(7)]), *DOCUMENTS])
+    app.config["FAST_LANE"] = lane
+    cache = cache_of(app)
+
+    def open_(worker):
+        body = {"study": "demo", "worker_id": worker, "document": "long"}
+        answer = client.post("/api/assignments", json=body)
+        assert answer.status_code == 201, answer.get_json()
+        return answer.get_json()
+
+    first = open_("w1")
+    assert first["segments"] == 7 and len(cache.documents._items) == 0
+    assert client.get(f"/api/assignments/{first['token']}").status_code == 200
+    assert len(cache.documents._items) == 1  # the GET read it
+    assert open_("w2")["segments"] == 7  # from the cached part

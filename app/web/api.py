@@ -129,11 +129,11 @@ def _opened_answer(
 def opened_body(
     app: Any, connection: Any, token: str, document_id: int, created_at: Any, resume_segment: int
 ) -> dict[str, Any]:
-    """The arrival's answer (the route's and the fast lane's). The document's cached part
-    (app/web/page_cache.py) knows its segment count, and the page's GET that follows finds it
-    there."""
-    part = cache_of(app).document(connection, document_id, created_at)
-    return {"token": token, "segments": part.segments, "resume_segment": resume_segment}
+    """The arrival's answer (the route's and the fast lane's): the document's segment count
+    from its cached part (app/web/page_cache.py), else one count; the part itself is read by
+    the page's GET that follows, in whichever process answers it."""
+    segments = cache_of(app).segment_count(connection, document_id, created_at)
+    return {"token": token, "segments": segments, "resume_segment": resume_segment}
 
 
 @bp.get("/assignments/<token>")

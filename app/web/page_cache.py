@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from flask import Flask
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from app.models import Document, Entity, EntityMention, Segment, Study
 from app.web.assets import deflated_piece
@@ -125,6 +125,14 @@ class PageCache:
             self.documents.put(key, part, part.size)
         return part
 
+    def segment_count(self, connection: Connection, document_id: int, created_at: datetime) -> int:
+        """The document's number of segments: its cached part's, else one indexed count (the
+        part is left to the page's ``GET``, which needs it, in whichever process answers)."""
+        part = self.documents.get((document_id, created_at))
+        if part is not None:
+            return part.segments
+        return connection.scalar(_SEGMENT_COUNT, {"document_id": document_id}) or 0
+
     def taxonomy(self, connection: Connection, study_id: int, taxonomy_hash: str) -> str:
         """The study's taxonomy snapshot as JSON text, read on the first call."""
         key = (study_id, taxonomy_hash)
@@ -165,6 +173,9 @@ _SEGMENTS = (
     select(Segment.index, Segment.text)
     .where(Segment.document_id == bindparam("document_id"))
     .order_by(Segment.index)
+)
+_SEGMENT_COUNT = (
+    select(func.count()).select_from(Segment).where(Segment.document_id == bindparam("document_id"))
 )
 _ENTITIES = (
     select(Entity.id, Entity.name, Entity.label, Entity.first_segment)
