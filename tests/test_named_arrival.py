@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from app.annotation import named_arrival
-from app.annotation.assigning import assign
+from app.annotation.assigning import assign, release_abandoned
 from app.db import begin_write
 from app.documents.studies import find_document, get_study
 from app.errors import Conflict
@@ -80,6 +80,8 @@ def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
         if short and opened is None:
             nested.rollback()
             nested = session.begin_nested()
+        if opened is not None and opened.release is not None:  # the route's, after its answer
+            release_abandoned(session, opened.release)
         if opened is None:
             study = get_study(session, slug)
             assign(session, study, worker, document=find_document(session, study, document))
@@ -185,3 +187,26 @@ def test_named_and_crowd_arrivals_racing_over_stale_holds(app, monkeypatch):
         ).all()
         session.close()
     assert sorted(count for _, count in taken) == [N] * len(DOCS)
+
+
+@pytest.mark.parametrize("lane", [True, False])
+def test_a_due_release_runs_after_the_answer(app, client, lane):
+    """The arrival that finds the release due answers, then releases the study's stale holds
+    in a transaction of its own (the lane's and the route's answer alike)."""
+    make_study(app, documents=DOCS, annotators_per_doc=N)
+    app.config["FAST_LANE"] = lane
+    with app.app_context():
+        session = begin_write(app.extensions["db_sessionmaker"]())
+        _state(session, "demo", [(0, 1, "active", False, 10)], set())  # a stale hold on doc-1
+        session.commit()
+        named_arrival._released.setdefault(session.get_bind(), {}).clear()  # due
+        session.close()
+    body = {"study": "demo", "worker_id": "next", "document": "doc-0"}
+    answer = client.post("/api/assignments", json=body)
+    assert answer.status_code == 201, answer.get_json()
+    answer.close()
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        statuses = dict(session.execute(select(Assignment.worker_id, Assignment.status)).all())
+        session.close()
+    assert statuses == {"w0": "abandoned", "next": "active"}

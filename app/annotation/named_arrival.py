@@ -10,31 +10,36 @@ assignment of the worker ID in the study, the document never theirs before, a fr
    taxonomy JSON parsed);
 2. on Postgres the worker ID's advisory lock and the document's row lock, one statement
    (the locks :mod:`app.annotation.assigning` takes, in its order);
-3. the stale holds' release, when due (:func:`release_if_due`);
-4. the insert, conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new
+3. the insert, conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new
    statement, so under ``READ COMMITTED`` it sees every arrival that held the locks before).
 
 When any of it does not hold, it inserts nothing and answers None: the caller then rolls
 back and runs the whole policy (:func:`app.annotation.assigning.assign`) in a new
 transaction, which releases stale holds unconditionally, takes over an unengaged hold of a
 full document, and words every refusal. So this path only ever accepts what that one would,
-and never refuses. Its locks come in the policy's order (the worker ID, the stale rows a
-release locks, the document), so arrivals on both paths cannot deadlock; hence the rollback
-before the policy runs: that releases the document's lock before the policy's release.
+and never refuses. Its locks come in the policy's order (the worker ID, then the document;
+it releases no stale rows inside them), so arrivals on both paths cannot deadlock; hence the
+rollback before the policy runs: that releases the document's lock before the policy's
+release.
 
-Stale holds (:func:`app.annotation.assigning.release_abandoned`) are released here at most
-once every :data:`RELEASE_EVERY_S` seconds per study and process, not on every arrival: the
+Stale holds (:func:`app.annotation.assigning.release_abandoned`) are released at most once
+every :data:`RELEASE_EVERY_S` seconds per study and process, not on every arrival: the
 release scans the study's active assignments, which at 1,000 workers is most of an
-arrival's Postgres time. That is exact enough because a stale hold matters to an arrival only
-when its slot is needed, and then the arrival is refused here and the whole policy releases
-it first; otherwise a hold becomes ``abandoned`` a few seconds later than its timeout
-(minutes), as if the next arrival had come a few seconds later.
+arrival's Postgres time. An arrival that finds the release due answers first and releases
+after, in a transaction of its own (:attr:`Opened.release`, :func:`release_stale`: the
+route and the fast lane run it once the answer has gone out), so no arrival waits for it
+(at 1,000 workers it was the open's p99). That is exact enough because a stale hold matters
+to an arrival only when its slot is needed, and then the arrival is refused here and the
+whole policy releases it first; otherwise a hold becomes ``abandoned`` a few seconds later
+than its timeout (minutes), as if the next arrival had come a few seconds later.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,11 +50,14 @@ from sqlalchemy.orm import Session
 from app.annotation import arrival_sql
 from app.annotation.assigning import reads_whole_study, release_abandoned
 from app.annotation.assignments import new_row, worker_id_from
+from app.db import begin_write
 from app.documents.lifecycle import accepts_new_work
 from app.documents.studies import SLUG_PATTERN
 from app.documents.text import storable
 from app.errors import InvalidInput
 from app.models import Study
+
+log = logging.getLogger(__name__)
 
 RELEASE_EVERY_S = 5.0
 # per engine (a process's connection pool to one database): study id -> monotonic time of
@@ -64,6 +72,22 @@ class Opened:
     token: str
     document_id: int
     document_created_at: datetime
+    release: Study | None = None  # whose stale holds to release once the answer is out
+
+
+def release_stale(session_factory: Callable[[], Session], study: Study) -> None:
+    """Release ``study``'s stale holds in a transaction of its own (after an arrival's answer:
+    :attr:`Opened.release`); a failure is logged, the next due arrival tries again."""
+    session = session_factory()
+    try:
+        begin_write(session)
+        release_abandoned(session, study)
+        session.commit()
+    except Exception:  # noqa: BLE001 - housekeeping after the answer: never the arrival's error
+        log.warning("releasing stale holds of study %s failed", study.id, exc_info=True)
+        _last_releases(session).pop(study.id, None)
+    finally:
+        session.close()
 
 
 def _last_releases(session: Session) -> dict[int, float]:
@@ -74,13 +98,6 @@ def release_due(session: Session, study: Study) -> bool:
     """Whether this process released the study's stale holds RELEASE_EVERY_S ago or more."""
     last = _last_releases(session).get(study.id, float("-inf"))
     return time.monotonic() - last >= RELEASE_EVERY_S
-
-
-def release_if_due(session: Session, study: Study) -> None:
-    """Release the study's stale holds unless this process did within RELEASE_EVERY_S."""
-    if release_due(session, study):
-        release_abandoned(session, study)
-        _last_releases(session)[study.id] = time.monotonic()
 
 
 def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) -> Opened | None:
@@ -115,14 +132,14 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
     if not accepts_new_work(study) or reads_whole_study(study):
         return None
     ids = {"study_id": study.id, "worker_id": worker_id, "document_id": found.document_id}
-    if release_due(session, study):  # the policy's order: worker ID, stale rows, document
-        arrival_sql.lock(session, arrival_sql.LOCK_WORKER, **ids)
-        release_if_due(session, study)
-        arrival_sql.lock(session, arrival_sql.LOCK_DOCUMENT, **ids)
-    else:
-        arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
+    arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
     row = new_row(study.id, found.document_id, worker_id)
     insert = arrival_sql.INSERT_IF_ALLOWED[session.get_bind().dialect.name]
     if connection.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:
         return None
-    return Opened(row["token"], found.document_id, found.document_created_at)
+    due = release_due(session, study)
+    if due:  # this process's turn: the caller releases once the answer is out
+        _last_releases(session)[study.id] = time.monotonic()
+    return Opened(
+        row["token"], found.document_id, found.document_created_at, study if due else None
+    )

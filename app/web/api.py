@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
@@ -98,7 +99,13 @@ def open_assignment():
             begin_write(session)
     if opened is not None:
         session.commit()
-        return _opened_answer(opened.token, opened.document_id, opened.document_created_at, 0, 201)
+        answer = _opened_answer(
+            opened.token, opened.document_id, opened.document_created_at, 0, 201
+        )
+        if opened.release is not None:  # stale holds due: released once the answer is out
+            factory = current_app.extensions["db_sessionmaker"]
+            answer[0].call_on_close(partial(named_arrival.release_stale, factory, opened.release))
+        return answer
     if key_holder is not None:
         study = access.study_for(session, key_holder, study_slug)
         document = find_document(session, study, body.get("document"))

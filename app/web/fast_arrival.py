@@ -30,6 +30,7 @@ from flask import Flask
 
 from app.annotation.named_arrival import open_named
 from app.db import begin_write
+from app.models import Study
 from app.web.api import opened_body
 
 log = logging.getLogger(__name__)
@@ -47,9 +48,10 @@ def takes(environ: dict[str, Any], body: Any) -> bool:
     )
 
 
-def open_arrival(app: Flask, body: dict[str, Any]) -> dict[str, Any] | None:
-    """The new assignment's answer (201), or None with nothing written: declined by
-    :func:`open_named`, or any error (the route answers)."""
+def open_arrival(app: Flask, body: dict[str, Any]) -> tuple[dict[str, Any], Study | None] | None:
+    """The new assignment's answer (201) and the study whose stale holds are due for release
+    once it is out (:attr:`app.annotation.named_arrival.Opened.release`), or None with
+    nothing written: declined by :func:`open_named`, or any error (the route answers)."""
     session = app.extensions["db_sessionmaker"]()
     try:
         begin_write(session)
@@ -61,7 +63,7 @@ def open_arrival(app: Flask, body: dict[str, Any]) -> dict[str, Any] | None:
             opened.document_created_at, 0,
         )  # fmt: skip
         session.commit()
-        return answer
+        return answer, opened.release
     except Exception:  # noqa: BLE001 - rolled back below; the route answers (503, ...)
         log.warning("fast lane: handing the arrival to the route", exc_info=True)
         return None

@@ -30,12 +30,15 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from flask import Flask
 from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import ClosingIterator
 
 from app.annotation import fast, hot_sql
+from app.annotation.named_arrival import release_stale
 from app.csp import security_headers
 from app.db import begin_write
 from app.errors import MarginaliaError, NotFound
@@ -116,11 +119,17 @@ class FastLane:
             return self._hand_over(environ, start_response, raw)
         if refusal is not None:  # flask-limiter's 429, as the API's error handler writes it
             return self._answer(environ, start_response, _json(429, {"error": refusal}))
-        answer = fast_arrival.open_arrival(self.app, body)
-        if answer is None:  # declined or failed, nothing written: the route, not counted again
+        opened = fast_arrival.open_arrival(self.app, body)
+        if opened is None:  # declined or failed, nothing written: the route, not counted again
             environ[COUNTED] = environ[NAMED_DECLINED] = True
             return self._hand_over(environ, start_response, raw)
-        return self._answer(environ, start_response, _json(201, answer))
+        answer, release = opened
+        written = self._answer(environ, start_response, _json(201, answer))
+        if release is None:
+            return written
+        # stale holds due: released once the answer is out (the server calls close after)
+        factory = self.app.extensions["db_sessionmaker"]
+        return ClosingIterator(written, [partial(release_stale, factory, release)])
 
     def _answer(self, environ: dict[str, Any], start_response: Callable, answer: Answer):
         """``answer`` with the headers Flask's answer would carry."""
