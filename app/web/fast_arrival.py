@@ -11,7 +11,7 @@ app CPU than those. The lane (:class:`app.web.fast_lane.FastLane`) hands such a 
    answered 429 with the route's body;
 2. :func:`app.annotation.named_arrival.open_named` runs in one transaction on a session of
    the app's own session factory, as the route runs it, and the answer is the route's
-   :func:`app.web.api.opened_body`. The document's part is read before the commit (the route
+   :func:`app.web.api.opened_body`. Its segment count is read before the commit (the route
    reads it after): a failure then rolls back with nothing written and the route answers;
    after the commit nothing is left to fail.
 

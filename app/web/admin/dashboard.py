@@ -18,7 +18,6 @@ from app.crowd import platforms
 from app.db import begin_write, get_session
 from app.formats import IMPORT_FORMATS
 from app.models import Researcher, Study
-from app.quality.digest import BREAKDOWN_ROWS
 from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
@@ -162,7 +161,6 @@ def render_dashboard(
         per_document=(report or {}).get("per_document") or {"rows": [], "total": 0},
         per_pair=(report or {}).get("per_pair") or {"rows": [], "total": 0},
         heat=(report or {}).get("heat"),
-        breakdown_rows=BREAKDOWN_ROWS,
         grid=live["per_document"][:MAX_GRID_DOCUMENTS],
         formats=IMPORT_FORMATS,
         upload_error=upload_error,
