@@ -128,27 +128,28 @@ def test_the_lane_and_the_route_open_alike(app, client, arrivals_seen):
     assert arrivals_seen == route_saw[1:]
 
 
-def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client, monkeypatch):
-    """The document's segment count fails after the lane's insert: the lane rolls back and the
-    route serves the arrival, so the worker holds one assignment, not two."""
-    from app.web.page_cache import PageCache
-
+def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client):
+    """The database fails the lane's insert once, after the row went in (a trigger): the
+    locks and the insert are one transaction, rolled back whole, and the route serves the
+    arrival, so the worker holds one assignment, not two, and is answered 201."""
+    engine = app.extensions["db_engine"]
+    if engine.dialect.name != "postgresql":
+        pytest.skip("on SQLite the lane's arrival is one session transaction (Postgres: two)")
     make_study(app, documents=DOCUMENTS)
-    read = PageCache.segment_count
-    calls: list[int] = []
-
-    def failing_once(cache, connection, document_id, created_at):
-        calls.append(document_id)
-        if len(calls) == 1:
-            raise RuntimeError("the document's read failed")
-        return read(cache, connection, document_id, created_at)
-
-    monkeypatch.setattr(PageCache, "segment_count", failing_once)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE SEQUENCE failing; CREATE FUNCTION fail_once() RETURNS trigger AS $$ "
+            "BEGIN IF nextval('failing') = 1 THEN RAISE EXCEPTION 'the insert failed'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql; CREATE TRIGGER fail_once AFTER INSERT ON "
+            "assignments FOR EACH ROW EXECUTE FUNCTION fail_once()"
+        )
     body = {"study": "demo", "worker_id": "w1", "document": "doc-2"}
     answer = client.post("/api/assignments", json=body)
     assert answer.status_code == 201, answer.get_json()
-    assert len(calls) == 2  # the lane's read, then the route's
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT last_value FROM failing").scalar() == 2
     assert held(app, "demo") == [("w1", "doc-2", "active")]
+    assert answer.get_json()["segments"] == 2
 
 
 def over_the_limit(client, address: str) -> list:
@@ -281,3 +282,43 @@ def test_the_open_counts_segments_and_leaves_the_document_to_the_get(app, client
     assert client.get(f"/api/assignments/{first['token']}").status_code == 200
     assert len(cache.documents._items) == 1  # the GET read it
     assert open_("w2")["segments"] == 7  # from the cached part
+
+
+def test_on_postgres_the_lanes_arrival_is_two_round_trips(app, client):
+    """The target's read, then the locks and the conditional insert sent together with no
+    ``BEGIN`` (Postgres commits them as they run): two query strings, whatever the page cache
+    holds; the pool's connections are back idle afterwards."""
+    import psycopg2.extensions
+    from sqlalchemy import event
+
+    engine = app.extensions["db_engine"]
+    if engine.dialect.name != "postgresql":
+        pytest.skip("the hot path's driver is Postgres's")
+    make_study(app, documents=DOCUMENTS)
+    sent: list[str] = []
+
+    class Counting(psycopg2.extensions.cursor):
+        def execute(self, query, params=None):
+            sent.append(query if isinstance(query, str) else query.decode())
+            return super().execute(query, params)
+
+    def count(dbapi_connection, _record, _proxy):
+        dbapi_connection.cursor_factory = Counting
+
+    event.listen(engine, "checkout", count)
+    try:
+        for worker, document in (("w1", "doc-1"), ("w2", "doc-2"), ("w1", "doc-3")):
+            sent.clear()
+            body = {"study": "demo", "worker_id": worker, "document": document}
+            answer = client.post("/api/assignments", json=body)
+            if worker == "w1" and document == "doc-3":  # w1 works on doc-1: the policy's 409
+                assert answer.status_code == 409
+                continue
+            assert answer.status_code == 201, answer.get_json()
+            assert len(sent) == 2, sent
+            assert "named_target(" in sent[0]  # prepared on the connection's first
+            assert "arrival_locks(" in sent[1] and "arrival_insert(" in sent[1]
+            assert not any("BEGIN" in query or "COMMIT" in query for query in sent), sent
+    finally:
+        event.remove(engine, "checkout", count)
+    assert held(app, "demo") == [("w1", "doc-1", "active"), ("w2", "doc-2", "active")]

@@ -21,6 +21,7 @@ from sqlalchemy import (
     cast,
     exists,
     func,
+    literal_column,
     or_,
     select,
     text,
@@ -29,9 +30,20 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.models import Assignment, Document, Study, WorkerReview
+from app.models import Assignment, Document, Segment, Study, WorkerReview
 
 TAKEN = ("active", "submitted")
+
+
+def _sql_text(value: str) -> Any:
+    """A constant spelt in the SQL (no parameter of its own: the fast lane's driver sends
+    these statements with only the caller's named values, app/annotation/hot_driver.py)."""
+    if "'" in value:
+        raise ValueError(value)
+    return literal_column(f"'{value}'")
+
+
+ACTIVE = _sql_text("active")
 INSERT_IF_NEW = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 # Serialise arrivals per study (Postgres row lock; SQLite writers are serial anyway).
@@ -70,7 +82,7 @@ ROLLBACK_TO_SAVEPOINT = text("ROLLBACK TO SAVEPOINT claim")
 # wait for each other instead of deadlocking (Postgres).
 _STALE = (
     Assignment.study_id == bindparam("in_study"),  # an UPDATE reserves "study_id"
-    Assignment.status == "active",
+    Assignment.status == ACTIVE,
     or_(
         Assignment.last_seen_at < bindparam("cutoff"),
         and_(Assignment.engaged_at.is_(None), Assignment.last_seen_at < bindparam("hold_cutoff")),
@@ -96,7 +108,7 @@ _WORKER_HERE = (
     Assignment.study_id == bindparam("study_id"),
     Assignment.worker_id == bindparam("worker_id"),
 )
-_ACTIVE_HERE = exists().where(*_WORKER_HERE, Assignment.status == "active")
+_ACTIVE_HERE = exists().where(*_WORKER_HERE, Assignment.status == ACTIVE)
 _HAD_DOCUMENT = exists().where(*_WORKER_HERE, Assignment.document_id == bindparam("document_id"))
 _BLOCKED = exists().where(
     WorkerReview.study_id == bindparam("study_id"),
@@ -106,14 +118,16 @@ _BLOCKED = exists().where(
 WORK_IN_PROGRESS = select(_ACTIVE_HERE)
 # A document's taken slots.
 TAKEN_SLOTS = select(func.count()).where(
-    Assignment.document_id == bindparam("document_id"), Assignment.status.in_(TAKEN)
+    Assignment.document_id == bindparam("document_id"),
+    Assignment.status.in_([_sql_text(status) for status in TAKEN]),
 )
 # Whether the worker ID has an active assignment, whether they had ``document_id`` before,
 # and its taken slots: one round trip.
 NAMED_DOCUMENT_STATE = select(_ACTIVE_HERE, _HAD_DOCUMENT, TAKEN_SLOTS.scalar_subquery())
 
 # An arrival that names its document, in a study with no rule reading the whole study
-# (app/annotation/named_arrival.py): the study's columns that decide it and the document.
+# (app/annotation/named_arrival.py): the study's columns that decide it, the document and
+# its number of segments (the arrival's answer).
 NAMED_TARGET = (
     select(
         Study.id.label("study_id"),
@@ -122,6 +136,10 @@ NAMED_TARGET = (
         Study.settings,
         Document.id.label("document_id"),
         Document.created_at.label("document_created_at"),
+        select(func.count())
+        .where(Segment.document_id == Document.id)
+        .scalar_subquery()
+        .label("segments"),
     )
     .select_from(Study)
     .outerjoin(

@@ -55,7 +55,7 @@ from app.models import (
 DEFAULT_ABANDON_MINUTES = 45
 DEFAULT_HOLD_MINUTES = 5
 CONDITIONS = ("assisted", "unassisted")
-TAKEN = ("active", "submitted")
+TAKEN = arrival_sql.TAKEN  # the statuses that take a document's slot
 
 
 def now() -> datetime:

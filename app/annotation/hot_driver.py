@@ -17,7 +17,7 @@ from collections import namedtuple
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, CursorResult, TextClause
+from sqlalchemy import Connection, CursorResult, Executable, TextClause
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
@@ -26,8 +26,27 @@ _IDLE = 0  # psycopg2.extensions.TRANSACTION_STATUS_IDLE: no transaction open on
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
+_DIALECT = postgresql.psycopg2.dialect()
+
+
 @cache
-def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
+def _plain_form(statement: Executable) -> str:
+    """``statement`` as psycopg2 runs it unprepared (``%(name)s`` placeholders). A ``text()``
+    statement, or a Core one whose every value is a named parameter the caller binds (a
+    value of its own, e.g. ``status == "active"``, would be a parameter nobody sends: spell
+    it as SQL, ``literal_column``)."""
+    compiled = statement.compile(dialect=_DIALECT)
+    sql = str(compiled)
+    own = [name for name, value in compiled.params.items() if value is not None]
+    if own or "POSTCOMPILE" in sql:
+        raise ValueError(
+            f"a hot statement with values of its own ({own or sql}): spell them as SQL"
+        )
+    return sql
+
+
+@cache
+def _postgres_form(statement: Executable) -> tuple[str, tuple[str, ...]]:
     """``statement`` for ``PREPARE`` (``$1``, ``$2`` …) and its parameters' names in order."""
     names: list[str] = []
 
@@ -36,14 +55,28 @@ def _postgres_form(statement: TextClause) -> tuple[str, tuple[str, ...]]:
             names.append(match[1])
         return f"${names.index(match[1]) + 1}"
 
-    sql = str(statement.compile(dialect=postgresql.psycopg2.dialect()))
-    return _PLACEHOLDER.sub(number, sql), tuple(names)
+    return _PLACEHOLDER.sub(number, _plain_form(statement)), tuple(names)
 
 
 @cache
-def _plain_form(statement: TextClause) -> str:
-    """``statement`` as psycopg2 runs it unprepared (``%(name)s`` placeholders)."""
-    return str(statement.compile(dialect=postgresql.psycopg2.dialect()))
+def _bind_processors(statement: Executable) -> tuple[tuple[str, Any], ...]:
+    """The parameters whose values psycopg2 cannot take as they are (a ``JSON`` column's
+    dict), with SQLAlchemy's own converter for each: what its execution would apply."""
+    compiled = statement.compile(dialect=_DIALECT)
+    found = []
+    for name, bind in compiled.binds.items():
+        process = bind.type.dialect_impl(_DIALECT).bind_processor(_DIALECT)
+        if process is not None:
+            found.append((name, process))
+    return tuple(found)
+
+
+def _bound(statement: Executable, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as SQLAlchemy would send them for ``statement`` (its converters applied)."""
+    processors = _bind_processors(statement)
+    if not processors:
+        return params
+    return {**params, **{name: process(params[name]) for name, process in processors}}
 
 
 def _execute_sql(name: str, names: tuple[str, ...]) -> str:
@@ -137,7 +170,7 @@ class Driver:
             self.connection.invalidate()
             raise
 
-    def _sql(self, name: str, statement: TextClause, alone: bool = False) -> str:
+    def _sql(self, name: str, statement: Executable, alone: bool = False) -> str:
         """``EXECUTE`` of ``statement`` (``PREPARE``d first on a new connection), or the
         statement itself when prepared statements are off; led by ``BEGIN`` when it opens the
         transaction (unless ``alone``: see the class)."""
@@ -156,17 +189,17 @@ class Driver:
         return sql
 
     def run(
-        self, name: str, statement: TextClause, params: dict[str, Any], alone: bool = False
+        self, name: str, statement: Executable, params: dict[str, Any], alone: bool = False
     ) -> DriverResult:
         """``statement``; with ``alone`` and no transaction open, committed as it runs."""
         cursor = self.dbapi.cursor()
-        cursor.execute(self._sql(name, statement, alone), params)
+        cursor.execute(self._sql(name, statement, alone), _bound(statement, params))
         return DriverResult(cursor)
 
     def claim_and_run(
         self,
-        claim: tuple[str, TextClause],
-        write: tuple[str, TextClause],
+        claim: tuple[str, Executable],
+        write: tuple[str, Executable],
         params: dict[str, Any],
         alone: bool = False,
     ) -> DriverResult:
@@ -177,7 +210,7 @@ class Driver:
         two are a transaction of their own, committed in the same round trip."""
         sql = f"{self._sql(*claim, alone)}; {self._sql(*write, alone)}"
         cursor = self.dbapi.cursor()
-        cursor.execute(sql, params)
+        cursor.execute(sql, _bound(write[1], _bound(claim[1], params)))
         return DriverResult(cursor)
 
     def _select(self, query: Any) -> list[tuple]:
@@ -193,7 +226,7 @@ class Driver:
     def scalars(self, query: Any) -> list[Any]:
         return [row[0] for row in self._select(query)]
 
-    def later(self, name: str, statement: TextClause, params: dict[str, Any]) -> None:
+    def later(self, name: str, statement: Executable, params: dict[str, Any]) -> None:
         """``statement``, whose result is not read, sent with the ``COMMIT`` (one round trip
         less each; dropped by a rollback; an error surfaces from :meth:`commit`). Run at once
         the first time on a connection, so a ``PREPARE`` is never dropped unsent."""
@@ -201,7 +234,7 @@ class Driver:
             self.run(name, statement, params)
             return
         cursor = self.dbapi.cursor()
-        self.pending.append(cursor.mogrify(self._sql(name, statement), params))
+        self.pending.append(cursor.mogrify(self._sql(name, statement), _bound(statement, params)))
 
     def _end(self, command: str) -> None:
         pending, self.pending = self.pending, []

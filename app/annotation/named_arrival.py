@@ -1,4 +1,4 @@
-"""An arrival that names its document, in a few round trips (issue 31 item 3).
+"""An arrival that names its document, in two round trips (issue 31 items 2 and 3).
 
 ``POST /api/assignments`` with a ``document`` (no researcher's key) in a study whose rules do
 not read the whole study (no balanced conditions, no qualification, not the demo) is the
@@ -6,12 +6,14 @@ common arrival. Its policy then is: the study open, the worker not blocked, no a
 assignment of the worker ID in the study, the document never theirs before, a free slot.
 :func:`open_named` does it as
 
-1. the study's deciding columns and the document, one prebuilt statement (no ORM objects, no
-   taxonomy JSON parsed);
+1. the study's deciding columns, the document and its segment count, one prebuilt statement
+   (no ORM objects, no taxonomy JSON parsed);
 2. on Postgres the worker ID's advisory lock and the document's row lock, one statement
-   (the locks :mod:`app.annotation.assigning` takes, in its order);
-3. the insert, conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new
-   statement, so under ``READ COMMITTED`` it sees every arrival that held the locks before).
+   (the locks :mod:`app.annotation.assigning` takes, in its order), and the insert,
+   conditional on that policy (``arrival_sql.INSERT_IF_ALLOWED``: a new statement, so under
+   ``READ COMMITTED`` it sees every arrival that held the locks before). The fast lane sends
+   the two together with no ``BEGIN``, so Postgres runs them as one transaction and commits
+   it as they finish: one round trip, the locks held only while the insert runs.
 
 When any of it does not hold, it inserts nothing and answers None: the caller then rolls
 back and runs the whole policy (:func:`app.annotation.assigning.assign`) in a new
@@ -50,6 +52,7 @@ from sqlalchemy.orm import Session
 from app.annotation import arrival_sql
 from app.annotation.assigning import reads_whole_study, release_abandoned
 from app.annotation.assignments import new_row, worker_id_from
+from app.annotation.hot_driver import Driver
 from app.db import begin_write
 from app.documents.lifecycle import accepts_new_work
 from app.documents.studies import SLUG_PATTERN
@@ -72,6 +75,7 @@ class Opened:
     token: str
     document_id: int
     document_created_at: datetime
+    segments: int  # the document's, for the answer
     release: Study | None = None  # whose stale holds to release once the answer is out
 
 
@@ -85,26 +89,37 @@ def release_stale(session_factory: Callable[[], Session], study: Study) -> None:
         session.commit()
     except Exception:  # noqa: BLE001 - housekeeping after the answer: never the arrival's error
         log.warning("releasing stale holds of study %s failed", study.id, exc_info=True)
-        _last_releases(session).pop(study.id, None)
+        _last_releases(session.get_bind()).pop(study.id, None)
     finally:
         session.close()
 
 
-def _last_releases(session: Session) -> dict[int, float]:
-    return _released.setdefault(session.get_bind(), {})  # type: ignore[arg-type]
+def _last_releases(engine: Any) -> dict[int, float]:
+    return _released.setdefault(engine, {})
 
 
-def release_due(session: Session, study: Study) -> bool:
-    """Whether this process released the study's stale holds RELEASE_EVERY_S ago or more."""
-    last = _last_releases(session).get(study.id, float("-inf"))
-    return time.monotonic() - last >= RELEASE_EVERY_S
+def take_release_turn(engine: Any, study: Study) -> bool:
+    """Whether this process released the study's stale holds RELEASE_EVERY_S ago or more;
+    if so the turn is taken (the caller releases, :func:`release_stale`)."""
+    releases = _last_releases(engine)
+    moment = time.monotonic()
+    if moment - releases.get(study.id, float("-inf")) < RELEASE_EVERY_S:
+        return False
+    releases[study.id] = moment
+    return True
 
 
-def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) -> Opened | None:
+def open_named(db: Session | Driver, slug: Any, worker_id: Any, external_id: Any) -> Opened | None:
     """The new assignment of ``worker_id`` to the named document, or None when this path
-    does not apply or the policy might refuse: the caller then rolls the transaction back
-    (nothing of it is needed; its locks go, so the policy takes its own in its order) and
-    runs :func:`app.annotation.assigning.assign`."""
+    does not apply or the policy might refuse: nothing is written then, and the caller runs
+    :func:`app.annotation.assigning.assign` (on a session: after rolling back, so its locks
+    go and the policy takes its own in its order).
+
+    On a session (the route; SQLite) the statements run in the session's transaction. On the
+    fast lane's :class:`~app.annotation.hot_driver.Driver` (Postgres) the arrival is two round
+    trips and no transaction held between them: the target's read, then the locks and the
+    conditional insert sent together, which Postgres commits as one transaction as they run
+    (as an add's claim and insert are): the locks are held only while the insert runs."""
     if not isinstance(slug, str) or not SLUG_PATTERN.match(slug):
         return None
     if not isinstance(external_id, str | int) or isinstance(external_id, bool):
@@ -116,13 +131,16 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
         worker_id = worker_id_from(worker_id)
     except InvalidInput:
         return None
-    connection = session.connection()  # Core statements: no ORM step on the way
-    found = connection.execute(
-        arrival_sql.NAMED_TARGET, {"slug": slug, "external_id": external_id}
-    ).one_or_none()
+    target = {"slug": slug, "external_id": external_id}
+    if isinstance(db, Driver):
+        found = db.run("named_target", arrival_sql.NAMED_TARGET, target, alone=True).first()
+        engine = db.engine
+    else:  # Core statements: no ORM step on the way
+        found = db.connection().execute(arrival_sql.NAMED_TARGET, target).one_or_none()
+        engine = db.get_bind()
     if found is None or found.document_id is None:
         return None
-    # not added to the session: the settings' readers and release_abandoned need these only
+    # not added to a session: the settings' readers and release_abandoned need these only
     study = Study(
         id=found.study_id,
         status=found.status,
@@ -131,15 +149,26 @@ def open_named(session: Session, slug: Any, worker_id: Any, external_id: Any) ->
     )
     if not accepts_new_work(study) or reads_whole_study(study):
         return None
-    ids = {"study_id": study.id, "worker_id": worker_id, "document_id": found.document_id}
-    arrival_sql.lock(session, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **ids)
     row = new_row(study.id, found.document_id, worker_id)
-    insert = arrival_sql.INSERT_IF_ALLOWED[session.get_bind().dialect.name]
-    if connection.execute(insert, {**row, "cap": study.annotators_per_doc}).scalar() is None:
+    if _insert(db, {**row, "cap": study.annotators_per_doc}) is None:
         return None
-    due = release_due(session, study)
-    if due:  # this process's turn: the caller releases once the answer is out
-        _last_releases(session)[study.id] = time.monotonic()
+    due = take_release_turn(engine, study)  # the caller releases once the answer is out
     return Opened(
-        row["token"], found.document_id, found.document_created_at, study if due else None
+        row["token"],
+        found.document_id,
+        found.document_created_at,
+        found.segments,
+        study if due else None,
     )
+
+
+def _insert(db: Session | Driver, values: dict[str, Any]) -> int | None:
+    """The worker ID's and the document's locks (Postgres), then the insert conditional on
+    the policy (:data:`app.annotation.arrival_sql.INSERT_IF_ALLOWED`): the new id, or None."""
+    if isinstance(db, Driver):
+        locks = ("arrival_locks", arrival_sql.LOCK_WORKER_AND_DOCUMENT)
+        insert = ("arrival_insert", arrival_sql.INSERT_IF_ALLOWED["postgresql"])
+        return db.claim_and_run(locks, insert, values, alone=True).scalar()
+    arrival_sql.lock(db, arrival_sql.LOCK_WORKER_AND_DOCUMENT, **values)
+    insert_if_allowed = arrival_sql.INSERT_IF_ALLOWED[db.get_bind().dialect.name]
+    return db.connection().execute(insert_if_allowed, values).scalar()

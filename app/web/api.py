@@ -99,9 +99,7 @@ def open_assignment():
             begin_write(session)
     if opened is not None:
         session.commit()
-        answer = _opened_answer(
-            opened.token, opened.document_id, opened.document_created_at, 0, 201
-        )
+        answer = jsonify(arrival_body(opened.token, opened.segments, 0)), 201
         if opened.release is not None:  # stale holds due: released once the answer is out
             factory = current_app.extensions["db_sessionmaker"]
             answer[0].call_on_close(partial(named_arrival.release_stale, factory, opened.release))
@@ -136,10 +134,15 @@ def _opened_answer(
 def opened_body(
     app: Any, connection: Any, token: str, document_id: int, created_at: Any, resume_segment: int
 ) -> dict[str, Any]:
-    """The arrival's answer (the route's and the fast lane's): the document's segment count
-    from its cached part (app/web/page_cache.py), else one count; the part itself is read by
-    the page's GET that follows, in whichever process answers it."""
+    """The answer of an arrival the whole policy served: the document's segment count from
+    its cached part (app/web/page_cache.py), else one count; the part itself is read by the
+    page's GET that follows, in whichever process answers it."""
     segments = cache_of(app).segment_count(connection, document_id, created_at)
+    return arrival_body(token, segments, resume_segment)
+
+
+def arrival_body(token: str, segments: int, resume_segment: int) -> dict[str, Any]:
+    """An arrival's answer (the route's and the fast lane's, CONTRACT.md)."""
     return {"token": token, "segments": segments, "resume_segment": resume_segment}
 
 

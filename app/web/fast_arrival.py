@@ -9,11 +9,13 @@ app CPU than those. The lane (:class:`app.web.fast_lane.FastLane`) hands such a 
    (:func:`app.web.limits.count_arrival`: flask-limiter's own strategy and store, so a Redis
    store shared by several nodes keeps counting every node's arrivals); an exceeded limit is
    answered 429 with the route's body;
-2. :func:`app.annotation.named_arrival.open_named` runs in one transaction on a session of
-   the app's own session factory, as the route runs it, and the answer is the route's
-   :func:`app.web.api.opened_body`. Its segment count is read before the commit (the route
-   reads it after): a failure then rolls back with nothing written and the route answers;
-   after the commit nothing is left to fail.
+2. :func:`app.annotation.named_arrival.open_named` runs: on Postgres on the hot path's
+   driver in two round trips, the target's read, then the locks and the conditional insert
+   that Postgres commits as one transaction as they run (a failure in it rolls all of it
+   back: nothing written, the route answers; after it nothing is left to fail); elsewhere in
+   one transaction on a session of the app's own factory, as the route runs it. The answer is
+   the route's :func:`app.web.api.arrival_body`, with the segment count the target's read
+   brought.
 
 Everything else goes to the Flask route unchanged, body included: a body the route would
 refuse, a declined arrival (the route then runs the whole policy at once,
@@ -28,10 +30,11 @@ from typing import Any
 
 from flask import Flask
 
-from app.annotation.named_arrival import open_named
+from app.annotation import hot_sql
+from app.annotation.named_arrival import Opened, open_named
 from app.db import begin_write
 from app.models import Study
-from app.web.api import opened_body
+from app.web.api import arrival_body
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +54,48 @@ def takes(environ: dict[str, Any], body: Any) -> bool:
 def open_arrival(app: Flask, body: dict[str, Any]) -> tuple[dict[str, Any], Study | None] | None:
     """The new assignment's answer (201) and the study whose stale holds are due for release
     once it is out (:attr:`app.annotation.named_arrival.Opened.release`), or None with
-    nothing written: declined by :func:`open_named`, or any error (the route answers)."""
+    nothing written: declined by :func:`open_named`, or any error (the route answers).
+
+    On Postgres through the hot path's driver (:class:`app.annotation.hot_driver.Driver`):
+    two round trips, the second committed by the server as it runs; elsewhere in one
+    transaction on a session of the app's own factory, as the route runs it."""
+    engine = app.extensions["db_engine"]
+    try:
+        driver = hot_sql.driver_for(engine)
+    except Exception:  # noqa: BLE001 - no connection: the route answers (503)
+        log.warning("fast lane: no connection, handing the arrival to the route", exc_info=True)
+        return None
+    if driver is None:
+        return _open_in_session(app, body)
+    try:
+        opened = open_named(driver, body["study"], body.get("worker_id"), body["document"])
+    except Exception as error:  # noqa: BLE001 - nothing committed: the route answers
+        log.warning("fast lane: handing the arrival to the route", exc_info=True)
+        driver.fail(error)
+        return None
+    driver.close()
+    return _answer(opened)
+
+
+def _open_in_session(
+    app: Flask, body: dict[str, Any]
+) -> tuple[dict[str, Any], Study | None] | None:
     session = app.extensions["db_sessionmaker"]()
     try:
         begin_write(session)
         opened = open_named(session, body["study"], body.get("worker_id"), body["document"])
         if opened is None:
-            return None
-        answer = opened_body(
-            app, session.connection(), opened.token, opened.document_id,
-            opened.document_created_at, 0,
-        )  # fmt: skip
+            return None  # nothing written (rolled back below)
         session.commit()
-        return answer, opened.release
     except Exception:  # noqa: BLE001 - rolled back below; the route answers (503, ...)
         log.warning("fast lane: handing the arrival to the route", exc_info=True)
         return None
     finally:
         session.close()  # rolls back whatever was not committed
+    return _answer(opened)
+
+
+def _answer(opened: Opened | None) -> tuple[dict[str, Any], Study | None] | None:
+    if opened is None:
+        return None
+    return arrival_body(opened.token, opened.segments, 0), opened.release
