@@ -196,7 +196,9 @@ def test_the_lane_and_the_route_submit_alike(app, client, case, driver_ran, orm_
 
 def test_a_resubmit_gives_the_stored_code(app, client, driver_ran):
     token = open_assignment(app, client, "demo", "completion url")
+    driver_ran.clear()
     first = client.post(f"/api/assignments/{token}/submit").get_json()
+    assert [name for name, _rows in driver_ran] == (FAST if postgres(app) else [])
     stored = row(app, token)
     driver_ran.clear()
     again = client.post(f"/api/assignments/{token}/submit").get_json()
@@ -212,6 +214,40 @@ def test_an_unknown_token_is_the_routes_404(app, client, driver_ran):
     assert answer.status_code == 404 and answer.get_json() == {
         "error": "no assignment with this token"
     }
+    assert driver_ran == ([("submit_facts", 0)] if postgres(app) else [])
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_study_whose_submits_are_the_routes_costs_no_read_for_a_while(
+    app, client, driver_ran, monkeypatch
+):
+    """Suggestions scored: the first submit's read marks the study, and the next submit of a
+    token this process knows (a heartbeat cached its keys) goes straight to the route; once
+    the mark is old, a read again, and a study made plain meanwhile gets the fast form."""
+    make_study(app, documents=[("doc-1", SEGMENTS)], suggestions="hidden")
+    tokens = []
+    for worker in ("w1", "w2", "w3"):
+        body = {"study": "demo", "worker_id": worker, "document": "doc-1"}
+        tokens.append(client.post("/api/assignments", json=body).get_json()["token"])
+        assert client.post(f"/api/assignments/{tokens[-1]}/heartbeat", json={}).status_code == 204
+
+    def submitted(token):
+        driver_ran.clear()
+        answer = client.post(f"/api/assignments/{token}/submit")
+        assert answer.status_code == 200 and answer.get_json()["completion_code"]
+        assert row(app, token)["status"] == "submitted"
+        return [name for name, _rows in driver_ran]
+
+    assert submitted(tokens[0]) == DECLINED  # read: suggestions scored, the route's submit
+    assert "suggestions" in row(app, tokens[0])["scores"]
+    assert submitted(tokens[1]) == []  # the study is marked: no read
+    assert "suggestions" in row(app, tokens[1])["scores"]
+    with app.app_context(), session_scope() as session:
+        session.scalar(select(Study)).suggestions = "off"
+    monkeypatch.setattr(fast_submit, "HINT_SECONDS", 0.0)  # the mark is old
+    assert submitted(tokens[2]) == FAST
+    assert "suggestions" not in (row(app, tokens[2])["scores"] or {})
 
 
 @pytest.mark.postgres

@@ -240,18 +240,21 @@ def pauses(study: Study) -> bool:
     return "pause" in (study.settings or {})
 
 
+def plain_study(study: Study) -> bool:
+    """Whether none of the study's rules makes a submit read or write more than its row
+    (segments to have seen, suggestions to score, a pause rule)."""
+    return not (timing.requires_all_seen(study) or scores_suggestions(study) or pauses(study))
+
+
 def plain_submit(assignment: Assignment) -> bool:
     """Whether :func:`submit` of ``assignment`` would only write its row's submit (status,
-    times, code: ``hot_sql.SUBMIT``): it is active and none of the submit's rules that read
-    or write more applies (segments to have seen, suggestions to score, a pause rule, a
-    qualification attempt). It reads the assignment's, study's and document's columns only
-    (``hot_sql.SUBMIT_FACTS``): the fast lane's test (:mod:`app.annotation.fast_submit`)."""
-    study = assignment.study
+    times, code: ``hot_sql.SUBMIT``): it is active, its study's rules are plain
+    (:func:`plain_study`) and it is no qualification attempt. It reads the assignment's,
+    study's and document's columns only (``hot_sql.SUBMIT_FACTS``): the fast lane's test
+    (:mod:`app.annotation.fast_submit`)."""
     return (
         assignment.status == "active"
-        and not timing.requires_all_seen(study)
-        and not scores_suggestions(study)
-        and not pauses(study)
+        and plain_study(assignment.study)
         and not qualifying(assignment)
     )
 
@@ -263,6 +266,11 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     worker goes on to the next document, or, having used the last attempt without the pass
     mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
     ``screened_out``, the screen-out return instead of a code).
+
+    A submit that :func:`plain_submit` calls plain writes only the row's status, times and
+    code; on Postgres's fast lane ``hot_sql.SUBMIT`` writes them (tests/test_fast_submit.py
+    proves the two alike): a new branch here that reads or writes more must make
+    :func:`plain_submit` false for it.
     """
     if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code

@@ -88,8 +88,9 @@ CLAIM_POSITION = _stamped(
 # through the ORM, a property test proving the two alike), guarded by LIVE, so a submit or an
 # abandon committed since the read makes it write nothing (no row returned).
 SUBMIT_FACTS = text(
-    "SELECT assignments.id, assignments.status, assignments.completion_code, "
-    "assignments.platform, assignments.platform_data, studies.suggestions, studies.settings, "
+    "SELECT assignments.id, assignments.study_id, assignments.status, "
+    "assignments.completion_code, assignments.platform, assignments.platform_data, "
+    "studies.suggestions, studies.settings, "
     "studies.completion_url, documents.is_gold FROM assignments "
     "JOIN studies ON studies.id = assignments.study_id "
     "JOIN documents ON documents.id = assignments.document_id WHERE assignments.token = :token"
