@@ -52,6 +52,12 @@ CASES = {
     "suggestions on": ({"suggestions": "hidden"}, {}, False, False),
     "pause rule": ({"settings": {"pause": {"after": 1}}}, {}, False, False),
     "qualifying": ({"settings": {"qualification": {"min_f1": 0.5}}}, {}, True, False),
+    "qualified, a real document": (
+        {"settings": {"qualification": {"min_f1": 0.5}}, "completion_url": URL},
+        {},
+        False,
+        True,
+    ),
     "segments unseen": ({"settings": {"require_all_segments_seen": True}}, {}, False, False),
     "abandoned": ({}, {"status": "abandoned"}, False, False),
 }
@@ -190,7 +196,8 @@ def test_the_lane_and_the_route_submit_alike(app, client, case, driver_ran, orm_
         return
     else:
         assert changed["engaged_at"] == "now" and changed["completion_code"] == "the answer's"
-    redirect = URL.replace("{code}", code) if case == "completion url" else None
+    with_url = ("completion url", "qualified, a real document")
+    redirect = URL.replace("{code}", code) if case in with_url else None
     assert json.loads(text.replace("<code>", code))["redirect_url"] == redirect
 
 
