@@ -10,6 +10,9 @@ names its document, ``crowd`` does not (the policy chooses):
 
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --assignments 200
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --profile add
+    PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggestions off  # the fast submit
+
+The driver's statements (the fast lane's on Postgres) bypass SQLAlchemy and are not counted.
 
 ``--code DIR`` measures another checkout on the same workload (e.g. ``git archive`` of an older
 commit unpacked in /tmp): the before/after figures of docs/PERFORMANCE.md.
@@ -84,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--crowd", type=int, default=50, help="arrivals naming no document (the crowd path)"
     )
+    parser.add_argument(
+        "--suggestions",
+        default="hidden",
+        choices=("off", "hidden", "shown"),
+        help="the study's suggestions mode (off: the submit's fast form can answer)",
+    )
     parser.add_argument("--profile", choices=PHASES, help="profile this phase (cProfile)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", help="measure the app in this checkout (e.g. an older one)")
@@ -100,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = fresh_database(cluster, "hot_path")
         documents = load_documents(args.assignments, 10)
-        prepare_study(url, "hot", documents)
+        prepare_study(url, "hot", documents, suggestions=args.suggestions)
         web = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench", "TESTING": False})
         web.config["ARRIVAL_RATE_LIMIT"] = "1000000 per minute"
         client = web.test_client()

@@ -108,7 +108,11 @@ def fresh_database(cluster, name: str) -> str:
 
 
 def prepare_study(
-    url: str, slug: str, documents: list[tuple[str, list[str]]], annotators_per_doc: int = 1000
+    url: str,
+    slug: str,
+    documents: list[tuple[str, list[str]]],
+    annotators_per_doc: int = 1000,
+    suggestions: str = "hidden",
 ) -> None:
     """Migrate ``url`` and create study ``slug`` holding ``documents`` (no entity cues).
 
@@ -128,7 +132,7 @@ def prepare_study(
             session,
             slug,
             REPO / "taxonomies" / "snac.yaml",
-            suggestions="hidden",
+            suggestions=suggestions,
             annotators_per_doc=annotators_per_doc,
         )
         import_documents(session, study, [DocumentInput(d, list(s)) for d, s in documents])

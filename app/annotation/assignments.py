@@ -20,7 +20,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.annotation import timing
 from app.annotation.arrival_sql import INSERT_IF_NEW
-from app.annotation.qualification import qualification, screen_out
+from app.annotation.qualification import qualifying, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
@@ -230,6 +230,35 @@ def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
     )
 
 
+def scores_suggestions(study: Study) -> bool:
+    """Whether a submit scores the worker against the document's suggestions."""
+    return study.suggestions != "off"
+
+
+def pauses(study: Study) -> bool:
+    """Whether a submit applies the study's pause rule (:mod:`app.annotation.pausing`)."""
+    return "pause" in (study.settings or {})
+
+
+def plain_study(study: Study) -> bool:
+    """Whether none of the study's rules makes a submit read or write more than its row
+    (segments to have seen, suggestions to score, a pause rule)."""
+    return not (timing.requires_all_seen(study) or scores_suggestions(study) or pauses(study))
+
+
+def plain_submit(assignment: Assignment) -> bool:
+    """Whether :func:`submit` of ``assignment`` would only write its row's submit (status,
+    times, code: ``hot_sql.SUBMIT``): it is active, its study's rules are plain
+    (:func:`plain_study`) and it is no qualification attempt. It reads the assignment's,
+    study's and document's columns only (``hot_sql.SUBMIT_FACTS``): the fast lane's test
+    (:mod:`app.annotation.fast_submit`)."""
+    return (
+        assignment.status == "active"
+        and plain_study(assignment.study)
+        and not qualifying(assignment)
+    )
+
+
 def submit(session: Session, assignment: Assignment) -> str | None:
     """End the assignment (read-only from now on); returns its completion code. Idempotent.
 
@@ -237,12 +266,17 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     worker goes on to the next document, or, having used the last attempt without the pass
     mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
     ``screened_out``, the screen-out return instead of a code).
+
+    A submit that :func:`plain_submit` calls plain writes only the row's status, times and
+    code; on Postgres's fast lane ``hot_sql.SUBMIT`` writes them (tests/test_fast_submit.py
+    proves the two alike): a new branch here that reads or writes more must make
+    :func:`plain_submit` false for it.
     """
     if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
     require_active(assignment.status)
     timing.require_seen(session, assignment)
-    if assignment.study.suggestions != "off":
+    if scores_suggestions(assignment.study):
         from app.quality.assignment_scores import score_against_suggestions
 
         # Scored first (it reads the annotations, which the submit does not change), so the
@@ -254,12 +288,12 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     assignment.status = "submitted"
     assignment.submitted_at = now()
     engage(assignment)
-    if "pause" in (assignment.study.settings or {}):  # the optional pause rule
+    if pauses(assignment.study):  # the optional pause rule
         from app.annotation import pausing
 
         session.flush()
         pausing.check(session, assignment.study, [assignment.worker_id])
-    if qualification(assignment.study) is not None and assignment.document.is_gold:
+    if qualifying(assignment):
         session.flush()
         if screen_out(session, assignment.study, assignment.worker_id):
             session.refresh(assignment)

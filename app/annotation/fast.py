@@ -106,6 +106,11 @@ def keys_of(db: Database, token: str) -> Row:
     return keys
 
 
+def cached_keys(engine: Engine, token: str) -> Row | None:
+    """The token's keys (:func:`keys_of`) when this process has them, without a query."""
+    return _tokens.get(engine, token)
+
+
 def _claimed(
     db: Database, name: str, keys: Row, token: str, alone: bool = False, **values: Any
 ) -> bool:

@@ -82,6 +82,25 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
+# The submit's fast form (app/annotation/fast_submit.py), on Postgres's fast lane: what the
+# rules of :func:`app.annotation.assignments.submit` read of the token's assignment, its study
+# and its document, one row; then a plain submit's write (the columns that ``submit`` sets
+# through the ORM, a property test proving the two alike), guarded by LIVE, so a submit or an
+# abandon committed since the read makes it write nothing (no row returned).
+SUBMIT_FACTS = text(
+    "SELECT assignments.id, assignments.study_id, assignments.status, "
+    "assignments.completion_code, assignments.platform, assignments.platform_data, "
+    "studies.suggestions, studies.settings, "
+    "studies.completion_url, documents.is_gold FROM assignments "
+    "JOIN studies ON studies.id = assignments.study_id "
+    "JOIN documents ON documents.id = assignments.document_id WHERE assignments.token = :token"
+)
+SUBMIT = _stamped(
+    "UPDATE assignments SET status = 'submitted', submitted_at = :now, "
+    f"completion_code = COALESCE(completion_code, :code), {STAMP} WHERE {LIVE} "
+    "RETURNING completion_code"
+)
+
 # The rows of the mark that annotation :annotation_id belongs to: a multi-label mark's other
 # rows name its first row in ``mark`` (issue 28), and a remove of any of them takes them all.
 MARK_HEAD = (

@@ -41,6 +41,12 @@ def qualification(study: Study) -> Qualification | None:
     )
 
 
+def qualifying(assignment: Assignment) -> bool:
+    """Whether ``assignment`` is a qualification attempt: a gold document of a study with a
+    pass mark (its submit gets no code; the done page scores it)."""
+    return qualification(assignment.study) is not None and assignment.document.is_gold
+
+
 def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | None:
     """P/R/F1 of a submitted assignment's live spans against its document's gold errors.
 

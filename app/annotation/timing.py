@@ -91,10 +91,15 @@ def record(db: Any, keys: Any, segment: int, active: dict[int, float], moment: d
         )
 
 
+def requires_all_seen(study: Study) -> bool:
+    """Whether the study refuses a submit before every segment was reached."""
+    return bool((study.settings or {}).get("require_all_segments_seen"))
+
+
 def require_seen(session: Session, assignment: Assignment) -> None:
     """With ``require_all_segments_seen``, refuse a submit before every segment was reached
     (no query unless the study sets it)."""
-    if not (assignment.study.settings or {}).get("require_all_segments_seen"):
+    if not requires_all_seen(assignment.study):
         return
     count = (
         session.scalar(select(func.count()).where(Segment.document_id == assignment.document_id))

@@ -189,9 +189,9 @@ def after_submit_redirect(assignment: Assignment) -> str | None:
     and qualification documents (the done page scores them and lets the worker go on).
     Else the study's completion URL, if any.
     """
-    from app.annotation.qualification import qualification
+    from app.annotation.qualification import qualifying
 
-    if qualification(assignment.study) is not None and assignment.document.is_gold:
+    if qualifying(assignment):
         return None
     if has_questions(assignment.study):  # the done page asks them first
         return None

@@ -8,10 +8,9 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 from sqlalchemy.orm import Session
 
-from app.annotation import admission, edits, fast, hint_events, named_arrival, practice
+from app.annotation import admission, edits, fast, fast_submit, hint_events, named_arrival, practice
 from app.annotation import assignments as service
 from app.annotation.assigning import assign
-from app.crowd.platforms import after_submit_redirect
 from app.db import begin_write, get_session
 from app.documents.studies import find_document, get_study
 from app.documents.text import storable
@@ -213,11 +212,7 @@ def submitted(session: Session, token: str) -> dict[str, Any]:
     """Submit the token's assignment (:func:`app.annotation.assignments.submit`) and give the
     answer, before the caller commits: the route's and the fast lane's."""
     assignment = service.get_assignment(session, token, for_update=True)
-    code = service.submit(session, assignment)
-    answer = {"completion_code": code, "redirect_url": after_submit_redirect(assignment)}
-    if assignment.status == "screened_out":  # the done page gives the screen-out return
-        answer["screened_out"] = True
-    return answer
+    return fast_submit.answer(assignment, service.submit(session, assignment))
 
 
 @bp.post("/assignments/<token>/practice/<int:segment>")

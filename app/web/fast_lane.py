@@ -18,8 +18,9 @@ same headers as Flask's (``app.csp.security_headers``, ``Cache-Control: no-store
 The page's read, ``GET /api/assignments/<token>``, is answered here too
 (:mod:`app.web.assignment_read`, gzipped as :func:`app.web.assets.compress` would); an
 unknown token or any error goes to the route the same way. So are the submit
-(:func:`app.web.api.submitted`, the route's own, on a session of the app's factory; a
-refusal answered, any other error to the route) and the common arrival
+(on Postgres the common one in two round trips, :mod:`app.annotation.fast_submit`; any
+other through :func:`app.web.api.submitted`, the route's own, on a session of the app's
+factory; a refusal answered, any other error to the route) and the common arrival
 (:mod:`app.web.fast_arrival`, issue 31).
 """
 
@@ -37,7 +38,7 @@ from flask import Flask
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import ClosingIterator
 
-from app.annotation import fast, hot_sql
+from app.annotation import fast, fast_submit, hot_sql
 from app.annotation.named_arrival import release_stale
 from app.csp import security_headers
 from app.db import begin_write
@@ -82,7 +83,9 @@ class FastLane:
         if method == "POST" and match["submit"]:  # no body read (the route reads none)
             if not TOKEN.match(token):  # the route's 404 (a NUL in the path included)
                 return self.wsgi_app(environ, start_response)
-            answer = self._in_session(lambda session: _json(200, submitted(session, token)))
+            answer = self._submit(token)
+            if answer is None:  # not the common submit (or an error): the route's own
+                answer = self._in_session(lambda session: _json(200, submitted(session, token)))
             if answer is None:
                 return self.wsgi_app(environ, start_response)
             return self._answer(environ, start_response, answer)
@@ -208,6 +211,14 @@ class FastLane:
         driver.close()
         return answer
 
+    def _submit(self, token: str) -> Answer | None:
+        """The common submit in two round trips on Postgres (:mod:`app.annotation.fast_submit`);
+        None, nothing written, for any other submit, an error, or another database."""
+        if self.app.extensions["db_engine"].dialect.name != "postgresql":
+            return None
+        # each statement commits as it runs (``alone``): _run's commit has nothing to send
+        return self._run(lambda driver: _maybe(fast_submit.submit(driver, token)))
+
     def _run_on_connection(self, engine, action: Callable[[Any], Answer]) -> Answer | None:
         try:
             with engine.connect() as connection:
@@ -258,6 +269,10 @@ def _json(status: int, value: Any) -> Answer:
     """``value`` as Flask's ``jsonify`` writes it (sorted keys, ASCII, compact, a newline)."""
     text = json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     return f"{status} {HTTP_STATUS_CODES[status].upper()}", (text + "\n").encode()
+
+
+def _maybe(value: Any) -> Answer | None:
+    return None if value is None else _json(200, value)
 
 
 def _added(annotation: dict[str, Any], created: bool) -> Answer:
