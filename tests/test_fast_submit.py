@@ -22,7 +22,7 @@ from sqlalchemy import event, select
 from app.annotation import fast_submit, hot_sql
 from app.annotation.hot_driver import Driver
 from app.db import session_scope
-from app.models import Annotation, Assignment, Document, Study, Suggestion
+from app.models import Annotation, Assignment, Document, Study, Suggestion, WorkChange
 from tests.conftest import BACKENDS, make_database_url, make_study
 
 SEGMENTS = ["Anna lives in Paris.", "She has a brother.", "He lives in Rome."]
@@ -249,20 +249,22 @@ def submit(app, client, token: str, *, lane: bool, orm_statements: list | None =
     the row's changes, the code, the statements it sent through SQLAlchemy)."""
     app.config["FAST_LANE"] = lane
     before, started = row(app, token), datetime.now(UTC)
+    logged = work_changes(app)
     counted = orm_statements[0] if orm_statements else 0
     answer = client.post(f"/api/assignments/{token}/submit", base_url="https://localhost")
     counted = (orm_statements[0] if orm_statements else 0) - counted  # the submit's own
     body = answer.get_json()
     code = body.get("completion_code")
     text = answer.get_data(as_text=True).replace(code, "<code>") if code else answer.get_data()
-    return (
-        answer.status_code,
-        text,
-        sorted(answer.headers.items()),
-        changes(before, row(app, token), started, code),
-        code,
-        counted,
-    )
+    changed = changes(before, row(app, token), started, code)
+    changed["work_changes"] = work_changes(app)[len(logged) :]  # for the served report
+    return (answer.status_code, text, sorted(answer.headers.items()), changed, code, counted)
+
+
+def work_changes(app) -> list[str]:
+    """The change log's reasons, in order (app/models/changes.py)."""
+    with app.app_context(), session_scope() as session:
+        return list(session.scalars(select(WorkChange.reason).order_by(WorkChange.id)))
 
 
 def hand_computed(missed_refs: list[int]) -> dict:
@@ -314,6 +316,8 @@ def test_the_lane_and_the_route_submit_alike(app, client, case, driver_ran, orm_
         return
     assert status == 200 and changed["status"] == "submitted"
     assert changed["submitted_at"] == changed["last_seen_at"] == "now"
+    if case != "qualifying":  # (its screen-out check may log too)
+        assert changed["work_changes"] == ["assignment submitted"]
     scored = changed["scores"] if changed["scores"] != "kept" else {}
     assert ("suggestions" in scored) == (CASES[case][0].get("suggestions", "off") != "off")
     if case in ("suggestions hidden", "suggestions shown"):
@@ -499,20 +503,14 @@ def test_racing_submits_of_one_token_write_once_and_give_one_code(
     token = open_assignment(app, client, "demo", case)
     racers = 6
     together = threading.Barrier(racers, timeout=30)
-    run, claim_and_run = Driver.run, Driver.claim_and_run
+    claim_and_run = Driver.claim_and_run  # the recorder's
 
-    def after_every_read(self, name, *args, **kwargs):
-        if name == "submit":
-            together.wait()
-        return run(self, name, *args, **kwargs)
-
-    def after_every_scoring(self, claim, write, *args, **kwargs):
-        if write[0] == "submit_scored":
+    def after_every_read(self, claim, write, *args, **kwargs):
+        if write[0] in ("submit", "submit_scored"):
             together.wait()
         return claim_and_run(self, claim, write, *args, **kwargs)
 
-    monkeypatch.setattr(Driver, "run", after_every_read)  # calls the recorder's
-    monkeypatch.setattr(Driver, "claim_and_run", after_every_scoring)
+    monkeypatch.setattr(Driver, "claim_and_run", after_every_read)
     answers: list = [None] * racers
 
     def racer(index: int) -> None:
@@ -532,6 +530,7 @@ def test_racing_submits_of_one_token_write_once_and_give_one_code(
     assert len(writes) == racers and sorted(writes) == [0] * (racers - 1) + [1]
     if case != "common":
         assert stored["scores"]["suggestions"]["caught"] == 2
+    assert work_changes(app).count("assignment submitted") == 1  # logged once
 
 
 @pytest.mark.postgres

@@ -21,10 +21,12 @@ its CPU in the ORM. The common submit needs none of that. The fast lane
    (``hot_sql.SUBMIT_SPANS``, one round trip), with the segment texts and the taxonomy's
    scopes from per-process caches (:func:`app.annotation.fast.texts_of`,
    :func:`app.quality.assignment_scores.scopes_of`);
-3. ``hot_sql.SUBMIT`` (``SUBMIT_SCORED``, after ``hot_sql.LOCK`` in the same round trip, with
-   the score): the write, guarded by the row's being active (``status = 'active'``) and, when
+3. ``hot_sql.LOCK_FOR_SUBMIT`` (the row's lock, then the study's change log's shared lock, as
+   the route takes them) and ``hot_sql.SUBMIT`` (``SUBMIT_SCORED``, with the score) in one
+   round trip: the write, guarded by the row's being active (``status = 'active'``) and, when
    scored, by the annotations' being those scored (``MARK_CHANGES`` as read: an add or a
-   remove committed since the scoring read makes it write nothing), returning the code (the
+   remove committed since the scoring read makes it write nothing), logging the change for
+   the served report (``work_changes``, as the route's flush does), returning the code (the
    stored one, else the new one).
 
 Anything else answers None and the route's own submit runs (in a session, as before): an
@@ -141,13 +143,13 @@ def write(
         "now": now(),
         "code": new_completion_code(),
     }
-    if scored is None:
-        result = driver.run("submit", hot_sql.SUBMIT, params, alone=True)
-    else:
+    statement = ("submit", hot_sql.SUBMIT)
+    if scored is not None:
         params["scores"] = with_score(assignment.scores, scored.score)
         params["changes"] = scored.changes
-        scored_write = ("submit_scored", hot_sql.SUBMIT_SCORED)
-        result = driver.claim_and_run(("lock", hot_sql.LOCK), scored_write, params, alone=True)
+        statement = ("submit_scored", hot_sql.SUBMIT_SCORED)
+    lock = ("lock_for_submit", hot_sql.LOCK_FOR_SUBMIT)
+    result = driver.claim_and_run(lock, statement, params, alone=True)
     return result.scalar() if result.rows else None
 
 

@@ -34,6 +34,7 @@ from app.annotation.hot_driver import DriverResult as DriverResult
 from app.annotation.hot_driver import driver_for as driver_for
 from app.annotation.hot_driver import execute as execute
 from app.annotation.hot_driver import execute_later as execute_later
+from app.models.changes import LOCK_SPACE
 
 TIMESTAMP = DateTime(timezone=True)
 
@@ -126,19 +127,31 @@ STUDY_TAXONOMY = text("SELECT taxonomy FROM studies WHERE id = :study_id").colum
 
 
 def _submit(scored: bool) -> TextClause:
-    """The submit's write; ``scored``: with the worker's scores too, and only while the live
-    annotations are those scored (MARK_CHANGES as read), run after LOCK (``claim_and_run``)
-    so that its snapshot sees every add committed before it."""
+    """The submit's write, after LOCK_FOR_SUBMIT in the same round trip (a new statement: its
+    snapshot sees every add committed before the lock), with the study's change log's row
+    (app/models/changes.py: what the route's flush adds, ``assignment <status>``) when it
+    wrote; ``scored``: with the worker's scores too, and only while the live annotations are
+    those scored (MARK_CHANGES as read)."""
     scores = ", scores = :scores" if scored else ""
     guard = f" AND ({MARK_CHANGES}) = :changes" if scored else ""
     statement = _stamped(
-        "UPDATE assignments SET status = 'submitted', submitted_at = :now, "
+        "WITH done AS (UPDATE assignments SET status = 'submitted', submitted_at = :now, "
         f"completion_code = COALESCE(completion_code, :code), {STAMP}{scores} "
-        f"WHERE {LIVE}{guard} RETURNING completion_code"
+        f"WHERE {LIVE}{guard} RETURNING completion_code, study_id), "
+        "logged AS (INSERT INTO work_changes (study_id, reason, created_at) "
+        "SELECT study_id, 'assignment submitted', :now FROM done) "
+        "SELECT completion_code FROM done"
     )
     return statement.bindparams(bindparam("scores", type_=JSON)) if scored else statement
 
 
+# The submit's locks, in the route's order: the live row's (as LOCK), then the study's change
+# log's shared lock (app/models/changes.py: held from the change's row to the commit, so the
+# figure job's exclusive lock sees every change committed), taken only when the row is live.
+LOCK_FOR_SUBMIT = text(
+    f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE} + study_id) FROM "
+    f"(SELECT study_id FROM assignments WHERE {LIVE} FOR NO KEY UPDATE) AS live"
+)
 SUBMIT = _submit(scored=False)
 SUBMIT_SCORED = _submit(scored=True)
 
