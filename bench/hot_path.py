@@ -10,7 +10,8 @@ names its document, ``crowd`` does not (the policy chooses):
 
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --assignments 200
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --profile add
-    PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggestions off  # the fast submit
+    PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggestions off  # the plain submit
+    PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggested 5  # scoring real suggestions
 
 The driver's statements (the fast lane's on Postgres) bypass SQLAlchemy and are not counted.
 
@@ -39,7 +40,7 @@ from load_harness import (  # noqa: E402
     random_annotation,
     start_postgres,
 )
-from sqlalchemy import event  # noqa: E402
+from sqlalchemy import event, text  # noqa: E402
 
 PHASES = ("open", "crowd", "get", "add", "position", "remove", "submit")
 
@@ -77,6 +78,29 @@ def grouped(profile: cProfile.Profile) -> dict[str, float]:
     return dict(totals)
 
 
+SUGGESTION = text(
+    "INSERT INTO suggestions (document_id, segment, start_offset, end_offset, text, category, "
+    "score, detector, detector_version, created_at) SELECT id, :segment, :start, :end, :text, "
+    ":category, 0.9, 'bench', '1', CURRENT_TIMESTAMP FROM documents WHERE external_id = :doc"
+)
+
+
+def suggest(engine, documents, per_document: int, rng: random.Random, categories) -> None:
+    """``per_document`` single-span suggestions on random spans of each document, as the
+    detector stores them (SQL of its own: the same for any ``--code``'s models)."""
+    rows = []
+    keys = ("segment", "start", "end", "text", "category")
+    for external_id, texts in documents:
+        made = 0
+        while made < per_document:
+            body = random_annotation(rng, texts, rng.randrange(len(texts)), categories)
+            if body is not None and body["paired"] is None:
+                rows.append({"doc": external_id, **{key: body[key] for key in keys}})
+                made += 1
+    with engine.begin() as connection:
+        connection.execute(SUGGESTION, rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", type=int, default=200)
@@ -92,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         default="hidden",
         choices=("off", "hidden", "shown"),
         help="the study's suggestions mode (off: the submit's fast form can answer)",
+    )
+    parser.add_argument(
+        "--suggested",
+        type=int,
+        default=0,
+        help="detector suggestions stored per document (the submit scores the worker on them)",
     )
     parser.add_argument("--profile", choices=PHASES, help="profile this phase (cProfile)")
     parser.add_argument("--seed", type=int, default=7)
@@ -117,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(__file__).resolve().parent.parent / "taxonomies" / "snac.yaml"
         )["categories"]
         rng = random.Random(args.seed)
+        if args.suggested:
+            suggest(web.extensions["db_engine"], documents, args.suggested, rng, categories)
         cpu: dict[str, list[float]] = {phase: [0.0, 0.0, 0] for phase in PHASES}
         # statements sent (commits included) per phase: the round trips
         statements: dict[str, int] = dict.fromkeys(PHASES, 0)

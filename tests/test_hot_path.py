@@ -241,8 +241,10 @@ def test_the_fast_lanes_driver_prepares_nothing_when_turned_off(
         assert again.get_json()["id"] == first.get_json()["id"]
         gone = client.delete(f"/api/assignments/{token}/annotations/{first.get_json()['id']}")
         assert gone.status_code == 204
+        done = client.post(f"/api/assignments/{token}/submit")  # scored: the default study
+        assert done.status_code == 200 and done.get_json()["completion_code"]
         assert sent == []  # all on the driver's cursor
-        assert not any("/annotations" in path for path in routed)
+        assert not any("/annotations" in path or "/submit" in path for path in routed)
         held = []
         connections = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
         for connection in connections:

@@ -241,22 +241,29 @@ def pauses(study: Study) -> bool:
 
 
 def plain_study(study: Study) -> bool:
-    """Whether none of the study's rules makes a submit read or write more than its row
-    (segments to have seen, suggestions to score, a pause rule)."""
-    return not (timing.requires_all_seen(study) or scores_suggestions(study) or pauses(study))
+    """Whether none of the study's rules makes a submit read or write more than its row and,
+    when the study :func:`scores_suggestions`, the worker's score (no segments to have seen,
+    no pause rule)."""
+    return not (timing.requires_all_seen(study) or pauses(study))
 
 
 def plain_submit(assignment: Assignment) -> bool:
-    """Whether :func:`submit` of ``assignment`` would only write its row's submit (status,
-    times, code: ``hot_sql.SUBMIT``): it is active, its study's rules are plain
-    (:func:`plain_study`) and it is no qualification attempt. It reads the assignment's,
-    study's and document's columns only (``hot_sql.SUBMIT_FACTS``): the fast lane's test
-    (:mod:`app.annotation.fast_submit`)."""
+    """Whether :func:`submit` of ``assignment`` would only score it against the suggestions
+    (when its study :func:`scores_suggestions`) and write its row's submit (status, times,
+    code, the score: ``hot_sql.SUBMIT`` or ``SUBMIT_SCORED``): it is active, its study's rules
+    are plain (:func:`plain_study`) and it is no qualification attempt. It reads the
+    assignment's, study's and document's columns only (``hot_sql.SUBMIT_FACTS``): the fast
+    lane's test (:mod:`app.annotation.fast_submit`)."""
     return (
         assignment.status == "active"
         and plain_study(assignment.study)
         and not qualifying(assignment)
     )
+
+
+def with_score(scores: dict[str, Any] | None, score: dict[str, Any]) -> dict[str, Any]:
+    """An assignment's ``scores`` with its suggestion recall (``"suggestions"``) set."""
+    return {**(scores or {}), "suggestions": score}
 
 
 def submit(session: Session, assignment: Assignment) -> str | None:
@@ -268,9 +275,10 @@ def submit(session: Session, assignment: Assignment) -> str | None:
     ``screened_out``, the screen-out return instead of a code).
 
     A submit that :func:`plain_submit` calls plain writes only the row's status, times and
-    code; on Postgres's fast lane ``hot_sql.SUBMIT`` writes them (tests/test_fast_submit.py
-    proves the two alike): a new branch here that reads or writes more must make
-    :func:`plain_submit` false for it.
+    code, and its score when the study scores suggestions; on Postgres's fast lane
+    ``hot_sql.SUBMIT`` or ``SUBMIT_SCORED`` writes them after the same scoring
+    (tests/test_fast_submit.py proves the two alike): a new branch here that reads or writes
+    more must make :func:`plain_submit` false for it.
     """
     if assignment.status in ("submitted", "screened_out"):
         return assignment.completion_code
@@ -281,10 +289,10 @@ def submit(session: Session, assignment: Assignment) -> str | None:
 
         # Scored first (it reads the annotations, which the submit does not change), so the
         # assignment's row is written once, at commit.
-        assignment.scores = {
-            **(assignment.scores or {}),
-            "suggestions": score_against_suggestions(session, assignment),
-        }
+        scored = score_against_suggestions(
+            session, assignment, lambda: segment_texts(session, assignment.document_id)
+        )
+        assignment.scores = with_score(assignment.scores, scored.score)
     assignment.status = "submitted"
     assignment.submitted_at = now()
     engage(assignment)

@@ -85,12 +85,17 @@ def _execute_sql(name: str, names: tuple[str, ...]) -> str:
 
 
 def execute(
-    db: Session | Connection | Driver, name: str, statement: TextClause, params: dict[str, Any]
+    db: Session | Connection | Driver,
+    name: str,
+    statement: TextClause,
+    params: dict[str, Any],
+    alone: bool = False,
 ) -> CursorResult | DriverResult:
     """Run ``statement`` (one of this module's) with ``params``: prepared on Postgres under
-    ``name`` (once per connection), as it is elsewhere."""
+    ``name`` (once per connection), as it is elsewhere; ``alone``: on the driver with no
+    transaction open, committed as it runs (:meth:`Driver.run`)."""
     if isinstance(db, Driver):
-        return db.run(name, statement, params)
+        return db.run(name, statement, params, alone=alone)
     connection = db if isinstance(db, Connection) else db.connection()
     if connection.dialect.name != "postgresql" or not connection.get_execution_options().get(
         PREPARED_KEY, True

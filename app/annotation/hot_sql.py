@@ -27,13 +27,14 @@ from __future__ import annotations
 
 from functools import cache
 
-from sqlalchemy import DateTime, Float, Integer, TextClause, bindparam, text
+from sqlalchemy import JSON, DateTime, Float, Integer, TextClause, bindparam, text
 
 from app.annotation.hot_driver import Driver as Driver
 from app.annotation.hot_driver import DriverResult as DriverResult
 from app.annotation.hot_driver import driver_for as driver_for
 from app.annotation.hot_driver import execute as execute
 from app.annotation.hot_driver import execute_later as execute_later
+from app.models.changes import LOCK_SPACE
 
 TIMESTAMP = DateTime(timezone=True)
 
@@ -83,23 +84,76 @@ CLAIM_POSITION = _stamped(
 )
 
 # The submit's fast form (app/annotation/fast_submit.py), on Postgres's fast lane: what the
-# rules of :func:`app.annotation.assignments.submit` read of the token's assignment, its study
-# and its document, one row; then a plain submit's write (the columns that ``submit`` sets
-# through the ORM, a property test proving the two alike), guarded by LIVE, so a submit or an
-# abandon committed since the read makes it write nothing (no row returned).
+# rules of :func:`app.annotation.assignments.submit` and its scoring read of the token's
+# assignment, its study and its document, one row; then the submit's write (the columns that
+# ``submit`` sets through the ORM, a property test proving the two alike), guarded by LIVE, so
+# a submit or an abandon committed since the read makes it write nothing (no row returned).
 SUBMIT_FACTS = text(
-    "SELECT assignments.id, assignments.study_id, assignments.status, "
-    "assignments.completion_code, assignments.platform, assignments.platform_data, "
-    "studies.suggestions, studies.settings, "
-    "studies.completion_url, documents.is_gold FROM assignments "
+    "SELECT assignments.id, assignments.study_id, assignments.document_id, "
+    "assignments.worker_id, assignments.status, assignments.completion_code, "
+    "assignments.platform, assignments.platform_data, assignments.scores, "
+    "studies.suggestions, studies.settings, studies.completion_url, studies.taxonomy_hash, "
+    "documents.external_id, documents.is_gold, documents.created_at AS document_created_at "
+    "FROM assignments "
     "JOIN studies ON studies.id = assignments.study_id "
     "JOIN documents ON documents.id = assignments.document_id WHERE assignments.token = :token"
 )
-SUBMIT = _stamped(
-    "UPDATE assignments SET status = 'submitted', submitted_at = :now, "
-    f"completion_code = COALESCE(completion_code, :code), {STAMP} WHERE {LIVE} "
-    "RETURNING completion_code"
+
+# How many times the assignment's live annotations changed: rows added plus rows removed. An
+# annotation is never updated but to be removed (an edit is a remove and an add) and a removal
+# is never undone, so both counts only grow: the same count, the same live annotations.
+MARK_CHANGES = (
+    "SELECT COUNT(*) + COUNT(removed_at) FROM annotations WHERE assignment_id = :assignment_id"
 )
+
+# The submit's scoring reads (app/quality/assignment_scores.py), one round trip, on the
+# route's session and the fast lane's driver alike: the document's suggestions (kind 0, in
+# (segment, start, id) order); the assignment's live annotations (kind 1, in id order), only
+# when there are suggestions (else the score reads nothing more); and MARK_CHANGES (kind 2,
+# in ``id``), which the scored write (SUBMIT_SCORED) reads again.
+SUBMIT_SPANS = text(
+    'SELECT kind, id, segment, "start", "end", category, source, text FROM ('
+    'SELECT 0 AS kind, id, segment, start_offset AS "start", end_offset AS "end", category, '
+    "detector AS source, text FROM suggestions WHERE document_id = :document_id "
+    "UNION ALL SELECT 1, id, segment, start_offset, end_offset, category, NULL, text "
+    "FROM annotations WHERE assignment_id = :assignment_id AND removed_at IS NULL "
+    "AND EXISTS (SELECT 1 FROM suggestions WHERE document_id = :document_id) "
+    f"UNION ALL SELECT 2, ({MARK_CHANGES}), NULL, NULL, NULL, NULL, NULL, NULL"
+    ") AS spans ORDER BY kind, CASE WHEN kind = 0 THEN segment END, "
+    'CASE WHEN kind = 0 THEN "start" END, id'
+)
+# A study's taxonomy snapshot: read once per process and taxonomy hash for its scopes.
+STUDY_TAXONOMY = text("SELECT taxonomy FROM studies WHERE id = :study_id").columns(taxonomy=JSON)
+
+
+def _submit(scored: bool) -> TextClause:
+    """The submit's write, after LOCK_FOR_SUBMIT in the same round trip (a new statement: its
+    snapshot sees every add committed before the lock), with the study's change log's row
+    (app/models/changes.py: what the route's flush adds, ``assignment <status>``) when it
+    wrote; ``scored``: with the worker's scores too, and only while the live annotations are
+    those scored (MARK_CHANGES as read)."""
+    scores = ", scores = :scores" if scored else ""
+    guard = f" AND ({MARK_CHANGES}) = :changes" if scored else ""
+    statement = _stamped(
+        "WITH done AS (UPDATE assignments SET status = 'submitted', submitted_at = :now, "
+        f"completion_code = COALESCE(completion_code, :code), {STAMP}{scores} "
+        f"WHERE {LIVE}{guard} RETURNING completion_code, study_id), "
+        "logged AS (INSERT INTO work_changes (study_id, reason, created_at) "
+        "SELECT study_id, 'assignment submitted', :now FROM done) "
+        "SELECT completion_code FROM done"
+    )
+    return statement.bindparams(bindparam("scores", type_=JSON)) if scored else statement
+
+
+# The submit's locks, in the route's order: the live row's (as LOCK), then the study's change
+# log's shared lock (app/models/changes.py: held from the change's row to the commit, so the
+# figure job's exclusive lock sees every change committed), taken only when the row is live.
+LOCK_FOR_SUBMIT = text(
+    f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE} + study_id) FROM "
+    f"(SELECT study_id FROM assignments WHERE {LIVE} FOR NO KEY UPDATE) AS live"
+)
+SUBMIT = _submit(scored=False)
+SUBMIT_SCORED = _submit(scored=True)
 
 # The rows of the mark that annotation :annotation_id belongs to: a multi-label mark's other
 # rows name its first row in ``mark`` (issue 28), and a remove of any of them takes them all.

@@ -3,12 +3,14 @@ precision/recall/F1 against gold errors. The maths lives in :mod:`app.quality.sc
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document, GoldError, Segment, Suggestion
+from app.annotation import hot_sql
+from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.scoring import (
     Span,
     TextKey,
@@ -16,6 +18,9 @@ from app.quality.scoring import (
     scopes_from_taxonomy,
     suggestion_recall,
 )
+
+# a request's session, a bare connection or the fast lane's driver: all run hot_sql's reads
+Database = Session | Connection | hot_sql.Driver
 
 
 def _texts(session: Session, document: Document) -> dict[TextKey, str]:
@@ -47,40 +52,71 @@ def worker_spans(session: Session, assignment: Assignment) -> list[Span]:
     ]
 
 
-def score_against_suggestions(session: Session, assignment: Assignment) -> dict[str, Any]:
+class SuggestionScore(NamedTuple):
+    """The submit's suggestion recall (``assignment.scores["suggestions"]``) and
+    ``hot_sql.MARK_CHANGES`` read with it (the fast lane's write is guarded by it)."""
+
+    score: dict[str, Any]
+    changes: int
+
+
+MAX_SCOPES = 256
+# (study id, taxonomy hash) -> its categories' scopes; the hash is of the snapshot itself
+_scopes: dict[tuple[int, str], dict[str, str]] = {}
+
+
+def scopes_of(db: Database, study: Study) -> dict[str, str]:
+    """The study's categories' scopes (:func:`scopes_from_taxonomy`), its taxonomy read and
+    parsed once per process and taxonomy hash."""
+    key = (study.id, study.taxonomy_hash)
+    scopes = _scopes.get(key)
+    if scopes is None:
+        params = {"study_id": study.id}
+        taxonomy = hot_sql.execute(db, "study_taxonomy", hot_sql.STUDY_TAXONOMY, params, alone=True)
+        scopes = scopes_from_taxonomy(taxonomy.scalar() or {})
+        if len(_scopes) >= MAX_SCOPES:
+            _scopes.clear()
+        _scopes[key] = scopes
+    return scopes
+
+
+def score_against_suggestions(
+    db: Database, assignment: Assignment, texts: Callable[[], Sequence[str]]
+) -> SuggestionScore:
     """Recall of the worker's live annotations over the document's suggestions.
 
     A suggestion counts as caught when the worker marked the same category over an
-    overlapping span (whole-sentence categories: anywhere in the same sentence).
+    overlapping span (whole-sentence categories: anywhere in the same sentence). One read
+    (``hot_sql.SUBMIT_SPANS``, on a session or the fast lane's driver); ``texts`` gives the
+    document's segment texts in order, and the study's scopes come from :func:`scopes_of`,
+    both only when the document has suggestions. Reads ``assignment``'s id and worker_id,
+    its document's id and external_id, its study's id and taxonomy_hash.
     """
     document: Document = assignment.document
-    suggested = [
-        Span(document.external_id, s.segment, s.start, s.end, s.category, s.detector, s.text, s.id)
-        for s in session.execute(
-            select(
-                Suggestion.id,
-                Suggestion.segment,
-                Suggestion.start.label("start"),
-                Suggestion.end.label("end"),
-                Suggestion.category,
-                Suggestion.detector,
-                Suggestion.text,
-            )
-            .where(Suggestion.document_id == document.id)
-            .order_by(Suggestion.segment, Suggestion.start)
+    params = {"document_id": document.id, "assignment_id": assignment.id}
+    rows = hot_sql.execute(db, "submit_spans", hot_sql.SUBMIT_SPANS, params, alone=True).all()
+    spans: tuple[list[Span], list[Span]] = ([], [])
+    changes = 0
+    for kind, ref, segment, start, end, category, source, text in rows:
+        if kind == 2:
+            changes = ref
+            continue
+        source = source if kind == 0 else assignment.worker_id
+        spans[kind].append(
+            Span(document.external_id, segment, start, end, category, source, text, ref)
         )
-    ]
+    suggested, worker = spans
     if not suggested:  # nothing to catch: the worker's spans and the texts change nothing
-        return {**suggestion_recall([], []), "detector": []}
+        return SuggestionScore({**suggestion_recall([], []), "detector": []}, changes)
     result = suggestion_recall(
-        worker_spans(session, assignment),
+        worker,
         suggested,
-        texts=_texts(session, document),
-        scopes=scopes_from_taxonomy(assignment.study.taxonomy),
+        texts={(document.external_id, index): text for index, text in enumerate(texts())},
+        scopes=scopes_of(db, assignment.study),
         categories=sorted({s.category for s in suggested}),
     )
     result["detector"] = sorted({s.source for s in suggested})
-    return result
+    return SuggestionScore(result, changes)
 
 
 def score_against_gold(session: Session, assignment: Assignment) -> dict[str, Any] | None:
