@@ -39,6 +39,7 @@ from app.web.api import arrival_body
 log = logging.getLogger(__name__)
 
 PATH = "/api/assignments"
+Arrival = tuple[dict[str, Any], Study | None]  # the answer, the study whose holds to release
 
 
 def takes(environ: dict[str, Any], body: Any) -> bool:
@@ -51,35 +52,19 @@ def takes(environ: dict[str, Any], body: Any) -> bool:
     )
 
 
-def open_arrival(app: Flask, body: dict[str, Any]) -> tuple[dict[str, Any], Study | None] | None:
-    """The new assignment's answer (201) and the study whose stale holds are due for release
-    once it is out (:attr:`app.annotation.named_arrival.Opened.release`), or None with
-    nothing written: declined by :func:`open_named`, or any error (the route answers).
-
-    On Postgres through the hot path's driver (:class:`app.annotation.hot_driver.Driver`):
-    two round trips, the second committed by the server as it runs; elsewhere in one
-    transaction on a session of the app's own factory, as the route runs it."""
-    engine = app.extensions["db_engine"]
-    try:
-        driver = hot_sql.driver_for(engine)
-    except Exception:  # noqa: BLE001 - no connection: the route answers (503)
-        log.warning("fast lane: no connection, handing the arrival to the route", exc_info=True)
-        return None
-    if driver is None:
-        return _open_in_session(app, body)
-    try:
-        opened = open_named(driver, body["study"], body.get("worker_id"), body["document"])
-    except Exception as error:  # noqa: BLE001 - nothing committed: the route answers
-        log.warning("fast lane: handing the arrival to the route", exc_info=True)
-        driver.fail(error)
-        return None
-    driver.close()
-    return _answer(opened)
+def open_on_driver(driver: hot_sql.Driver, body: dict[str, Any]) -> Arrival | None:
+    """On Postgres, through the hot path's driver (:class:`app.annotation.hot_driver.Driver`,
+    the lane's ``_run``): two round trips, the second committed by the server as it runs. The
+    new assignment's answer (201) and the study whose stale holds are due for release once it
+    is out (:attr:`app.annotation.named_arrival.Opened.release`), or None, nothing written
+    (declined by :func:`open_named`: the route answers)."""
+    return _answer(open_named(driver, body["study"], body.get("worker_id"), body["document"]))
 
 
-def _open_in_session(
-    app: Flask, body: dict[str, Any]
-) -> tuple[dict[str, Any], Study | None] | None:
+def open_in_session(app: Flask, body: dict[str, Any]) -> Arrival | None:
+    """:func:`open_on_driver`'s answer elsewhere (SQLite): one transaction on a session of the
+    app's own factory, as the route runs it; None, nothing written, when declined or on any
+    error (the route answers)."""
     session = app.extensions["db_sessionmaker"]()
     try:
         begin_write(session)
@@ -95,7 +80,7 @@ def _open_in_session(
     return _answer(opened)
 
 
-def _answer(opened: Opened | None) -> tuple[dict[str, Any], Study | None] | None:
+def _answer(opened: Opened | None) -> Arrival | None:
     if opened is None:
         return None
     return arrival_body(opened.token, opened.segments, 0), opened.release

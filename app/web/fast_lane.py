@@ -122,7 +122,10 @@ class FastLane:
             return self._hand_over(environ, start_response, raw)
         if refusal is not None:  # flask-limiter's 429, as the API's error handler writes it
             return self._answer(environ, start_response, _json(429, {"error": refusal}))
-        opened = fast_arrival.open_arrival(self.app, body)
+        if self.app.extensions["db_engine"].dialect.name == "postgresql":
+            opened = self._run(lambda driver: fast_arrival.open_on_driver(driver, body))
+        else:
+            opened = fast_arrival.open_in_session(self.app, body)
         if opened is None:  # declined or failed, nothing written: the route, not counted again
             environ[COUNTED] = environ[NAMED_DECLINED] = True
             return self._hand_over(environ, start_response, raw)
