@@ -126,8 +126,9 @@ def test_whole_sessions_through_the_router_survive_a_node_killed_and_restarted(
         time.sleep(1.5)
         killed_at = time.monotonic()
         node.kill()
-        time.sleep(1.0)
-        node.start()  # meanwhile B answers everything
+        time.sleep(1.5)
+        restarting_at = time.monotonic()  # A is dead until now: B answers everything
+        node.start()  # A may answer before start() has seen it healthy and returned
         back_at = time.monotonic()
         time.sleep(1.5)
     finally:
@@ -144,7 +145,7 @@ def test_whole_sessions_through_the_router_survive_a_node_killed_and_restarted(
         phase: {name for when, name in ledger.nodes if low <= when < high}
         for phase, (low, high) in {
             "before": (0, killed_at),
-            "down": (killed_at + 0.5, back_at),
+            "down": (killed_at + 0.5, restarting_at),
             "after": (back_at + 0.5, float("inf")),
         }.items()
     }
