@@ -24,7 +24,7 @@ from app.annotation.qualification import qualifying, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import Annotation, Assignment, Document, Segment, Study, isoformat
+from app.models import Annotation, Assignment, Document, Study, isoformat
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -187,14 +187,6 @@ _INSERT_IF_NEW = {
 }
 
 
-def segment_texts(session: Session, document_id: int) -> list[str]:
-    return list(
-        session.scalars(
-            select(Segment.text).where(Segment.document_id == document_id).order_by(Segment.index)
-        )
-    )
-
-
 NO_SUCH_TOKEN = "no assignment with this token"
 
 
@@ -289,9 +281,7 @@ def submit(session: Session, assignment: Assignment) -> str | None:
 
         # Scored first (it reads the annotations, which the submit does not change), so the
         # assignment's row is written once, at commit.
-        scored = score_against_suggestions(
-            session, assignment, lambda: segment_texts(session, assignment.document_id)
-        )
+        scored = score_against_suggestions(session, assignment)
         assignment.scores = with_score(assignment.scores, scored.score)
     assignment.status = "submitted"
     assignment.submitted_at = now()

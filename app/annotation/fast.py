@@ -31,64 +31,17 @@ old entry; a token whose claim fails is dropped from the cache.
 from __future__ import annotations
 
 import json
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, Row
 
 from app.annotation import assignments as rules
 from app.annotation import hint_events, hot_sql, refusals, timing, values
-from app.documents.taxonomy import categories_by_id
+from app.annotation.hot_cache import Database, PerEngineLRU, engine_of, taxonomy_of, texts_of
 from app.errors import InvalidInput, NotFound
-from app.models import Study
 
-CACHED_DOCUMENTS = 4096
 CACHED_TOKENS = 65536
-# The actions run on the request's ORM session or, in the web's fast lane, on a bare
-# connection or Postgres's driver: all run the same statements.
-Database = Session | Connection | hot_sql.Driver
-
-
-class _Cache:
-    """A small LRU per engine: ``key -> value``, shared by a process's threads."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.by_engine: weakref.WeakKeyDictionary[Engine, OrderedDict] = weakref.WeakKeyDictionary()
-
-    def get(self, engine: Engine, key: Any) -> Any:
-        with self.lock:
-            entries = self.by_engine.get(engine)
-            if entries is None or key not in entries:
-                return None
-            entries.move_to_end(key)
-            return entries[key]
-
-    def put(self, engine: Engine, key: Any, value: Any) -> None:
-        with self.lock:
-            entries = self.by_engine.setdefault(engine, OrderedDict())
-            entries[key] = value
-            while len(entries) > self.size:
-                entries.popitem(last=False)
-
-    def drop(self, engine: Engine, key: Any) -> None:
-        with self.lock:
-            entries = self.by_engine.get(engine)
-            if entries is not None:
-                entries.pop(key, None)
-
-
-_tokens = _Cache(CACHED_TOKENS)
-_texts = _Cache(CACHED_DOCUMENTS)
-_taxonomies = _Cache(256)
-
-
-def _engine(db: Database) -> Engine:
-    return db.get_bind() if isinstance(db, Session) else db.engine
+_tokens = PerEngineLRU(CACHED_TOKENS)  # token -> its fixed keys
 
 
 def keys_of(db: Database, token: str) -> Row:
@@ -96,7 +49,7 @@ def keys_of(db: Database, token: str) -> Row:
     document_created_at, taxonomy_hash), cached; 404 for a token no assignment has."""
     if not rules.TOKEN_PATTERN.match(token):
         raise NotFound(rules.NO_SUCH_TOKEN)
-    engine = _engine(db)
+    engine = engine_of(db)
     keys = _tokens.get(engine, token)
     if keys is None:
         keys = hot_sql.execute(db, "keys", hot_sql.KEYS, {"token": token}).first()
@@ -124,32 +77,8 @@ def _claimed(
         result = hot_sql.execute(db, name.lower(), statement, params)
     if result.rowcount == 1:
         return True
-    _tokens.drop(_engine(db), token)
+    _tokens.drop(engine_of(db), token)
     return False
-
-
-def texts_of(db: Database, keys: Row) -> list[str]:
-    """The document's segment texts, in order (cached)."""
-    engine = _engine(db)
-    key = (keys.document_id, keys.document_created_at)
-    texts = _texts.get(engine, key)
-    if texts is None:
-        texts = rules.segment_texts(db, keys.document_id)
-        _texts.put(engine, key, texts)
-    return texts
-
-
-def taxonomy_of(db: Database, keys: Row) -> tuple[dict[str, dict[str, Any]], bool]:
-    """The study's categories by id and whether a mark may carry several
-    (``multi_label``), from its taxonomy snapshot (cached by its hash)."""
-    engine = _engine(db)
-    key = (keys.study_id, keys.taxonomy_hash)  # the hash is of the snapshot itself
-    known = _taxonomies.get(engine, key)
-    if known is None:
-        taxonomy = db.scalar(select(Study.taxonomy).where(Study.id == keys.study_id))
-        known = (categories_by_id(taxonomy), bool(taxonomy.get("multi_label")))
-        _taxonomies.put(engine, key, known)
-    return known
 
 
 # The actions: each stores what it was asked or raises the refusal, having stored nothing
@@ -161,8 +90,8 @@ def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     with the same content: the first mark's JSON and False (``200``). A multi-label mark's
     JSON lists its ``categories`` (the first is ``category``)."""
     keys = keys_of(db, token)
-    texts = texts_of(db, keys)
-    categories, multi_label = taxonomy_of(db, keys)
+    texts = texts_of(db, keys.document_id, keys.document_created_at)
+    categories, multi_label, _scopes = taxonomy_of(db, keys.study_id, keys.taxonomy_hash)
     try:
         row, client_id = values.annotation_values(body, texts, categories, multi_label)
         values.check_suggestion(db, keys.document_id, row["suggestion_id"])
@@ -176,7 +105,7 @@ def add(db: Database, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     row.setdefault("attributes", None)
     row["mark"] = None
     params = _params(row, keys.id, token)
-    dialect = _engine(db).dialect.name
+    dialect = engine_of(db).dialect.name
     alone = isinstance(db, hot_sql.Driver) and len(labels) == 1
     if alone:  # the lock and the stamping insert: one round trip that commits
         write = ("insert_stamped", hot_sql.insert_stamped())
@@ -265,7 +194,7 @@ def set_position(db: Database, token: str, body: Any) -> None:
     longer active keeps its position: only the events are stored, as ``POST
     …/suggestions/events`` would (also once submitted)."""
     keys = keys_of(db, token)
-    count = len(texts_of(db, keys))
+    count = len(texts_of(db, keys.document_id, keys.document_created_at))
     try:
         if not isinstance(body, dict):
             raise InvalidInput("the body must be a JSON object")

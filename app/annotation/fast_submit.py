@@ -19,8 +19,8 @@ its CPU in the ORM. The common submit needs none of that. The fast lane
    :func:`app.quality.assignment_scores.score_against_suggestions`, the route's own, reads the
    document's suggestions, the worker's live annotations and how often those changed
    (``hot_sql.SUBMIT_SPANS``, one round trip), with the segment texts and the taxonomy's
-   scopes from per-process caches (:func:`app.annotation.fast.texts_of`,
-   :func:`app.quality.assignment_scores.scopes_of`);
+   scopes from the hot path's per-process caches (:func:`app.annotation.hot_cache.texts_of`,
+   :func:`app.annotation.hot_cache.taxonomy_of`);
 3. ``hot_sql.LOCK_FOR_SUBMIT`` (the row's lock, then the study's change log's shared lock, as
    the route takes them) and ``hot_sql.SUBMIT`` (``SUBMIT_SCORED``, with the score) in one
    round trip: the write, guarded by the row's being active (``status = 'active'``) and, when
@@ -50,8 +50,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -119,16 +118,8 @@ def read(driver: hot_sql.Driver, token: str) -> Assignment | None:
 
 
 def score(driver: hot_sql.Driver, assignment: Assignment) -> SuggestionScore:
-    """Round trip 2, when the study scores suggestions: the route's scoring, on the driver,
-    the document's segment texts from the add's cache (:func:`app.annotation.fast.texts_of`)."""
-    document = assignment.document
-    keys = _DocumentKeys(document.id, document.created_at)
-    return score_against_suggestions(driver, assignment, lambda: fast.texts_of(driver, keys))
-
-
-class _DocumentKeys(NamedTuple):  # what fast.texts_of reads of a token's keys
-    document_id: int
-    document_created_at: datetime
+    """Round trip 2, when the study scores suggestions: the route's scoring, on the driver."""
+    return score_against_suggestions(driver, assignment)
 
 
 def write(

@@ -122,8 +122,6 @@ SUBMIT_SPANS = text(
     ") AS spans ORDER BY kind, CASE WHEN kind = 0 THEN segment END, "
     'CASE WHEN kind = 0 THEN "start" END, id'
 )
-# A study's taxonomy snapshot: read once per process and taxonomy hash for its scopes.
-STUDY_TAXONOMY = text("SELECT taxonomy FROM studies WHERE id = :study_id").columns(taxonomy=JSON)
 
 
 def _submit(scored: bool) -> TextClause:

@@ -3,13 +3,13 @@ precision/recall/F1 against gold errors. The maths lives in :mod:`app.quality.sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
+from app.annotation.hot_cache import Database, taxonomy_of, texts_of
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.scoring import (
     Span,
@@ -18,9 +18,6 @@ from app.quality.scoring import (
     scopes_from_taxonomy,
     suggestion_recall,
 )
-
-# a request's session, a bare connection or the fast lane's driver: all run hot_sql's reads
-Database = Session | Connection | hot_sql.Driver
 
 
 def _texts(session: Session, document: Document) -> dict[TextKey, str]:
@@ -60,39 +57,20 @@ class SuggestionScore(NamedTuple):
     changes: int
 
 
-MAX_SCOPES = 256
-# (study id, taxonomy hash) -> its categories' scopes; the hash is of the snapshot itself
-_scopes: dict[tuple[int, str], dict[str, str]] = {}
-
-
-def scopes_of(db: Database, study: Study) -> dict[str, str]:
-    """The study's categories' scopes (:func:`scopes_from_taxonomy`), its taxonomy read and
-    parsed once per process and taxonomy hash."""
-    key = (study.id, study.taxonomy_hash)
-    scopes = _scopes.get(key)
-    if scopes is None:
-        params = {"study_id": study.id}
-        taxonomy = hot_sql.execute(db, "study_taxonomy", hot_sql.STUDY_TAXONOMY, params, alone=True)
-        scopes = scopes_from_taxonomy(taxonomy.scalar() or {})
-        if len(_scopes) >= MAX_SCOPES:
-            _scopes.clear()
-        _scopes[key] = scopes
-    return scopes
-
-
-def score_against_suggestions(
-    db: Database, assignment: Assignment, texts: Callable[[], Sequence[str]]
-) -> SuggestionScore:
+def score_against_suggestions(db: Database, assignment: Assignment) -> SuggestionScore:
     """Recall of the worker's live annotations over the document's suggestions.
 
     A suggestion counts as caught when the worker marked the same category over an
     overlapping span (whole-sentence categories: anywhere in the same sentence). One read
-    (``hot_sql.SUBMIT_SPANS``, on a session or the fast lane's driver); ``texts`` gives the
-    document's segment texts in order, and the study's scopes come from :func:`scopes_of`,
-    both only when the document has suggestions. Reads ``assignment``'s id and worker_id,
-    its document's id and external_id, its study's id and taxonomy_hash.
+    (``hot_sql.SUBMIT_SPANS``, on a session or the fast lane's driver); the document's
+    segment texts and the study's scopes come from the hot path's per-process caches
+    (
+    :func:`app.annotation.hot_cache.texts_of`, :func:`app.annotation.hot_cache.taxonomy_of`), both
+    only when the document has suggestions. Reads ``assignment``'s id and worker_id, its
+    document's id, external_id and created_at, its study's id and taxonomy_hash.
     """
     document: Document = assignment.document
+    study: Study = assignment.study
     params = {"document_id": document.id, "assignment_id": assignment.id}
     rows = hot_sql.execute(db, "submit_spans", hot_sql.SUBMIT_SPANS, params, alone=True).all()
     spans: tuple[list[Span], list[Span]] = ([], [])
@@ -111,8 +89,11 @@ def score_against_suggestions(
     result = suggestion_recall(
         worker,
         suggested,
-        texts={(document.external_id, index): text for index, text in enumerate(texts())},
-        scopes=scopes_of(db, assignment.study),
+        texts={
+            (document.external_id, index): text
+            for index, text in enumerate(texts_of(db, document.id, document.created_at))
+        },
+        scopes=taxonomy_of(db, study.id, study.taxonomy_hash).scopes,
         categories=sorted({s.category for s in suggested}),
     )
     result["detector"] = sorted({s.source for s in suggested})
