@@ -34,7 +34,7 @@ from app.annotation.hot_driver import DriverResult as DriverResult
 from app.annotation.hot_driver import driver_for as driver_for
 from app.annotation.hot_driver import execute as execute
 from app.annotation.hot_driver import execute_later as execute_later
-from app.models.changes import LOCK_SPACE
+from app.models.changes import LOCK_SPACE, assignment_reason
 
 TIMESTAMP = DateTime(timezone=True)
 
@@ -137,7 +137,7 @@ def _submit(scored: bool) -> TextClause:
         f"completion_code = COALESCE(completion_code, :code), {STAMP}{scores} "
         f"WHERE {LIVE}{guard} RETURNING completion_code, study_id), "
         "logged AS (INSERT INTO work_changes (study_id, reason, created_at) "
-        "SELECT study_id, 'assignment submitted', :now FROM done) "
+        f"SELECT study_id, '{assignment_reason('submitted')}', :now FROM done) "
         "SELECT completion_code FROM done"
     )
     return statement.bindparams(bindparam("scores", type_=JSON)) if scored else statement

@@ -62,6 +62,12 @@ def _lock(session: Session, study_id: int, function: str) -> None:
         session.connection().execute(select(getattr(func, function)(LOCK_SPACE + study_id)))
 
 
+def assignment_reason(status: str) -> str:
+    """The log's reason for an assignment that ended or changed to ``status`` (the flush's,
+    and the fast lane's submit, app/annotation/hot_sql.py)."""
+    return f"assignment {status}"
+
+
 def mark(session: Session, study_id: int, reason: str) -> None:
     """Record that the study's counted work changed (in the caller's transaction)."""
     _lock(session, study_id, "pg_advisory_xact_lock_shared")
@@ -121,7 +127,7 @@ def _reason(session: Session, obj: Any, kind: str) -> tuple[int | None, str] | N
     if isinstance(obj, Assignment):
         ended = kind != "dirty" and obj.status != "active"
         if ended or (kind == "dirty" and _changed(obj, ("status",))):
-            return obj.study_id, f"assignment {obj.status}"
+            return obj.study_id, assignment_reason(obj.status)
         return None
     if isinstance(obj, Annotation):
         assignment = _assignment(session, obj)
