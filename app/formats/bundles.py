@@ -209,8 +209,3 @@ def zip_stream(files: Iterable[tuple[str, Body]]) -> Iterator[bytes]:
                 yield pipe.take()
     if pipe.parts:
         yield pipe.take()
-
-
-def zip_bytes(files: Iterable[tuple[str, Body]]) -> bytes:
-    """The whole zip of :func:`zip_stream` (small exports, tests)."""
-    return b"".join(zip_stream(files))
