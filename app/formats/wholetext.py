@@ -99,7 +99,7 @@ def split(
     lone CR become LF, as everywhere else). A text over ``MAX_WHOLE_TEXT_CHARS`` is refused
     before anything else.
     """
-    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting (issue 26 row 2)
+    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting: its cost grows with the text
         raise problem(f"its text is longer than {MAX_WHOLE_TEXT_CHARS} characters", doc)
     normal, mapper = _normalised(text)
     if sentences_per_segment:

@@ -37,7 +37,7 @@ class Assignment(Base):
         # UPDATEs stay heap-only (HOT) on Postgres.
         Index("ix_assignments_study_worker", "study_id", "worker_id"),
         # Not a partial index on study_id WHERE status = 'active': with it every claim of the
-        # hot path cost Postgres ~0.2 ms more CPU (docs/PERFORMANCE.md, round 4 merged).
+        # hot path cost Postgres ~0.2 ms more CPU (measured with bench/server_cpu.py).
         Index("ix_assignments_study_status", "study_id", "status"),
     )
 

@@ -6,7 +6,7 @@ The forms here carry no cookie (worker pages never use cookies, see ARCHITECTURE
 them (study, consent text, parameters; valid ``CONSENT_TOKEN_HOURS``), so consent is
 recorded only by a post of the form an arrival was shown, and only from this site (a
 foreign ``Origin`` is refused): an anonymous post from anywhere let a worker ID skip the
-consent (issue 26 row 12). The questionnaire form is reached only through the unguessable
+consent. The questionnaire form is reached only through the unguessable
 assignment token in its URL.
 """
 
