@@ -1,4 +1,4 @@
-"""Worker figures that rank honest work first (issue 29), on SQLite and Postgres.
+"""Worker figures that rank honest work first, on SQLite and Postgres.
 
 Two SNaC dev summaries (book_6b50, tripod2: 610 words, 45 errors) and six replayed workers:
 **exact** marks every gold error where the shared locate rule places it; **every-word** marks
