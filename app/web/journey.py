@@ -69,13 +69,16 @@ MESSAGES = {
 
 
 @bp.after_request
-def _no_store(response):
+def no_store(response):
+    """Worker pages carry tokens (in the URL, the Location, the page): never cache them
+    (every worker page's blueprint registers this)."""
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
-def _page(body: str, status: int, study: Study, assignment: Assignment | None = None):
-    """Like the other worker pages: framed by the MTurk origins only for MTurk work."""
+def worker_page(body, status: int, study: Study | None, assignment: Assignment | None = None):
+    """A worker page's response: framed by the MTurk origins only for MTurk work, by nobody
+    otherwise (every worker page answers through this)."""
     response = make_response(body, status)
     ancestors = platforms.frame_ancestors(study, assignment)
     response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
@@ -99,7 +102,7 @@ def return_page(study: Study, platform: str, reason: str, status: int = 200):
         back=platform_return(study, platform, reason),
         platform=platform,
     )
-    return _page(body, status, study)
+    return worker_page(body, status, study)
 
 
 def _signer() -> URLSafeTimedSerializer:
@@ -122,7 +125,7 @@ def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = N
         consent_token=_signer().dumps(_consent_claim(study, arrival)),
         error=error,
     )
-    return _page(body, 400 if error else 200, study)
+    return worker_page(body, 400 if error else 200, study)
 
 
 def _form_was_shown(study: Study, arrival: platforms.Arrival) -> bool:
@@ -170,7 +173,7 @@ def consent(slug: str):
         arrival = platforms.read_arrival(request.form)
     except MarginaliaError as exc:
         session.rollback()
-        return _page(render_template("start.html", study=study, error=str(exc)), 400, study)
+        return worker_page(render_template("start.html", study=study, error=str(exc)), 400, study)
     if arrival is None or arrival.preview or not journey.consent_text(study):
         session.rollback()
         return redirect(url_for("pages.start", slug=slug))
@@ -208,7 +211,7 @@ def questionnaire_page(session, assignment: Assignment, *, error: str | None = N
         error=error,
         form=form or {},
     )
-    return _page(body, 400 if error else 200, assignment.study, assignment)
+    return worker_page(body, 400 if error else 200, assignment.study, assignment)
 
 
 @bp.post("/a/<token>/questionnaire")
