@@ -87,6 +87,15 @@ def worker_page(body, status: int, study: Study | None, assignment: Assignment |
     return response
 
 
+def assignment_or_404(session, token: str) -> Assignment:
+    """The assignment of a worker page's token, or the 404 of a page that does not exist
+    (an unknown token says nothing more)."""
+    try:
+        return service.get_assignment(session, token)
+    except MarginaliaError:
+        abort(404)
+
+
 def return_page(study: Study, platform: str, reason: str, status: int = 200):
     """The page sending a worker back: ``no_places``, ``unavailable`` or ``declined``."""
     key = reason
@@ -218,10 +227,7 @@ def questionnaire_page(session, assignment: Assignment, *, error: str | None = N
 def answer_questionnaire(token: str):
     """Store the answers of the pending stage, then back to the done page."""
     session = begin_write(get_session())
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = assignment_or_404(session, token)
     pending = journey.pending_stage(session, assignment)
     if pending is None or request.form.get("stage") != pending[0]:
         session.rollback()  # answered already (a second tab, a retry): the done page goes on

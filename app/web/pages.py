@@ -22,7 +22,6 @@ from flask import (
 from flask_babel import gettext
 
 from app.annotation import admission
-from app.annotation import assignments as service
 from app.annotation.assigning import (
     NoDocumentsLeft,
     ScreenedOut,
@@ -230,10 +229,7 @@ def start(slug: str):
 @bp.get("/a/<token>")
 def annotate(token: str):
     session = get_session()
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     text_dir, text_lang = text_language(study, assignment.document.meta)
     use_study(study)  # the message table below is in the study's language
@@ -256,10 +252,7 @@ def annotate(token: str):
 def done(token: str):
     """Completion: continue (qualification), post back to MTurk, go to Prolific, or a code."""
     session = begin_write(get_session())
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     use_study(study)
     if assignment.status == "screened_out":  # the screen-out return, never a code
