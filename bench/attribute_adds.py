@@ -1,4 +1,4 @@
-"""What an add with attributes or several categories costs against a plain add (issue 28).
+"""What an add with attributes or several categories costs against a plain add.
 
 A plain add, one with ``attributes`` and one with ``categories`` (a multi-label mark, one
 row per category) all take the hot path's one add (app/annotation/fast.py) in the fast

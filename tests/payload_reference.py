@@ -1,5 +1,5 @@
-"""The annotate page's payload as ``GET /api/assignments/<token>`` built it before issue 17
-(ORM objects, every part read on every request): the reference the lean route
+"""The annotate page's payload as ``GET /api/assignments/<token>`` built it before the
+lean route (ORM objects, every part read on every request): the reference the lean route
 (:mod:`app.web.assignment_read`) must match byte for byte."""
 
 from __future__ import annotations

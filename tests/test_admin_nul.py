@@ -1,4 +1,4 @@
-"""Issue 26 row 9: a NUL character in any researcher form field or path value was a 500 on
+"""A NUL character in any researcher form field or path value was a 500 on
 Postgres (``/admin/account/keys/%00/revoke``, ``workers/action worker=a\\x00b``,
 ``documents/remove document_id=a\\x00``); now the 404 or 400 SQLite gave, on both. Every
 admin rule is walked with every form field the admin pages have, each set to a NUL, with a

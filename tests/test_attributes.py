@@ -1,4 +1,4 @@
-"""Issue 28: annotation attributes and multi-label marks through the taxonomy checks and
+"""Annotation attributes and multi-label marks through the taxonomy checks and
 the HTTP API (the hot path's one add, remove and edit, app/annotation/fast.py, the fast lane
 and the route alike): stored, validated with a clear 400, one mark as one row per category,
 each under the add's guards, removed together, folded in the page's payload."""

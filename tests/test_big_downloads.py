@@ -1,4 +1,4 @@
-"""Downloads that stream over the web front (issue 34): the context of a streamed Flask
+"""Downloads that stream over the web front: the context of a streamed Flask
 answer survives the pool's threads, so a long export is never cut off at its end."""
 
 from __future__ import annotations

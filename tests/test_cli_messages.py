@@ -1,4 +1,4 @@
-"""Issue #12's command-line items: counted nouns ("1 annotator", "imported 1 document"), a
+"""The command line's wording: counted nouns ("1 annotator", "imported 1 document"), a
 too-short password refused before it is typed twice, "database created" for a new database,
 a warning when a study wants suggestions that its taxonomy cannot receive, and `make run`
 stopping cleanly on Ctrl+C."""

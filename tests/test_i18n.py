@@ -1,4 +1,4 @@
-"""The worker pages in the worker's language (issue 33): the German catalogue is complete and
+"""The worker pages in the worker's language: the German catalogue is complete and
 current, placeholders survive translation, every key the scripts ask for exists, and the
 pages pick the study's language, else the browser's; the documents' own ``lang`` and ``dir``
 (study settings, document metadata) are validated and reach the annotate page."""

@@ -1,4 +1,4 @@
-"""The worker's way around the documents (issue 13): a paused or closed study, no documents
+"""The worker's way around the documents: a paused or closed study, no documents
 left, consent, questionnaires; and the lifecycle rules behind them (SQLite and Postgres)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A study's learned detector retrained as its curated work grows (issue 30's
-``--retrain-every N``, app/detection/retraining.py): the worker queues and runs a training
+"""A study's learned detector retrained as its curated work grows
+(``--retrain-every N``, app/detection/retraining.py): the worker queues and runs a training
 each time N more documents are curated, the study switches to the new model and its
 suggestions name the model version; a training the data cannot feed fails with its reason;
 the due count is the training data's document count. SQLite and Postgres."""

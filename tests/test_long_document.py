@@ -1,4 +1,4 @@
-"""A book-length document's payload (issue 34): ``GET /api/assignments/<token>`` gzips the
+"""A book-length document's payload: ``GET /api/assignments/<token>`` gzips the
 document's ~1 MB share once per process (kept deflated in the page cache) and only the
 worker's own parts per request; the answer decompresses to exactly the plain one, from the
 fast lane and from the route alike."""

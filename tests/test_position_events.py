@@ -1,4 +1,4 @@
-"""Issue 17, the page's requests: a segment view's hint events ride in the position update of
+"""The page's requests: a segment view's hint events ride in the position update of
 the move that follows (``"events": {"<event>": [id, ...]}``) instead of a request of their
 own. What the server stores must equal what the two-request form (position, then
 ``POST …/suggestions/events``) stored, on SQLite and Postgres, with the fast lane on and off;
@@ -177,7 +177,7 @@ def test_bad_events_are_a_400_that_changes_nothing(app, client, hinted, flask_sa
     assert client.post(f"/api/assignments/{token}/position", json=body).status_code == 204
     assert flask_saw == []
     assert [e for _s, e in stored(app, token)["events"]] == ["shown", "shown"]
-    # Another document's suggestion is ignored, as any id this worker is not shown (row 7).
+    # Another document's suggestion is ignored, as any id this worker is not shown.
     for lane in (True, False):
         app.config["FAST_LANE"] = lane
         body = {"segment": 1, "events": {"shown": [*mine, foreign], "dismissed": [foreign]}}

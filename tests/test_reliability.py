@@ -1,4 +1,4 @@
-"""Worker models from the annotations alone (issue 32; docs/METRICS.md, "Worker
+"""Worker models from the annotations alone (docs/METRICS.md, "Worker
 reliability"), on SQLite and Postgres.
 
 Two SNaC dev summaries (book_6b50, tripod2) as ordinary (non-gold) documents and five

@@ -529,8 +529,8 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
                                 **span,
                                 "category": error["error_type"],
                                 "client_id": f"{index}-{n}",
-                                # a paired span must be strictly earlier (issue #10 row
-                                # 14): the document's first character stands in for it
+                                # a paired span must be strictly earlier (the API's
+                                # order rule): the document's first character stands in for it
                                 "paired": _earliest(segments)
                                 if kinds[error["error_type"]] == "paired"
                                 else None,

@@ -1,4 +1,4 @@
-"""Issue 10 row 5: a researcher sees, exports and changes only the studies they own or that
+"""A researcher sees, exports and changes only the studies they own or that
 were shared with them; an admin sees all. Every /admin route of a study answers 404 to
 anyone else (the same answer as for a study that does not exist), on SQLite and Postgres."""
 

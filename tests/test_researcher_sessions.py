@@ -1,4 +1,4 @@
-"""Issue 10 rows 6 and 13: the session cookie's attributes, its end (logout, password change,
+"""The session cookie's attributes, its end (logout, password change,
 a disabled or deleted account, idle hours), and the login throttle shared by every process
 that uses the database (failures only, per account and per client), on SQLite and Postgres."""
 
@@ -76,7 +76,7 @@ def run_cli(database_url: str, monkeypatch, *args: str):
     return CliRunner().invoke(main, list(args))
 
 
-# --- row 6: the cookie ---------------------------------------------------------------------------
+# --- the cookie ---------------------------------------------------------------------------------
 
 
 def test_session_cookie_is_samesite_lax_httponly_and_lives_hours(app, client, researcher):
@@ -201,7 +201,7 @@ def test_disabled_or_deleted_researchers_are_out_at_once(
     assert not is_logged_in(client)
 
 
-# --- row 13: the login throttle ------------------------------------------------------------------
+# --- the login throttle ------------------------------------------------------------------------
 
 
 def test_successful_logins_are_not_counted(app, client, researcher):

@@ -1,4 +1,4 @@
-"""Issue 13 item 3: active time per (assignment, segment) sent with position updates, the
+"""Active time per (assignment, segment) sent with position updates, the
 clamp against forged values, the all-segments-seen submit rule, and the median / speeder
 figures of the report (hand-computed), on SQLite and Postgres."""
 

@@ -1,4 +1,4 @@
-"""γ on SNaC dev with its annotators' spans replayed through the API (issue 32): the report's
+"""γ on SNaC dev with its annotators' spans replayed through the API: the report's
 γ per category (the worker's figure job, through the counted work) equals pygamma-agreement
 run directly on the same units, built here from the raw file: exactly with the same seed,
 and within pygamma's stated precision with another seed.

@@ -1,6 +1,7 @@
-"""Issue 26, what a worker's token can send: forged or probing suggestion events in hidden
-mode (row 7) and integers beyond any column (row 8), on SQLite and Postgres, with the fast
-lane on and off. Each test is named for the attack it replays."""
+"""What a worker's token (or no token) can send: forged or probing suggestion events in hidden
+mode, integers beyond any column, anonymous consent posts, invisible characters in worker
+IDs, on SQLite and Postgres, with the fast lane on and off. Each test is named for the attack
+it replays."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def stored_events(app) -> list:
         return session.execute(select(SuggestionEvent.suggestion_id, SuggestionEvent.event)).all()
 
 
-# --- row 7 ---------------------------------------------------------------------------------
+# --- suggestion events that probe or forge hidden suggestions ------------------------------
 
 
 def test_hidden_suggestions_cannot_be_probed_or_forged_by_events(app, client):
@@ -85,7 +86,7 @@ def test_shown_mode_stores_only_what_the_worker_is_shown(app, client):
     assert stored_events(app) == [(ids["doc-1"], "shown")]
 
 
-# --- row 8 ---------------------------------------------------------------------------------
+# --- integers beyond any column -----------------------------------------------------------
 
 HUGE = st.one_of(
     st.sampled_from([2**31, 2**32, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, -1]),
@@ -175,7 +176,7 @@ def test_an_integer_beyond_any_column_is_a_400_with_a_message(
     assert db_snapshot(app) == before
 
 
-# --- row 12 --------------------------------------------------------------------------------
+# --- consent posted from anywhere ---------------------------------------------------------
 
 GENERIC = {"worker_id": "victim"}
 
@@ -236,7 +237,7 @@ def consent_token_for(client, params: dict, app) -> str:
         return web_journey._signer().dumps(web_journey._consent_claim(study, arrival))
 
 
-# --- row 13 --------------------------------------------------------------------------------
+# --- invisible characters, and text that a spreadsheet would run ---------------------------
 
 
 @pytest.mark.parametrize("char", ["\u2028", "\u200e", "\ufeff", "\u202e", "\u2066", "\u200b"])

@@ -1,4 +1,4 @@
-"""Worker figures that rank honest work first (issue 29), on SQLite and Postgres.
+"""Worker figures that rank honest work first, on SQLite and Postgres.
 
 Two SNaC dev summaries (book_6b50, tripod2: 610 words, 45 errors) and six replayed workers:
 **exact** marks every gold error where the shared locate rule places it; **every-word** marks
@@ -202,7 +202,7 @@ def test_consensus_figures_by_hand():
     2/3; w2: P 1, R 1; w3 as w1. Marks per 100 words 200/7, 100/7, 200/7: nobody over 3 × the
     others' median. Rank: w2, then w1 and w3 (F1 2/3, by id)."""
     from app.quality.scoring import Span
-    from app.quality.worker_quality import add_quality
+    from app.quality.worker_quality import consensus, marks_rate, set_quality
 
     text = "Anna met Bob at the old mill."
     marks = {"w1": ["Anna", "Bob"], "w2": ["Anna"], "w3": ["Anna", "mill"]}
@@ -213,7 +213,8 @@ def test_consensus_figures_by_hand():
             for w in words
         ]
     rows = [{"worker_id": w, "gold": None, "confident_recall": {"recall": None}} for w in marks]
-    add_quality(rows, spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {})
+    rates = {worker: marks_rate(len(words), 7) for worker, words in marks.items()}  # 7 words
+    set_quality(rows, consensus(spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {}), rates)
     q = {row["worker_id"]: row["quality"] for row in rows}
     assert (q["w1"]["precision"], q["w1"]["recall"]) == (0.5, 1.0)
     assert q["w1"]["f1"] == pytest.approx(2 / 3) and q["w3"]["f1"] == pytest.approx(2 / 3)

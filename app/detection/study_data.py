@@ -1,4 +1,4 @@
-"""A study's curated work as the learned detector's training data (issue 30): the plain
+"""A study's curated work as the learned detector's training data: the plain
 values of :mod:`model_server.study_data`, read through the one reader of the work that
 counts (:mod:`app.quality.work`) and the candidate rule of the review
 (:mod:`app.quality.candidates`).

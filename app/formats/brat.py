@@ -14,8 +14,8 @@ for comments; ``annotation.conf`` (attributes declared with their values) and
 ``visual.conf`` from the taxonomy. Names are percent-encoded ids, unless that name would
 leave its folder, be empty or be long (``..``, ``.``, over 100 bytes): then a slug and a
 hash of the id (``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so
-the two kinds cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26
-row 5). Read: the same (the names file first, else percent-decoding); a folder's name is
+the two kinds cannot collide), listed with their ids in ``marginalia_names.json`` (a
+worker ID ``..`` once wrote outside the export's folder). Read: the same (the names file first, else percent-decoding); a folder's name is
 the worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
 submission with no mark), a ``related`` relation keeps its direction, any other pairs its
 two spans (the earlier with the later); without ``pair_only`` flags (files of other

@@ -1,4 +1,4 @@
-"""Big Thresh files read an entry at a time (issue 34): ijson parses the file incrementally
+"""Big Thresh files read an entry at a time: ijson parses the file incrementally
 and the documents come out in batches, each stored before the next is read
 (``marginalia import``), so an import holds one batch, never the whole file (a 1M-annotation
 Thresh file took ~76× its size in memory read whole).

@@ -42,7 +42,6 @@ from app.quality.work import (
 )
 
 BY = ("source",)
-ALL = "all"
 Errors = list[tuple[Span, list[Span]]]  # each error and its places (sentences.error_places)
 
 

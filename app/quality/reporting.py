@@ -85,7 +85,7 @@ def study_report(
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
       (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
       recall and F1 with their bases, the rank by F1, marks per 100 words and
-      ``over_marking`` (:func:`app.quality.worker_quality.add_quality`).
+      ``over_marking`` (:func:`app.quality.worker_quality.set_quality`).
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
       assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
       (:func:`app.quality.agreement.agreement_breakdown`).

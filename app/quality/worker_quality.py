@@ -34,7 +34,6 @@ from typing import Any
 
 from app.quality.candidates import Mark, group_candidates
 from app.quality.scoring import Span, TextKey
-from app.quality.sentences import word_count
 
 OVER_MARKING = 3.0
 GOLD, CONSENSUS, CONFIDENT = "gold documents", "other workers", "confident suggestions"
@@ -99,21 +98,6 @@ def _f1(precision: float | None, recall: float | None) -> float | None:
     return 2 * p * r / (p + r) if p + r else 0.0
 
 
-def marks_per_100_words(
-    worker_spans: Mapping[str, Sequence[Span]],
-    done: Mapping[str, Sequence[str]],
-    texts: Mapping[TextKey, str],
-) -> dict[str, float | None]:
-    """Per worker: 100 × their marks / the words of the documents they submitted."""
-    words: dict[str, int] = defaultdict(int)
-    for (document, _), text in texts.items():
-        words[document] += word_count(text)
-    return {
-        worker: marks_rate(len(worker_spans.get(worker, [])), sum(words[d] for d in docs))
-        for worker, docs in done.items()
-    }
-
-
 def marks_rate(marks: int, words: int) -> float | None:
     """100 × marks / words (None without words)."""
     return _ratio(100 * marks, words)
@@ -130,33 +114,15 @@ def over_marking(rates: Mapping[str, float | None]) -> dict[str, bool]:
     return out
 
 
-def add_quality(
-    rows: list[dict[str, Any]],
-    worker_spans: Mapping[str, Sequence[Span]],
-    order: Mapping[str, Sequence[str]],
-    texts: Mapping[TextKey, str],
-    scopes: Mapping[str, str],
-) -> None:
-    """Set ``quality`` on each report worker row (``gold`` and ``confident_recall`` already
-    there): precision, recall, f1 with their bases, consensus counts, marks per 100 words,
-    over_marking and rank."""
-    done: dict[str, list[str]] = defaultdict(list)
-    for document, workers in order.items():
-        for worker in workers:
-            done[worker].append(document)
-    rates = marks_per_100_words(
-        worker_spans, {r["worker_id"]: done[r["worker_id"]] for r in rows}, texts
-    )
-    set_quality(rows, consensus(worker_spans, order, texts, scopes), rates)
-
-
 def set_quality(
     rows: list[dict[str, Any]],
     agreed: Mapping[str, Mapping[str, int]],
     rates: Mapping[str, float | None],
 ) -> None:
-    """:func:`add_quality` from its parts: each worker's :func:`consensus` counts and marks
-    per 100 words (the report sums both document batch by document batch)."""
+    """Set ``quality`` on each report worker row (``gold`` and ``confident_recall`` already
+    there): precision, recall, f1 with their bases, consensus counts, marks per 100 words,
+    over_marking and rank, from each worker's :func:`consensus` counts and
+    marks per 100 words (:func:`marks_rate`; the report sums both document batch by document batch)."""
     flags = over_marking(rates)
     for row in rows:
         worker = row["worker_id"]

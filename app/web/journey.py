@@ -6,7 +6,7 @@ The forms here carry no cookie (worker pages never use cookies, see ARCHITECTURE
 them (study, consent text, parameters; valid ``CONSENT_TOKEN_HOURS``), so consent is
 recorded only by a post of the form an arrival was shown, and only from this site (a
 foreign ``Origin`` is refused): an anonymous post from anywhere let a worker ID skip the
-consent (issue 26 row 12). The questionnaire form is reached only through the unguessable
+consent. The questionnaire form is reached only through the unguessable
 assignment token in its URL.
 """
 
@@ -69,19 +69,31 @@ MESSAGES = {
 
 
 @bp.after_request
-def _no_store(response):
+def no_store(response):
+    """Worker pages carry tokens (in the URL, the Location, the page): never cache them
+    (every worker page's blueprint registers this)."""
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
-def _page(body: str, status: int, study: Study, assignment: Assignment | None = None):
-    """Like the other worker pages: framed by the MTurk origins only for MTurk work."""
+def worker_page(body, status: int, study: Study | None, assignment: Assignment | None = None):
+    """A worker page's response: framed by the MTurk origins only for MTurk work, by nobody
+    otherwise (every worker page answers through this)."""
     response = make_response(body, status)
     ancestors = platforms.frame_ancestors(study, assignment)
     response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
     if ancestors == "'none'":
         response.headers["X-Frame-Options"] = "DENY"
     return response
+
+
+def assignment_or_404(session, token: str) -> Assignment:
+    """The assignment of a worker page's token, or the 404 of a page that does not exist
+    (an unknown token says nothing more)."""
+    try:
+        return service.get_assignment(session, token)
+    except MarginaliaError:
+        abort(404)
 
 
 def return_page(study: Study, platform: str, reason: str, status: int = 200):
@@ -99,7 +111,7 @@ def return_page(study: Study, platform: str, reason: str, status: int = 200):
         back=platform_return(study, platform, reason),
         platform=platform,
     )
-    return _page(body, status, study)
+    return worker_page(body, status, study)
 
 
 def _signer() -> URLSafeTimedSerializer:
@@ -122,7 +134,7 @@ def consent_page(study: Study, arrival: platforms.Arrival, error: str | None = N
         consent_token=_signer().dumps(_consent_claim(study, arrival)),
         error=error,
     )
-    return _page(body, 400 if error else 200, study)
+    return worker_page(body, 400 if error else 200, study)
 
 
 def _form_was_shown(study: Study, arrival: platforms.Arrival) -> bool:
@@ -170,7 +182,7 @@ def consent(slug: str):
         arrival = platforms.read_arrival(request.form)
     except MarginaliaError as exc:
         session.rollback()
-        return _page(render_template("start.html", study=study, error=str(exc)), 400, study)
+        return worker_page(render_template("start.html", study=study, error=str(exc)), 400, study)
     if arrival is None or arrival.preview or not journey.consent_text(study):
         session.rollback()
         return redirect(url_for("pages.start", slug=slug))
@@ -208,17 +220,14 @@ def questionnaire_page(session, assignment: Assignment, *, error: str | None = N
         error=error,
         form=form or {},
     )
-    return _page(body, 400 if error else 200, assignment.study, assignment)
+    return worker_page(body, 400 if error else 200, assignment.study, assignment)
 
 
 @bp.post("/a/<token>/questionnaire")
 def answer_questionnaire(token: str):
     """Store the answers of the pending stage, then back to the done page."""
     session = begin_write(get_session())
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = assignment_or_404(session, token)
     pending = journey.pending_stage(session, assignment)
     if pending is None or request.form.get("stage") != pending[0]:
         session.rollback()  # answered already (a second tab, a retry): the done page goes on

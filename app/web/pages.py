@@ -14,7 +14,6 @@ from flask import (
     Blueprint,
     abort,
     current_app,
-    make_response,
     redirect,
     render_template,
     request,
@@ -23,7 +22,6 @@ from flask import (
 from flask_babel import gettext
 
 from app.annotation import admission
-from app.annotation import assignments as service
 from app.annotation.assigning import (
     NoDocumentsLeft,
     ScreenedOut,
@@ -35,7 +33,6 @@ from app.annotation.assigning import (
 from app.annotation.qualification import qualification, qualification_state, screen_out
 from app.annotation.reviews import Blocked
 from app.crowd import platforms
-from app.csp import content_security_policy
 from app.db import begin_write, get_session
 from app.documents.language import N_, text_language
 from app.documents.lifecycle import StudyUnavailable, accepts_new_work
@@ -52,26 +49,12 @@ from app.web.markdown import render_markdown
 bp = Blueprint("pages", __name__)
 
 
-@bp.after_request
-def _no_store(response):
-    """Worker pages carry tokens (in the URL, the Location, the page): never cache them."""
-    response.headers["Cache-Control"] = "no-store"
-    return response
+bp.after_request(journey.no_store)
 
 
 @bp.get("/")
 def home():
     return render_template("home.html")
-
-
-def _worker_page(body, status: int, study: Study | None, assignment: Assignment | None = None):
-    """A response whose CSP lets the MTurk origins frame it when the work is MTurk's."""
-    response = make_response(body, status)
-    ancestors = platforms.frame_ancestors(study, assignment)
-    response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
-    if ancestors == "'none'":
-        response.headers["X-Frame-Options"] = "DENY"
-    return response
 
 
 def _mturk_origins() -> tuple[str, ...]:
@@ -95,7 +78,7 @@ def _preview(study: Study, document, **researcher_preview):
         text_lang=text_lang,
         **researcher_preview,
     )
-    return _worker_page(body, 200, study)
+    return journey.worker_page(body, 200, study)
 
 
 def _researcher_preview(session, study: Study, external_id: str):
@@ -106,12 +89,12 @@ def _researcher_preview(session, study: Study, external_id: str):
         if researcher is not None:
             error = "?document= shows a document to the study's researchers only"
         body = render_template("start.html", study=study, error=error)
-        return _worker_page(body, 403, study)
+        return journey.worker_page(body, 403, study)
     try:
         document = find_document(session, study, external_id)
     except MarginaliaError as exc:
         body = render_template("start.html", study=study, error=str(exc))
-        return _worker_page(body, exc.status, study)
+        return journey.worker_page(body, exc.status, study)
     return _preview(study, document, researcher=True, document_id=document.external_id)
 
 
@@ -136,14 +119,14 @@ def _screened_out(session, study: Study, worker_id: str, platform: str, assignme
         best_f1=state.best_f1,
         min_f1=rule.min_f1 if rule else None,
     )
-    return _worker_page(body, 200, study, assignment)
+    return journey.worker_page(body, 200, study, assignment)
 
 
 def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
     body = render_template(
         "resume.html", study=study, worker_id=worker_id, error=error_text(exc), tried=tried
     )
-    return _worker_page(body, exc.status, study)
+    return journey.worker_page(body, exc.status, study)
 
 
 @bp.get("/s/<slug>")
@@ -164,14 +147,16 @@ def start(slug: str):
         arrival = platforms.read_arrival(request.args, mturk_origins=_mturk_origins())
     except MarginaliaError as exc:
         session.rollback()
-        return _worker_page(
+        return journey.worker_page(
             render_template("start.html", study=study, error=str(exc)), exc.status, study
         )
     if arrival is None:
         session.rollback()
         if not accepts_new_work(study):
             return journey.return_page(study, "generic", "unavailable")
-        return _worker_page(render_template("start.html", study=study, error=None), 200, study)
+        return journey.worker_page(
+            render_template("start.html", study=study, error=None), 200, study
+        )
     if arrival.preview:
         if not accepts_new_work(study):
             session.rollback()
@@ -218,7 +203,7 @@ def start(slug: str):
                 "with another ID, or make the demo anew with `marginalia demo --reset`"
             )
             body = render_template("start.html", study=study, error=error)
-            return _worker_page(body, exc.status, study)
+            return journey.worker_page(body, exc.status, study)
         return journey.return_page(study, arrival.platform, "no_places", exc.status)
     except Blocked as exc:  # 409, a page with the platform's return
         # (a worker a researcher blocked is told no document is left for them, as on Prolific)
@@ -229,7 +214,7 @@ def start(slug: str):
         return journey.return_page(study, arrival.platform, "unavailable")
     except MarginaliaError as exc:
         session.rollback()
-        return _worker_page(
+        return journey.worker_page(
             render_template("start.html", study=study, error=str(exc)), exc.status, study
         )
     if assignment.status == "rejected":  # a researcher rejected this work: nothing to resume
@@ -244,10 +229,7 @@ def start(slug: str):
 @bp.get("/a/<token>")
 def annotate(token: str):
     session = get_session()
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     text_dir, text_lang = text_language(study, assignment.document.meta)
     use_study(study)  # the message table below is in the study's language
@@ -263,17 +245,14 @@ def annotate(token: str):
         text_lang=text_lang,
         messages=script_messages(),
     )
-    return _worker_page(body, 200, assignment.study, assignment)
+    return journey.worker_page(body, 200, assignment.study, assignment)
 
 
 @bp.get("/a/<token>/done")
 def done(token: str):
     """Completion: continue (qualification), post back to MTurk, go to Prolific, or a code."""
     session = begin_write(get_session())
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     use_study(study)
     if assignment.status == "screened_out":  # the screen-out return, never a code
@@ -301,7 +280,7 @@ def done(token: str):
                     assignment, url_for("pages.start", slug=study.slug)
                 ),
             )
-            return _worker_page(body, 200, study, assignment)
+            return journey.worker_page(body, 200, study, assignment)
         answer = _screened_out(
             session, study, assignment.worker_id, assignment.platform, assignment
         )
@@ -322,11 +301,11 @@ def done(token: str):
             fields=fields,
             code=assignment.completion_code,
         )
-        return _worker_page(body, 200, study, assignment)
+        return journey.worker_page(body, 200, study, assignment)
     url = platforms.completion_url(assignment)
     if url and assignment.platform == "prolific":
         return redirect(url)
     body = render_template(
         "done.html", study=study, code=assignment.completion_code, title=study.title
     )
-    return _worker_page(body, 200, study, assignment)
+    return journey.worker_page(body, 200, study, assignment)

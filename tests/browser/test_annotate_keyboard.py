@@ -1,4 +1,4 @@
-"""Keyboard-only marking (issue 33) in Chromium, on SQLite and Postgres: a worker does a whole
+"""Keyboard-only marking in Chromium, on SQLite and Postgres: a worker does a whole
 document without the mouse (into the text with Tab, a cursor moved by word and sentence,
 Shift to extend, Enter to take, a category's key, Ctrl+Enter to add, Delete to remove, n to
 move on, a paired span chosen the same way, Tab to Submit) and the stored annotations are

@@ -1,4 +1,4 @@
-"""A book-length document on the annotate page (issue 34), in Chromium: at segment 100 of
+"""A book-length document on the annotate page, in Chromium: at segment 100 of
 120 the context draws the 20 segments before the current one, not all 100, and still shows
 and links everything: scrolling up draws earlier segments (the reading position kept), the
 jump menu and an entity's first mention draw the segment they lead to, a paired span in an

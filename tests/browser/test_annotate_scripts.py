@@ -1,4 +1,4 @@
-"""Any character and any script (issue 33) in Chromium, on SQLite and Postgres.
+"""Any character and any script in Chromium, on SQLite and Postgres.
 
 Offsets stay Unicode code points end to end while the page works in UTF-16: spans after
 emoji (astral, skin tones, ZWJ families, flags), combining marks, astral letters and Chinese

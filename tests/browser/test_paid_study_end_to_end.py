@@ -1,4 +1,4 @@
-"""Issue 13's acceptance, the whole paid-study loop in Chromium over real HTTP: a worker arriving
+"""The whole paid-study loop in Chromium over real HTTP: a worker arriving
 from Prolific consents, fails a practice document once (feedback on the missed span), passes the
 second attempt, annotates a real document carrying an attention check (and misses it), answers
 the questionnaires and is returned to Prolific; the researcher sees the worker's time, catch

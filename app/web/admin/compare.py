@@ -4,7 +4,7 @@ pairwise tests (:mod:`app.quality.compare`, docs/METRICS.md "Comparing systems")
 The computation runs in the request, bounded: the page and its JSON use
 :data:`WEB_RESAMPLES` resamples (the command line's default is 9,999), and the page leaves
 out the pairs' per-category tests it does not show. On SNaC dev that is about 0.5 s, on 600
-documents about 4 s on the shared 2-core box (docs/PERFORMANCE.md, "Comparing systems"): no
+documents about 4 s on the shared 2-core box (docs/PERFORMANCE.md, "The study's figures"): no
 longer than the dashboard's own report of the same study. ``marginalia compare`` gives the
 full computation. The figure is
 matplotlib's SVG shown as an ``<img>`` from a ``data:`` URL: an image cannot run script, and

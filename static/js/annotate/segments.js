@@ -4,7 +4,7 @@
 // height it needs (the page scrolls, no inner letterbox); moving to a segment scrolls the
 // page so the current segment starts at the top of the window.
 //
-// A book-length document has thousands of segments (issue 34): the context draws only what
+// A book-length document has thousands of segments: the context draws only what
 // is seen. After a move it holds the CONTEXT_WINDOW segments before the current one (and any
 // earlier one the page needs on screen: the keyboard cursor's, a pending paired span's);
 // a "show earlier" button above them draws CONTEXT_WINDOW more, and presses itself when the

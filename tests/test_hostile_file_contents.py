@@ -1,6 +1,8 @@
-"""Issue 26, the files: quadratic sentence splitting on import (row 2), worker IDs ``..`` and
-``.`` in the brat export (row 5), a zip bomb's memory (row 6), imported Thresh pairs that
-break the API's order rule (row 13). Each test is named for the attack it replays."""
+"""What a hostile file's contents could do to an import or an export: a text that made the
+sentence splitter quadratic (minutes of worker CPU), worker IDs ``..`` and ``.`` that made
+the brat export write outside its folder, a zip bomb that took gigabytes of memory, and
+imported Thresh pairs that broke the API's rule that a pair's earlier span ends before the
+span starts. Each test is named for the attack it replays."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 
 from app.errors import InvalidInput
 from app.formats import iter_export_files, parse_documents
-from app.formats.bundles import write_folder, zip_bytes
+from app.formats.bundles import write_folder, zip_stream
 from app.formats.records import MAX_WHOLE_TEXT_CHARS
 from tests.test_interchange_brat import collection, study_with
 
@@ -27,7 +29,7 @@ def thresh_file(tmp_path, target: str, edits=()) -> str:
     return str(path)
 
 
-# --- row 2 ---------------------------------------------------------------------------------
+# --- a text that made sentence splitting quadratic -----------------------------------------
 
 
 def test_a_thresh_target_of_abbreviations_is_refused_in_under_a_second(tmp_path):
@@ -48,7 +50,7 @@ def test_a_whole_text_over_the_limit_is_refused_before_splitting(tmp_path):
     assert time.process_time() - started < 1.0
 
 
-# --- row 5 ---------------------------------------------------------------------------------
+# --- worker IDs that name folders in the brat export ---------------------------------------
 
 
 @pytest.mark.parametrize("worker", ["..", ".", "x" * 200, "é" * 40])
@@ -69,11 +71,11 @@ def test_worker_ids_dot_dot_and_dot_stay_inside_the_brat_export(app, tmp_path, w
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert len(written) == len(files) == len({name for name, _ in files})  # nothing overwritten
     assert all(".." not in name.split("/") and len(name) < 200 for name in written)
-    with zipfile.ZipFile(io.BytesIO(zip_bytes(iter(files)))) as bundle:
+    with zipfile.ZipFile(io.BytesIO(b"".join(zip_stream(iter(files))))) as bundle:
         assert all(".." not in n.split("/") and not n.startswith("/") for n in bundle.namelist())
     (again,) = parse_documents(out, "brat")  # the names file maps them back
     assert {s.worker_id for s in again.work} == {worker}
-    (from_zip,) = parse_documents("e.zip", "brat", archive=zip_bytes(iter(files)))
+    (from_zip,) = parse_documents("e.zip", "brat", archive=b"".join(zip_stream(iter(files))))
     assert {s.worker_id for s in from_zip.work} == {worker}
 
 
@@ -81,11 +83,11 @@ def test_an_export_name_that_leaves_its_folder_is_never_written(tmp_path):
     with pytest.raises(ValueError, match="unsafe file name"):
         write_folder(tmp_path / "out", iter([("../w.txt", b"x")]))
     with pytest.raises(ValueError, match="unsafe file name"):
-        zip_bytes(iter([("./w.txt", b"x")]))
+        b"".join(zip_stream(iter([("./w.txt", b"x")])))
     assert not (tmp_path / "w.txt").exists()
 
 
-# --- row 6 ---------------------------------------------------------------------------------
+# --- a zip bomb ----------------------------------------------------------------------------
 
 
 def bomb(members: int, mib_each: int) -> bytes:
@@ -112,7 +114,7 @@ def test_a_202_kb_brat_zip_of_199_mib_is_refused_within_100_mb(members, mib_each
     assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
 
 
-# --- row 13 --------------------------------------------------------------------------------
+# --- imported pairs that break the order rule ----------------------------------------------
 
 TARGET = "Anna met Tom at the station. Tom left early."
 
