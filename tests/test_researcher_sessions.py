@@ -1,6 +1,7 @@
-"""Issue 10 rows 6 and 13: the session cookie's attributes, its end (logout, password change,
-a disabled or deleted account, idle hours), and the login throttle shared by every process
-that uses the database (failures only, per account and per client), on SQLite and Postgres."""
+"""The session cookie's attributes, its end (logout, password change, a disabled or deleted
+account, idle hours), and the login throttle shared by every process that uses the database
+(failures only, per account and per client, counted before the password is checked, so
+parallel attempts cannot pass the limit), on SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -201,7 +202,7 @@ def test_disabled_or_deleted_researchers_are_out_at_once(
     assert not is_logged_in(client)
 
 
-# --- row 13: the login throttle ------------------------------------------------------------------
+# --- the login throttle --------------------------------------------------------------------------
 
 
 def test_successful_logins_are_not_counted(app, client, researcher):
@@ -249,7 +250,7 @@ def test_throttle_holds_across_two_processes_sharing_the_database(database_url, 
 
 
 def test_throttle_holds_against_gunicorn_with_two_workers(database_url, researcher, tmp_path):
-    """The issue's setting: gunicorn, 2 processes, failures over real HTTP connections."""
+    """Two gunicorn processes, failures over real HTTP connections, one after another."""
     import http.cookiejar
     import signal
     import socket
@@ -336,6 +337,23 @@ def test_throttle_counts_per_client_across_accounts(app, client, researcher):
     assert login(app.test_client(), environ_base={"REMOTE_ADDR": "10.9.9.9"}).status_code == 302
 
 
+def test_failures_older_than_the_longest_window_are_forgotten(app, client, researcher):
+    """Each attempt deletes failures older than an hour, whoever they were for; newer ones
+    stay and count."""
+    from sqlalchemy import select
+
+    from app.models import LoginFailure, utcnow
+
+    with app.app_context(), session_scope() as session:
+        for minutes, email in ((61, "old@example.org"), (59, "recent@example.org")):
+            at = utcnow() - timedelta(minutes=minutes)
+            session.add(LoginFailure(email=email, client="10.1.1.1", failed_at=at))
+    assert login(client, "wrong password!").status_code == 401
+    with app.app_context(), session_scope() as session:
+        kept = session.scalars(select(LoginFailure.email).order_by(LoginFailure.id)).all()
+    assert kept == ["recent@example.org", EMAIL]
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "100000"])
 def test_a_bad_session_lifetime_is_a_one_line_error(value, database_url, monkeypatch):
     monkeypatch.setenv("SESSION_LIFETIME_HOURS", value)
@@ -347,7 +365,7 @@ def test_a_bad_session_lifetime_is_a_one_line_error(value, database_url, monkeyp
     )
 
 
-# --- the throttle under parallel attempts ---------------------------------------------------------
+# --- the throttle under parallel attempts --------------------------------------------------------
 
 
 def web_server(database_url: str, log: Path) -> tuple[subprocess.Popen, str]:
