@@ -95,9 +95,9 @@ def assert_window(page, asked: int, current: int = AT) -> list[int]:
 # never which are drawn. At 1280x800 each segment of this document takes two lines (DejaVu
 # Serif, what the serif stack falls back to where .ci/install-system-deps.sh installed the
 # fonts) and the window's 20 segments reach far above the viewport; at 1440x900 they take
-# one line and the window reaches less than 300 px above it (a narrower serif font does the
-# same at 1280: the machine where the button pressed itself on load); a phone and a wide
-# fallback font (DejaVu Sans Mono) wrap them again.
+# one line and the window reaches less than 300 px above it (so it would at 1280 with a
+# serif font narrow enough to set a segment on one line), where the button used to press
+# itself on load; a phone and a wide fallback font (DejaVu Sans Mono) wrap them again.
 LAYOUTS = {
     "1280x800": ({"width": 1280, "height": 800}, None),
     "1440x900": ({"width": 1440, "height": 900}, None),
