@@ -77,7 +77,7 @@ def run_cli(database_url: str, monkeypatch, *args: str):
     return CliRunner().invoke(main, list(args))
 
 
-# --- row 6: the cookie ---------------------------------------------------------------------------
+# --- the cookie ----------------------------------------------------------------------------------
 
 
 def test_session_cookie_is_samesite_lax_httponly_and_lives_hours(app, client, researcher):
