@@ -110,7 +110,7 @@ def _access_log() -> dict:
 
 def settings() -> dict:
     """granian's ``Server`` keyword arguments, from the environment."""
-    from granian.constants import Interfaces
+    from granian.constants import Interfaces, Loops, TaskImpl
     from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
@@ -118,18 +118,22 @@ def settings() -> dict:
     front = os.environ.get("WEB_FRONT", "1").strip() != "0"
     return {
         # A factory: each worker process builds its own app (and database pool) behind the
-        # front, which reads request bodies on the event loop before a thread is taken
-        # (app/web/front.py; WEB_APP names the app factory it wraps).
+        # front, which reads request bodies in granian's Rust stack, bounded, before a thread
+        # is taken (app/web/front.py, granian's RSGI; WEB_APP names the app factory it wraps).
         "target": "app.web.front:create" if front else os.environ.get("WEB_APP", "app:create_app"),
         "factory": True,
-        "interface": Interfaces.ASGINL if front else Interfaces.WSGI,
+        "interface": Interfaces.RSGI if front else Interfaces.WSGI,
+        # The front's deadlines cancel the request's asyncio task (app/web/front.py).
+        "task_impl": TaskImpl.asyncio,
+        # auto: uvloop when installed (the front's wakes cost less), else asyncio's.
+        "loop": Loops(os.environ.get("WEB_LOOP", "auto")),
         "address": os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job
         "port": _int("PORT", 5000),
         "workers": _int("WEB_CONCURRENCY", max(2, os.cpu_count() or 1)),
-        # The app's threads (WEB_THREADS, 8) are the front's pool: annotation requests spend
-        # most of their time waiting on the database, so threads are cheap concurrency
-        # (gunicorn gthread's ``threads``). One runtime thread does the I/O; one blocking
-        # thread runs the event loop (granian's only choice for ASGI).
+        # The app's threads (WEB_THREADS, 8) are the front's: annotation requests spend most
+        # of their time waiting on the database, so threads are cheap concurrency (gunicorn
+        # gthread's ``threads``). One runtime thread does the I/O; one blocking thread runs
+        # the event loop (granian's only choice for RSGI).
         "blocking_threads": 1 if front else _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
         "runtime_threads": 1,
         "backlog": _int("WEB_BACKLOG", 2048),
