@@ -72,6 +72,9 @@ class Caller:
     def __init__(self, stats: Stats, deadline: float, pattern: str = "page"):
         self.stats, self.deadline, self.pattern = stats, deadline, pattern
         self.documents: list[Counter] = []  # each submitted document's requests by endpoint
+        # what the server acknowledged: the ids of stored adds, and of removed annotations
+        self.acked_adds: list[int] = []
+        self.acked_removes: list[int] = []
 
     async def __call__(
         self,
@@ -96,6 +99,10 @@ class Caller:
                 continue
             self.stats.record(endpoint, time.perf_counter() - started)
             if response.status_code in expect or (attempt and response.status_code == 200):
+                if endpoint == "add" and response.status_code in (200, 201):
+                    self.acked_adds.append(response.json()["id"])
+                elif endpoint == "remove" and response.status_code == 204:
+                    self.acked_removes.append(int(path.rsplit("/", 1)[1]))
                 return response
             self.stats.error(endpoint, f"HTTP {response.status_code} {response.text[:200]}")
             if response.status_code < 500:
@@ -230,6 +237,7 @@ async def run_level(
     )
     stats.finished = time.perf_counter()
     stats.per_document = per_document(caller.documents)  # type: ignore[attr-defined]
+    stats.caller = caller  # type: ignore[attr-defined]
     return stats
 
 
