@@ -3,16 +3,17 @@ serving the app.
 
     marginalia web
 
-granian serves the app through :mod:`app.web.front` (its ASGI interface): a request's body
-is read on the event loop, under a deadline and a cap, before the app gets one of its
-``WEB_THREADS`` threads, so slow bodies cannot hold the threads (issue 26 row 1; settings
-``WEB_BODY_TIMEOUT``, ``WEB_BODY_MIN_RATE``; ``WEB_FRONT=0`` serves the WSGI app directly,
-for a deployment behind a proxy that buffers bodies). The access log masks tokens and its
-file is ``0600``.
+granian serves the app through :mod:`app.web.front` (its RSGI interface): a request's
+body is read in granian's Rust stack under the limits of :mod:`app.web.body_rules` (a size
+per route, a deadline, a memory budget; ``WEB_BODY_*`` settings) before the app gets one of
+its ``WEB_THREADS`` threads, so slow or large bodies cannot hold the threads or the memory;
+the thread then sends its answer itself. ``WEB_FRONT=0`` serves the WSGI app directly, for a
+deployment behind a proxy that buffers bodies. The access log masks tokens and its file is
+``0600``.
 
-granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here in issue 17:
-with the fast lane the app's own work per annotation is smaller than gunicorn's (its Python
-HTTP parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
+granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here: with the
+fast lane the app's own work per annotation is smaller than gunicorn's (its Python HTTP
+parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
 granian's ~0.3 ms, docs/PERFORMANCE.md). gunicorn.conf.py still works and is still
 supported (``gunicorn --config gunicorn.conf.py "app:create_app()"``) for a deployment that
 wants gunicorn's hung-worker timeout (see below).
