@@ -73,6 +73,21 @@ def statements(url: str) -> list[tuple]:
     return rows
 
 
+def table_stats(url: str) -> list[tuple]:
+    """Per hot table: rows inserted, updated, of which HOT (no index touched), dead rows,
+    and whether autovacuum / autoanalyze has run yet."""
+    connection = _connect(url)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_dead_tup, "
+            "autovacuum_count, autoanalyze_count FROM pg_stat_user_tables "
+            "WHERE n_tup_ins + n_tup_upd > 0 ORDER BY n_tup_ins + n_tup_upd DESC LIMIT 8"
+        )
+        rows = cursor.fetchall()
+    connection.close()
+    return rows
+
+
 def reset(url: str) -> None:
     connection = _connect(url)
     connection.autocommit = True
@@ -98,6 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--top", type=int, default=14)
     parser.add_argument("--analyze-first", action="store_true")
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="a new web server (new database connections) for every run",
+    )
+    parser.add_argument(
+        "--storage",
+        default="",
+        help="SQL run on the fresh database first (e.g. ALTER TABLE … SET (fillfactor = 70))",
+    )
     args = parser.parse_args(argv)
     from load import run_level
 
@@ -110,9 +135,18 @@ def main(argv: list[str] | None = None) -> int:
         prepare_study(url, "bench", documents)
         if args.analyze_first:
             analyze(url)
+        if args.storage:
+            connection = _connect(url)
+            connection.autocommit = True
+            with connection.cursor() as cursor:
+                cursor.execute(args.storage)
+            connection.close()
         server = Gunicorn("app:create_app()", url).start()
         postmaster = int((Path(cluster.data_dir) / "postmaster.pid").read_text().split()[0])
         for run in range(args.runs):
+            if args.restart and run:
+                server.stop()
+                server = Gunicorn("app:create_app()", url).start()
             reset(url)
             before = process_cpu_seconds(postmaster)
             load = os.getloadavg()[0]
@@ -145,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"   {calls / n:9.2f} {1000 * seconds_ms / calls:8.1f} "
                     f"{count / calls:9.2f} {100 * seconds_ms / total:5.1f}%  {text}"
+                )
+            print(f"   {'table':<18} {'inserted':>9} {'updated':>8} {'HOT':>8} {'dead':>7} vacuums")
+            for name, ins, upd, hot, dead, vacuums, analyzes in table_stats(url):
+                print(
+                    f"   {name:<18} {ins:9d} {upd:8d} {hot:8d} {dead:7d} "
+                    f"{vacuums} (analyzed {analyzes})"
                 )
             time.sleep(1)
     finally:
