@@ -305,10 +305,12 @@ def one_run(side: str, servers: dict, cluster, documents, level: int, args, pace
     web = process_cpu_seconds(server.process.pid) - web_before
     database = cluster_cpu(cluster) - db_before
     documents_done = stats.documents
+    requests = sum(len(v) for v in stats.latencies.values())
     row = {
         "side": side,
         "level": level,
         "documents": documents_done,
+        "requests": requests,
         "seconds": stats.elapsed,
         "web_s": web,
         "postgres_s": database,
@@ -319,7 +321,8 @@ def one_run(side: str, servers: dict, cluster, documents, level: int, args, pace
     per = 1000 / documents_done if documents_done else float("nan")
     print(
         f"{side:>10} {level:>4} clients: {documents_done:5d} documents, "
-        f"{documents_done / stats.elapsed:6.1f}/s; per document web {web * per:6.2f} ms, "
+        f"{documents_done / stats.elapsed:6.1f}/s, {requests * per / 1000:5.1f} requests each; "
+        f"per document web {web * per:6.2f} ms, "
         f"Postgres {database * per:6.2f} ms; errors {row['errors']}; "
         f"load {load_before:.1f} -> {row['load_after']:.1f}",
         flush=True,
