@@ -179,7 +179,12 @@ class Front:
         return None
 
     async def _body(self, protocol: Any, length: int) -> bytes:
-        """``length`` bytes of body, under the deadline of :meth:`BodyRules.deadline`."""
+        """``length`` bytes of body, under the deadline of :meth:`BodyRules.deadline`.
+
+        The deadline cancels this request's asyncio task: dropping the pending read is what
+        lets granian close the connection. (granian's Rust-driven coroutines cost the loop
+        a little less, but cannot be cancelled; answering 408 while the read is pending was
+        tried with them: the answer went out and the connection stayed open, read on.)"""
         loop = self.loop or asyncio.get_running_loop()
         started = loop.time()
         task = asyncio.current_task()
