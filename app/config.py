@@ -120,3 +120,11 @@ class Settings:
             # A researcher's login ends after this long without a request.
             "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }
+
+
+def size_text(limit: int) -> str:
+    """A byte count as people say it: 32 MB, 64 KB (the body limits' refusals)."""
+    for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
+        if limit >= factor and limit % factor == 0:
+            return f"{limit // factor} {unit}"
+    return f"{limit} bytes"

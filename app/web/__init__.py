@@ -8,6 +8,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.csp import FRAMING_HEADERS, security_headers
 from app.errors import MarginaliaError
+from app.web.body_rules import too_large
 
 
 def trust_proxy(app: Flask) -> None:
@@ -23,14 +24,6 @@ def trust_proxy(app: Flask) -> None:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
             app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops, x_prefix=hops
         )
-
-
-def _size(limit: int) -> str:
-    """A byte count as people say it: 32 MB, 64 KB."""
-    for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
-        if limit >= factor and limit % factor == 0:
-            return f"{limit // factor} {unit}"
-    return f"{limit} bytes"
 
 
 def _refuse_nul():
@@ -89,9 +82,7 @@ def register(app: Flask) -> None:
     def _too_large(_exc):
         # Upload endpoints raise their own limit for this request (admin/blueprint.py).
         limit = request.max_content_length or app.config["MAX_CONTENT_LENGTH"]
-        return jsonify(
-            error=f"request body is larger than the limit of {_size(limit)} ({limit} bytes)"
-        ), 413
+        return jsonify(error=too_large(limit).message), 413
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
