@@ -387,14 +387,14 @@ STREAM_CHUNKS = 200
 
 def streaming_app():
     """``WEB_APP`` for the test below: echoes what the environ says and streams a long
-    answer; its iterable's close() writes the file named by STREAM_CLOSED."""
+    answer; its iterable's close() writes the file named by MARGINALIA_TEST_STREAM_CLOSED."""
 
     class Export:
         def __iter__(self):
             return (b"x" * 4096 for _ in range(STREAM_CHUNKS))
 
         def close(self):
-            Path(os.environ["STREAM_CLOSED"]).write_text("closed")
+            Path(os.environ["MARGINALIA_TEST_STREAM_CLOSED"]).write_text("closed")
 
     def app(environ, start_response):
         body = environ["wsgi.input"].read()
@@ -418,7 +418,10 @@ def test_a_long_answer_streams_whole_and_is_closed(tmp_path):
     closed = tmp_path / "closed"
     process, base, port = start_web(
         tmp_path,
-        {"WEB_APP": "tests.test_slow_clients:streaming_app", "STREAM_CLOSED": str(closed)},
+        {
+            "WEB_APP": "tests.test_slow_clients:streaming_app",
+            "MARGINALIA_TEST_STREAM_CLOSED": str(closed),
+        },
     )
     try:
         request = urllib.request.Request(base + "/%C3%BC%20x?a=%20", data=b"body", method="POST")
