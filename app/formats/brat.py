@@ -17,8 +17,9 @@ name could not stand for this id alone (:class:`Names`): then a slug and a hash 
 cannot collide), listed with their ids in ``marginalia_names.json``. Read: the same (the names file first, else percent-decoding); a folder's name is
 the worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
 submission with no mark), a ``related`` relation keeps its direction, any other pairs its
-two spans (the earlier with the later); without ``pair_only`` flags (files of other
-tools) a span that is only a relation's earlier half is not a mark; a binary attribute
+two spans (the earlier with the later); in a collection whose ``annotation.conf`` does not
+declare ``pair_only`` (another tool's) a span that is only a relation's earlier half is not
+a mark; a binary attribute
 with no counterpart is not read.
 """
 
@@ -251,8 +252,17 @@ def export_files(
 
 
 def _spans(
-    ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
+    ann: str,
+    layout: Layout,
+    mapper: Any,
+    problem: Problem,
+    where: str,
+    worker: str,
+    flagged: bool = False,
 ) -> list[ImportedSpan]:
+    """One ``.ann`` file's marks. ``flagged``: the collection declares ``pair_only`` (ours),
+    so a ``T`` line without the flag is a mark, whatever relation points at it; in a file of
+    another tool a span that is only a relation's earlier half is not a mark."""
     spans: dict[str, tuple[int, int, int, str, str]] = {}
     ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
@@ -323,7 +333,8 @@ def _spans(
         raise problem(f"{where}: an attribute names a span that is not there")
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
-        if tag in pair_only or (not pair_only and tag in pairs.values() and tag not in pairs):
+        guessed = not flagged and not pair_only and tag in pairs.values() and tag not in pairs
+        if tag in pair_only or guessed:
             continue  # only the other half of a pair (it may run across segment breaks)
         if ends[tag][0] != segment:
             raise problem(f"{ends[tag][1]} {CROSSING}")
@@ -336,6 +347,14 @@ def _spans(
             ImportedSpan(worker, segment, start, end, text, category, paired, note, to, **more)
         )
     return group_marks(result)  # one T line per category of a mark
+
+
+def declares_pair_only(conf: str | None) -> bool:
+    """Whether an ``annotation.conf`` declares our ``pair_only`` attribute: a collection we
+    wrote, whose every span that is only another's earlier half carries the flag."""
+    return conf is not None and any(
+        line.split("\t", 1)[0].strip() == PAIR_ONLY for line in conf.splitlines()
+    )
 
 
 def _names(text: str | None, problem: Problem) -> dict[str, dict[str, str]]:
@@ -366,6 +385,7 @@ def parse_files(
     documents: dict[str, DocumentInput] = {}
     layouts: dict[str, tuple[Layout, Any, str]] = {}
     names = _names(files.get(NAMES_FILE), problem)
+    flagged = declares_pair_only(files.get(CONF_FILES[0]))
     for name in texts:
         path = PurePosixPath(name)
         doc = document_id(_name_of(path.stem, names["documents"]), problem)
@@ -379,7 +399,8 @@ def parse_files(
         if files[name] != original:
             raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
         ann_name = name[: -len(".txt")] + ".ann"
-        spans = _spans(files.get(ann_name, ""), layout, mapper, problem, ann_name, worker)
+        ann = files.get(ann_name, "")
+        spans = _spans(ann, layout, mapper, problem, ann_name, worker, flagged)
         if not spans and ann_name in files and folder != ".":
             documents[doc].empty_workers.append(worker)  # a worker's empty .ann: no errors
         documents[doc].work += spans
