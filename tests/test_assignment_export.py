@@ -125,7 +125,7 @@ def test_annotation_export_optional_columns(app, client, study):
     from app.formats import iter_export
 
     default = export_text(app)
-    assert default.splitlines()[0].endswith("completion_code,created_at")
+    assert default.splitlines()[0].endswith("completion_code,created_at,paired_end_segment")
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:
