@@ -99,9 +99,7 @@ def snac(split: str, documents: int, seed: int) -> Replayed:
     raw = json.loads(shared_file("snac", f"{split}.json").read_text(encoding="utf-8"))
     chosen = sorted(random.Random(seed).sample(sorted(raw), documents))
     marks, *_ = plan_marks({doc: raw[doc] for doc in chosen})
-    texts = {
-        (doc, int(index)): body["text"] for doc in chosen for index, body in raw[doc].items()
-    }
+    texts = {(doc, int(index)): body["text"] for doc in chosen for index, body in raw[doc].items()}
     gold = [
         Span(doc, m["segment"], m["start"], m["end"], m["category"], "gold", m["text"])
         for doc in chosen
@@ -110,7 +108,9 @@ def snac(split: str, documents: int, seed: int) -> Replayed:
     return replay(f"SNaC {split}, {documents} summaries, seed {seed}", texts, gold, seed)
 
 
-def generated(seed: int, documents: int = 3, segments: int = 4, error_rate: float = 0.05) -> Replayed:
+def generated(
+    seed: int, documents: int = 3, segments: int = 4, error_rate: float = 0.05
+) -> Replayed:
     """A study nobody wrote: ``documents`` documents of ``segments`` segments of 3 to 7
     sentences of invented words; each (sentence, category) holds an error, a span of one to
     three of its words, with probability ``error_rate``."""
@@ -140,7 +140,9 @@ def generated(seed: int, documents: int = 3, segments: int = 4, error_rate: floa
                         first = rng.randrange(len(places))
                         last = min(len(places) - 1, first + rng.randint(0, 2))
                         start, end = places[first][0], places[last][1]
-                        gold.append(Span(doc, segment, start, end, category, "gold", text[start:end]))
+                        gold.append(
+                            Span(doc, segment, start, end, category, "gold", text[start:end])
+                        )
     return replay(f"generated, seed {seed}, error rate {error_rate}", texts, gold, seed)
 
 

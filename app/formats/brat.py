@@ -43,6 +43,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "brat"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "brat.zip", "brat (zip)"
 READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"

@@ -28,6 +28,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "thresh"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/json; charset=utf-8", "thresh.json", "Thresh JSON"
 WHOLE_TEXT = True
 KNOWN_ENTRY_KEYS = {"id", "source", "target", "context", "edits", "annotators"}
 SCALAR = str | int | float
