@@ -10,12 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from app.quality.report_text import plain_console
-
-
-def _number(value: float, digits: int) -> str:
-    text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.00"
+from app.quality.report_text import fixed, plain_console
 
 
 def ci_parts(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") -> tuple[str, str]:
@@ -24,10 +19,10 @@ def ci_parts(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") 
     if not figure or figure.get("value") is None:
         return "–", ""
     scale = 100 if unit else 1
-    value = _number(scale * figure["value"], digits) + unit
+    value = fixed(scale * figure["value"], digits) + unit
     if figure.get("low") is None or figure.get("high") is None:
         return value, ""
-    low, high = (_number(scale * figure[k], digits) for k in ("low", "high"))
+    low, high = (fixed(scale * figure[k], digits) for k in ("low", "high"))
     return value, f"[{low}, {high}]"
 
 
