@@ -262,6 +262,8 @@ def _finish(
     if not documents and seen is None:
         raise problem("contains no documents")
     seen = set() if seen is None else seen
+    # a file of aggregate errors kept as work: a document without an error is a clean one
+    aggregate = as_work and not gold and any(document.gold for document in documents)
     for document in documents:
         if document.external_id in seen:
             raise problem("appears twice in the file", document.external_id)
@@ -273,7 +275,7 @@ def _finish(
             document.gold = document.gold or gold_from_work(document)
             document.work = []
             document.empty_workers = []
-        elif as_work and document.gold:
+        elif aggregate:
             work_from_votes(document)
         else:
             document.dropped += len(document.gold)

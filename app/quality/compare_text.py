@@ -87,6 +87,11 @@ def format_comparison(result: Mapping[str, Any], *, width: int = 160) -> str:
             f"{result['documents_left_out']} documents left out (too few submitted workers, "
             "or no done review)."
         )
+    if result.get("vote_rank_documents"):
+        console.print(
+            f"{result['vote_rank_documents']} documents imported by vote rank: counted at "
+            "every K (a rank no error reached is a clean document there)."
+        )
     if not result["systems"]:
         console.print("No documents to compare.")
         return _lines(buffer)

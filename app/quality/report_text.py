@@ -203,6 +203,11 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     )
 
     agreement = report["agreement"]
+    votes = agreement.get("vote_ranks")
+    if votes:  # the agreement tables below are not inter-annotator agreement
+        console.print(
+            f"NOT INTER-ANNOTATOR AGREEMENT: {', '.join(votes['workers'])} are " + votes["note"]
+        )
     table = Table(
         title=f"Agreement: Krippendorff's alpha / two-agree % "
         f"({agreement['workers']} workers, {agreement['documents']} shared documents)"

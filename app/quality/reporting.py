@@ -35,6 +35,7 @@ from app.quality.report_text import format_report
 from app.quality.report_workers import WorkerTally
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.time_on_task import add_to_report
+from app.quality.vote_ranks import agreement_note
 from app.quality.work import (
     TRAINING_ROLES,
     Work,
@@ -91,7 +92,9 @@ def study_report(
       (:func:`app.quality.worker_quality.add_quality`); not a ranking.
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
       assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
-      (:func:`app.quality.agreement.agreement_breakdown`).
+      (:func:`app.quality.agreement.agreement_breakdown`), and ``vote_ranks``: None, or the
+      imported vote ranks among the workers, whose agreement is not inter-annotator
+      agreement (:func:`app.quality.vote_ranks.agreement_note`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -198,7 +201,11 @@ def study_report(
         "workers": tally.rows(
             [*assignments, *fates], segment_counts, external, states, gold, gold_texts
         ),
-        "agreement": {**agreement.report(), **agreement.breakdown()},
+        "agreement": {
+            **agreement.report(),
+            **agreement.breakdown(),
+            "vote_ranks": agreement_note(session, study, work),  # not annotators: not IAA
+        },
         "categories": _distribution(counted, categories, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention_report(session, study),
