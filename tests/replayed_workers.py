@@ -3,7 +3,7 @@ five shapes of worker, and their true F1 (docs/METRICS.md, "Worker reliability";
 ``tests/test_worker_ranking.py`` and the table's command ``bench/replayed_workers.py``).
 
 * **Data sets**: SNaC dev and train (``../shared/data``; a few summaries drawn by a seed,
-  their errors placed by the shared locate rule, :func:`tests.test_snac_roundtrip.plan_marks`)
+  their errors placed by the shared locate rule, :func:`app.documents.locating.locate`)
   and a **generated** study that needs no shared data (:func:`generated`): sentences of
   invented words, errors planted at a chosen rate, so the test also runs on a fresh clone.
 * **Workers**: *exact* marks every gold error, *random-half* a seeded half of them,
@@ -91,20 +91,30 @@ def _as(span: Span, worker: str) -> Span:
 
 
 def snac(split: str, documents: int, seed: int) -> Replayed:
-    """``documents`` summaries of SNaC's ``split`` drawn with ``seed``, every error placed
-    once (the shared locate rule) as the gold."""
+    """``documents`` summaries of SNaC's ``split`` drawn with ``seed``; each error placed once
+    by the shared locate rule (entries repeating a span in a segment at successive
+    occurrences; an empty span or one found nowhere left out) is the gold."""
+    from app.documents.locating import locate
     from tests.conftest import shared_file
-    from tests.test_snac_roundtrip import plan_marks
 
     raw = json.loads(shared_file("snac", f"{split}.json").read_text(encoding="utf-8"))
     chosen = sorted(random.Random(seed).sample(sorted(raw), documents))
-    marks, *_ = plan_marks({doc: raw[doc] for doc in chosen})
-    texts = {(doc, int(index)): body["text"] for doc in chosen for index, body in raw[doc].items()}
-    gold = [
-        Span(doc, m["segment"], m["start"], m["end"], m["category"], "gold", m["text"])
-        for doc in chosen
-        for m in marks[doc][0]
-    ]
+    texts: dict[TextKey, str] = {}
+    gold: list[Span] = []
+    for doc in chosen:
+        for index, body in raw[doc].items():
+            text = texts[(doc, int(index))] = body["text"]
+            taken: dict[tuple[str, str], set[tuple[int, int]]] = {}
+            for error in body["errors"]:
+                used = taken.setdefault((error["span"], error["error_type"]), set())
+                found = locate(text, error["span"], taken=used) if error["span"].strip() else None
+                if found is None or not found.found:
+                    continue
+                used.add((found.start, found.end))
+                where = (found.start, found.end)
+                gold.append(
+                    Span(doc, int(index), *where, error["error_type"], "gold", text[slice(*where)])
+                )
     return replay(f"SNaC {split}, {documents} summaries, seed {seed}", texts, gold, seed)
 
 

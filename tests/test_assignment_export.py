@@ -1,4 +1,4 @@
-"""Issue 13 item 7: the assignment-level export (CSV and JSONL: platform IDs, times, events,
+"""The assignment-level export (CSV and JSONL: platform IDs, times, events,
 scores, flags, review status, the column registry) and the annotation export's optional
 ``category_label`` / ``segment_text`` columns, on SQLite and Postgres, through the library,
 the admin download and the CLI."""

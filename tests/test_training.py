@@ -577,7 +577,7 @@ def test_a_rejected_workers_catch_rate_stays_on_the_worker_pages(app, client, cl
     assert re.search(r"Attention-check catch rate</th><td[^>]*>50%<", page.get_data(as_text=True))
 
 
-# --- issue 26 row 3: answer keys cannot be harvested -------------------------------------------
+# --- answer keys cannot be harvested ---------------------------------------------------------
 
 
 def harvest(client, token: str, segments: int) -> list[tuple[int, str, str]]:

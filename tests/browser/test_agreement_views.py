@@ -1,5 +1,5 @@
 """The dashboard's agreement and worker views with γ, unitizing α and the worker models
-computed (issue 32), in Chromium: two SNaC dev documents with their three annotators as
+computed, in Chromium: two SNaC dev documents with their three annotators as
 workers; the figures job's numbers on the dashboard (the γ table, the pair heat map, the
 worker models' line and the consensus link), on the Workers page and on a worker's page;
 auto-accept by posterior from the review list, counted then confirmed;

@@ -71,7 +71,7 @@ def export(slug: str, fmt: str):
         )
     name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
     if fmt in FILE_SET_FORMATS:
-        # A true stream (issue 34): the zip is written as the work is read, a chunk at a
+        # A true stream: the zip is written as the work is read, a chunk at a
         # time, after the answer has begun (server-side cursors opened in the view would not
         # outlive its session's end on the web front), so what would refuse is asked first.
         try:
