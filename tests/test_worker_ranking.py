@@ -156,9 +156,11 @@ def test_every_page_ranks_by_the_one_figure_and_no_other(app, client):
         page = ada.get(url).get_data(as_text=True)
         order = re.findall(r'<tr data-worker="([^"]+)"[^>]*data-rank="(\d+)"', page)
         assert order == [(w, str(n)) for n, w in enumerate(by_truth, start=1)], url
-        assert re.findall(r'class="num rank">#(\d+)<', page) == ["1", "2", "3", "4", "5"], url
-        # no other figure says it ranks: "#n" only in the rank column, MACE labelled
+        assert re.findall(r'class="rank">#(\d+)<', page) == ["1", "2", "3", "4", "5"], url
+        # no other figure says it ranks: "#n" only beside the expected F1
         assert len(re.findall(r">#\d+(?=[<\s·])", page)) == 5, url
-        assert "Agrees with majority" in page and "ranked by this" not in page, url
+        assert "ranked by this" not in page, url
+    workers = ada.get("/admin/studies/ranked/workers").get_data(as_text=True)
+    assert "agreement with the majority, not a ranking" in workers  # MACE, labelled
     by_id = ada.get("/admin/studies/ranked/workers?sort=id").get_data(as_text=True)
     assert re.findall(r'<tr data-worker="([^"]+)"', by_id) == sorted(WORKERS)

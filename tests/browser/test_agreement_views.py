@@ -69,11 +69,10 @@ def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
     assert consensus["worker-0"] < consensus["worker-1"] < consensus["worker-2"]
     assert consensus["worker-2"] > 0.99  # 0.995
     expected = {row["worker_id"]: row["reliability"]["expected_f1"] for row in report["workers"]}
-    # the expected F1 ranks (its own cell, beside the rank); MACE's competence apart, as
-    # agreement with the majority
+    # the expected F1 ranks (its cell: the rank, then the figure); MACE's competence is on
+    # the Workers page, as agreement with the majority
     row = page.locator('#worker-table tr[data-worker="worker-0"]')
-    assert row.locator("td.ranking").inner_text().startswith(f"{expected['worker-0']:.2f}")
-    assert row.locator("td.competence").inner_text() == f"{competence['worker-0']:.2f}"
+    assert row.locator("td.ranking").inner_text().startswith(f"#2 {expected['worker-0']:.2f}")
     ranked = sorted(expected, key=lambda w: (-expected[w], w))
     rows = page.locator("#worker-table tbody tr").all()
     assert [r.get_attribute("data-worker") for r in rows] == ranked
