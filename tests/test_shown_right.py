@@ -129,7 +129,8 @@ def test_practice_is_never_graded_into_the_best_gold_f1(app, client):
     _, token, _ = arrive(client, "p1")
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
     rows = [json.loads(line) for line in export_text(app, fmt="assignments-jsonl").splitlines()]
-    assert {r["document"]: r["gold_f1"] for r in rows} == {"practice-1": 1.0, "test-1": 0.0}
+    scored = {r["document"]: r["gold_f1"] for r in rows}  # the qualification drawn at random
+    assert scored.pop("practice-1") == 1.0 and list(scored.values()) == [0.0]
     create_researcher(app, ADMIN, admin=True)
     page = logged_in(app, ADMIN).get("/admin/studies/demo/workers").get_data(as_text=True)
     assert '<td class="num best-gold-f1">0.00</td>' in page
