@@ -56,6 +56,13 @@ def test_the_ranking_figure_orders_replayed_workers_on_snac(split, seed):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_ranking_figure_orders_replayed_workers_on_three_generated_studies(seed):
+    """Three generated studies that need no shared data (a fresh clone runs them)."""
+    check_order(generated(seed))
+
+
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
