@@ -33,6 +33,7 @@ CONTRACT_COLUMNS = [
     "assignment",
     "completion_code",
     "created_at",
+    "paired_end_segment",
 ]
 TEXTS = [
     "Zoë met the cat 🐈 at the café. He left.",

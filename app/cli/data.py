@@ -156,8 +156,8 @@ def import_command(
     "extra",
     default="",
     help=(
-        "Optional columns after the default ones (csv, jsonl): "
-        "category_label,segment_text,paired_end_segment."
+        "Optional columns after the default ones (csv, jsonl): category_label,segment_text "
+        "(paired_end_segment, once optional, is now a default column)."
     ),
 )
 @click.option(

@@ -27,6 +27,7 @@ from app.models import (
     SuggestionEvent,
     isoformat,
 )
+from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
@@ -114,12 +115,12 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     rates = catch_rates(session, study, statuses=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
     models, _ = stored_reliability(session, study)
+    gold = gold_documents(session, study)
     for a, external_id in assignments:
         data = a.platform_data or {}
         prolific, mturk = a.platform == "prolific", a.platform == "mturk"
         measured = seconds.get(a.id)
         scores = a.scores or {}
-        gold = (scores.get("gold") or {}).get("overall") or {}
         verdict = verdicts.get(a.worker_id)
         yield {
             "study": study.slug,
@@ -146,7 +147,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "suggestions_shown": events[a.id]["shown"] if a.id in events else 0,
             "suggestions_accepted": events[a.id]["accepted"] if a.id in events else 0,
             "suggestions_dismissed": events[a.id]["dismissed"] if a.id in events else 0,
-            "gold_f1": gold.get("f1"),
+            "gold_f1": gold_f1(session, a, gold),
             "suggestion_recall": (scores.get("suggestions") or {}).get("recall"),
             "speeder": bool(times.get(a.worker_id, {}).get("speeder")),
             "review_status": verdict.status if verdict else None,

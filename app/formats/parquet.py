@@ -22,6 +22,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "parquet"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "hf-dataset.zip", "Hugging Face dataset (zip)"
 WRITES_FILES = True
 ANNOTATION_COLUMNS = (
     ("document", "string"),

@@ -127,3 +127,44 @@ def score_against_gold(session: Session, assignment: Assignment) -> dict[str, An
         categories=[cat["id"] for cat in taxonomy.get("categories", [])],
     )
     return {"documents": 1, **scored}
+
+
+# the statuses of an assignment whose work is done and can be scored against gold: submitted,
+# a screened-out worker's training documents, and a rejected worker's (the worker pages keep
+# showing the figures that led to the reject)
+SCORED_STATUSES = ("submitted", "screened_out", "rejected")
+
+
+def gold_documents(session: Session, study: Study) -> dict[int, bool]:
+    """The study's gold documents (flagged gold, or carrying gold errors that are not
+    attention checks: the report's rule), each with whether it is a practice document."""
+    carrying = select(GoldError.document_id).where(GoldError.is_check.is_(False))
+    return dict(
+        session.execute(
+            select(Document.id, Document.is_practice).where(
+                Document.study_id == study.id,
+                Document.is_gold.is_(True) | Document.id.in_(carrying),
+            )
+        ).all()
+    )
+
+
+def gold_f1(session: Session, assignment: Assignment, gold: dict[int, bool]) -> float | None:
+    """An assignment's **gold F1** (docs/METRICS.md, "Against gold"): the strict overall F1
+    of its live annotations against its document's gold errors, for a done assignment
+    (:data:`SCORED_STATUSES`) on a gold document (``gold``: :func:`gold_documents`), else
+    None. The stored score where the qualification or the pause rule stored one (the same
+    function's result), else computed now and not stored: a page or an export never writes."""
+    if assignment.status not in SCORED_STATUSES or assignment.document_id not in gold:
+        return None
+    stored = (assignment.scores or {}).get("gold") or {}
+    scored = stored if stored.get("rule") == "strict" else score_against_gold(session, assignment)
+    return ((scored or {}).get("overall") or {}).get("f1")
+
+
+def best_gold_f1(scored: list[tuple[int, float | None]], gold: dict[int, bool]) -> float | None:
+    """A worker's **best gold F1**: the highest gold F1 of their assignments (``scored``:
+    each one's document id and :func:`gold_f1`) on graded gold documents, every gold
+    document but the practice ones (practice is never graded); None without any."""
+    graded = [f1 for doc, f1 in scored if f1 is not None and not gold.get(doc, True)]
+    return max(graded) if graded else None

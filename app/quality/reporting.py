@@ -29,11 +29,13 @@ from app.quality.agreement import Agreement, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import confident_thresholds, gold_precision
+from app.quality.ranking import rank_rows
 from app.quality.report_stream import counted_batches
 from app.quality.report_text import format_report
 from app.quality.report_workers import WorkerTally
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.time_on_task import add_to_report
+from app.quality.vote_ranks import agreement_note
 from app.quality.work import (
     TRAINING_ROLES,
     Work,
@@ -64,7 +66,9 @@ def study_report(
       count for any other status met), ``per_document``: a list in document order of
       ``document`` (external id), ``source``, ``role``, ``gold``, ``segments``, ``active``,
       ``submitted``, ``needed``, ``complete``.
-    * ``workers``: a list sorted by worker id of ``worker_id``, ``documents_done``
+    * ``workers``: a list in rank order (:func:`app.quality.ranking.rank_rows`: ``rank`` 1
+      the highest expected F1; workers without one after, by worker id) of ``worker_id``,
+      ``rank``, ``documents_done``
       (submitted assignments), ``documents_active``, ``annotations`` (live, submitted),
       ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
       the worker's submitted assignments of (submitted_at - created_at) / segments; None
@@ -84,11 +88,13 @@ def study_report(
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
       (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
-      recall and F1 with their bases, the rank by F1, marks per 100 words and
-      ``over_marking`` (:func:`app.quality.worker_quality.set_quality`).
+      recall and F1 with their bases, marks per 100 words and ``over_marking``
+      (:func:`app.quality.worker_quality.set_quality`); not a ranking.
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
       assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
-      (:func:`app.quality.agreement.agreement_breakdown`).
+      (:func:`app.quality.agreement.agreement_breakdown`), and ``vote_ranks``: None, or the
+      imported vote ranks among the workers, whose agreement is not inter-annotator
+      agreement (:func:`app.quality.vote_ranks.agreement_note`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -195,7 +201,11 @@ def study_report(
         "workers": tally.rows(
             [*assignments, *fates], segment_counts, external, states, gold, gold_texts
         ),
-        "agreement": {**agreement.report(), **agreement.breakdown()},
+        "agreement": {
+            **agreement.report(),
+            **agreement.breakdown(),
+            "vote_ranks": agreement_note(session, study, work),  # not annotators: not IAA
+        },
         "categories": _distribution(counted, categories, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention_report(session, study),
@@ -211,6 +221,7 @@ def study_report(
         scopes=scopes, groups=groups, include_practice=include_practice,
         compute_figures=compute_figures, key=key.hexdigest(),
     )  # fmt: skip
+    rank_rows(report["workers"], lambda row: row.get("reliability"))  # the one ranking
     return report
 
 

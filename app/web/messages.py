@@ -16,6 +16,7 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "status_error": N_("Not saved"),
     "status_error_detail": N_("Not saved: {detail}"),
     "segment_n": N_("segment {n}"),
+    "segments_n_m": N_("segments {n}–{m}"),
     "segment_word": N_("Segment"),
     "quote": N_("“{text}”"),
     "paired_prompt": N_("Now select the earlier text this relates to."),

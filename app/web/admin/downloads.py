@@ -1,5 +1,7 @@
-"""Exports of a study's annotations streamed as downloads; formats of several files (brat,
-Label Studio, the Hugging Face dataset) as one zip."""
+"""Exports of a study's annotations streamed as downloads, every format of
+:data:`app.formats.DOWNLOADS` (the dashboard links each); formats of several files (brat,
+Label Studio, the Hugging Face dataset) as one zip of the files ``marginalia export --out``
+writes."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from app.db import get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import (
     ASSIGNMENT_FORMATS,
+    DOWNLOADS,
     EXPORT_FORMATS,
     FILE_SET_FORMATS,
     check_writer,
@@ -24,7 +27,7 @@ from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
 from app.quality.work import MIN_POSTERIOR, WORKERS, Work
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
+from app.web.admin.blueprint import bp, study_or_404
 
 
 def _flag(name: str) -> bool:
@@ -57,7 +60,7 @@ def export(slug: str, fmt: str):
         abort(404)
     db = get_session()
     study = study_or_404(db, slug)
-    mimetype, extension = EXPORT_TYPES[fmt]
+    mimetype, extension, _ = DOWNLOADS[fmt]
     try:
         work = work_from_args()
     except MarginaliaError as exc:
