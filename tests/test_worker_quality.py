@@ -200,7 +200,7 @@ def test_consensus_figures_by_hand():
     Anna and Bob, w2 Anna, w3 Anna and mill. Candidates: Anna (w1, w2, w3), Bob (w1), mill
     (w3). w1: 1 of 2 marks confirmed, 1 of 1 candidate two others marked → P 0.5, R 1, F1
     2/3; w2: P 1, R 1; w3 as w1. Marks per 100 words 200/7, 100/7, 200/7: nobody over 3 × the
-    others' median. Rank: w2, then w1 and w3 (F1 2/3, by id)."""
+    others' median. Not a ranking: no rank is set."""
     from app.quality.scoring import Span
     from app.quality.worker_quality import consensus, marks_rate, set_quality
 
@@ -214,7 +214,9 @@ def test_consensus_figures_by_hand():
         ]
     rows = [{"worker_id": w, "gold": None, "confident_recall": {"recall": None}} for w in marks]
     rates = {worker: marks_rate(len(words), 7) for worker, words in marks.items()}  # 7 words
-    set_quality(rows, consensus(spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {}), rates)
+    counts = {worker: len(words) for worker, words in marks.items()}
+    agreed = consensus(spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {})
+    set_quality(rows, agreed, rates, counts)
     q = {row["worker_id"]: row["quality"] for row in rows}
     assert (q["w1"]["precision"], q["w1"]["recall"]) == (0.5, 1.0)
     assert q["w1"]["f1"] == pytest.approx(2 / 3) and q["w3"]["f1"] == pytest.approx(2 / 3)
