@@ -3,22 +3,13 @@
 // by word and Shift with them extends the selection, up and down by sentence; Home and End
 // go to the start and end of the cursor's sentence, and pressed there to the segment's;
 // "/" then the first letters of a word jumps to the next word on screen starting with them
-// (type-ahead, typeahead.js). Enter or Space takes the selection as the span, or as the
-// earlier, paired span while a paired category waits for one (applySelection, the path a
-// mouse selection takes); Delete removes the annotation under the cursor. Category keys,
+// (type-ahead; typeahead.js says why "/"). Enter or Space takes the selection as the span,
+// or as the earlier, paired span while a paired category waits for one (applySelection, the
+// path a mouse selection takes); Delete removes the annotation under the cursor. Category keys,
 // Ctrl+Enter, Escape and n / p work as everywhere on the page. Each move is said in
 // #kb-status, a polite live region. Words are the browser's (Intl.Segmenter: Chinese moves
 // by word, an emoji family or a letter with its accents is one stop), offsets UTF-16 like
 // the rest of the page; in right-to-left text the left arrow goes forward.
-//
-// Why type-ahead waits for "/": the page binds single letters and digits everywhere, the
-// text area included (a category's key, n and p; going on with n keeps the cursor in the
-// text), so a letter cannot both mean "Grammar" and "jump to a word starting with g" by a
-// rule the worker cannot see (whether a selection is pending). "/" is the find key of
-// Firefox's quick find, less and vim, and no category's (those are letters and digits).
-// While a find runs, letters, digits and Backspace refine it and no other part of the page
-// sees them; Escape ends it where it is; any other key ends it and does what it always does
-// (Enter takes the word found, an arrow moves on from it).
 
 import { t } from "../i18n.js";
 import { sentences, wordStops } from "../offsets.js";
@@ -419,8 +410,20 @@ export function wireKeyboard() {
     el.textArea.classList.remove("kb-active");
     stopFind();
   });
+  // Leaving the text empties the status line, which then takes no room: never under a
+  // pressed pointer, or the page would shift between the press and the release and the
+  // release miss what was pressed (Submit, below the text). Emptied once the click is out.
+  let pointerDown = false;
+  document.addEventListener("pointerdown", () => (pointerDown = true), { capture: true });
+  for (const name of ["pointerup", "pointercancel"]) {
+    document.addEventListener(name, () => (pointerDown = false), { capture: true });
+  }
+  const leftText = () => {
+    if (document.activeElement !== el.textArea) say("");
+  };
   el.textArea.addEventListener("blur", () => {
     stopFind();
-    say("");
+    if (!pointerDown) leftText();
+    else document.addEventListener("pointerup", () => setTimeout(leftText, 0), { once: true });
   });
 }

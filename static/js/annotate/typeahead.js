@@ -5,6 +5,15 @@
 // same letter again (a prefix of one repeated letter) goes on to its next match. Words are
 // compared folded (fold), so "e" finds "État" and a Hebrew or Arabic letter finds its word
 // whatever vowel marks it carries. Plain data in, an index out: no DOM here.
+//
+// Why a find begins with "/": the page binds single letters and digits everywhere, the
+// text area included (a category's key, n and p; going on with n keeps the cursor in the
+// text), so a letter cannot both mean "Grammar" and "jump to a word starting with g" by a
+// rule the worker cannot see (whether a selection is pending). "/" is the find key of
+// Firefox's quick find, less and vim, and no category's (those are letters and digits).
+// While a find runs, letters, digits and Backspace refine it and no other part of the page
+// sees them; Escape ends it where it is; any other key ends it and does what it always does
+// (Enter takes the word found, an arrow moves on from it).
 
 export const PAUSE_MS = 1000;
 
