@@ -4,8 +4,10 @@ Arrivals carry the platform's parameters (see :mod:`app.crowd.platforms`); worke
 identified by the assignment token in the URL only. A worker ID never brings an existing
 token back: only a proven return does (:mod:`app.annotation.admission`); a second arrival
 with an ID that has work in progress gets a page saying so, whose script looks for the
-token this browser kept and, if it has one, presents it (``?resume=<token>``). Worker pages of MTurk studies may be
-framed by the MTurk origins; every other page refuses framing.
+token this browser kept and, if it has one, presents it (``?resume=<token>``). Only the demo
+study's start page makes up an ID, for a browser that has none (``static/js/demo-start.js``).
+Worker pages of MTurk studies may be framed by the MTurk origins; every other page refuses
+framing. An arrival over the arrival limit gets :mod:`app.web.limit_page`'s page.
 """
 
 from __future__ import annotations
