@@ -22,8 +22,10 @@ from sqlalchemy import select
 from app.db import session_scope
 from app.formats import DocumentInput
 from app.models import Annotation, Assignment
+from tests.browser.conftest import VIEWPORT
 from tests.browser.helpers import open_assignment, wait_saved
-from tests.browser.test_annotate_keyboard import keys, said, tab_to
+from tests.browser.test_annotate_keyboard import keys, tab_to
+from tests.browser.test_annotate_keyboard import said as said_raw
 from tests.conftest import BACKENDS, make_database_url, make_study
 
 pytestmark = pytest.mark.browser
@@ -42,6 +44,20 @@ FIND = "Find: type the first letters of a word (Escape stops)"
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)
+
+
+def said(page) -> str:
+    """#kb-status without the Unicode isolates around the text's words (their order in a
+    line of another direction; checked once below)."""
+    return said_raw(page).replace("\u2068", "").replace("\u2069", "")
+
+
+def shoot(page, artifacts, name: str) -> None:
+    """The page at 1440, 1024 and 390 px, the text area keeping the focus (and the find)."""
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(artifacts / f"{name}-{width}.png"))
+    page.set_viewport_size(VIEWPORT)
 
 
 def pressed_categories(page) -> list[str]:
@@ -66,7 +82,7 @@ def at(segment: int, text: str) -> tuple[int, int, int, str]:
     return segment, start, start + len(text), text
 
 
-def test_a_span_far_into_a_segment_in_a_few_key_presses(app, live_server, pw_page):
+def test_a_span_far_into_a_segment_in_a_few_key_presses(app, live_server, pw_page, artifacts):
     make_study(app, slug="jump", documents=[("harbour", STORY)])
     page = pw_page
     token = open_assignment(page, live_server.url, "jump", "kb-jump")
@@ -86,6 +102,7 @@ def test_a_span_far_into_a_segment_in_a_few_key_presses(app, live_server, pw_pag
     assert said(page) == "“l”: light, segment 2"
     keys(page, "a")
     assert said(page) == "“la”: lantern, segment 2"
+    shoot(page, artifacts, "annotate-find")
     keys(page, "Shift+ArrowRight")  # any other key ends the find and does what it does
     assert said(page) == "Selected: “lantern glass”"
     keys(page, "Enter", "2")  # a category's key, after the find: chosen
@@ -164,7 +181,7 @@ def press_char(page, cdp, char: str) -> None:
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_right_to_left_and_chinese_words_are_found_too(app, live_server, pw_page):
+def test_right_to_left_and_chinese_words_are_found_too(app, live_server, pw_page, artifacts):
     make_study(app, slug="he", documents=[DocumentInput("he-1", [HEBREW], {"lang": "he"})])
     make_study(app, slug="zh", documents=[DocumentInput("zh-1", [CHINESE], {"lang": "zh"})])
     page = pw_page
@@ -188,6 +205,9 @@ def test_right_to_left_and_chinese_words_are_found_too(app, live_server, pw_page
     for char in "שלו":
         press_char(page, cdp, char)
     assert said(page) == "“שלו”: שָׁלוֹם, segment 1 (from the start again)"
+    isolated = "“\u2068שלו\u2069”: \u2068שָׁלוֹם\u2069, segment 1 (from the start again)"
+    assert said_raw(page) == isolated  # each in its own direction in the English line
+    shoot(page, artifacts, "annotate-find-hebrew")
     ((segment, start, end, text, _category),) = stored(app, token)
     assert (segment, text, HEBREW[start:end]) == (0, "מכתב", "מכתב")
 

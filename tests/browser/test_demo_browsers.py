@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Annotation, Assignment, Study
+from tests.browser import axe
 from tests.browser.conftest import VIEWPORT
 from tests.browser.helpers import wait_loaded, wait_saved
 from tests.conftest import make_study
@@ -84,7 +85,9 @@ def test_two_browsers_on_the_demo_url_each_get_their_own_work(app, live_server, 
         second.close()
 
 
-def test_a_browser_done_with_the_demo_is_offered_a_new_id(app, live_server, pw_page, artifacts):
+def test_a_browser_done_with_the_demo_is_offered_a_new_id(
+    app, live_server, pw_page, artifacts, axe_source
+):
     make_demo(app, documents=[("only", ["One short segment to read."])])
     page = pw_page
     token, worker = arrive_and_mark(page, live_server.url)
@@ -94,6 +97,7 @@ def test_a_browser_done_with_the_demo_is_offered_a_new_id(app, live_server, pw_p
     page.wait_for_selector("#start-error")
     assert "another ID" in page.inner_text("#start-error")
     assert page.url.endswith(f"worker_id={worker}")
+    assert axe.check(page, "demo-done") == []
     for width in (1440, 1024, 390):
         page.set_viewport_size({"width": width, "height": 800})
         page.screenshot(path=str(artifacts / f"demo-done-{width}.png"), full_page=True)
@@ -115,3 +119,20 @@ def test_a_real_study_never_invents_a_worker_id(app, live_server, pw_page):
     assert page.locator("#demo-starting").count() == 0
     with app.app_context(), session_scope() as session:
         assert session.scalar(select(Assignment.id)) is None
+
+
+def test_the_demo_start_page_while_it_arrives(app, live_server, pw_page, artifacts, axe_source):
+    """What a browser shows for the moment before its arrival (kept here: the arrival is
+    answered 204, so the browser stays on the page)."""
+    make_demo(app)
+    page = pw_page
+    page.route("**/s/demo?worker_id=*", lambda route: route.fulfill(status=204))
+    page.goto(f"{live_server.url}/s/demo", wait_until="commit")
+    page.wait_for_selector("#demo-starting:not([hidden])")
+    assert (
+        page.inner_text("#demo-starting") == "Starting the demo with this browser's own worker ID…"
+    )
+    assert axe.check(page, "demo-start") == []
+    for width in (1440, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.screenshot(path=str(artifacts / f"demo-start-{width}.png"))

@@ -291,6 +291,10 @@ function wordsOnScreen() {
   return { points, words, indexOf: (p) => base.get(p.segment) + p.index };
 }
 
+/** The text's words in a line of the interface's language, each in its own direction (a
+ * Unicode isolate): a Hebrew word and its prefix stay in their order in an English line. */
+const isolated = (text) => `\u2068${text}\u2069`;
+
 function startFind() {
   finding = { run: null };
   page.renderText();
@@ -312,12 +316,13 @@ function findRun() {
   const { prefix, from } = target(run, state.kb.head);
   const found = words.length ? nextMatch(words, prefix, indexOf(from)) : null;
   if (!found) {
-    say(t("kb_find_none", { prefix: quote(run.prefix) }));
+    say(t("kb_find_none", { prefix: quote(isolated(run.prefix)) }));
     return;
   }
   const at = points[found.index];
   setCursor({ anchor: at, head: at });
-  const where = { prefix: quote(run.prefix), word: textOf(rangeOf(state.kb)), segment: segLabel(at.segment) };
+  const word = isolated(textOf(rangeOf(state.kb)));
+  const where = { prefix: quote(isolated(run.prefix)), word, segment: segLabel(at.segment) };
   say(t(found.wrapped ? "kb_found_wrapped" : "kb_found", where));
 }
 
