@@ -2,20 +2,22 @@
 
 The store comes from the app's config (``RATELIMIT_STORAGE_URI``, read from the environment
 by :class:`app.config.Settings`): with several processes or machines a shared store (Redis)
-makes the limits hold for the whole site, not per process (issue 31,
-tests/multinode/test_shared_state.py). A store that cannot be reached does not fail the
+makes the limits hold for the whole site, not per process
+(tests/multinode/test_shared_state.py). A store that cannot be reached does not fail the
 request: the process counts in its own memory meanwhile (``in_memory_fallback_enabled``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app, request
-from flask_limiter import Limiter
+from flask_limiter import Limiter, RateLimitExceeded
 from limits import parse_many
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ ARRIVALS = "arrivals"
 COUNTED = "marginalia.arrival_counted"
 # Practice feedback per client address, whatever worker IDs it uses: an honest worker
 # checks each segment of a few practice documents once; a client cycling throwaway IDs to
-# collect answers is slowed (issue 26 row 3, app/annotation/practice.py).
+# collect answers is slowed (app/annotation/practice.py).
 DEFAULT_PRACTICE_LIMIT = "120 per hour; 400 per day"
 PRACTICE_ENDPOINT = "api.practice_feedback"
 
@@ -114,6 +116,19 @@ def count_arrival(config: Mapping[str, Any], environ: Mapping[str, Any]) -> tupl
         log.warning("arrival limit: the store failed, the route counts", exc_info=True)
         return False, None
     return True, None
+
+
+def seconds_until_reset(exc: RateLimitExceeded) -> int:
+    """Whole seconds until the limit this request exceeded lets its client in again (at
+    least 1): the store's reset time of the breached window, else, when the store cannot say
+    (it failed meanwhile), the limit's whole window, which is never too early."""
+    breached = limiter.current_limit
+    try:
+        if breached is not None and breached.breached:
+            return max(1, math.ceil(breached.reset_at - time.time()))
+    except Exception:  # noqa: BLE001 - the store failed: the whole window below
+        log.warning("arrival limit: the store cannot say when it resets", exc_info=True)
+    return max(1, int(exc.limit.limit.get_expiry()))
 
 
 def practice_limit() -> str:

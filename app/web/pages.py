@@ -4,8 +4,10 @@ Arrivals carry the platform's parameters (see :mod:`app.crowd.platforms`); worke
 identified by the assignment token in the URL only. A worker ID never brings an existing
 token back: only a proven return does (:mod:`app.annotation.admission`); a second arrival
 with an ID that has work in progress gets a page saying so, whose script looks for the
-token this browser kept and, if it has one, presents it (``?resume=<token>``). Worker pages of MTurk studies may be
-framed by the MTurk origins; every other page refuses framing.
+token this browser kept and, if it has one, presents it (``?resume=<token>``). Only the demo
+study's start page makes up an ID, for a browser that has none (``static/js/demo-start.js``).
+Worker pages of MTurk studies may be framed by the MTurk origins; every other page refuses
+framing. An arrival over the arrival limit gets :mod:`app.web.limit_page`'s page.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext
+from flask_limiter import RateLimitExceeded
 
 from app.annotation import admission
 from app.annotation.assigning import (
@@ -43,6 +46,7 @@ from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web import journey
 from app.web.i18n import error_text, script_messages, use_study
+from app.web.limit_page import too_many_arrivals
 from app.web.limits import ARRIVALS, arrival_limit, limiter
 from app.web.markdown import render_markdown
 
@@ -50,6 +54,9 @@ bp = Blueprint("pages", __name__)
 
 
 bp.after_request(journey.no_store)
+# An arrival over the limit (here and at the consent post) gets a worker page, not werkzeug's.
+for blueprint in (bp, journey.bp):
+    blueprint.register_error_handler(RateLimitExceeded, too_many_arrivals)
 
 
 @bp.get("/")
@@ -154,9 +161,9 @@ def start(slug: str):
         session.rollback()
         if not accepts_new_work(study):
             return journey.return_page(study, "generic", "unavailable")
-        return journey.worker_page(
-            render_template("start.html", study=study, error=None), 200, study
-        )
+        # the demo's page gives a browser with no ID its own (static/js/demo-start.js)
+        body = render_template("start.html", study=study, error=None, demo=is_demo(study))
+        return journey.worker_page(body, 200, study)
     if arrival.preview:
         if not accepts_new_work(study):
             session.rollback()
@@ -202,7 +209,7 @@ def start(slug: str):
                 "you have done every document of the demo with this worker ID: start again "
                 "with another ID, or make the demo anew with `marginalia demo --reset`"
             )
-            body = render_template("start.html", study=study, error=error)
+            body = render_template("start.html", study=study, error=error, demo=True)
             return journey.worker_page(body, exc.status, study)
         return journey.return_page(study, arrival.platform, "no_places", exc.status)
     except Blocked as exc:  # 409, a page with the platform's return
