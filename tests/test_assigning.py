@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.annotation.assigning import release_abandoned
+from app.annotation.arrive import release_abandoned
+from app.annotation.handle import handle_of
 from app.crowd import platforms
 from app.db import session_scope
 from app.formats import DocumentInput, GoldSpan
@@ -141,7 +142,7 @@ def test_abandoned_worker_coming_back_gets_their_document_again_if_free(app, cli
     _age(app, token, 120)
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
-        assert release_abandoned(session, study) == 1
+        assert release_abandoned(handle_of(session), study) == 1
     assert assignment(app, token).status == "abandoned"
     status, again = arrive(client, "w1", resume=token)
     assert status == 302 and again == token

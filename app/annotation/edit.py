@@ -1,33 +1,60 @@
-"""A worker's edit of an annotation in place: new categories, attribute values or comment for
-the same span.
+"""Edit: a worker's change of a mark in place (``POST …/annotations/<id>/edit``): new
+categories, attribute values or comment for the same span.
 
 Stored as history, never as an UPDATE: the old mark is removed (every row of a multi-label
-mark) and the same span added with the new values under the edit's ``client_id``, by the hot
-path's own actions (:func:`app.annotation.fast.remove`, then :func:`app.annotation.fast.add`),
-so an edit is refused wherever a remove or an add would be (unknown token, a checked practice
-segment, an assignment no longer active; the add's checks of categories, ``multi_label``,
-pair, attributes and comment, the duplicate guard), by the same SQL, and a multi-label mark
-comes back as one mark, a row per category grouped by ``mark``. Both run in the caller's
-transaction, which commits what this returns and rolls back on a refusal: an edit is stored
-whole or not at all.
+mark) and the same span added with the new values under the edit's ``client_id``, by the one
+remove and the one add (:func:`app.annotation.remove.remove`, then
+:func:`app.annotation.add.add`), so an edit is refused wherever a remove or an add would be
+(unknown token, a checked practice segment, an assignment no longer active; the add's checks
+of categories, ``multi_label``, pair, attributes and comment, the duplicate guard), by the
+same SQL, and a multi-label mark comes back as one mark. The edit opens its transaction with
+the row's lock (concurrent edits of one mark wait, so the second finds it removed), and the
+remove and the add run in it: an edit is stored whole or not at all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import bindparam, select
 
-from app.annotation import fast, refusals
-from app.annotation.assignments import MAX_ID, get_assignment, mark_json, own_annotation
-from app.errors import Conflict, InvalidInput, MarginaliaError
-from app.models import Annotation, Assignment
+from app.annotation import hot_sql, refusals
+from app.annotation.add import add
+from app.annotation.assignments import MAX_ID, annotation_json
+from app.annotation.claims import keys_for
+from app.annotation.handle import Handle
+from app.annotation.remove import remove
+from app.errors import Conflict, InvalidInput, MarginaliaError, NotFound
+from app.models import Annotation
 
 EDIT_FIELDS = frozenset(("category", "categories", "attributes", "comment", "client_id"))
+_columns = Annotation.__table__.c
+ANNOTATION = select(
+    _columns.id,
+    _columns.segment,
+    _columns.start_offset.label("start"),
+    _columns.end_offset.label("end"),
+    _columns.text,
+    _columns.category,
+    _columns.paired_segment,
+    _columns.paired_start,
+    _columns.paired_end,
+    _columns.paired_text,
+    _columns.paired_end_segment,
+    _columns.comment,
+    _columns.client_id,
+    _columns.suggestion_id,
+    _columns.created_at,
+    _columns.attributes,
+    _columns.mark,
+    _columns.removed_at,
+).where(
+    _columns.id == bindparam("annotation_id"),
+    _columns.assignment_id == bindparam("assignment_id"),
+)
 
 
-def edit(session: Session, token: str, annotation_id: int, body: Any) -> tuple[dict, bool]:
+def edit(db: Handle, token: str, annotation_id: int, body: Any) -> tuple[dict, bool]:
     """Change a live mark's categories, attribute values and/or comment, keeping its span (and
     its other span: a paired category changes only to another paired one). ``category`` (one)
     or ``categories`` (several, ``multi_label`` only) replace the mark's categories, and
@@ -36,24 +63,20 @@ def edit(session: Session, token: str, annotation_id: int, body: Any) -> tuple[d
     the mark it stored and False (``200``). Refusals come in the API's order: the
     assignment's (404, 409) before the body's (400), the annotation's (404) and a stale
     edit's (409)."""
-    # Concurrent edits of one annotation wait here, so the second finds it removed.
-    assignment = get_assignment(session, token, for_update=True, related=False)
+    keys = keys_for(db, token)
+    db.run(hot_sql.lock_statement(db.dialect), {"assignment_id": keys.id, "token": token})
     try:
-        new, retry = _edit_body(session, assignment, annotation_id, body)
+        new, retry = _edit_body(db, keys, annotation_id, body)
     except MarginaliaError:
         known = annotation_id if 0 < annotation_id <= MAX_ID else None
-        refusals.refuse_unless_live(
-            session, fast.keys_of(session, token), token, annotation_id=known
-        )
+        refusals.refuse_unless_live(db, keys, token, annotation_id=known)
         raise
     if not retry:
-        fast.remove(session, token, annotation_id)  # every row of the mark
-    return fast.add(session, token, new)
+        remove(db, token, annotation_id)  # every row of the mark
+    return add(db, token, new)
 
 
-def _edit_body(
-    session: Session, assignment: Assignment, annotation_id: int, body: Any
-) -> tuple[dict[str, Any], bool]:
+def _edit_body(db: Handle, keys: Any, annotation_id: int, body: Any) -> tuple[dict[str, Any], bool]:
     """The add's body of the edit (the old mark's span with the new values) and whether the
     edit was stored already (its ``client_id`` is taken: a retry)."""
     if not isinstance(body, dict):
@@ -65,17 +88,17 @@ def _edit_body(
         )
     if not isinstance(body.get("client_id"), str):
         raise InvalidInput("client_id must be the new annotation's id (text)")
-    old = own_annotation(session, assignment, annotation_id)
+    old = _annotation(db, keys.id, annotation_id)
     if old.mark is not None:  # a later row of a multi-label mark: the mark is edited
-        old = own_annotation(session, assignment, old.mark)
-    before = mark_json(session, old)
+        old = _annotation(db, keys.id, old.mark)
+    before = annotation_json(old)
+    mark = {"assignment_id": keys.id, "mark": old.id}
+    others = [category for (category,) in db.run(hot_sql.MARK_CATEGORIES, mark).all()]
+    if others:
+        before["categories"] = [old.category, *others]
     new = _edited(before, body)
-    taken = session.scalar(
-        select(Annotation.id).where(
-            Annotation.assignment_id == assignment.id, Annotation.client_id == body["client_id"]
-        )
-    )
-    if taken is not None:
+    taken = {"assignment_id": keys.id, "client_id": body["client_id"]}
+    if db.run(hot_sql.EARLIER, taken).first() is not None:
         return new, True
     if old.removed_at is not None:
         raise Conflict("this annotation was removed or edited meanwhile: reload the page")
@@ -84,6 +107,17 @@ def _edit_body(
             "the edit changes nothing: give new categories, attribute values or a comment"
         )
     return new, False
+
+
+def _annotation(db: Handle, assignment_id: int, annotation_id: int) -> Any:
+    """The assignment's annotation ``annotation_id`` (live or removed); 404 for any other."""
+    found = None
+    if 0 < annotation_id <= MAX_ID:
+        params = {"annotation_id": annotation_id, "assignment_id": assignment_id}
+        found = db.run(ANNOTATION, params).first()
+    if found is None:
+        raise NotFound("this assignment has no such annotation")
+    return found
 
 
 def _edited(before: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
