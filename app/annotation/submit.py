@@ -64,8 +64,10 @@ def submit(db: Handle, token: str) -> dict[str, Any]:
         require_active(assignment.status)
         study = assignment.study
         plain = _plain(assignment)
-        texts = texts_of(db, assignment.document_id, assignment.document.created_at)
-        timing.require_seen(db, assignment, len(texts))
+        document = assignment.document
+        timing.require_seen(
+            db, assignment, lambda: len(texts_of(db, document.id, document.created_at))
+        )
         scored = score_against_suggestions(db, assignment) if _scores(study) else None
         trying = not qualifying(assignment)
         params: dict[str, Any] = {

@@ -19,6 +19,7 @@ is refused until every segment was reached).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,11 +92,12 @@ def requires_all_seen(study: Study) -> bool:
     return bool((study.settings or {}).get("require_all_segments_seen"))
 
 
-def require_seen(db: Handle, assignment: Assignment, count: int) -> None:
+def require_seen(db: Handle, assignment: Assignment, segments: Callable[[], int]) -> None:
     """With ``require_all_segments_seen``, refuse a submit before every one of the document's
-    ``count`` segments was reached (no query unless the study sets it)."""
+    ``segments()`` segments was reached (no query unless the study sets it)."""
     if not requires_all_seen(assignment.study):
         return
+    count = segments()
     rows = db.run(hot_sql.SEEN, {"assignment_id": assignment.id}).all()
     seen = {segment for (segment,) in rows} | {0, assignment.current_segment}
     missing = [i for i in range(count) if i not in seen]
