@@ -10,9 +10,9 @@ from sqlalchemy import select
 
 from app.annotation import assignments as service
 from app.annotation import practice
+from app.annotation.cache import source_texts
 from app.crowd.platforms import hint_limits
 from app.models import Annotation, Entity, EntityMention, Suggestion
-from app.annotation.cache import source_texts
 
 
 def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:

@@ -62,3 +62,25 @@ def statements(sent: list[str]) -> list[str]:
             if part and not CONTROL.match(part):
                 out.append(part)
     return out
+
+
+_PREPARED = re.compile(r"^PREPARE (\w+) AS (.*)$", re.S)
+_EXECUTED = re.compile(r"^EXECUTE (\w+)")
+
+
+def words(sent: list[str], known: list[str] | None = None) -> list[str]:
+    """The first word of each data statement of ``sent`` (``SELECT``, ``INSERT``, ``UPDATE``,
+    ``WITH`` …), an ``EXECUTE`` read as the statement it runs, from the ``PREPARE``s seen in
+    ``known`` (a recording that began earlier) or in ``sent``."""
+    bodies: dict[str, str] = {}
+    for query in [*(known or []), *sent]:
+        for part in query.split("; "):
+            prepared = _PREPARED.match(part.strip())
+            if prepared:
+                bodies[prepared[1]] = prepared[2]
+    out = []
+    for part in statements(sent):
+        executed = _EXECUTED.match(part)
+        text = bodies[executed[1]] if executed else part
+        out.append(text.lstrip("( ").split(None, 1)[0].upper())
+    return out

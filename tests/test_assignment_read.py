@@ -14,6 +14,7 @@ from flask import jsonify
 from sqlalchemy import delete, select
 
 from app.annotation.assignments import get_assignment, open_assignment
+from app.annotation.cache import Bounded
 from app.crowd import platforms
 from app.db import session_scope
 from app.models import (
@@ -26,7 +27,6 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.annotation.cache import Bounded
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.payload_reference import assignment_payload
 

@@ -23,6 +23,7 @@ from app.quality.time_on_task import worker_times
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, annotation_body, api_add, db_snapshot, open_token
 
+
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
     return make_database_url(request.param, request, tmp_path)

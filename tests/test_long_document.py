@@ -10,8 +10,8 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.web.assets import deflated_piece, gzip_pieces
 from app.annotation.cache import cache_of
+from app.web.assets import deflated_piece, gzip_pieces
 from tests.conftest import make_study
 from tests.helpers import annotation_body, open_token
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from app.annotation import hot_sql
 from app.annotation.handle import _prepared_form

@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.annotation import hot_sql, refusals, values
-from app.annotation.assignments import annotation_json, now
+from app.annotation import assignments, hot_sql, refusals, values
+from app.annotation.assignments import annotation_json
 from app.annotation.cache import taxonomy_of, texts_of
 from app.annotation.claims import keys_for
 from app.annotation.handle import Handle
@@ -47,7 +47,13 @@ def add(db: Handle, token: str, body: Any) -> tuple[dict[str, Any], bool]:
         refusals.refuse_unless_live(db, keys, token, segment=_index(segment, len(texts)))
         raise
     labels = row.pop("categories", None) or [row["category"]]
-    row = {**row, "client_id": client_id, "created_at": now(), "removed_at": None, "mark": None}
+    row = {
+        **row,
+        "client_id": client_id,
+        "created_at": assignments.now(),
+        "removed_at": None,
+        "mark": None,
+    }
     row.setdefault("attributes", None)
     params = _params(row, keys.id, token)
     claim, insert = hot_sql.add_statements(db.dialect)

@@ -47,7 +47,7 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, select
 
-from app.annotation import arrival_sql
+from app.annotation import arrival_sql, assignments
 from app.annotation.arrival_choice import (
     UNCAPPED,
     Target,
@@ -65,7 +65,7 @@ from app.annotation.assigning import (
     is_demo,
     reads_whole_study,
 )
-from app.annotation.assignments import new_row, now, worker_id_from
+from app.annotation.assignments import new_row, worker_id_from
 from app.annotation.handle import Handle, open_handle
 from app.annotation.qualification import qualification
 from app.annotation.reviews import refuse_blocked
@@ -311,7 +311,7 @@ _TARGET = select(Document.id, Document.created_at, Document.is_gold).where(
 def release_abandoned(db: Handle, study: Any) -> int:
     """Mark the study's stale active assignments ``abandoned``; returns how many. Stale: not
     seen for the abandon timeout, or never engaged and not seen for the hold."""
-    moment = now()
+    moment = assignments.now()
     params = {
         "in_study": study.id,
         "cutoff": moment - abandon_after(study),

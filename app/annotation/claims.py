@@ -13,7 +13,8 @@ from typing import Any
 
 from sqlalchemy import Executable
 
-from app.annotation.assignments import NO_SUCH_TOKEN, TOKEN_PATTERN, now
+from app.annotation import assignments
+from app.annotation.assignments import NO_SUCH_TOKEN, TOKEN_PATTERN
 from app.annotation.cache import forget_token, keys_of
 from app.annotation.handle import Handle
 from app.errors import NotFound
@@ -33,7 +34,7 @@ def claim(
 ) -> bool:
     """Run the claim ``statement`` (``alone``: committed as it runs when no transaction is
     open); False, and the token forgotten, when the assignment is not live."""
-    params = {"assignment_id": keys.id, "token": token, "now": now(), **values}
+    params = {"assignment_id": keys.id, "token": token, "now": assignments.now(), **values}
     if db.run(statement, params, alone=alone).rowcount == 1:
         return True
     forget_token(db, token)

@@ -87,7 +87,7 @@ def parse_events(value: Any) -> dict[str, list[int]]:
 def pick_shown(rows: Iterable[Any], most: int) -> list[Any]:
     """The suggestions a worker is shown, from a document's rows scoring at least the study's
     lowest, in (segment, score best first, start, id) order: at most ``most`` per segment.
-    The one rule of the payload (app/web/assignment_read.py) and of which events count."""
+    The one rule of the payload (app/annotation/read.py) and of which events count."""
     kept: list[Any] = []
     per_segment: dict[int, int] = {}
     for row in rows:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.annotation import hint_events, hot_sql, refusals, timing, values
-from app.annotation.assignments import now
+from app.annotation import assignments, hint_events, hot_sql, refusals, timing, values
 from app.annotation.cache import texts_of
 from app.annotation.claims import claim, keys_for
 from app.annotation.handle import Handle
@@ -44,7 +43,7 @@ def set_position(db: Handle, token: str, body: Any) -> None:
         _store_events(db, keys, _shown_events(db, keys, body) if isinstance(body, dict) else {})
         return
     if claim(db, hot_sql.CLAIM_POSITION, keys, token, segment=segment):
-        moment = now()
+        moment = assignments.now()
         timing.record(db, keys, segment, active, moment)
         hint_events.insert(db, keys, events, moment)
     elif refusals.status(db, keys, token) == "active":
@@ -67,4 +66,4 @@ def _shown_events(db: Handle, keys: Any, body: dict[str, Any]) -> dict[str, list
 
 
 def _store_events(db: Handle, keys: Any, events: dict[str, list[int]]) -> None:
-    hint_events.insert(db, keys, events, now())
+    hint_events.insert(db, keys, events, assignments.now())

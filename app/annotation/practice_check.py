@@ -18,7 +18,8 @@ from typing import Any
 
 from sqlalchemy import JSON, DateTime, bindparam, select, text
 
-from app.annotation.assignments import NO_SUCH_TOKEN, TOKEN_PATTERN, now
+from app.annotation import assignments
+from app.annotation.assignments import NO_SUCH_TOKEN, TOKEN_PATTERN
 from app.annotation.cache import taxonomy_of, texts_of
 from app.annotation.handle import Handle
 from app.annotation.practice import feedback
@@ -115,6 +116,6 @@ def check(db: Handle, token: str, segment: int) -> dict[str, Any]:
     answer = feedback(
         key, segment, texts[segment], gold, marks, taxonomy.categories, taxonomy.scopes
     )
-    if db.run(STORE, {**keys, "feedback": answer, "now": now()}).first() is None:
+    if db.run(STORE, {**keys, "feedback": answer, "now": assignments.now()}).first() is None:
         return db.run(STORED, keys).scalar()  # the same check from another tab came first
     return answer

@@ -12,8 +12,8 @@ longer active).
 
 from __future__ import annotations
 
-from app.annotation import hot_sql, refusals
-from app.annotation.assignments import MAX_ID, now
+from app.annotation import assignments, hot_sql, refusals
+from app.annotation.assignments import MAX_ID
 from app.annotation.claims import keys_for
 from app.annotation.handle import Handle
 from app.errors import NotFound
@@ -29,7 +29,7 @@ def remove(db: Handle, token: str, annotation_id: int) -> None:
             "assignment_id": keys.id,
             "token": token,
             "annotation_id": annotation_id,
-            "now": now(),
+            "now": assignments.now(),
         }
         claim, write = hot_sql.remove_statements(db.dialect)
         if db.pair(claim, write, params, alone=True).rows:

@@ -31,14 +31,14 @@ answer (:func:`answer`, CONTRACT.md): the code, where the browser goes next, and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from app.annotation import hot_sql, timing
+from app.annotation import assignments, hot_sql, timing
 from app.annotation.assignments import (
     NO_SUCH_TOKEN,
     TOKEN_PATTERN,
     new_completion_code,
-    now,
     require_active,
 )
 from app.annotation.cache import texts_of
@@ -64,16 +64,13 @@ def submit(db: Handle, token: str) -> dict[str, Any]:
         require_active(assignment.status)
         study = assignment.study
         plain = _plain(assignment)
-        document = assignment.document
-        timing.require_seen(
-            db, assignment, lambda: len(texts_of(db, document.id, document.created_at))
-        )
+        timing.require_seen(db, assignment, partial(_segments, db, assignment.document))
         scored = score_against_suggestions(db, assignment) if _scores(study) else None
         trying = not qualifying(assignment)
         params: dict[str, Any] = {
             "assignment_id": assignment.id,
             "token": token,
-            "now": now(),
+            "now": assignments.now(),
             "code": new_completion_code() if trying else None,
         }
         if scored is not None:
@@ -97,6 +94,10 @@ def answer(assignment: Assignment, code: str | None) -> dict[str, Any]:
     if assignment.status == "screened_out":  # the done page gives the screen-out return
         out["screened_out"] = True
     return out
+
+
+def _segments(db: Handle, document: Document) -> int:
+    return len(texts_of(db, document.id, document.created_at))
 
 
 def _scores(study: Study) -> bool:

@@ -155,7 +155,7 @@ def test_the_arrival_limit_counts_every_node(rig, direct_app, http_factory):
 
     def entry_or_arrival(n: int):
         """The entry page (Flask) or, every other time, an arrival naming its document (the
-        fast lane, app/web/fast_arrival.py): both count in the one shared limit."""
+        worker API's entry, app/web/worker_api.py): both count in the one shared limit."""
         if n % 2:
             body = {"study": "limits", "worker_id": f"lim-{n}", "document": "doc-1"}
             return client.post(f"{rig.router}/api/assignments", json=body)
