@@ -31,7 +31,7 @@ from sqlalchemy import func, select, text
 
 from app.annotation.arrive import arrive as arrive_policy
 from app.annotation.assigning import NoDocumentsLeft
-from app.annotation.handle import handle_of
+from app.annotation.connect import handle_of
 from app.db import session_scope
 from app.models import Assignment, Document, Study
 from tests.conftest import make_database_url, make_study

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, update
 
 from app.annotation.arrive import release_abandoned
-from app.annotation.handle import handle_of
+from app.annotation.connect import handle_of
 from app.crowd import platforms
 from app.db import session_scope
 from app.formats import DocumentInput, GoldSpan

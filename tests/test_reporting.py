@@ -493,7 +493,7 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
     from app import create_app
     from app.annotation.add import add
     from app.annotation.assignments import open_assignment
-    from app.annotation.handle import handle_of
+    from app.annotation.connect import handle_of
     from app.annotation.submit import submit
     from app.db import session_scope
     from app.documents.studies import find_document, get_study

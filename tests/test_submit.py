@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from app.annotation import hot_sql
-from app.annotation.handle import _prepared_form
+from app.annotation.postgres_handle import _prepared_form
 from app.db import session_scope
 from app.models import Annotation, Assignment, Document, Study, Suggestion, WorkChange
 from tests.conftest import BACKENDS, make_database_url, make_study

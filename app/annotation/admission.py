@@ -19,7 +19,7 @@ from app.annotation import arrival_sql
 from app.annotation.arrival_choice import cap_of, condition_for
 from app.annotation.arrive import Arrived, arrive
 from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment
-from app.annotation.handle import handle_of
+from app.annotation.connect import handle_of
 from app.models import Assignment, Document, Study
 
 

@@ -66,7 +66,8 @@ from app.annotation.assigning import (
     reads_whole_study,
 )
 from app.annotation.assignments import new_row, worker_id_from
-from app.annotation.handle import Handle, open_handle
+from app.annotation.connect import open_handle
+from app.annotation.handle import Handle
 from app.annotation.qualification import qualification
 from app.annotation.reviews import refuse_blocked
 from app.documents.lifecycle import require_open

@@ -12,7 +12,7 @@ from flask import Blueprint, jsonify, request
 
 from app.annotation import admission
 from app.annotation.cache import segment_count
-from app.annotation.handle import handle_of
+from app.annotation.connect import handle_of
 from app.db import begin_write, get_session
 from app.documents.studies import find_document
 from app.errors import InvalidInput, MarginaliaError

@@ -32,7 +32,7 @@ from app.annotation.assigning import (
     is_demo,
     preview_document,
 )
-from app.annotation.handle import handle_of
+from app.annotation.connect import handle_of
 from app.annotation.qualification import qualification, qualification_state, screen_out
 from app.annotation.reviews import Blocked
 from app.crowd import platforms

@@ -45,8 +45,9 @@ from app.annotation import hint_events, position, practice_check
 from app.annotation.add import add
 from app.annotation.arrive import arrive, release_stale, resolve
 from app.annotation.cache import segment_count
+from app.annotation.connect import open_handle
 from app.annotation.edit import edit
-from app.annotation.handle import Handle, lost_connection, open_handle
+from app.annotation.handle import Handle, lost_connection
 from app.annotation.read import payload_parts
 from app.annotation.remove import remove
 from app.annotation.submit import submit
