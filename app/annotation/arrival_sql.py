@@ -142,12 +142,18 @@ REOPEN = (
 
 # Why an arrival's conditional insert stored nothing, read to word the refusal: whether the
 # worker ID has an active assignment, whether they had ``document_id`` before, its taken
-# slots, whether the worker is blocked; one round trip.
+# slots, whether the worker is blocked; and whether releasing the study's stale holds (RELEASE)
+# would change that: the worker's own active assignment stale, a stale hold on the document.
+# One round trip.
 ARRIVAL_STATE = select(
     _ACTIVE_HERE.label("active"),
     _HAD_DOCUMENT.label("had"),
     TAKEN_SLOTS.scalar_subquery().label("taken"),
     _BLOCKED.label("blocked"),
+    exists().where(*_STALE, Assignment.worker_id == bindparam("worker_id")).label("mine_stale"),
+    exists()
+    .where(*_STALE, Assignment.document_id == bindparam("document_id"))
+    .label("document_stale"),
 )
 
 # An arrival through the API: the study's columns that decide it and the document it names

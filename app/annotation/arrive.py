@@ -193,15 +193,13 @@ class _Arrival:
                 token = self._insert(target, cap, alone)
                 if token is not None:
                     return self._arrived(token, target)
-            if alone:  # from here on, one transaction, the worker ID locked first
-                alone = False
-                self._lock("worker", study_id=study.id, worker_id=self.worker_id)
             if named is None:  # the chosen document let go before anything else is locked
                 self.db.query(arrival_sql.ROLLBACK_TO_SAVEPOINT)
-            if not self.released:
+            state = self._state(target, alone)
+            if not self.released and _release_helps(state, target, cap):
+                alone = self._in_transaction(alone)
                 self._release()
                 continue
-            state = self._state(target)
             if state.active:
                 raise WorkInProgress()
             if state.blocked:
@@ -209,28 +207,30 @@ class _Arrival:
             if first_refusal is not None:
                 raise first_refusal
             if named is not None:
-                self._refuse_named(named, state, later_refusal, cap)
+                if state.had:
+                    raise Conflict(
+                        "this worker ID has already had this document; each worker gets it once"
+                    )
+                if later_refusal is not None:
+                    raise later_refusal
+                if (state.taken or 0) >= cap:  # full: its oldest unengaged hold taken over
+                    alone = self._in_transaction(alone)  # (a write)
+                    self._take_over_or_refuse(named)
             elif target is None:
+                alone = self._in_transaction(alone)
                 forced = self._nothing_left()
             # else the chosen document filled meanwhile: choose again
         raise Conflict("too many workers are arriving at once; try again")
 
-    def _refuse_named(
-        self, named: Target, state: Any, later_refusal: Exception | None, cap: int
-    ) -> None:
-        """The named document's refusal; returns (to try again) only when its oldest
-        unengaged hold was just taken over, or the state changed since the insert."""
-        if state.had:
-            raise Conflict("this worker ID has already had this document; each worker gets it once")
-        if later_refusal is not None:
-            raise later_refusal
-        if (state.taken or 0) >= cap:
-            taken_over = not self.displaced and displace_hold(
-                self.db, self.study, self.worker_id, named.id
-            )
-            self.displaced = True
-            if not taken_over:
-                raise Conflict("this document already has all the annotators it needs")
+    def _take_over_or_refuse(self, named: Target) -> None:
+        """The named document is full: its oldest unengaged hold taken over (once), else the
+        refusal."""
+        taken_over = not self.displaced and displace_hold(
+            self.db, self.study, self.worker_id, named.id
+        )
+        self.displaced = True
+        if not taken_over:
+            raise Conflict("this document already has all the annotators it needs")
 
     def _nothing_left(self) -> tuple[Target, int] | None:
         """No document with a free slot: take over the oldest unengaged hold (once), then, in
@@ -274,6 +274,12 @@ class _Arrival:
         stored = self.db.pair(self.locks["worker_and_document"], insert, params, alone=alone)
         return row["token"] if stored.scalar() is not None else None
 
+    def _in_transaction(self, alone: bool) -> bool:
+        """From here on one transaction, the worker ID locked first (the policy's order)."""
+        if alone:
+            self._lock("worker", study_id=self.study.id, worker_id=self.worker_id)
+        return False
+
     def _lock(self, name: str, **params: Any) -> None:
         statement = self.locks[name]
         if statement is not None:
@@ -283,13 +289,15 @@ class _Arrival:
         release_abandoned(self.db, self.study)
         self.released = True
 
-    def _state(self, target: Target | None) -> Any:
+    def _state(self, target: Target | None, alone: bool) -> Any:
+        """Why the insert stored nothing (``arrival_sql.ARRIVAL_STATE``)."""
         params = {
             "study_id": self.study.id,
             "worker_id": self.worker_id,
             "document_id": target.id if target is not None else None,
+            **_stale_cutoffs(self.study),
         }
-        return self.db.run(arrival_sql.ARRIVAL_STATE, params).first()
+        return self.db.run(arrival_sql.ARRIVAL_STATE, params, alone=alone).first()
 
     def _facts(self, document_id: int) -> Target:
         row = self.db.run(_TARGET, {"document_id": document_id}).first()
@@ -306,19 +314,34 @@ _TARGET = select(Document.id, Document.created_at, Document.is_gold).where(
 )
 
 
+def _release_helps(state: Any, target: Target | None, cap: int) -> bool:
+    """Whether releasing the study's stale holds could change a refusal: the worker's own
+    active assignment is stale, or the document is full and a stale hold takes a slot, or no
+    document had a free slot."""
+    if state.active:
+        return bool(state.mine_stale)
+    if target is None:
+        return True
+    return (state.taken or 0) >= cap and bool(state.document_stale)
+
+
 # --- stale holds ----------------------------------------------------------------------------
 
 
-def release_abandoned(db: Handle, study: Any) -> int:
-    """Mark the study's stale active assignments ``abandoned``; returns how many. Stale: not
-    seen for the abandon timeout, or never engaged and not seen for the hold."""
+def _stale_cutoffs(study: Any) -> dict[str, Any]:
+    """``arrival_sql._STALE``'s parameters: not seen for the abandon timeout, or never engaged
+    and not seen for the hold."""
     moment = assignments.now()
-    params = {
+    return {
         "in_study": study.id,
         "cutoff": moment - abandon_after(study),
         "hold_cutoff": moment - hold_for(study),
     }
-    return db.run(arrival_sql.RELEASE, params).rowcount or 0
+
+
+def release_abandoned(db: Handle, study: Any) -> int:
+    """Mark the study's stale active assignments ``abandoned``; returns how many."""
+    return db.run(arrival_sql.RELEASE, _stale_cutoffs(study)).rowcount or 0
 
 
 def release_stale(engine: Engine, study: Any) -> None:

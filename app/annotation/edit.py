@@ -8,8 +8,9 @@ remove and the one add (:func:`app.annotation.remove.remove`, then
 (unknown token, a checked practice segment, an assignment no longer active; the add's checks
 of categories, ``multi_label``, pair, attributes and comment, the duplicate guard), by the
 same SQL, and a multi-label mark comes back as one mark. The edit opens its transaction with
-the row's lock (concurrent edits of one mark wait, so the second finds it removed), and the
-remove and the add run in it: an edit is stored whole or not at all.
+the live row's lock (concurrent edits of one mark wait, so the second finds it removed; an
+assignment no longer live is refused at once), and the remove and the add run in it: an edit
+is stored whole or not at all.
 """
 
 from __future__ import annotations
@@ -64,11 +65,14 @@ def edit(db: Handle, token: str, annotation_id: int, body: Any) -> tuple[dict, b
     assignment's (404, 409) before the body's (400), the annotation's (404) and a stale
     edit's (409)."""
     keys = keys_for(db, token)
-    db.run(hot_sql.lock_statement(db.dialect), {"assignment_id": keys.id, "token": token})
+    known = annotation_id if 0 < annotation_id <= MAX_ID else None
+    locked = {"assignment_id": keys.id, "token": token}
+    if db.run(hot_sql.lock_statement(db.dialect), locked).first() is None:  # not live
+        refusals.refuse_unless_live(db, keys, token, annotation_id=known)
+        raise refusals.TryAgain()  # live again by the time it was read
     try:
         new, retry = _edit_body(db, keys, annotation_id, body)
     except MarginaliaError:
-        known = annotation_id if 0 < annotation_id <= MAX_ID else None
         refusals.refuse_unless_live(db, keys, token, annotation_id=known)
         raise
     if not retry:
