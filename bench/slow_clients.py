@@ -7,7 +7,7 @@ ordinary GET take?
 The server is the deployed one with its defaults (``marginalia web``: 2 processes x 8
 threads; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) on an SQLite file (``--postgres``:
 the suite's throw-away cluster). For each N the slow clients connect, then a prober sends an
-ordinary GET one after another (alternating ``/healthz``, the fast lane's
+ordinary GET one after another (alternating ``/healthz``, the worker API's
 ``GET /api/assignments/<token>`` and the login page, each on a fresh connection, 10 s
 timeout) for ``--seconds``; a slow client the server closes connects again at once, as an
 attacker would. Printed per N: the GETs' p50 / p99 / max, how many timed out, and what the
