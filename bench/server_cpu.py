@@ -2,7 +2,7 @@
 marginalia web: granian; ``BENCH_SERVER=gunicorn`` for gunicorn.conf.py) and Postgres, each
 measured from /proc, the client in its own process.
 
-Issue 17's acceptance names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
+The hot path's budget names the web server's CPU per add (≤ 1.2 ms) and Postgres's (≤ 0.5 ms):
 this measures exactly that. N assignments are opened (one client, each arrival naming its
 document: the ``open`` line), then each phase (add, position, heartbeat, get: the page's
 read, twice per assignment, the first filling the cache with its document; remove) is sent by

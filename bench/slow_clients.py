@@ -1,4 +1,4 @@
-"""Slow request bodies against ``marginalia web`` (issue 26 row 1): while N clients send
+"""Slow request bodies against ``marginalia web``: while N clients send
 ``POST /api/assignments`` with ``Content-Length: 60000`` one byte a second, how long does an
 ordinary GET take?
 

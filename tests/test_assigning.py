@@ -81,7 +81,7 @@ def test_n_annotators_per_document_and_never_twice(app, client):
 
 
 def test_returning_worker_resumes_the_unfinished_assignment(app, client):
-    # Issue #10: resuming needs the token the browser kept (?resume=), not the worker ID alone.
+    # Resuming needs the token the browser kept (?resume=), not the worker ID alone.
     make_study(app, documents=DOCS, annotators_per_doc=1)
     _, first = arrive(client, "w1")
     assert arrive(client, "w1") == (409, None)
@@ -269,7 +269,7 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     final = client.get(f"/a/{second}/done")
     assert final.status_code == 200 and b"Thank you for trying" in final.data
     assert b"completion-code" not in final.data
-    # (issue 26 row 11) and no code anywhere: the practice assignments are screened_out
+    # and no code anywhere: the practice assignments are screened_out
     assert (assignment(app, second).status, assignment(app, second).completion_code) == (
         "screened_out",
         None,

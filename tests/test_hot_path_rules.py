@@ -62,7 +62,7 @@ def test_no_write_lands_on_an_assignment_that_is_no_longer_active(app, client):
 
 
 def test_active_time_split_into_many_reports_cannot_exceed_the_wall_clock(app, client):
-    """Issue 26 row 4, the attack: 25 position reports of 5 s each, sent at once. The slack
+    """The attack: 25 position reports of 5 s each, sent at once. The slack
     is one budget for the assignment, not one per report: the stored total stays within
     the time since the assignment opened plus one slack, and the speeder flag stays."""
     make_study(app, documents=DOCUMENTS)

@@ -1,7 +1,7 @@
-"""What each node keeps to itself stays correct when another node changes the database
-(issue 31): a worker rejected on node A is refused on node B, whose token cache knows them;
-a document replaced or a study deleted on A is never served from B's caches (the fast
-path's token, text and taxonomy caches, the page cache); the arrival limit and the login
+"""What each node keeps to itself stays correct when another node changes the database: a
+worker rejected on node A is refused on node B, whose token cache knows them; a document
+replaced or a study deleted on A is never served from B's cache (the actions' token,
+document and taxonomy entries, app/annotation/cache.py); the arrival limit and the login
 throttle count every node's requests; a session and its CSRF token work on any node."""
 
 from __future__ import annotations
