@@ -13,7 +13,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
@@ -132,6 +132,15 @@ def expected(rows, blocked: set[int], worker: int, document: int) -> tuple:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+# the rules' plain cases, always played: a full document (no hold to take over), the same
+# with an unengaged hold, a document had before, work in progress, a stale one of one's own
+@example(rows=[(0, 0, "active", True, 0), (1, 0, "submitted", True, 0)], blocked=set(),
+         worker=2, document=0, due=False)  # fmt: skip
+@example(rows=[(0, 0, "active", False, 0), (1, 0, "submitted", True, 0)], blocked=set(),
+         worker=2, document=0, due=False)  # fmt: skip
+@example(rows=[(2, 0, "submitted", True, 0)], blocked=set(), worker=2, document=0, due=False)
+@example(rows=[(2, 1, "active", True, 0)], blocked=set(), worker=2, document=0, due=False)
+@example(rows=[(2, 1, "active", True, 60)], blocked={2}, worker=2, document=0, due=False)
 @given(
     rows=ROWS,
     blocked=st.sets(st.integers(0, 3), max_size=1),
