@@ -163,7 +163,7 @@ class WorkerApi:
             if route.action == "event" and not 0 < (number or 0) <= MAX_ID:
                 raise NotFound("no such suggestion")  # a path naming no possible suggestion
             body = self._body(environ) if route.json else None
-            action = _action(route.action, token, number, body, after, self.app)
+            action = _action(route.action, token, number, body, after)
         except MarginaliaError as refusal:
             return refusal.status, error_body(refusal)
         return self._run(route, action)
@@ -308,7 +308,6 @@ def _action(
     number: int | None,
     body: Any,
     after: list[Callable[[], None]],
-    app: Flask,
 ) -> Callable[[Handle], Answer]:
     """The route's action as a function of the handle, answering (status, JSON value)."""
     assert name == "arrive" or token is not None
@@ -332,7 +331,7 @@ def _action(
     if name in ("event", "events"):
         event, ids = _events(name, number, body)
         return lambda db: _done(hint_events.record(db, tok, event, ids))
-    return partial(_arrive, body=body, after=after, app=app)
+    return partial(_arrive, body=body, after=after)
 
 
 def _done(_nothing: None) -> Answer:
@@ -355,7 +354,7 @@ def _events(name: str, number: int | None, body: Any) -> tuple[str, list[int]]:
     return event, hint_events.parse_ids(body.get("suggestions"))
 
 
-def _arrive(db: Handle, *, body: Any, after: list[Callable[[], None]], app: Flask) -> Answer:
+def _arrive(db: Handle, *, body: Any, after: list[Callable[[], None]]) -> Answer:
     """``POST /api/assignments``: new work under the study's policy, never an existing token
     (CONTRACT.md); ``document`` optional, checked against the policy when given."""
     if not isinstance(body, dict):
