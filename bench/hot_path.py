@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import random
 import sys
@@ -280,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
                 print(f"  {name:>16} {100 * seconds / whole:5.1f}%")
             stats = pstats.Stats(profile)
-            stats.sort_stats("cumulative").print_stats(25)
+            stats.sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(
+                int(os.environ.get("BENCH_TOP", "25"))
+            )
         web.extensions["db_engine"].dispose()
     finally:
         cluster.stop()
