@@ -11,7 +11,7 @@ the suite's throw-away cluster), its temporary files in a folder of its own. For
 slow clients connect, the H holders each declare ``--held-size`` bytes (32 MB: the upload
 limit, to a worker's route) and send all but the last byte as fast as the server reads
 them, then a prober sends an ordinary GET one after another (alternating ``/healthz``, the
-fast lane's ``GET /api/assignments/<token>`` and the login page, each on a fresh
+worker API's ``GET /api/assignments/<token>`` and the login page, each on a fresh
 connection, 10 s timeout) for ``--seconds``; a client the server closes connects again at
 once, as an attacker would. Printed per round: the GETs' p50 / p99 / max, how many timed
 out, what the slow clients and holders saw (answers, closes), the server's memory (its

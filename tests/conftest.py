@@ -177,7 +177,7 @@ def make_study(
 
 @pytest.fixture
 def flask_saw(app):
-    """The API paths that reached Flask (the fast lane answered the others)."""
+    """The API paths that reached Flask (the worker API's entry answered the others)."""
     import flask
 
     seen: list[str] = []

@@ -19,15 +19,14 @@ is refused until every segment was reached).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from app.annotation import hot_sql
+from app.annotation.handle import Handle
 from app.errors import Conflict, InvalidInput
-from app.models import Assignment, Segment, SegmentTime, Study
+from app.models import Assignment, Study
 
 SLACK_SECONDS = 5.0
 
@@ -71,21 +70,18 @@ def budget(moment: datetime, opened: datetime, last: datetime | None, total: flo
     return max(0.0, min(since_last, since_open - total) + SLACK_SECONDS)
 
 
-def record(db: Any, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
+def record(db: Handle, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
     """Mark ``segment`` seen and add ``active`` (scaled down to the :func:`budget`) to the
     assignment's rows (``keys``: its ``id`` and ``created_at``), after the claim took its
     row: the last report's time and the stored total, then one upsert per segment."""
-    reported = hot_sql.execute(db, "reported", hot_sql.REPORTED, {"assignment_id": keys.id})
-    last, total = reported.first()
+    last, total = db.run(hot_sql.REPORTED, {"assignment_id": keys.id}).first()
     allowed = budget(moment, keys.created_at, last, total or 0.0)
     claimed = sum(active.values())
     scale = min(1.0, allowed / claimed) if claimed > 0 else 1.0
     for index in sorted(set(active) | {segment}):
         # Down to the millisecond, so the rounded seconds never add up past the budget.
         seconds = math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
-        hot_sql.execute_later(  # with the COMMIT, on Postgres's fast lane
-            db,
-            "add_seconds",
+        db.later(  # with the commit
             hot_sql.ADD_SECONDS,
             {"assignment_id": keys.id, "segment": index, "seconds": seconds, "now": moment},
         )
@@ -96,20 +92,14 @@ def requires_all_seen(study: Study) -> bool:
     return bool((study.settings or {}).get("require_all_segments_seen"))
 
 
-def require_seen(session: Session, assignment: Assignment) -> None:
-    """With ``require_all_segments_seen``, refuse a submit before every segment was reached
-    (no query unless the study sets it)."""
+def require_seen(db: Handle, assignment: Assignment, segments: Callable[[], int]) -> None:
+    """With ``require_all_segments_seen``, refuse a submit before every one of the document's
+    ``segments()`` segments was reached (no query unless the study sets it)."""
     if not requires_all_seen(assignment.study):
         return
-    count = (
-        session.scalar(select(func.count()).where(Segment.document_id == assignment.document_id))
-        or 0
-    )
-    seen = set(
-        session.scalars(
-            select(SegmentTime.segment).where(SegmentTime.assignment_id == assignment.id)
-        )
-    ) | {0, assignment.current_segment}
+    count = segments()
+    rows = db.run(hot_sql.SEEN, {"assignment_id": assignment.id}).all()
+    seen = {segment for (segment,) in rows} | {0, assignment.current_segment}
     missing = [i for i in range(count) if i not in seen]
     if missing:
         raise Conflict(

@@ -1,5 +1,5 @@
 """An add's body checked against its document and its study's taxonomy: the annotation's
-values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.fast.add`, once
+values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.add.add`, once
 per add; researchers' spans: :data:`check_span`)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import bindparam, select
 
+from app.annotation.handle import Handle
 from app.annotation.pairing import paired_values
 from app.documents.attributes import check_attributes
 from app.documents.text import normalise_newlines
@@ -165,12 +165,15 @@ def annotation_values(
     return values, client_id
 
 
-def check_suggestion(session: Session, document_id: int, suggestion_id: int | None) -> None:
+SUGGESTION_OWNER = select(Suggestion.document_id).where(Suggestion.id == bindparam("suggestion_id"))
+
+
+def check_suggestion(db: Handle, document_id: int, suggestion_id: int | None) -> None:
     """Refuse a ``suggestion_id`` that is not one of this document's suggestions."""
     if suggestion_id is None:
         return
-    owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
-    if owner != document_id:
+    found = db.run(SUGGESTION_OWNER, {"suggestion_id": suggestion_id}, alone=True)
+    if found.scalar() != document_id:
         raise InvalidInput("suggestion_id is not a suggestion of this document")
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from app.annotation.hot_cache import segment_texts
+from app.annotation.cache import segment_texts
 from app.db import begin_write
 from app.detection import importing, jobs, retraining
 from app.detection.clusters import stored_clusters

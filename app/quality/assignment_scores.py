@@ -9,7 +9,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
-from app.annotation.hot_cache import Database, taxonomy_of, texts_of
+from app.annotation.cache import taxonomy_of, texts_of
+from app.annotation.handle import Handle
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.scoring import (
     Span,
@@ -51,28 +52,27 @@ def worker_spans(session: Session, assignment: Assignment) -> list[Span]:
 
 class SuggestionScore(NamedTuple):
     """The submit's suggestion recall (``assignment.scores["suggestions"]``) and
-    ``hot_sql.MARK_CHANGES`` read with it (the fast lane's write is guarded by it)."""
+    ``hot_sql.MARK_CHANGES`` read with it (the submit's write is guarded by it)."""
 
     score: dict[str, Any]
     changes: int
 
 
-def score_against_suggestions(db: Database, assignment: Assignment) -> SuggestionScore:
+def score_against_suggestions(db: Handle, assignment: Assignment) -> SuggestionScore:
     """Recall of the worker's live annotations over the document's suggestions.
 
     A suggestion counts as caught when the worker marked the same category over an
     overlapping span (whole-sentence categories: anywhere in the same sentence). One read
-    (``hot_sql.SUBMIT_SPANS``, on a session or the fast lane's driver); the document's
-    segment texts and the study's scopes come from the hot path's per-process caches
-    (
-    :func:`app.annotation.hot_cache.texts_of`, :func:`app.annotation.hot_cache.taxonomy_of`), both
+    (``hot_sql.SUBMIT_SPANS``, on the submit's handle); the document's segment texts and the
+    study's scopes come from the actions' per-process cache
+    (:func:`app.annotation.cache.texts_of`, :func:`app.annotation.cache.taxonomy_of`), both
     only when the document has suggestions. Reads ``assignment``'s id and worker_id, its
     document's id, external_id and created_at, its study's id and taxonomy_hash.
     """
     document: Document = assignment.document
     study: Study = assignment.study
     params = {"document_id": document.id, "assignment_id": assignment.id}
-    rows = hot_sql.execute(db, "submit_spans", hot_sql.SUBMIT_SPANS, params, alone=True).all()
+    rows = db.run(hot_sql.SUBMIT_SPANS, params, alone=True).all()
     spans: tuple[list[Span], list[Span]] = ([], [])
     changes = 0
     for kind, ref, segment, start, end, category, source, text in rows:

@@ -8,7 +8,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.csp import FRAMING_HEADERS, security_headers
 from app.errors import MarginaliaError
-from app.web.body_rules import too_large
+from app.web.answers import LOST_DATABASE, error_body, too_large
 
 
 def trust_proxy(app: Flask) -> None:
@@ -27,10 +27,9 @@ def trust_proxy(app: Flask) -> None:
 
 
 def _refuse_nul():
-    """No database stores a NUL character and Postgres refuses one in a query (a 500, issue
-    26 row 9): a NUL in a path's values is the 404 of a thing that does not exist, as SQLite
+    """No database stores a NUL character and Postgres refuses one in a query (a 500): a NUL in a path's values is the 404 of a thing that does not exist, as SQLite
     answered, before any view runs. (Form and query fields are checked by their views, each
-    with its own message; JSON bodies by the API.)"""
+    with its own message; JSON bodies by app/web/answers.py.)"""
     if any("\x00" in str(v) for v in (request.view_args or {}).values()):
         abort(404)
 
@@ -40,10 +39,10 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, assets, fast_lane, health, i18n, journey, pages
+    from app.web import admin, api, assets, health, i18n, journey, pages, worker_api
     from app.web.limits import limiter
 
-    fast_lane.install(app)
+    worker_api.install(app)
     trust_proxy(app)
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
     limiter.init_app(app)
@@ -62,7 +61,7 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        response = jsonify({**exc.details, "error": str(exc)})
+        response = jsonify(error_body(exc))
         if exc.status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
         return response, exc.status
@@ -74,7 +73,7 @@ def register(app: Flask) -> None:
         # (the annotate page's outbox retries every 5xx). Anything else stays a 500.
         if not exc.connection_invalidated:
             raise exc
-        response = jsonify(error="the database connection was lost; nothing was stored, try again")
+        response = jsonify(error=LOST_DATABASE)
         response.headers["Retry-After"] = "1"
         return response, 503
 
@@ -82,7 +81,7 @@ def register(app: Flask) -> None:
     def _too_large(_exc):
         # Upload endpoints raise their own limit for this request (admin/blueprint.py).
         limit = request.max_content_length or app.config["MAX_CONTENT_LENGTH"]
-        return jsonify(error=too_large(limit).message), 413
+        return jsonify(error=too_large(limit)), 413
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.config import size_text
+from app.web.answers import too_large
 
 DEFAULT_BODY_TIMEOUT = 10.0
 DEFAULT_BODY_MIN_RATE = 500.0
@@ -38,11 +38,9 @@ class Refusal:
         return json.dumps({"error": self.message}).encode()
 
 
-def too_large(limit: int) -> Refusal:
-    """The app's own wording for a body over its limit (app/web/__init__.py's 413)."""
-    return Refusal(
-        413, f"request body is larger than the limit of {size_text(limit)} ({limit} bytes)"
-    )
+def _too_large(limit: int) -> Refusal:
+    """The 413 of a body over ``limit``, in the app's own words (:func:`app.web.answers.too_large`)."""
+    return Refusal(413, too_large(limit))
 
 
 def _seconds(name: str, default: float) -> float:
@@ -97,9 +95,9 @@ class BodyRules:
             return None
         endpoint = self.endpoint_of(method, path) if self.endpoint_of else None
         if endpoint not in self.upload_endpoints:
-            return too_large(self.max_content)
+            return _too_large(self.max_content)
         if length > self.max_upload:
-            return too_large(self.max_upload)
+            return _too_large(self.max_upload)
         if not (self.researcher_signed_in and self.researcher_signed_in(headers.get("cookie"))):
             return Refusal(403, "sign in as a researcher to upload files")
         return None

@@ -25,14 +25,15 @@ from flask_babel import gettext
 from flask_limiter import RateLimitExceeded
 
 from app.annotation import admission
+from app.annotation.arrive import Arrived, arrive, release_stale
 from app.annotation.assigning import (
     NoDocumentsLeft,
     ScreenedOut,
     WorkInProgress,
-    assign,
     is_demo,
     preview_document,
 )
+from app.annotation.connect import handle_of
 from app.annotation.qualification import qualification, qualification_state, screen_out
 from app.annotation.reviews import Blocked
 from app.crowd import platforms
@@ -185,8 +186,8 @@ def start(slug: str):
             if stop is not None:
                 session.rollback()
                 return stop
-            assignment = assign(
-                session,
+            assignment = arrive(
+                handle_of(session),
                 study,
                 arrival.worker_id,
                 platform=arrival.platform,
@@ -230,7 +231,12 @@ def start(slug: str):
     session.commit()
     if assignment.status in ("submitted", "screened_out"):
         return redirect(url_for("pages.done", token=assignment.token))
-    return redirect(url_for("pages.annotate", token=assignment.token))
+    answer = redirect(url_for("pages.annotate", token=assignment.token))
+    if isinstance(assignment, Arrived) and assignment.release is not None:
+        # new work, and this process is due to release the study's stale holds
+        engine, due = current_app.extensions["db_engine"], assignment.release
+        answer.call_on_close(lambda: release_stale(engine, due))
+    return answer
 
 
 @bp.get("/a/<token>")

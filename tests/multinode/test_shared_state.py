@@ -1,7 +1,7 @@
-"""What each node keeps to itself stays correct when another node changes the database:
-a worker rejected on node A is refused on node B, whose token cache knows them;
-a document replaced or a study deleted on A is never served from B's caches (the fast
-path's token, text and taxonomy caches, the page cache); the arrival limit and the login
+"""What each node keeps to itself stays correct when another node changes the database: a
+worker rejected on node A is refused on node B, whose token cache knows them; a document
+replaced or a study deleted on A is never served from B's cache (the actions' token,
+document and taxonomy entries, app/annotation/cache.py); the arrival limit and the login
 throttle count every node's requests; a session and its CSRF token work on any node."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def test_the_arrival_limit_counts_every_node(rig, direct_app, http_factory):
 
     def entry_or_arrival(n: int):
         """The entry page (Flask) or, every other time, an arrival naming its document (the
-        fast lane, app/web/fast_arrival.py): both count in the one shared limit."""
+        worker API's entry, app/web/worker_api.py): both count in the one shared limit."""
         if n % 2:
             body = {"study": "limits", "worker_id": f"lim-{n}", "document": "doc-1"}
             return client.post(f"{rig.router}/api/assignments", json=body)

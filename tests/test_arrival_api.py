@@ -1,8 +1,9 @@
-"""Issue 31: the common arrival (``POST /api/assignments`` naming its document, no
-researcher's key) is answered by the fast lane (app/web/fast_arrival.py) before Flask. The
-same arrivals, with the lane on and off, must give the same statuses, bodies and headers on
-SQLite and Postgres; what the lane declines must reach the route intact and be counted once
-in the arrival limit; the limit's refusal must be the route's."""
+"""``POST /api/assignments`` without a researcher's key is answered by the worker API's entry
+(app/web/worker_api.py, the one arrival policy of app/annotation/arrive.py) before Flask, on
+SQLite and Postgres: every outcome answered once (the new assignment, the policy's refusals,
+a body it cannot read), each arrival counted once in the shared arrival limit (the bucket the
+study links count in, flask-limiter's), the limit's refusal as the Flask app words it; on
+Postgres the common arrival is two round trips."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def database_url(request, tmp_path):
 
 @pytest.fixture
 def arrivals_seen(app):
-    """The arrivals that reached Flask (the lane answered the others), by worker ID."""
+    """The arrivals that reached Flask (the worker API answered the others), by worker ID."""
     import flask
 
     seen: list[str] = []
@@ -45,20 +46,20 @@ def arrivals(client, study: str) -> list[tuple]:
         return client.post("/api/assignments", json={**body, **extra})
 
     answers = [
-        client.post(  # the lane's: 201 (over HTTPS: HSTS)
+        client.post(  # 201 (over HTTPS: HSTS)
             "/api/assignments",
             json={"study": study, "worker_id": "w1", "document": "doc-1"},
             base_url="https://localhost",
         ),
-        named("w1"),  # declined (w1 holds doc-1): the policy's 409
-        named("w2"),  # declined (doc-1 full): the policy takes over w1's unengaged hold
-        named("w3", "doc-9"),  # declined: no such document, 404
-        named("", "doc-2"),  # declined: no worker ID, 400
-        named("w3", 2),  # declined: a number naming no document, 404
+        named("w1"),  # w1 holds doc-1: 409
+        named("w2"),  # doc-1 full: the policy takes over w1's unengaged hold
+        named("w3", "doc-9"),  # no such document, 404
+        named("", "doc-2"),  # no worker ID, 400
+        named("w3", 2),  # a number naming no document, 404
         client.post(
             "/api/assignments", json={"study": "nope", "worker_id": "w3", "document": "doc-1"}
-        ),  # declined: no such study, 404
-        named("w3", "doc-\u0000"),  # not storable: the route's 400
+        ),  # no such study, 404
+        named("w3", "doc-\u0000"),  # not storable: 400
         client.post("/api/assignments", json={"study": study, "worker_id": "w4"}),  # crowd
         client.post("/api/assignments", json=[study]),  # not an object: 400
         client.post("/api/assignments", data="{}", content_type="text/plain"),  # 400
@@ -97,44 +98,40 @@ def held(app, study: str) -> list[tuple]:
     )
 
 
-def test_the_lane_and_the_route_open_alike(app, client, arrivals_seen):
+def test_every_arrival_is_answered_once_by_the_worker_api(app, client, arrivals_seen):
     app.config["ARRIVAL_RATE_LIMIT"] = "1000 per minute"
-    for slug in ("by-route", "by-lanes"):
-        make_study(app, slug, documents=DOCUMENTS, annotators_per_doc=1)
-    app.config["FAST_LANE"] = False
-    by_route = arrivals(client, "by-route")
-    route_saw = list(arrivals_seen)
-    arrivals_seen.clear()
-    app.config["FAST_LANE"] = True
-    by_lane = arrivals(client, "by-lanes")
-
-    for step, (route, lane) in enumerate(zip(by_route, by_lane, strict=True)):
-        assert route == lane, f"request {step}: route {route} != lane {lane}"
-    assert [status for status, _body, _headers in by_lane] == [
+    make_study(app, "demo", documents=DOCUMENTS, annotators_per_doc=1)
+    answers = arrivals(client, "demo")
+    assert [status for status, _body, _headers in answers] == [
         201, 409, 201, 404, 400, 404, 404, 400, 201, 400, 400, 400, 400, 401
     ]  # fmt: skip
-    assert by_lane[0][1] == {"segments": 2, "resume_segment": 0}
-    assert dict(by_lane[0][2])["Strict-Transport-Security"].startswith("max-age=")
-    assert held(app, "by-route") == held(app, "by-lanes")
-    assert held(app, "by-lanes") == [
+    assert answers[0][1] == {"segments": 2, "resume_segment": 0}
+    headers = dict(answers[0][2])
+    assert headers["Strict-Transport-Security"].startswith("max-age=")
+    assert headers["Cache-Control"] == "no-store" and headers["X-Frame-Options"] == "DENY"
+    assert held(app, "demo") == [
         ("w1", "doc-1", "abandoned"),
         ("w2", "doc-1", "active"),
         ("w4", "?", "active"),
     ]
-    assert "already has work in progress" in by_lane[1][1]["error"]
-    # The route saw all 14; the lane answered the first itself and handed the others to
-    # the route with their bodies (the answers above name what the bodies said).
-    assert len(route_saw) == 14
-    assert arrivals_seen == route_saw[1:]
+    assert "already has work in progress" in answers[1][1]["error"]
+    assert answers[3][1] == {"error": "study '<study>' has no document 'doc-9'"}
+    assert answers[6][1] == {"error": "no study 'nope'"}
+    assert answers[9][1] == {"error": "the body must be a JSON object"}
+    assert answers[10][1] == {"error": "send a JSON body with Content-Type: application/json"}
+    assert answers[11][1] == {"error": "the body is not valid JSON"}
+    assert answers[12][1] == {"error": "study must be the study's slug"}
+    # Flask saw only the researcher's (bad) key: the entry answered every other arrival
+    assert arrivals_seen == ["w5"]
 
 
-def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client):
-    """The database fails the lane's insert once, after the row went in (a trigger): the
-    locks and the insert are one transaction, rolled back whole, and the route serves the
-    arrival, so the worker holds one assignment, not two, and is answered 201."""
+def test_a_failure_in_the_insert_writes_nothing_and_the_retry_is_stored_once(app, client):
+    """The database fails the arrival's insert once, after the row went in (a trigger): the
+    locks and the insert are one transaction, rolled back whole, and the failure is answered
+    (500, nothing stored); the page's retry gets the worker one assignment, not two."""
     engine = app.extensions["db_engine"]
     if engine.dialect.name != "postgresql":
-        pytest.skip("on SQLite the lane's arrival is one session transaction (Postgres: two)")
+        pytest.skip("a trigger that fails once is Postgres's")
     make_study(app, documents=DOCUMENTS)
     with engine.begin() as connection:
         connection.exec_driver_sql(
@@ -144,6 +141,9 @@ def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client)
             "assignments FOR EACH ROW EXECUTE FUNCTION fail_once()"
         )
     body = {"study": "demo", "worker_id": "w1", "document": "doc-2"}
+    failed = client.post("/api/assignments", json=body)
+    assert failed.status_code == 500 and failed.get_json()["error"]
+    assert held(app, "demo") == []
     answer = client.post("/api/assignments", json=body)
     assert answer.status_code == 201, answer.get_json()
     with engine.connect() as connection:
@@ -153,8 +153,8 @@ def test_a_failure_in_the_lane_writes_nothing_and_the_route_answers(app, client)
 
 
 def over_the_limit(client, address: str) -> list:
-    """Three arrivals from ``address`` (the limit is 3 a minute): two the lane takes and one
-    it declines (counted once), then a fourth, refused."""
+    """Three arrivals from ``address`` (the limit is 3 a minute): two taken and one refused
+    by the policy (each counted once), then a fourth, refused by the limit."""
     environ = {"REMOTE_ADDR": address}
 
     def arrive(worker, document="doc-1"):
@@ -164,47 +164,42 @@ def over_the_limit(client, address: str) -> list:
     return [arrive("a1"), arrive("a1"), arrive("a2", "doc-2"), arrive("a3")]
 
 
-def test_the_arrival_limit_holds_through_the_lane(app, client, arrivals_seen):
+def test_the_arrival_limit_counts_every_arrival_once(app, client, arrivals_seen):
     make_study(app, documents=DOCUMENTS, annotators_per_doc=10)
     app.config["ARRIVAL_RATE_LIMIT"] = "3 per minute"
-    app.config["FAST_LANE"] = False
-    by_route = over_the_limit(client, "10.0.0.1")
-    app.config["FAST_LANE"] = True
-    arrivals_seen.clear()
-    by_lane = over_the_limit(client, "10.0.0.2")
-
-    assert [answer.status_code for answer in by_lane] == [201, 409, 201, 429]
-    assert arrivals_seen == ["10.0.0.2-a1"]  # the declined one; the lane answered the others
-    for route, lane in zip(by_route, by_lane, strict=True):
-        assert route.status_code == lane.status_code
-    refused_by_route, refused_by_lane = by_route[-1], by_lane[-1]
-    assert refused_by_lane.get_json() == {"error": "3 per 1 minute"}
-    assert refused_by_lane.data == refused_by_route.data
-    assert sorted(refused_by_lane.headers.items()) == sorted(refused_by_route.headers.items())
+    answers = over_the_limit(client, "10.0.0.2")
+    assert [answer.status_code for answer in answers] == [201, 409, 201, 429]
+    assert arrivals_seen == []  # the entry answered all four
+    refused = answers[-1]
+    assert refused.get_json() == {"error": "3 per 1 minute"}
+    assert refused.headers["Cache-Control"] == "no-store"
+    assert refused.headers["Content-Type"] == "application/json"
+    assert refused.headers["X-Content-Type-Options"] == "nosniff"
+    # another address has its own count
+    assert over_the_limit(client, "10.0.0.3")[0].status_code == 201
 
 
-def test_a_flask_limiter_without_the_lanes_internals_leaves_the_count_to_the_route(
-    app, client, arrivals_seen, monkeypatch
-):
-    """The lane reads private flask-limiter attributes; a release without them must not turn
-    arrivals into errors: the route counts and answers, the limit still holds."""
-    from types import SimpleNamespace
+def test_a_store_that_fails_counts_in_memory(app, client, monkeypatch):
+    """The limits' store unreachable (Redis down): arrivals are answered, and the limit
+    still holds, counted in the process's memory (flask-limiter's fallback), as the study
+    links count."""
+    from limits.storage import RedisStorage
 
-    from app.web import limits
+    from app.web.limits import limiter
 
     make_study(app, documents=DOCUMENTS, annotators_per_doc=10)
     app.config["ARRIVAL_RATE_LIMIT"] = "3 per minute"
-    # what the lane sees of flask-limiter: enabled, none of the private names it reads
-    monkeypatch.setattr(limits, "limiter", SimpleNamespace(enabled=True, initialized=True))
-    arrivals_seen.clear()
+    monkeypatch.setattr(limiter, "_storage_dead", False)  # restored after the test
+    monkeypatch.setattr(limiter, "_storage", RedisStorage("redis://127.0.0.1:1/0"))
+    monkeypatch.setattr(limiter, "_limiter", type(limiter._limiter)(limiter._storage))
     answers = over_the_limit(client, "10.0.0.9")
     assert [answer.status_code for answer in answers] == [201, 409, 201, 429]
-    assert len(arrivals_seen) == 4  # every arrival reached the route
+    assert limiter._storage_dead is True
 
 
-def test_the_lane_and_the_routes_count_in_one_bucket(app, client):
-    """The lane counts in flask-limiter's own store under the routes' key and scope: the
-    entry page (GET /s/<slug>) and the lane's arrivals share the one limit."""
+def test_the_entry_and_the_study_links_count_in_one_bucket(app, client):
+    """The worker API counts in flask-limiter's own store under the study links' key and
+    scope: the entry page (GET /s/<slug>) and the API's arrivals share the one limit."""
     make_study(app, documents=DOCUMENTS, annotators_per_doc=10)
     app.config["ARRIVAL_RATE_LIMIT"] = "3 per minute"
     environ = {"REMOTE_ADDR": "10.0.0.3"}
@@ -226,9 +221,9 @@ def test_the_lane_and_the_routes_count_in_one_bucket(app, client):
     )
 
 
-def test_behind_a_proxy_the_lane_counts_the_forwarded_address(database_url):
-    """``BEHIND_PROXY``'s fix wraps the lane: the lane counts the client's address from the
-    proxy's header, as the routes do, not the proxy's own."""
+def test_behind_a_proxy_the_entry_counts_the_forwarded_address(database_url):
+    """``BEHIND_PROXY``'s fix wraps the entry: it counts the client's address from the
+    proxy's header, as the study links do, not the proxy's own."""
     from app import create_app
 
     app = create_app(
@@ -261,15 +256,13 @@ def test_behind_a_proxy_the_lane_counts_the_forwarded_address(database_url):
         app.extensions["db_engine"].dispose()
 
 
-@pytest.mark.parametrize("lane", [True, False])
-def test_the_open_counts_segments_and_leaves_the_document_to_the_get(app, client, lane):
-    """The arrival's answer gives the segment count from one count (or the cached part); the
+def test_the_open_counts_segments_and_leaves_the_document_to_the_get(app, client):
+    """The arrival's answer gives the segment count from its read of the target; the
     document's part is read by the page's GET, not by the arrival."""
-    from app.web.page_cache import cache_of
+    from app.annotation.cache import cache_of
 
     make_study(app, documents=[("long", [f"Segment {n}." for n in range(7)]), *DOCUMENTS])
-    app.config["FAST_LANE"] = lane
-    cache = cache_of(app)
+    cache = cache_of(app.extensions["db_engine"])
 
     def open_(worker):
         body = {"study": "demo", "worker_id": worker, "document": "long"}
@@ -278,22 +271,22 @@ def test_the_open_counts_segments_and_leaves_the_document_to_the_get(app, client
         return answer.get_json()
 
     first = open_("w1")
-    assert first["segments"] == 7 and len(cache.documents._items) == 0
+    assert first["segments"] == 7 and len(cache.documents) == 0
     assert client.get(f"/api/assignments/{first['token']}").status_code == 200
-    assert len(cache.documents._items) == 1  # the GET read it
-    assert open_("w2")["segments"] == 7  # from the cached part
+    assert len(cache.documents) == 1  # the GET read it
+    assert open_("w2")["segments"] == 7
 
 
-def test_on_postgres_the_lanes_arrival_is_two_round_trips(app, client):
+def test_on_postgres_the_common_arrival_is_two_round_trips(app, client):
     """The target's read, then the locks and the conditional insert sent together with no
-    ``BEGIN`` (Postgres commits them as they run): two query strings, whatever the page cache
+    ``BEGIN`` (Postgres commits them as they run): two query strings, whatever the cache
     holds; the pool's connections are back idle afterwards."""
     import psycopg2.extensions
     from sqlalchemy import event
 
     engine = app.extensions["db_engine"]
     if engine.dialect.name != "postgresql":
-        pytest.skip("the hot path's driver is Postgres's")
+        pytest.skip("round trips are Postgres's")
     make_study(app, documents=DOCUMENTS)
     sent: list[str] = []
 
@@ -316,8 +309,8 @@ def test_on_postgres_the_lanes_arrival_is_two_round_trips(app, client):
                 continue
             assert answer.status_code == 201, answer.get_json()
             assert len(sent) == 2, sent
-            assert "named_target(" in sent[0]  # prepared on the connection's first
-            assert "arrival_locks(" in sent[1] and "arrival_insert(" in sent[1]
+            assert sent[0].count("EXECUTE ") == 1  # the target (prepared on first use)
+            assert sent[1].count("EXECUTE ") == 2  # the locks and the insert
             assert not any("BEGIN" in query or "COMMIT" in query for query in sent), sent
     finally:
         event.remove(engine, "checkout", count)

@@ -1,8 +1,11 @@
-"""The named-document arrival's short path (app/annotation/named_arrival.py) against the whole
-policy (app/annotation/assigning.py): from any state of a study, an arrival through the short
-path (falling back to the policy when it declines, as the route does) ends exactly as the
-policy alone would, on SQLite and Postgres. And a stale hold whose release the short path
-skipped (released by this process moments ago) never makes an arrival refused."""
+"""The one arrival policy (app/annotation/arrive.py) against the rules as documented
+(app/annotation/assigning.py), on SQLite and Postgres: from any state of a study (workers'
+assignments active, submitted or abandoned, engaged or not, seen minutes ago or an hour ago;
+a blocked worker), an arrival naming its document ends as a plain model of the rules says:
+stale holds released first, then work in progress elsewhere, blocked, had before, a full
+document's oldest unengaged hold taken over, else full. And a stale hold whose release the
+process skipped (released moments ago) never makes an arrival refused; a due release runs
+after the answer."""
 
 from __future__ import annotations
 
@@ -10,14 +13,13 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from app.annotation import named_arrival
-from app.annotation.assigning import assign, release_abandoned
+from app.annotation import arrive as policy
+from app.annotation.connect import handle_of
 from app.db import begin_write
-from app.documents.studies import find_document, get_study
 from app.errors import Conflict
 from app.models import Assignment, Document, Study, WorkerReview
 from tests.conftest import BACKENDS, make_database_url, make_study
@@ -71,20 +73,16 @@ def _state(session, slug: str, rows, blocked: set[int]) -> None:
     session.flush()
 
 
-def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
-    """What the route does (short path first, its transaction rolled back when it declines)
-    or the policy alone, inside a savepoint; the outcome and the rows."""
+def _arrive(session, slug: str, worker: str, document: str):
+    """The policy's arrival in a savepoint: its outcome (opened, or the refusal's class and
+    message) and the assignments' rows after it (rolled back)."""
     nested = session.begin_nested()
+    db = handle_of(session)
     try:
-        opened = named_arrival.open_named(session, slug, worker, document) if short else None
-        if short and opened is None:
-            nested.rollback()
-            nested = session.begin_nested()
-        if opened is not None and opened.release is not None:  # the route's, after its answer
-            release_abandoned(session, opened.release)
-        if opened is None:
-            study = get_study(session, slug)
-            assign(session, study, worker, document=find_document(session, study, document))
+        study, worker_id, target = policy.resolve(db, slug, worker, document)
+        opened = policy.arrive(db, study, worker_id, document=target)
+        if opened.release is not None:  # what the entry runs after its answer
+            policy.release_abandoned(db, opened.release)
         outcome: tuple = ("opened",)
     except Conflict as refusal:
         outcome = ("refused", type(refusal).__name__, str(refusal))
@@ -98,7 +96,51 @@ def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
     return outcome, [tuple(row) for row in rows]
 
 
+HOLD, ABANDON = 5, 45  # the study's defaults, in minutes
+
+
+def expected(rows, blocked: set[int], worker: int, document: int) -> tuple:
+    """The documented rules, as a plain model: the outcome of ``worker`` arriving for
+    ``document`` in the state ``rows`` (as ``_state`` stores them)."""
+    kept: dict[tuple[int, int], tuple[str, bool, int]] = {}
+    for w, d, status, engaged, minutes in rows:
+        kept.setdefault((w, d), (status, engaged, minutes))
+    live = {}
+    for (w, d), (status, engaged, minutes) in kept.items():
+        stale = status == "active" and (minutes > ABANDON or (not engaged and minutes > HOLD))
+        live[(w, d)] = ("abandoned" if stale else status, engaged, minutes)
+    if any(w == worker and status == "active" for (w, _d), (status, _e, _m) in live.items()):
+        return ("refused", "WorkInProgress")
+    if worker in blocked:
+        return ("refused", "Blocked")
+    if (worker, document) in live:
+        return ("refused", "Conflict", "already had")
+    taken = [
+        (w, engaged, minutes)
+        for (w, d), (status, engaged, minutes) in live.items()
+        if d == document and status in ("active", "submitted")
+    ]
+    if len(taken) < N:
+        return ("opened",)
+    holds = [w for (w, d), (status, engaged, _m) in live.items() if d == document
+             and status == "active" and not engaged and w != worker]  # fmt: skip
+    # the oldest unengaged hold taken over frees one slot (a document over N, as a study
+    # whose N was lowered may have, stays full)
+    if holds and len(taken) - 1 < N:
+        return ("opened",)
+    return ("refused", "Conflict", "all the annotators")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+# the rules' plain cases, always played: a full document (no hold to take over), the same
+# with an unengaged hold, a document had before, work in progress, a stale one of one's own
+@example(rows=[(0, 0, "active", True, 0), (1, 0, "submitted", True, 0)], blocked=set(),
+         worker=2, document=0, due=False)  # fmt: skip
+@example(rows=[(0, 0, "active", False, 0), (1, 0, "submitted", True, 0)], blocked=set(),
+         worker=2, document=0, due=False)  # fmt: skip
+@example(rows=[(2, 0, "submitted", True, 0)], blocked=set(), worker=2, document=0, due=False)
+@example(rows=[(2, 1, "active", True, 0)], blocked=set(), worker=2, document=0, due=False)
+@example(rows=[(2, 1, "active", True, 60)], blocked={2}, worker=2, document=0, due=False)
 @given(
     rows=ROWS,
     blocked=st.sets(st.integers(0, 3), max_size=1),
@@ -106,7 +148,7 @@ def _arrive(session, slug: str, worker: str, document: str, *, short: bool):
     document=st.integers(0, 2),
     due=st.booleans(),
 )
-def test_the_short_path_ends_as_the_policy_would(app, rows, blocked, worker, document, due):
+def test_an_arrival_ends_as_the_rules_say(app, rows, blocked, worker, document, due):
     slug = f"named-{next(studies)}"
     make_study(app, slug, documents=DOCS, annotators_per_doc=N)
     with app.app_context():
@@ -114,21 +156,25 @@ def test_the_short_path_ends_as_the_policy_would(app, rows, blocked, worker, doc
         try:
             _state(session, slug, rows, blocked)
             study_id = session.scalar(select(Study.id).where(Study.slug == slug))
-            released = named_arrival._released.setdefault(session.get_bind(), {})
+            released = policy._released.setdefault(session.get_bind(), {})
             if due:
                 released.pop(study_id, None)
             else:  # this process released the study's stale holds a moment ago
-                released[study_id] = named_arrival.time.monotonic()
-            short = _arrive(session, slug, f"w{worker}", f"doc-{document}", short=True)
-            whole = _arrive(session, slug, f"w{worker}", f"doc-{document}", short=False)
+                released[study_id] = policy.time.monotonic()
+            outcome, after = _arrive(session, slug, f"w{worker}", f"doc-{document}")
         finally:
             session.rollback()
             session.close()
-    assert short[0] == whole[0]
-    if due:  # the stale holds released by both
-        assert short[1] == whole[1]
-    else:  # the same new assignment; stale holds maybe not yet marked abandoned
-        assert {r[:2] for r in short[1]} == {r[:2] for r in whole[1]}
+    model = expected(rows, blocked, worker, document)
+    assert outcome[: len(model) - (len(model) == 3)] == model[:2], (outcome, model)
+    if len(model) == 3:
+        assert model[2] in outcome[2], (outcome, model)
+    opened = [r for r in after if r[0] == f"w{worker}" and r[2] == "active"]
+    assert bool(opened) == (outcome[0] == "opened" or model == ("refused", "WorkInProgress"))
+    if outcome[0] == "opened":  # the document it took has at most N taken slots
+        [(_w, taken_document, _s)] = [r for r in after if r[0] == f"w{worker}" and r[2] == "active"]
+        taken = [r for r in after if r[1] == taken_document and r[2] in ("active", "submitted")]
+        assert len(taken) <= N, after
 
 
 def test_a_skipped_release_never_refuses_an_arrival(app, client):
@@ -144,10 +190,8 @@ def test_a_skipped_release_never_refuses_an_arrival(app, client):
         session.execute(Assignment.__table__.update().values(last_seen_at=stale, engaged_at=None))
         session.commit()
         study_id = session.scalar(select(Study.id))
-        # this process released the study's stale holds a moment ago: not due on the short path
-        named_arrival._released.setdefault(session.get_bind(), {})[study_id] = (
-            named_arrival.time.monotonic()
-        )
+        # this process released the study's stale holds a moment ago: not due
+        policy._released.setdefault(session.get_bind(), {})[study_id] = policy.time.monotonic()
         session.close()
     answer = client.post(
         "/api/assignments", json={"study": "demo", "worker_id": "next", "document": "doc-0"}
@@ -161,10 +205,10 @@ def test_a_skipped_release_never_refuses_an_arrival(app, client):
 
 
 def test_named_and_crowd_arrivals_racing_over_stale_holds(app, monkeypatch):
-    """Every slot held by a stale hold, the release due on every arrival: named arrivals (short
-    path) and crowd arrivals (the policy) at once lock in one order, so none deadlocks (a 500),
-    and no document gets more than N."""
-    monkeypatch.setattr(named_arrival, "RELEASE_EVERY_S", 0.0)
+    """Every slot held by a stale hold, the release due on every arrival: named arrivals and
+    crowd arrivals at once lock in one order, so none deadlocks (a 500), and no document gets
+    more than N."""
+    monkeypatch.setattr(policy, "RELEASE_EVERY_S", 0.0)
     make_study(app, documents=DOCS, annotators_per_doc=N)
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
@@ -189,17 +233,15 @@ def test_named_and_crowd_arrivals_racing_over_stale_holds(app, monkeypatch):
     assert sorted(count for _, count in taken) == [N] * len(DOCS)
 
 
-@pytest.mark.parametrize("lane", [True, False])
-def test_a_due_release_runs_after_the_answer(app, client, lane):
+def test_a_due_release_runs_after_the_answer(app, client):
     """The arrival that finds the release due answers, then releases the study's stale holds
-    in a transaction of its own (the lane's and the route's answer alike)."""
+    in a transaction of its own."""
     make_study(app, documents=DOCS, annotators_per_doc=N)
-    app.config["FAST_LANE"] = lane
     with app.app_context():
         session = begin_write(app.extensions["db_sessionmaker"]())
         _state(session, "demo", [(0, 1, "active", False, 10)], set())  # a stale hold on doc-1
         session.commit()
-        named_arrival._released.setdefault(session.get_bind(), {}).clear()  # due
+        policy._released.setdefault(session.get_bind(), {}).clear()  # due
         session.close()
     body = {"study": "demo", "worker_id": "next", "document": "doc-0"}
     answer = client.post("/api/assignments", json=body)

@@ -1,8 +1,6 @@
-"""Issue 17: the fast lane (app/web/fast_lane.py) answers the annotate page's frequent writes
-before Flask, refusals included (issue 25: the route's own action, run once). The same
-conversation, with the lane on and off, must give the same statuses, bodies, headers and
-stored rows, on SQLite and Postgres; the lane must really have served what it takes (Flask
-never saw those requests)."""
+"""The worker API's one entry (app/web/worker_api.py) answers every request of the annotate
+page before Flask, on SQLite and Postgres: each action's answer, its refusals, a body it
+cannot read, with the headers every answer carries; Flask never sees them."""
 
 from __future__ import annotations
 
@@ -60,14 +58,14 @@ def conversation(client, token: str) -> list[tuple]:
         client.post(f"/api/assignments/{'x' * 24}/annotations", json=zoe),  # 404
         client.post("/api/assignments/a'b;--/annotations", json=zoe),  # 404
         client.post(f"/api/assignments/{'x' * 24}/submit"),  # 404
-        client.post("/api/assignments/a'b;--/submit"),  # 404 (the route's)
-        client.post("/api/assignments/a%00b/submit"),  # 404 (the route's)
+        client.post("/api/assignments/a'b;--/submit"),  # 404
+        client.post("/api/assignments/a%00b/submit"),  # 404
     ]
     return [
         (
             answer.status_code,
             _without_ids(answer.get_json(silent=True)),
-            # A 204 has no body: Flask still names text/html, the lane names nothing.
+            # A 204 has no body, and names no type.
             {
                 name: answer.headers.get(name)
                 for name in HEADERS
@@ -111,43 +109,45 @@ def stored_rows(app, token: str) -> dict:
         }
 
 
-def test_the_lane_and_the_route_answer_alike(app, client, flask_saw):
+def test_a_workers_conversation_is_answered_before_flask(app, client, flask_saw):
     make_study(app, documents=DOCUMENTS)
-    app.config["FAST_LANE"] = False
-    route_token = open_token(client, worker="route")
+    token = open_token(client, worker="w")
     flask_saw.clear()
-    by_route = conversation(client, route_token)
-    route_saw = list(flask_saw)
-
-    app.config["FAST_LANE"] = True
-    lane_token = open_token(client, worker="lane")
-    flask_saw.clear()
-    by_lane = conversation(client, lane_token)
-
-    for step, (route, lane) in enumerate(zip(by_route, by_lane, strict=True)):
-        assert route == lane, f"request {step}: route {route} != lane {lane}"
-    assert [status for status, _body, _headers in by_lane] == [
+    answers = conversation(client, token)
+    assert [status for status, _body, _headers in answers] == [
         201, 200, 409, 400, 400, 400, 204, 400, 400, 204, 204, 204, 404, 200, 200, 409, 204, 404,
         404, 404, 404, 404
     ]  # fmt: skip
-    assert stored_rows(app, route_token) == stored_rows(app, lane_token)
-    assert stored_rows(app, lane_token)["annotations"] == [("c1", 0, 36, 39, "Zoë", True)]
-    assert stored_rows(app, lane_token)["times"] == [(0, 2.5), (1, 0.0)]
-    # The route saw all 22 requests but the one with a NUL in its path (refused before the
-    # recording hook); the lane answered every one it takes, refusals included (the same
-    # action, app/annotation/fast.py, api.submitted): Flask saw only the two bodies it could
-    # not read and the submit of a token no token can be.
-    assert len(route_saw) == 21
-    assert flask_saw == ["POST annotations", "POST annotations", "POST submit"]
+    bodies = [body for _status, body, _headers in answers]
+    assert bodies[2] == {"error": "you have already marked this span with this category"}
+    assert bodies[4] == {"error": "send a JSON body with Content-Type: application/json"}
+    assert bodies[5] == {"error": "the body is not valid JSON"}
+    assert bodies[13] == bodies[14]  # the same code again
+    assert "submitted" in bodies[15]["error"]
+    assert all(body == {"error": "no assignment with this token"} for body in bodies[17:])
+    for status, _body, headers in answers:
+        assert headers["Cache-Control"] == "no-store"
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["X-Frame-Options"] == "DENY"
+        assert headers["Strict-Transport-Security"] is None  # plain HTTP
+        assert (headers.get("Content-Type") == "application/json") == (status != 204)
+    assert stored_rows(app, token) == {
+        "status": "submitted",
+        "current_segment": 1,
+        "engaged": True,
+        "annotations": [("c1", 0, 36, 39, "Zoë", True)],
+        "times": [(0, 2.5), (1, 0.0)],
+    }
+    assert flask_saw == []
 
 
-def test_the_lane_submits_as_the_route(app, client, flask_saw):
-    """A submit answered by the lane stores what the route's stores; again, the same code."""
+def test_a_submit_is_stored_once_and_answered_again(app, client, flask_saw):
+    """A submit stores the status, the time and a code; again, the same code."""
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     first = client.post(f"/api/assignments/{token}/submit")
     again = client.post(f"/api/assignments/{token}/submit")
-    assert flask_saw == []  # the lane answered both
+    assert flask_saw == []  # the entry answered both
     assert first.status_code == again.status_code == 200
     assert first.get_json() == again.get_json()
     assert first.get_json()["completion_code"].startswith("MG-")
@@ -160,7 +160,7 @@ def test_the_lane_submits_as_the_route(app, client, flask_saw):
         assert assignment.submitted_at is not None
 
 
-def test_the_lane_answers_with_the_security_headers_over_https(app, client, flask_saw):
+def test_the_answers_carry_the_security_headers_over_https(app, client, flask_saw):
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     answer = client.post(
@@ -169,30 +169,69 @@ def test_the_lane_answers_with_the_security_headers_over_https(app, client, flas
         base_url="https://localhost",
     )
     assert answer.status_code == 201
-    assert flask_saw == []  # the lane answered
+    assert flask_saw == []  # the entry answered
     assert answer.headers["Strict-Transport-Security"].startswith("max-age=")
     assert answer.headers["X-Frame-Options"] == "DENY"
     assert answer.headers["Cache-Control"] == "no-store"
     assert answer.get_json()["text"] == "Zoë"
 
 
-def test_a_body_over_the_limit_goes_to_the_route(app, client, flask_saw):
+def test_a_body_over_the_limit_is_a_413_naming_it(app, client, flask_saw):
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     app.config["MAX_CONTENT_LENGTH"] = 100
+    before = db_snapshot(app)
     body = annotation_body(0, "Zoë", "CharE", comment="x" * 200)
     answer = client.post(f"/api/assignments/{token}/annotations", json=body)
     assert answer.status_code == 413
-    assert "larger than the limit" in answer.get_json()["error"]
-    assert flask_saw == ["POST annotations"]
+    assert answer.get_json() == {
+        "error": "request body is larger than the limit of 100 bytes (100 bytes)"
+    }
+    assert db_snapshot(app) == before
+    assert flask_saw == []
 
 
-def test_the_lane_after_the_pools_ping_and_the_route_after_the_lane(
+def test_bodies_it_cannot_read_are_a_400_naming_the_problem(app, client, flask_saw):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    before = db_snapshot(app)
+    url = f"/api/assignments/{token}/annotations"
+    deep = "[" * 100_000 + "]" * 100_000
+    sent = [
+        (b"\xff\xfe not text", "the body is not valid JSON"),
+        (deep.encode(), "the JSON body is nested too deeply"),
+        (b'{"text": "a\\u0000b"}', "text must not contain NUL characters or unpaired surrogates"),
+        (b'{"text": "\\ud800"}', "text must not contain NUL characters or unpaired surrogates"),
+        (b"null", "the body is not valid JSON"),
+        (b"", "the body is not valid JSON"),
+    ]
+    app.config["MAX_CONTENT_LENGTH"] = 1_000_000
+    for raw, message in sent:
+        answer = client.post(url, data=raw, content_type="application/json")
+        assert (answer.status_code, answer.get_json()) == (400, {"error": message}), raw[:20]
+    assert db_snapshot(app) == before
+    assert flask_saw == []
+
+
+def test_another_method_on_a_worker_path_is_a_405(app, client, flask_saw):
+    make_study(app, documents=DOCUMENTS)
+    token = open_token(client)
+    answer = client.get(f"/api/assignments/{token}/annotations")
+    assert answer.status_code == 405 and answer.headers["Allow"] == "OPTIONS, POST"
+    assert answer.get_json()["error"]
+    assert client.put(f"/api/assignments/{token}").headers["Allow"] == "GET, HEAD, OPTIONS"
+    head = client.head(f"/api/assignments/{token}")
+    assert head.status_code == 200 and head.data == b""
+    assert client.get(f"/api/assignments/{token}/nothing").status_code == 404  # Flask's
+    assert flask_saw == ["GET nothing"]
+
+
+def test_the_entry_after_the_pools_ping_gives_connections_back_as_it_found_them(
     app, client, flask_saw, monkeypatch
 ):
-    """Every checkout pinged (app/db.py): the lane's driver gets a connection with the
-    ping's transaction open; it serves, and gives the connection back as SQLAlchemy expects
-    it (the route's transactions after it still roll back)."""
+    """Every checkout pinged (app/db.py): the handle gets a connection with the ping's
+    transaction open; it serves, and gives the connection back as SQLAlchemy expects it
+    (the Flask views' transactions after it still roll back)."""
     from app import db as app_db
 
     make_study(app, documents=DOCUMENTS)
@@ -203,12 +242,12 @@ def test_the_lane_after_the_pools_ping_and_the_route_after_the_lane(
     assert added.status_code == 201
     assert client.delete(f"{base}/annotations/{added.get_json()['id']}").status_code == 204
     assert client.post(f"{base}/heartbeat", json={}).status_code == 204
-    assert flask_saw == []  # the lane answered all three
+    assert flask_saw == []  # the entry answered all three
     engine = app.extensions["db_engine"]
-    if engine.dialect.name == "postgresql":  # the driver's connections are back as they were
+    if engine.dialect.name == "postgresql":  # the handle's connections are back as they were
         pooled = list(engine.pool._pool.queue)  # noqa: SLF001
         assert pooled and all(record.dbapi_connection.autocommit is False for record in pooled)
-    # A refusal (answered by the lane) stores nothing, the stamp included.
+    # A refusal stores nothing, the stamp included.
     again = client.post(f"{base}/annotations", json=annotation_body(1, "brother", "CharE"))
     assert again.status_code == 201
     before = db_snapshot(app)
