@@ -12,7 +12,7 @@ deployment behind a proxy that buffers bodies. The access log masks tokens and i
 ``0600``.
 
 granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here: with the
-fast lane the app's own work per annotation is smaller than gunicorn's (its Python HTTP
+worker API's entry the app's own work per annotation is smaller than gunicorn's (its Python HTTP
 parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
 granian's ~0.3 ms, docs/PERFORMANCE.md). gunicorn.conf.py still works and is still
 supported (``gunicorn --config gunicorn.conf.py "app:create_app()"``) for a deployment that

@@ -23,7 +23,7 @@ granian serves this object through its RSGI interface instead, and for each requ
    - a body is read in one await when it is small (a worker's JSON), chunk by chunk, with
      the rate checked on every chunk, when it is large;
 
-2. the WSGI app (Flask behind the fast lane) then runs on one of ``WEB_THREADS`` threads
+2. the WSGI app (Flask behind the worker API's entry) then runs on one of ``WEB_THREADS`` threads
    (:class:`_Threads`: a queue and plain threads, no executor futures), with the environ
    granian's WSGI interface builds (PEP 3333), and **the thread sends the answer itself**
    through granian's protocol object: the event loop is only woken again to close the

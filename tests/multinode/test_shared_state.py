@@ -183,7 +183,7 @@ def test_arrivals_are_served_while_the_limits_store_is_down(rig, direct_app, htt
     client = http_factory("127.0.0.29")
     rig.stop_redis()
     try:
-        answers = [  # arrivals naming their document first (the fast lane's), then entries
+        answers = [  # arrivals naming their document first (the common arrival), then entries
             client.post(
                 f"{rig.router}/api/assignments",
                 json={"study": "no-redis", "worker_id": f"nr-{n}", "document": "doc-1"},
