@@ -31,6 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, Study, WorkerReview
+from app.quality.work import human_worker
 
 TAKEN = ("active", "submitted")
 
@@ -116,10 +117,11 @@ _BLOCKED = exists().where(
     WorkerReview.blocked.is_(True),
 )
 WORK_IN_PROGRESS = select(_ACTIVE_HERE)
-# A document's taken slots.
+# A document's taken slots: humans' only (an LLM annotator's assignment takes none).
 TAKEN_SLOTS = select(func.count()).where(
     Assignment.document_id == bindparam("document_id"),
     Assignment.status.in_([_sql_text(status) for status in TAKEN]),
+    human_worker(),
 )
 # Whether the worker ID has an active assignment, whether they had ``document_id`` before,
 # and its taken slots: one round trip.

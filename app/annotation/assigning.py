@@ -4,8 +4,8 @@ Rules, all per study:
 
 * each document needs ``study.annotators_per_doc`` workers; an arriving worker gets their
   own unfinished (active) assignment first, else the document with the fewest taken slots
-  (active or submitted assignments), earliest position first; never a document they had
-  before, whatever became of it;
+  (humans' active or submitted assignments: an LLM annotator's take none), earliest
+  position first; never a document they had before, whatever became of it;
 * an arrival never gets back an assignment it has not proven it owns (see
   :mod:`app.annotation.admission`): a worker ID that has an active assignment gets
   :class:`WorkInProgress`, not that assignment;
@@ -46,11 +46,8 @@ from app.annotation.reviews import Blocked, refuse_blocked
 from app.documents.language import N_
 from app.documents.lifecycle import require_open
 from app.errors import Conflict
-from app.models import (
-    Assignment,
-    Document,
-    Study,
-)
+from app.models import Assignment, Document, Study
+from app.quality.work import human_worker
 
 DEFAULT_ABANDON_MINUTES = 45
 DEFAULT_HOLD_MINUTES = 5
@@ -383,7 +380,7 @@ def _fewest_taken(
     ("skip" or "wait"): its row locked, skipping or waiting for rows others hold."""
     taken = (
         select(Assignment.document_id, func.count().label("n"))
-        .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
+        .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN), human_worker())
         .group_by(Assignment.document_id)
         .subquery()
     )
@@ -430,8 +427,9 @@ def assign(
 ) -> Assignment:
     """Start new work for ``worker_id`` under the study's policy: a new assignment, never an
     existing one. ``document`` names the document (checked against the policy)."""
-    from app.annotation.assignments import open_assignment
+    from app.annotation.assignments import open_assignment, worker_id_from
 
+    worker_id = worker_id_from(worker_id)  # never an LLM annotator's ID
     chosen = next_assignment_document(session, study, worker_id, document)
     # The condition is drawn before the insert (the new row counts in no condition either
     # way), so the row is written once.

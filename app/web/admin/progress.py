@@ -11,7 +11,14 @@ from sqlalchemy import func, select
 
 from app.detection import import_jobs
 from app.models import Annotation, Assignment, Document, FigureJob, Study, changes
-from app.quality.work import Work, document_filter, is_practice, role, select_documents
+from app.quality.work import (
+    Work,
+    document_filter,
+    human_worker,
+    is_practice,
+    role,
+    select_documents,
+)
 
 
 def study_progress(db, studies: list[Study]) -> dict[int, dict[str, int]]:
@@ -27,7 +34,7 @@ def study_progress(db, studies: list[Study]) -> dict[int, dict[str, int]]:
     for sid, status, count in db.execute(
         select(Assignment.study_id, Assignment.status, func.count())
         .join(Document, Document.id == Assignment.document_id)
-        .where(counted)
+        .where(counted, human_worker())
         .group_by(Assignment.study_id, Assignment.status)
     ):
         if sid in progress and status in ("active", "submitted"):
@@ -46,6 +53,7 @@ def _live_annotations(db, study: Study, work: Work, status: str) -> int:
             Assignment.study_id == study.id,
             Assignment.status == status,
             Annotation.removed_at.is_(None),
+            human_worker(),
             *document_filter(study, work),
         )
     )
@@ -99,7 +107,7 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
     for doc_id, status, n in db.execute(
         select(Assignment.document_id, Assignment.status, func.count())
         .join(Document, Document.id == Assignment.document_id)
-        .where(*document_filter(study, work))
+        .where(human_worker(), *document_filter(study, work))
         .group_by(Assignment.document_id, Assignment.status)
     ):
         per_doc[doc_id][status] += n

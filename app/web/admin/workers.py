@@ -21,6 +21,7 @@ from app.models import Annotation, Assignment, Document, Segment, Study
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
+from app.quality.work import human_worker
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.settings import render_settings, settings_saved
@@ -53,7 +54,9 @@ def _gold_f1(assignment: Assignment) -> float | None:
 
 def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     """One row per worker ID that has an assignment in the study, sorted by ID."""
-    assignments = db.scalars(select(Assignment).where(Assignment.study_id == study.id)).all()
+    assignments = db.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, human_worker())
+    ).all()
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     rates = catch_rates(db, study, statuses=WITH_REJECTED)  # one strict-matching pass
