@@ -43,10 +43,11 @@ def detect_command(slug: str, detector_name: str | None) -> None:
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
 @click.option(
     "--queue",
-    type=click.Choice(["all", "imports", "detection", "figures"]),
+    type=click.Choice(["all", "imports", "detection", "figures", "llm"]),
     default="all",
     show_default=True,
-    help="Which jobs to run: uploaded imports, detection, a study's slow figures, or all.",
+    help="Which jobs to run: uploaded imports, detection, a study's slow figures, LLM "
+    "annotators (marginalia llm annotate), or all.",
 )
 @with_app
 def worker_command(
@@ -93,6 +94,7 @@ def worker_command(
             load_nlp=load_nlp,
             figures=queue in ("all", "figures"),
             trainings=queue in ("all", "detection"),
+            llm=queue in ("all", "llm"),
         )
     except KeyboardInterrupt:
         return

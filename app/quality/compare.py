@@ -131,7 +131,7 @@ def document_counts(
     for doc_id, text in stream(session, select_segments(study, work)):
         texts[(names[doc_id], position[doc_id])] = text
         position[doc_id] += 1
-    if layer == WORKERS:
+    if work.layer == WORKERS:  # also one LLM annotator's marks (layer llm:NAME)
         k = min_workers or default_min_workers(study)
         errors = _errors_workers(session, study, work, texts, names, k)
     else:
