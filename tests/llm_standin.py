@@ -74,6 +74,8 @@ class StandIn:
     url: str
     requests: list[dict[str, Any]]
     max_in_flight: int = 0
+    usage: list[tuple[int, int]] = field(default_factory=list)  # (prompt, completion) sent
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers
 
 
 @contextmanager
@@ -96,6 +98,7 @@ def standin(script: Script) -> Iterator[StandIn]:
                 record.max_in_flight = max(record.max_in_flight, state["in_flight"])
                 number = state["count"]
                 record.requests.append(body)
+                record.headers.append(dict(self.headers.items()))
             try:
                 self._answer(body, number)
             finally:
@@ -118,15 +121,15 @@ def standin(script: Script) -> Iterator[StandIn]:
                 self._send(reply.status, reply.body or '{"error": "scripted"}', reply.headers)
                 return
             message = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
+            usage = (len(prompt.split()), len((reply.content or "").split()))
+            with lock:
+                record.usage.append(usage)
             answer = {
                 "id": f"chatcmpl-{number}",
                 "object": "chat.completion",
                 "model": body.get("model"),
                 "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-                "usage": {
-                    "prompt_tokens": len(prompt.split()),
-                    "completion_tokens": len((reply.content or "").split()),
-                },
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
             }
             self._send(200, json.dumps(answer), reply.headers)
 

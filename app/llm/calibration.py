@@ -23,6 +23,7 @@ over documents. Costs: app/llm/costs.py.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from flask import current_app, has_app_context
+from scipy import stats
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -227,7 +229,21 @@ def calibrate(
     gamma_seconds: float | None = None,
     min_humans: int | None = None,
 ) -> dict[str, Any]:
-    """The calibration figures of annotator ``name`` in the study (JSON-ready)."""
+    """The calibration figures of annotator ``name`` in the study (JSON-ready). SciPy's
+    warning that an interval is undefined (NaN, e.g. a category nobody marked) is not
+    shown: such a bound is None in the figures."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        return _calibrate(session, study_id, name, gamma_seconds, min_humans)
+
+
+def _calibrate(
+    session: Session,
+    study_id: int,
+    name: str,
+    gamma_seconds: float | None,
+    min_humans: int | None,
+) -> dict[str, Any]:
     study = session.get(Study, study_id)
     coder = f"{LLM_PREFIX}{name}"
     taxonomy = study.taxonomy or {}
