@@ -15,6 +15,7 @@ and its sentences in numbered batches (model_server/llm_booookscore.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +112,27 @@ def ask(client: ChatClient, request: Request) -> Asked:
     return asked
 
 
+def ask_all(client: ChatClient, requests: list[Request], concurrency: int) -> list[Asked]:
+    """Every request's marks, at most ``concurrency`` in flight; once one request fails
+    (the endpoint down or refusing) no other is sent, and the failure is raised."""
+    stop = threading.Event()
+
+    def one(request: Request) -> Asked | None:
+        if stop.is_set():
+            return None
+        try:
+            return ask(client, request)
+        except BaseException:
+            stop.set()
+            raise
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(one, request) for request in requests]
+    for future in futures:
+        future.result()  # the first failure, in request order
+    return [future.result() for future in futures]  # type: ignore[misc]
+
+
 def cost(asked: list[Asked], seconds: float) -> dict[str, Any]:
     """The job's cost fields: spent by this job, and what its marks' answers cost."""
     spent = [a for found in asked for a in found.answers]
@@ -165,8 +187,7 @@ def run_job(sessions: Callable[[], Session], session: Session, job_id: int) -> s
     )
     started = time.perf_counter()
     try:
-        with ThreadPoolExecutor(max_workers=annotator.concurrency) as pool:
-            asked = list(pool.map(partial(ask, client), requests))
+        asked = ask_all(client, requests, annotator.concurrency)
     finally:
         client.close()
     spent = cost(asked, time.perf_counter() - started)
