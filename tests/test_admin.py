@@ -76,6 +76,7 @@ def document_ids(app, slug: str = "demo") -> list[str]:
 def admin_routes(app) -> list[tuple[str, str]]:
     """(method, url) for every /admin rule, with sample values for its variables."""
     samples = {"slug": "demo", "fmt": "csv", "key": "c0", "row_id": "1", "prefix": "mgk_00000000"}
+    samples["name"] = "gpt"  # an LLM annotator's
     routes = []
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/admin") or rule.endpoint in ("admin.login", "admin.logout"):
