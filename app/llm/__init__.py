@@ -8,3 +8,5 @@ prices), ``runs.py`` (the queue: a run, one job per document, on the worker),
 the database), ``store.py`` (the marks stored through the add action, like a human's),
 ``calibration.py`` + ``agreeing.py`` + ``costs.py`` (the calibration view's figures),
 ``ranks.py`` (systems ranked from the model's and the humans' marks)."""
+
+ALL = "all"  # the figures' row of every category together

@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from app.llm import ALL
 from app.quality.agreement import unit_counts
 from app.quality.compare_stats import _percentile_interval
 from app.quality.spans import Span, TextKey
 from app.quality.unitizing import Unit, document_units, gamma
-
-ALL = "all"
 
 
 def alpha_sums(
@@ -125,19 +124,46 @@ def pairwise_alpha(
 
 
 class GammaClock:
-    """The γ budget of one calibration: figures after it are left out (``None``)."""
+    """The γ budget of one calibration: figures after it are left out (``None``). The same
+    units of the same pair are computed once (γ is symmetric, and a category that is the
+    only one marked has the units of "all")."""
 
     def __init__(self, budget: float) -> None:
         self.deadline = time.monotonic() + budget
         self.skipped = 0
+        self.known: dict[tuple[frozenset[str], tuple[Unit, ...]], dict[str, Any] | None] = {}
 
     def gamma(self, units: list[Unit], pair: tuple[str, str]) -> dict[str, Any] | None:
+        key = (
+            frozenset(pair),
+            tuple(sorted(units, key=lambda u: (u.start, u.end, u.annotator, u.category))),
+        )
+        if key in self.known:
+            return self.known[key]
         if not units:
             return None
         if time.monotonic() >= self.deadline:
             self.skipped += 1
             return None
-        return gamma(units, pair)
+        self.known[key] = found = gamma(units, sorted(pair))
+        return found
+
+
+def lay_pair(
+    units: Mapping[str, list[Unit]],
+    lengths: Mapping[str, int],
+    documents: Sequence[str],
+    pair: tuple[str, str],
+    wanted: set[str],
+) -> list[Unit]:
+    """The pair's units of the ``wanted`` categories on ``documents`` laid end to end."""
+    laid, at = [], 0
+    for document in documents:
+        for u in units.get(document, []):
+            if u.annotator in pair and u.category in wanted:
+                laid.append(Unit(u.annotator, at + u.start, at + u.end, u.category))
+        at += lengths.get(document, 0)
+    return laid
 
 
 def pairwise_gamma(
@@ -160,13 +186,8 @@ def pairwise_gamma(
             if human == coder:
                 continue
             shared = sorted(set(annotated.get(coder, ())) & set(annotated.get(human, ())))
-            laid, at = [], 0
-            for document in shared:
-                for u in units.get(document, []):
-                    if u.annotator in (coder, human) and u.category in wanted:
-                        laid.append(Unit(u.annotator, at + u.start, at + u.end, u.category))
-                at += lengths.get(document, 0)
             if shared:
+                laid = lay_pair(units, lengths, shared, (coder, human), wanted)
                 pairs[human] = clock.gamma(laid, (coder, human))
         values = [p["gamma"] for p in pairs.values() if p]
         out[category] = {"mean": float(np.mean(values)) if values else None, "pairs": pairs}

@@ -54,7 +54,7 @@ from app.quality.work import (
 
 RESAMPLES = 2_000
 SEED = 0
-ALL = agreeing.ALL
+ALL = agreeing.ALL  # app/llm/__init__.py's
 Counts = np.ndarray  # matched marks, marks, matched reference, reference
 
 

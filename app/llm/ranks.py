@@ -105,3 +105,25 @@ def booookscore_side_by_side(session: Session, study: Study, coder: str) -> dict
         **correlations(a, b, pearson=True),
         "per_document": rows,
     }
+
+
+def format_ranks(ranks: dict[str, Any] | None, coder: str) -> str:
+    """``marginalia compare --llm``'s text: each system's rank by both kinds of marks."""
+    if ranks is None:
+        return f"\nRanks from {coder}'s marks: fewer than two systems both cover.\n"
+    lines = ["", f"Ranks by errors per 100 words: humans (K = {ranks['min_workers']}) vs {coder}"]
+    figure = ranks["errors_per_100_words"]
+    for name in ranks["systems"]:
+        row = figure["per_system"][name]
+        lines.append(
+            f"  {name}: {_number(row['humans'])} (rank {_number(row['human_rank'], 1)}) vs "
+            f"{_number(row['model'])} (rank {_number(row['model_rank'], 1)})"
+        )
+    lines.append(
+        f"  Spearman's rho {_number(figure['spearman'])}, Kendall's tau {_number(figure['kendall'])}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"

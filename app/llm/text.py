@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.llm.agreeing import ALL
+from app.llm import ALL
 
 
 def figure(value: dict[str, Any] | None) -> str:

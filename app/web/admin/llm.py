@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.db import begin_write, get_session
 from app.errors import MarginaliaError
-from app.llm.agreeing import ALL
+from app.llm import ALL
 from app.llm.annotators import annotators
 from app.llm.runs import latest_calibration, queue_run, recent_runs
 from app.models import Document, LlmJob, LlmRun, Study
