@@ -182,6 +182,11 @@ def test_calibration_on_snac_dev_shows_the_noise_and_the_cost(app, client, tmp_p
         assert cost["cost_per_correct_error"] == pytest.approx(cost["cost"] / returned)
         assert result["cost"]["paid"]["prompt_tokens"] == tokens_in
     assert stored["humans"] == ["h0", "h1"] and now["humans"] == ["h0", "h1", "h2"]
+    # the three summaries come from three systems: ranked from both kinds of marks
+    ranks = now["ranks"]["errors_per_100_words"]
+    assert now["ranks"]["systems"] == ["book_175b", "book_6b", "tripod"]
+    assert sorted(r["model_rank"] for r in ranks["per_system"].values()) == [1.0, 2.0, 3.0]
+    assert ranks["spearman"] is not None and -1 <= ranks["kendall"] <= 1
     # each human beside it: h0 marked every vote, so its gold recall is every located error
     h0 = now["gold"]["per_human"]["h0"]["all"]
     assert h0["reference"] == gold and h0["matched"] == h0["marks"]
