@@ -76,6 +76,8 @@ def test_the_llm_commands_from_setup_to_calibration(app, client, database_url):
     assert "run 1 gpt (stand-in): done, 2 of 2 documents (2 annotated, 0 skipped, 0 failed)" in (
         status.stdout
     )
+    health = json.loads(run(url, "worker", "--health").stdout)
+    assert health["llm"]["done"] == 2 and health["llm"]["queued"] == 0
     text = run(url, "llm", "calibration", "demo", "--annotator", "gpt")
     assert text.returncode == 0, text.stderr
     assert "F1 against gold" in text.stdout and "llm:gpt" in text.stdout and "w1" in text.stdout

@@ -62,13 +62,16 @@ def worker_command(
 
     from app.detection import import_jobs, jobs
     from app.detection.importing import nlp_loader
+    from app.detection.queue import status_counts as queue_counts
     from app.detection.worker import work
+    from app.models import LlmJob
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:
         with factory() as session:
             state = jobs.health(session)
             state["imports"] = import_jobs.health(session)
+            state["llm"] = queue_counts(session, LlmJob)  # LLM annotators' documents
             click.echo(json.dumps(state, indent=2))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(message)s")
