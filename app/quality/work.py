@@ -128,7 +128,7 @@ class Work:
 
 def is_llm(worker_id: str) -> bool:
     """Whether ``worker_id`` is an LLM annotator's: :func:`llm_worker`'s rule in Python, for
-    the rules that hold an ID rather than a row (tests/test_llm_worker_ids.py: both agree)."""
+    the rules that hold an ID rather than a row (tests/test_llm_worker_rules.py: both agree)."""
     return worker_id.startswith(LLM_PREFIX)
 
 
