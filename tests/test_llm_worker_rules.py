@@ -3,7 +3,8 @@ worker ID (``llm:NAME``) is one rule in two forms that agree (app/quality/work.p
 else opens it, neither an arrival nor a researcher's key; it takes no human's slot on
 either way an arrival takes one (the fewest-taken choice, a named document); the pass mark
 and the pause rule, which judge crowd workers, leave it alone while still judging the
-humans; and the HTTP export of its layer is named for it."""
+humans; its work keeps a document from removal as a human's does; and the HTTP export of its
+layer is named for it."""
 
 from __future__ import annotations
 
@@ -223,3 +224,16 @@ def test_the_http_export_of_the_models_layer_is_named_for_it(app, client, admin)
         assert status == 400 and disposition == ""
     refused = admin.get("/admin/studies/demo/export.assignments-csv?include_llm=1")
     assert refused.status_code == 400
+
+
+def test_the_models_work_keeps_a_document_as_a_humans_does(app):
+    from app.documents.lifecycle import remove_document
+    from app.errors import Conflict
+
+    make_study(app, documents=[("d1", SEGMENTS), ("d2", OTHER)])
+    annotate_nothing(app, documents=["d1"])
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        with pytest.raises(Conflict):
+            remove_document(session, study, "d1")
+        remove_document(session, study, "d2")  # nobody worked on it
