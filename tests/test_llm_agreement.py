@@ -126,6 +126,50 @@ def test_pooled_alpha_is_krippendorffs(units):
     assert ours == pytest.approx(theirs, abs=1e-9)
 
 
+PAIR_TEXTS = {("d", 0): "Anna met Bob. Carl left.", ("d", 1): "Dora came home, and slept."}
+SPANS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b"]),
+        st.sampled_from(sorted(PAIR_TEXTS)),
+        st.integers(0, 25),
+        st.integers(1, 8),
+        st.sampled_from(["CharE", "RefE", "SceneE"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SPANS)
+def test_a_pairs_alpha_is_the_reports_token_alpha(found):
+    """The pooled α's units are the report's token units (one layout, agreement.py): for one
+    pair on one document, α from the pair's sums is the report's token-level α, per category
+    and over all (SceneE widened to its sentences in both)."""
+    from app.llm.agreeing import alpha_sums
+    from app.quality.agreement import agreement_report
+    from app.quality.spans import Span
+
+    spans = []
+    for worker, key, start, width, category in found:
+        text = PAIR_TEXTS[key]
+        start = min(start, len(text) - 1)
+        end = min(start + width, len(text))
+        spans.append(Span(key[0], key[1], start, end, category, worker, text[start:end]))
+    categories = ["CharE", "RefE", "SceneE"]
+    scopes = {"SceneE": "sentence"}
+    report = agreement_report(
+        spans, PAIR_TEXTS, {"a": ["d"], "b": ["d"]}, categories=categories, scopes=scopes
+    )
+    for name, wanted in [*((c, [c]) for c in categories), ("all", categories)]:
+        sums = alpha_sums(spans, PAIR_TEXTS, "d", ("a", "b"), wanted, scopes)
+        figure = report["all"] if name == "all" else report["per_category"][name]
+        expected = figure["token"]["alpha"]
+        ours = alpha_of(np.array(sums))
+        assert (ours is None) == (expected is None)
+        if ours is not None:
+            assert ours == pytest.approx(expected, abs=1e-9)
+
+
 def test_gamma_pairs_lay_shared_documents_end_to_end():
     from app.llm.agreeing import GammaClock, lay_pair, pairwise_gamma
     from app.quality.spans import Span
