@@ -97,7 +97,7 @@ class Work:
     workers: str = HUMANS  # workers' layer: humans, everyone, or one LLM annotator's ID
 
     def __post_init__(self) -> None:
-        if self.layer.startswith(LLM_PREFIX):  # --layer llm:NAME: the workers' layer, one ID
+        if is_llm(self.layer):  # --layer llm:NAME: the workers' layer, one ID
             object.__setattr__(self, "workers", self.layer)
             object.__setattr__(self, "layer", WORKERS)
         llm = is_llm(self.workers) and LLM_NAME.match(self.workers[len(LLM_PREFIX) :])
