@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.annotation import arrival_sql
 from app.annotation.arrival_choice import cap_of, condition_for
 from app.annotation.arrive import Arrived, arrive
-from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment
+from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment, worker_id_from
 from app.annotation.connect import handle_of
 from app.models import Assignment, Document, Study
 
@@ -77,11 +77,17 @@ def open_for_document(
 ) -> tuple[Assignment, bool]:
     """The (study, document, worker) assignment, opened without the policy's checks and the
     same token on every call: only for callers holding a researcher's API key of the study.
+    Never an LLM annotator's worker ID (``worker_id_from``): only its run opens its work.
 
     Returns ``(assignment, created)``; a new assignment gets the worker's condition.
     """
     assignment, created = open_assignment(
-        session, study, document, worker_id, platform=platform, platform_data=platform_data
+        session,
+        study,
+        document,
+        worker_id_from(worker_id),
+        platform=platform,
+        platform_data=platform_data,
     )
     if created:
         assignment.condition = condition_for(handle_of(session), study, assignment.worker_id)

@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from app.annotation.assigning import CONDITIONS, TAKEN, ScreenedOut, randomises_conditions
+from app.annotation.arrival_sql import takes_slot
+from app.annotation.assigning import CONDITIONS, ScreenedOut, randomises_conditions
 from app.annotation.handle import Handle
 from app.annotation.qualification import qualification, qualification_state
 from app.errors import Conflict
@@ -60,7 +61,7 @@ def fewest_taken(
     rows others hold."""
     taken = (
         select(Assignment.document_id, func.count().label("n"))
-        .where(Assignment.study_id == study.id, Assignment.status.in_(TAKEN))
+        .where(Assignment.study_id == study.id, *takes_slot())
         .group_by(Assignment.document_id)
         .subquery()
     )

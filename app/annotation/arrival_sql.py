@@ -31,6 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.models import Assignment, Document, Segment, Study, WorkerReview
+from app.quality.work import human_worker
 
 TAKEN = ("active", "submitted")
 
@@ -117,12 +118,16 @@ _BLOCKED = exists().where(
 )
 
 
+def takes_slot() -> tuple[Any, ...]:
+    """The one rule of a taken slot: a human's assignment, active or submitted (an LLM
+    annotator's takes none: its work stays out of the humans' figures, app/quality/work.py).
+    Its constants are spelt in the SQL, so prebuilt statements carry it too."""
+    return Assignment.status.in_([_sql_text(status) for status in TAKEN]), human_worker()
+
+
 def _taken_slots(document: str) -> Any:
     """A document's taken slots (its id bound as ``document``)."""
-    return select(func.count()).where(
-        Assignment.document_id == bindparam(document),
-        Assignment.status.in_([_sql_text(status) for status in TAKEN]),
-    )
+    return select(func.count()).where(Assignment.document_id == bindparam(document), *takes_slot())
 
 
 TAKEN_SLOTS = _taken_slots("document_id")

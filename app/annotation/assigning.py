@@ -4,8 +4,10 @@
 Rules, all per study:
 
 * each document needs ``study.annotators_per_doc`` workers; an arriving worker gets the
-  document with the fewest taken slots (active or submitted assignments), earliest position
-  first; never a document they had before, whatever became of it;
+  document with the fewest taken slots (humans' active or submitted assignments, one rule:
+  ``arrival_sql.takes_slot``; an LLM annotator's take none), earliest position first; never
+  a document they had before, whatever became of it; an arrival never takes an LLM
+  annotator's worker ID (``llm:``, :func:`app.annotation.assignments.worker_id_from`);
 * an arrival never gets back an assignment it has not proven it owns (see
   :mod:`app.annotation.admission`): a worker ID that has an active assignment gets
   :class:`WorkInProgress`, not that assignment;

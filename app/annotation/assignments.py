@@ -23,6 +23,7 @@ from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Annotation, Assignment, Document, Study, isoformat
+from app.quality.work import LLM_PREFIX, is_llm
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -65,8 +66,12 @@ def get_assignment(
 
 
 def worker_id_from(value: Any) -> str:
-    """A worker ID as given by a link or a request body, checked and stripped."""
-    return _worker_id(value)
+    """A worker ID as given by a link or a request body, checked and stripped; never an LLM
+    annotator's (``llm:``, app/llm/), whose work stays out of the humans' figures."""
+    worker_id = _worker_id(value)
+    if is_llm(worker_id):
+        raise InvalidInput(f"worker IDs starting with {LLM_PREFIX} are kept for LLM annotators")
+    return worker_id
 
 
 def _worker_id(value: Any) -> str:

@@ -143,13 +143,18 @@ def import_command(
 )
 @click.option(
     "--layer",
-    type=click.Choice(["workers", "adjudicated", "consensus"]),
     default="workers",
     show_default=True,
     help=(
-        "Every submitted worker's annotations, the adjudicated layer (marginalia review), or "
-        "the consensus: the sentence units whose MACE posterior is at least --min-posterior."
+        "Every submitted worker's annotations, the adjudicated layer (marginalia review), "
+        "the consensus: the sentence units whose MACE posterior is at least --min-posterior, "
+        "or llm:NAME, one LLM annotator's marks (marginalia llm)."
     ),
+)
+@click.option(
+    "--include-llm",
+    is_flag=True,
+    help="Workers' layer: the LLM annotators' marks beside the humans'.",
 )
 @click.option(
     "--columns",
@@ -193,6 +198,7 @@ def export_command(
     review_status: str | None,
     include_in_progress: bool,
     min_posterior: float | None,
+    include_llm: bool,
 ) -> None:
     """Stream a study's counted annotations (or, as assignments-csv / assignments-jsonl,
     one row per assignment)."""
@@ -207,6 +213,8 @@ def export_command(
     if min_posterior is not None and layer != "consensus":
         raise InvalidInput("--min-posterior applies to --layer consensus only")
     work = Work(layer, include_practice, review_status or "done", include_in_progress)
+    if include_llm:
+        work = dataclasses.replace(work, workers="everyone")
     if min_posterior is not None:
         work = dataclasses.replace(work, min_posterior=min_posterior)
     session = current_app.extensions["db_sessionmaker"]()

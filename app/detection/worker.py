@@ -25,6 +25,7 @@ from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
+from app.llm import steps as llm_steps
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
 from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
@@ -150,11 +151,13 @@ def work(
     load_nlp: NlpLoader | None = None,
     figures: bool = True,
     trainings: bool = True,
+    llm: bool = True,
 ) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
-    ``detector`` is not None), then a study's slow figures (with ``figures``:
+    ``detector`` is not None), then an LLM annotator's document or calibration (with
+    ``llm``: app/llm/steps.py), then a study's slow figures (with ``figures``:
     app/quality/figures.py), then a retraining of a study's learned detector (with
     ``trainings``: app/detection/retraining.py). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
@@ -167,6 +170,8 @@ def work(
     while not should_stop():
         try:
             claimed = _work_once(session_factory, name, detector, load_nlp, stats)
+            if not claimed and llm:
+                claimed = llm_steps.run_next(session_factory, name)
             if not claimed and figures:
                 with session_factory() as session:
                     claimed = run_figures(session, name)

@@ -31,6 +31,7 @@ from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
+from app.quality.work import human_worker
 
 COLUMNS = (
     "study",
@@ -105,7 +106,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     assignments = session.execute(
         select(Assignment, Document.external_id)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id)
+        .where(Assignment.study_id == study.id, human_worker())
         .order_by(Document.position, Assignment.id)
     ).all()
     live, events, segments = _counts(session, study)

@@ -19,6 +19,7 @@ from app.models.detection import (
     Suggestion,
 )
 from app.models.journey import Consent, QuestionnaireAnswer
+from app.models.llm import LlmAnswer, LlmJob, LlmRun
 from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
 from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
 from app.models.work import Annotation, Assignment, PracticeCheck, SegmentTime, SuggestionEvent
@@ -42,6 +43,9 @@ __all__ = [
     "FigureJob",
     "GoldError",
     "ImportJob",
+    "LlmAnswer",
+    "LlmJob",
+    "LlmRun",
     "LoginFailure",
     "NAMING_CONVENTION",
     "PracticeCheck",

@@ -148,6 +148,31 @@ def agreement_breakdown(
     return figures.breakdown()
 
 
+def pairable_units(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    categories: Iterable[str],
+    *,
+    level: str = "token",
+    scopes: Mapping[str, str] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The units of one level with two coders or more, as :func:`agreement_report` lays
+    them out: per unit its coders and how many of them marked it with one of
+    ``categories`` (an LLM annotator's pooled alpha sums them, app/llm/agreeing.py)."""
+    kept, coders = _prepare(spans, texts, annotated, scopes)
+    layout = UnitLayout(texts, coders, level)
+    wanted = set(categories)
+    names = numbers(span.source for span in kept)
+    category_numbers = numbers(sorted({span.category for span in kept}))
+    table = SpanTable.of(kept, names, category_numbers)
+    rows, first, last = table.units(layout)
+    mask = np.array([c in wanted for c in category_numbers], dtype=bool)
+    marked = marked_counts(layout.size, table.worker[rows], table.category[rows], first, last, mask)
+    pairable = layout.coders >= 2
+    return layout.coders[pairable], marked[pairable]
+
+
 class Agreement:
     """:func:`agreement_report` and :func:`agreement_breakdown` summed over batches of
     documents (:meth:`add`; each document with all its workers' spans in one batch, and

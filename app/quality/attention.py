@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.matching import match
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
+from app.quality.work import human_worker
 
 # A rejected worker's work leaves every figure, but the pages about them keep their rate.
 WITH_REJECTED = ("submitted", "rejected")
@@ -92,6 +93,7 @@ def caught_per_assignment(
         Assignment.study_id == study.id,
         Assignment.status.in_(statuses),
         Assignment.document_id.in_(checks),
+        human_worker(),
     )
     if worker_id is not None:
         query = query.where(Assignment.worker_id == worker_id)

@@ -136,7 +136,7 @@ def document_counts(
         texts[(names[doc_id], position[doc_id])] = text
         position[doc_id] += 1
     by_votes: Mapping[int, Any] = {}
-    if layer == WORKERS:
+    if work.layer == WORKERS:  # also one LLM annotator's marks (layer llm:NAME)
         k = min_workers or default_min_workers(study)
         by_votes = vote_rank_workers(session, study, work)
         errors = _errors_workers(session, study, work, texts, names, k, by_votes)

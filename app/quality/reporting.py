@@ -40,6 +40,7 @@ from app.quality.work import (
     TRAINING_ROLES,
     Work,
     document_filter,
+    human_worker,
     role,
     select_documents,
 )
@@ -138,7 +139,7 @@ def study_report(
     assignments = session.execute(
         select(*ASSIGNMENT_COLUMNS)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id, *document_filter(study, work))
+        .where(Assignment.study_id == study.id, human_worker(), *document_filter(study, work))
         .order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if a.status == "submitted"]

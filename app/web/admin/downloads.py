@@ -25,7 +25,7 @@ from app.formats import (
 )
 from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
-from app.quality.work import MIN_POSTERIOR, WORKERS, Work
+from app.quality.work import EVERYONE, HUMANS, MIN_POSTERIOR, WORKERS, Work
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 
@@ -35,10 +35,10 @@ def _flag(name: str) -> bool:
 
 
 def work_from_args() -> Work:
-    """The counted work a download asks for: ``?layer=workers|adjudicated|consensus``,
+    """The counted work a download asks for: ``?layer=workers|adjudicated|consensus|llm:NAME``,
     ``?include_practice=1``, ``?review_status=done|any`` (adjudicated layer),
-    ``?include_in_progress=1`` (workers' layer), ``?min_posterior=P`` (consensus layer);
-    InvalidInput for anything else."""
+    ``?include_in_progress=1`` and ``?include_llm=1`` (workers' layer), ``?min_posterior=P``
+    (consensus layer); InvalidInput for anything else."""
     posterior = request.args.get("min_posterior")
     try:
         min_posterior = MIN_POSTERIOR if posterior is None else float(posterior)
@@ -50,7 +50,19 @@ def work_from_args() -> Work:
         review_status=request.args.get("review_status", "done"),
         in_progress=_flag("include_in_progress"),
         min_posterior=min_posterior,
+        workers=EVERYONE if _flag("include_llm") else HUMANS,
     )
+
+
+def file_name(slug: str, work: Work) -> str:
+    """The download's name: the slug, then the layer and whose work when not the humans'
+    (``demo.adjudicated``, ``demo.llm-gpt``, ``demo.with-llm``)."""
+    name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
+    if work.workers == EVERYONE:
+        return f"{name}.with-llm"
+    if work.workers != HUMANS:  # llm:NAME, a name of letters, digits, '_', '.', '-'
+        return f"{name}.{work.workers.replace(':', '-')}"
+    return name
 
 
 @bp.get("/studies/<slug>/export.<fmt>")
@@ -69,7 +81,7 @@ def export(slug: str, fmt: str):
         return Response(
             f"{fmt} has one row per assignment: no layer or filters\n", 400, mimetype="text/plain"
         )
-    name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
+    name = file_name(slug, work)
     if fmt in FILE_SET_FORMATS:
         # A true stream: the zip is written as the work is read, a chunk at a
         # time, after the answer has begun (server-side cursors opened in the view would not

@@ -15,6 +15,7 @@ from app.db import begin_write, get_session
 from app.detection import learned_models
 from app.documents import journey
 from app.errors import InvalidInput, MarginaliaError
+from app.llm.annotators import annotators
 from app.models import Study
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
@@ -39,6 +40,7 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         researcher=auth.current_researcher(),
         detector_models=learned_models.models_of(db, study),
         chosen_model=learned_models.chosen_model(db, study),
+        llm_annotators=annotators(study),
     )
     return body, status
 

@@ -23,6 +23,7 @@ from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.ranking import rank_rows
 from app.quality.time_on_task import segment_seconds, worker_times
+from app.quality.work import human_worker
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.settings import render_settings, settings_saved
@@ -50,9 +51,12 @@ CONTEXT_CHARS = 60
 
 
 def worker_rows(db, study: Study) -> list[dict[str, Any]]:
-    """One row per worker ID that has an assignment in the study, in rank order (the one
-    ranking, :mod:`app.quality.ranking`: by expected F1, then the unranked by ID)."""
-    assignments = db.scalars(select(Assignment).where(Assignment.study_id == study.id)).all()
+    """One row per human worker ID that has an assignment in the study, in rank order (the
+    one ranking, :mod:`app.quality.ranking`: by expected F1, then the unranked by ID); an LLM
+    annotator is no crowd worker (app/llm/)."""
+    assignments = db.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, human_worker())
+    ).all()
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     rates = catch_rates(db, study, statuses=WITH_REJECTED)  # one strict-matching pass
