@@ -12,12 +12,12 @@ from sqlalchemy import bindparam, select
 from app.annotation.handle import Handle
 from app.annotation.pairing import paired_values
 from app.documents.attributes import check_attributes
+from app.documents.numbers import MAX_ID as MAX_ID  # larger ids overflow SQLite's driver
 from app.documents.text import normalise_newlines
 from app.errors import InvalidInput
 from app.models import Suggestion
 
 MAX_COMMENT_CHARS = 5_000
-MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
 
 
 def _int(body: dict[str, Any], key: str, where: str = "") -> int:
