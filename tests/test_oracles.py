@@ -7,6 +7,8 @@ again). Each test is named for the attack it replays; the answers are compared w
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import select, update
 
@@ -14,6 +16,8 @@ from app.db import session_scope
 from app.models import Annotation, Assignment, Document, Study, Suggestion
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, SEGMENTS, api_add, open_token, span
+from tests.test_training import TEST, TEST_KEY, add, arrive, do_practice, training_study
+from tests.test_training import span as training_span
 
 
 @pytest.fixture(params=BACKENDS)
@@ -134,3 +138,98 @@ def test_an_edit_keeps_the_suggestion_its_mark_came_from(app, client):
     assert edited.status_code == 201, edited.get_json()
     assert edited.get_json()["suggestion_id"] == shown
     assert stored_links(app) == {"m": shown, "m2": shown}
+
+
+# --- a qualification document's score ------------------------------------------------------
+
+# test_training's study: practice-1 teaches; test-1 and test-2 grade against TEST_KEY (two
+# errors) with the pass mark F1 0.6. Marks on a graded document and the F1 they score:
+GRADED = {
+    "0.00": [],
+    "0.40": [(0, "the wrong man", "CharE"), (0, "Tom", "RefE"), (1, "Dan", "RefE")],
+    "0.80": [*((s, t, c) for s, t, c in TEST_KEY), (1, "Dan", "RefE")],
+    "1.00": list(TEST_KEY),
+}
+
+
+def graded_attempt(client, worker: str, marks: list) -> str:
+    """The worker's practice document submitted untouched, then a graded one with
+    ``marks``, submitted; the graded assignment's token."""
+    do_practice(client, worker)
+    _, token, _ = arrive(client, worker)
+    for segment, text, category in marks:
+        answer = add(client, token, training_span(segment, text, category, TEST))
+        assert answer.status_code == 201, answer.get_json()
+    submitted = client.post(f"/api/assignments/{token}/submit")
+    assert submitted.status_code == 200
+    assert set(submitted.get_json()) <= {"completion_code", "redirect_url", "screened_out"}
+    return token
+
+
+def worker_page(client, token: str, worker: str) -> str:
+    """The done page's text a worker reads: the main card, its links' targets (which name
+    the worker and the token) left out."""
+    page = client.get(f"/a/{token}/done").get_data(as_text=True)
+    card = re.search(r"<main.*?</main>", page, re.S).group(0)
+    return re.sub(r'href="[^"]*"', 'href=""', card).replace(worker, "WORKER")
+
+
+def keys_of(value) -> set[str]:
+    """Every key of a JSON value, however deep."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in keys_of(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in keys_of(v)}
+    return set()
+
+
+def scored_f1(app, token: str) -> str:
+    with app.app_context(), session_scope() as session:
+        assignment = session.scalar(select(Assignment).where(Assignment.token == token))
+        return f"{assignment.scores['gold']['overall']['f1']:.2f}"
+
+
+@pytest.mark.parametrize(("lower", "higher"), [("0.00", "0.40"), ("0.80", "1.00")])
+def test_the_done_page_of_a_qualification_document_says_passed_or_not_never_the_score(
+    app, client, lower, higher
+):
+    """The probe: the done page printed a graded attempt's F1, and each throwaway worker ID
+    asked again. Two attempts on the same side of the pass mark now read the same, and no
+    score is on the page, in the submit's answer or in the assignment's JSON; the
+    researcher's pages still show it."""
+    training_study(app, attempts=3)
+    pages, tokens = {}, {}
+    for score in (lower, higher):
+        worker = f"w{score}"
+        tokens[score] = graded_attempt(client, worker, GRADED[score])
+        assert scored_f1(app, tokens[score]) == score  # the hand-computed F1 of the marks
+        pages[score] = worker_page(client, tokens[score], worker)
+        assert score not in pages[score] and "F1 0" not in pages[score]
+        payload = client.get(f"/api/assignments/{tokens[score]}").get_json()
+        assert not keys_of(payload) & {"scores", "gold", "f1", "score", "best_f1"}
+    assert pages[lower] == pages[higher]
+    passed = lower == "0.80"
+    assert ("You qualified" in pages[lower]) is passed
+    assert ("Not quite yet" in pages[lower]) is not passed
+    from tests.test_researcher_isolation import ADA, create_researcher, logged_in
+
+    create_researcher(app, ADA, admin=True)
+    researcher = logged_in(app, ADA)
+    seen = researcher.get("/admin/studies/demo/workers").get_data(as_text=True)
+    assert lower in seen and higher in seen  # the researcher still sees each best gold F1
+
+
+def test_the_screen_out_page_never_shows_the_score(app, client):
+    """Out of attempts: two workers whose best F1 differ read the same screen-out page, and
+    so does a later arrival of either (the page an attacker would ask for again)."""
+    training_study(app, attempts=1)
+    pages = []
+    for score in ("0.00", "0.40"):
+        worker = f"w{score}"
+        token = graded_attempt(client, worker, GRADED[score])
+        page = worker_page(client, token, worker)
+        assert "Thank you for trying" in page and score not in page and "F1" not in page
+        pages.append(page)
+        again = client.get("/s/demo", query_string={"worker_id": worker}).get_data(as_text=True)
+        assert "Thank you for trying" in again and score not in again
+    assert pages[0] == pages[1]
