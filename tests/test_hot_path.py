@@ -85,7 +85,7 @@ def test_position_is_one_update_plus_its_time_and_remove_two(app, client, token)
         annotation_body(0, "Zoë", "NoSuchCategory"),
         {**annotation_body(0, "Zoë", "CharE"), "text": "Zoe"},
         {**annotation_body(0, "Zoë", "CharE"), "segment": 99},
-        {**annotation_body(0, "Zoë", "CharE"), "suggestion_id": 12345},
+        {**annotation_body(0, "Zoë", "CharE"), "suggestion_id": 2**31},  # no id at all
     ],
 )
 def test_a_refused_add_changes_nothing_not_even_the_activity_stamp(app, client, token, body):

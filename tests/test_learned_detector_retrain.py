@@ -152,7 +152,7 @@ def test_bad_retrain_options_are_one_line_and_change_nothing(app, database_url, 
     for args, message in (
         (["--retrain-every", "-1"], "--retrain-every must be"),
         (["--retrain-every", "3", "--min-workers", "2"], "applies to the workers' layer only"),
-        (["--retrain-every", "3", "--layer", "workers", "--min-workers", "0"], "be at least 1"),
+        (["--retrain-every", "3", "--layer", "workers", "--min-workers", "0"], "be from 1 to 1000"),
     ):
         result = cli(database_url, monkeypatch, "study", "detector", "demo", *args)
         assert result.exit_code == 1 and message in result.output, result.output

@@ -27,13 +27,17 @@ from app.annotation.assignments import annotation_json
 from app.annotation.cache import taxonomy_of, texts_of
 from app.annotation.claims import keys_for
 from app.annotation.handle import Handle
+from app.annotation.hint_events import shown_ids
 from app.errors import InvalidInput
 
 
-def add(db: Handle, token: str, body: Any) -> tuple[dict[str, Any], bool]:
+def add(
+    db: Handle, token: str, body: Any, *, kept_suggestion: int | None = None
+) -> tuple[dict[str, Any], bool]:
     """Store a new mark: its JSON and True (``201``); a retry of a stored ``client_id`` with
     the same content: the first mark's JSON and False (``200``). A multi-label mark's JSON
-    lists its ``categories`` (the first is ``category``)."""
+    lists its ``categories`` (the first is ``category``). ``kept_suggestion``: an edit's
+    mark's own suggestion, kept as it was stored (:func:`shown_suggestion`)."""
     keys = keys_for(db, token)
     texts = texts_of(db, keys.document_id, keys.document_created_at)
     taxonomy = taxonomy_of(db, keys.study_id, keys.taxonomy_hash)
@@ -41,11 +45,12 @@ def add(db: Handle, token: str, body: Any) -> tuple[dict[str, Any], bool]:
         row, client_id = values.annotation_values(
             body, texts, taxonomy.categories, taxonomy.multi_label
         )
-        values.check_suggestion(db, keys.document_id, row["suggestion_id"])
     except InvalidInput:  # the assignment's state first, as the API always answered
         segment = body.get("segment") if isinstance(body, dict) else None
         refusals.refuse_unless_live(db, keys, token, segment=_index(segment, len(texts)))
         raise
+    if row["suggestion_id"] != kept_suggestion:
+        row["suggestion_id"] = shown_suggestion(db, keys, row["suggestion_id"])
     labels = row.pop("categories", None) or [row["category"]]
     row = {
         **row,
@@ -65,6 +70,18 @@ def add(db: Handle, token: str, body: Any) -> tuple[dict[str, Any], bool]:
     earlier, labels = refusals.retry_or_duplicate(db, keys, client_id, row, labels)
     db.run(hot_sql.CLAIM, params, alone=True)  # a retry stamps the activity, as a claim does
     return _mark_json(earlier["id"], keys.id, earlier, labels), False
+
+
+def shown_suggestion(db: Handle, keys: Any, suggestion_id: int | None) -> int | None:
+    """The suggestion a mark is stored as coming from: ``suggestion_id`` when this worker is
+    shown it (:func:`app.annotation.hint_events.shown_ids`, the payload's own rule), else
+    None, as for a mark made without one. An id that does not exist, another document's and
+    one hidden from this worker (a hidden study, the unassisted condition, past the hint
+    limits) are the same to the answer, so an add cannot tell which ids a document hides,
+    and no mark claims a suggestion its worker never saw (docs/SECURITY.md)."""
+    if suggestion_id is None:
+        return None
+    return suggestion_id if suggestion_id in shown_ids(db, keys.id, keys.document_id) else None
 
 
 def _params(row: dict[str, Any], assignment_id: int, token: str) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def edit(db: Handle, token: str, annotation_id: int, body: Any) -> tuple[dict, b
         raise
     if not retry:
         remove(db, token, annotation_id)  # every row of the mark
-    return add(db, token, new)
+    return add(db, token, new, kept_suggestion=new.get("suggestion_id"))  # the mark's own
 
 
 def _edit_body(db: Handle, keys: Any, annotation_id: int, body: Any) -> tuple[dict[str, Any], bool]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from app.annotation import hot_sql
 from app.annotation.handle import Handle
+from app.documents.numbers import finite_number
 from app.errors import Conflict, InvalidInput
 from app.models import Assignment, Study
 
@@ -36,7 +37,8 @@ def _aware(moment: datetime) -> datetime:
 
 
 def parse_active(value: Any, count: int) -> dict[int, float]:
-    """The ``active`` field checked: segment index -> seconds (finite, >= 0, in range)."""
+    """The ``active`` field checked: segment index -> seconds (finite, >= 0, in range); a
+    refusal names the entry (``active.<key>``)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -45,16 +47,15 @@ def parse_active(value: Any, count: int) -> dict[int, float]:
         raise InvalidInput("active names more segments than the document has")
     parsed: dict[int, float] = {}
     for key, seconds in value.items():
-        if not isinstance(key, str) or not key.isdigit() or len(key) > 9:
-            raise InvalidInput("active: keys must be segment indexes")
+        # ASCII digits only: "²".isdigit() is true and int("²") fails
+        if not isinstance(key, str) or not key.isascii() or not key.isdigit() or len(key) > 9:
+            raise InvalidInput(f"active: keys must be segment indexes, not {str(key)[:20]!r}")
         index = int(key)
         if index >= count:
             raise InvalidInput(f"active: segment {index} is out of range (0..{count - 1})")
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-            raise InvalidInput("active: seconds must be numbers")
-        if not math.isfinite(seconds) or seconds < 0:
-            raise InvalidInput("active: seconds must be finite and not negative")
-        parsed[index] = float(seconds)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise InvalidInput(f"active.{key}: seconds must be numbers")
+        parsed[index] = finite_number(seconds, f"active.{key}: seconds", 0)
     return parsed
 
 

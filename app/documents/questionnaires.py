@@ -187,7 +187,8 @@ def check_answers(questions: list[dict[str, Any]], form: Any) -> dict[str, str]:
                 raise translatable(N_("please answer %(label)s"), label=label)
             continue
         if question["type"] == "likert":
-            if not raw.isdigit() or not 1 <= int(raw) <= question["scale"]:
+            # the points as the form sends them ("²".isdigit() is true, int("²") fails)
+            if raw not in {str(point) for point in range(1, question["scale"] + 1)}:
                 raise translatable(
                     N_("%(label)s: choose a point from 1 to %(scale)s"),
                     label=label,

@@ -115,17 +115,15 @@ PLATFORM_NAMES = {
 
 def _screened_out(session, study: Study, worker_id: str, platform: str, assignment=None):
     """The training phase's end for a worker who did not reach the pass mark: the study's
-    screen-out return (:func:`app.crowd.platforms.screen_out_url`), never real work."""
-    state = qualification_state(session, study, worker_id)
-    rule = qualification(study)
+    screen-out return (:func:`app.crowd.platforms.screen_out_url`), never real work. The
+    page says failed, never the score: a score is an oracle a worker could question again
+    and again with throwaway worker IDs to learn the reference's marks."""
     body = render_template(
         "screened_out.html",
         title=study.title or study.slug,
         url=platforms.screen_out_url(study),
         platform=platform,
         platform_name=gettext(PLATFORM_NAMES.get(platform, PLATFORM_NAMES["generic"])),
-        best_f1=state.best_f1,
-        min_f1=rule.min_f1 if rule else None,
     )
     return journey.worker_page(body, 200, study, assignment)
 

@@ -53,6 +53,7 @@ from app.annotation.remove import remove
 from app.annotation.submit import submit
 from app.annotation.values import MAX_ID
 from app.csp import security_headers
+from app.documents.numbers import MAX_DIGITS
 from app.errors import InvalidInput, MarginaliaError, NotFound
 from app.web.answers import (
     LOST_DATABASE,
@@ -122,7 +123,7 @@ class WorkerApi:
         for pattern, route in ROUTES:
             matched = pattern.match(rest)
             if matched is not None:
-                number = int(matched[1]) if matched.groups() else None
+                number = path_number(matched[1]) if matched.groups() else None
                 return self._serve(environ, start_response, route, method, token, number)
         return self.wsgi_app(environ, start_response)  # no such path: Flask's 404
 
@@ -265,6 +266,13 @@ class WorkerApi:
         ]
         start_response("405 METHOD NOT ALLOWED", headers)
         return [payload]
+
+
+def path_number(digits: str) -> int:
+    """A path's id or segment number: one too long for any id (``int`` refuses more than
+    4,300 digits) is past every id's range, so its action answers it as any unknown id."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= MAX_DIGITS else MAX_ID + 1
 
 
 def _https(environ: dict[str, Any]) -> bool:

@@ -301,7 +301,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     page.click("#submit-button")
     page.wait_for_selector("#qualification")
     assert "Not quite yet" in page.inner_text("#qualification")
-    assert "F1 0.50" in page.inner_text("#qualification")  # P 1/2, R 1/2
+    assert "F1" not in page.inner_text("#qualification")  # P 1/2, R 1/2: failed, no score
 
     # Qualification, attempt 2 (the other document): everything found.
     page.click("#continue-link")

@@ -14,6 +14,7 @@ from app.crowd.returns import REASONS, return_codes
 from app.db import begin_write, get_session
 from app.detection import learned_models
 from app.documents import journey
+from app.documents.numbers import MAX_ID, whole_number
 from app.errors import InvalidInput, MarginaliaError
 from app.llm.annotators import annotators
 from app.models import Study
@@ -137,9 +138,8 @@ def choose_detector(slug: str):
     study = study_or_404(db, slug)
     raw = (request.form.get("model") or "").strip()
     try:
-        if raw and not raw.isdigit():
-            raise InvalidInput("choose the shipped detector or one of the stored models")
-        queued = learned_models.use_model(db, study, int(raw) if raw else None)
+        model = whole_number(raw, "the model", 1, MAX_ID) if raw else None
+        queued = learned_models.use_model(db, study, model)
         db.commit()
     except MarginaliaError as exc:
         db.rollback()
