@@ -28,7 +28,6 @@ from app.annotation import admission, sessions
 from app.annotation.arrive import Arrived, arrive, release_stale
 from app.annotation.assigning import (
     NoDocumentsLeft,
-    WorkInProgress,
     is_demo,
     preview_document,
 )
@@ -39,6 +38,7 @@ from app.annotation.session_settings import session_rule
 from app.annotation.sessions import Continue, Open
 from app.crowd import platforms
 from app.db import begin_write, get_session
+from app.documents.journey import pending_stage
 from app.documents.language import text_language
 from app.documents.lifecycle import accepts_new_work
 from app.documents.studies import find_document, get_study
@@ -320,12 +320,16 @@ def next_document(token: str):
     db = handle_of(session)
     found = sessions.facts(db, study, assignment.session_id) if assignment.session_id else None
     training = _continues(assignment)
-    waiting = journey.pending_stage(session, assignment, ends_session=False)
+    waiting = pending_stage(session, assignment, ends_session=False)
     if assignment.status != "submitted" or (
         not training and (found is None or found.finished or waiting is not None)
     ):
         session.rollback()
         return redirect(url_for("pages.done", token=token))
+    going = _active_in(session, found)
+    if going is not None:  # opened already (a second click, a retry): that document
+        session.rollback()
+        return redirect(url_for("pages.annotate", token=going))
     arrival = platforms.arrival_of(assignment)
     visit = Continue(found.id) if found else Open(journey.consent_proof())
     try:
@@ -349,9 +353,6 @@ def next_document(token: str):
         return journey.refusal_page(session, study, arrival, exc)
     except MarginaliaError as exc:
         session.rollback()
-        going = _active_in(session, found)
-        if isinstance(exc, WorkInProgress) and going is not None:  # a second click, a retry
-            return redirect(url_for("pages.annotate", token=going))
         return journey.refusal_page(session, study, arrival, exc)
     return _opened(session, study, arrival, arrived)
 
