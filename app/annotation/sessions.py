@@ -13,8 +13,8 @@ the statements here, in its transaction. What a session is made of:
   session);
 * its assignments (``assignments.session_id``): a *real* document is one that is not a
   training document (a gold document of a study with a pass mark); a session has room while
-  fewer than K real documents are active or submitted in it, and is *finished* once K are
-  submitted or it ended early.
+  fewer than K real documents are active or done in it (:data:`DONE`: submitted, or rejected
+  later), and is *finished* once K are done or it ended early.
 
 The code reaches the worker (``completion_code`` stored on the session's submitted real
 assignments) once the session is finished and every required question asked so far is
@@ -43,6 +43,9 @@ from app.documents.journey import pending_stages, withholds_code
 from app.errors import Conflict
 
 TIMESTAMP = DateTime(timezone=True)
+# The statuses of a document done in a session: submitted, or rejected later by the
+# researcher (the participant did it).
+DONE = ("submitted", "rejected")
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class SessionComplete(Conflict):
 
 @dataclass(frozen=True)
 class Facts:
-    """A session's row and its real documents taken (active or submitted) and submitted."""
+    """A session's row and its real documents taken (active or done) and done (:data:`DONE`)."""
 
     id: int
     study_id: int
@@ -140,8 +143,8 @@ _IN_SESSION = (
 FACTS = text(
     "SELECT work_sessions.id, work_sessions.study_id, work_sessions.worker_id, "
     "work_sessions.documents, work_sessions.completion_code, work_sessions.ended_early_at, "
-    f"({_IN_SESSION}assignments.status IN ('active', 'submitted')) AS taken, "
-    f"({_IN_SESSION}assignments.status = 'submitted') AS submitted "
+    f"({_IN_SESSION}assignments.status IN ('active', 'submitted', 'rejected')) AS taken, "
+    f"({_IN_SESSION}assignments.status IN ('submitted', 'rejected')) AS submitted "
     "FROM work_sessions WHERE work_sessions.id = :session_id"
 ).bindparams(bindparam("training", type_=Boolean))
 END_EARLY = text(
