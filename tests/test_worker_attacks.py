@@ -204,17 +204,23 @@ def test_anonymous_consent_posts_from_anywhere_are_not_recorded(consenting, clie
     assert arrival.status_code == 200 and 'name="consent_token"' in arrival.get_data(as_text=True)
 
 
-def test_a_decline_does_not_flip_an_agreement(consenting, client):
+def test_a_decline_posted_for_a_worker_id_does_not_undo_their_consent(consenting, client):
+    """Agreeing stores nothing against the worker ID (the arrival stores it with its session),
+    and a decline posted for the ID later is a record of that post only: the worker's own
+    arrival, with the proof their agreement gave, opens work and stores the agreement."""
     from tests.test_journey import consent
 
-    assert consent(client, {"worker_id": "w9"}, "agree").status_code == 302
-    page = client.get("/s/demo", query_string={"worker_id": "w-other"}).get_data(as_text=True)
-    assert 'name="consent_token"' in page
-    replay = {"worker_id": "w9", "decision": "decline"}
+    agreed = consent(client, {"worker_id": "w9"}, "agree")
+    assert agreed.status_code == 302 and consent_rows(consenting) == []
     token = consent_token_for(client, {"worker_id": "w9"}, consenting)
-    answer = client.post("/s/demo/consent", data={**replay, "consent_token": token})
-    assert answer.status_code == 302  # on to the work: the agreement stands
-    assert consent_rows(consenting) == [("w9", True)]
+    declined = client.post(
+        "/s/demo/consent", data={"worker_id": "w9", "decision": "decline", "consent_token": token}
+    )
+    assert declined.status_code == 200 and 'id="returned"' in declined.get_data(as_text=True)
+    assert consent_rows(consenting) == [("w9", False)]
+    opened = client.get(agreed.headers["Location"])  # the agreeing browser goes on
+    assert opened.status_code == 302 and "/a/" in opened.headers["Location"]
+    assert sorted(consent_rows(consenting)) == [("w9", False), ("w9", True)]
 
 
 def consent_token_for(client, params: dict, app) -> str:

@@ -35,6 +35,14 @@ study and process, after the answer has gone out (:attr:`Arrived.release`,
 :func:`release_stale`): the release scans the study's active assignments, most of an
 arrival's Postgres time at 1,000 workers, and a stale hold matters to an arrival only when
 its slot is needed, when the arrival's miss releases it first.
+
+Sessions (:mod:`app.annotation.sessions`): an arrival opens a participant's session or
+continues one. A new session in a study with a consent text needs the consent form's signed
+answer for this very arrival (refused before anything is read or written otherwise: "no
+assignment without consent on record", on every way in); its row is inserted after the
+worker ID's lock, with the agreement, in the arrival's transaction. A continued session is
+checked under that lock: this worker's, not finished, and with room for a real document. An
+arrival that opens or continues a session never runs alone.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, select
 
-from app.annotation import arrival_sql, assignments
+from app.annotation import arrival_sql, assignments, sessions
 from app.annotation.arrival_choice import (
     UNCAPPED,
     Target,
@@ -113,13 +121,18 @@ def arrive(
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
     document: Target | None = None,
+    session: sessions.Open | sessions.Continue | None = None,
 ) -> Arrived:
     """New work for ``worker_id`` in ``study`` (a :class:`StudyFacts` or an ORM ``Study``),
     never an existing assignment; ``document``: the document the worker asked for, checked
-    against the policy instead of chosen. Raises the refusal, having stored nothing."""
+    against the policy instead of chosen; ``session``: the participant's session it opens
+    (with the consent proof the arrival carried) or continues, None as an API arrival
+    (:func:`app.annotation.sessions.admit`). Raises the refusal, having stored nothing."""
     require_open(study)
     worker_id = worker_id_from(worker_id)
-    return _Arrival(db, study, worker_id, platform, platform_data or {}).take(document)
+    data = platform_data or {}
+    visit = sessions.admit(study, worker_id, platform, data, session)
+    return _Arrival(db, study, worker_id, platform, data, visit).take(document)
 
 
 def resolve(
@@ -156,17 +169,25 @@ class _Arrival:
     """One arrival's run of the policy (see the module)."""
 
     def __init__(
-        self, db: Handle, study: Any, worker_id: str, platform: str, data: dict[str, Any]
+        self,
+        db: Handle,
+        study: Any,
+        worker_id: str,
+        platform: str,
+        data: dict[str, Any],
+        visit: sessions.Open | sessions.Continue | None,
     ) -> None:
         self.db, self.study, self.worker_id = db, study, worker_id
         self.platform, self.platform_data = platform, data
+        self.visit = visit
+        self.session_id: int | None = None
         self.locks = arrival_sql.locks(db.dialect)
         self.condition: str | None = None
         self.released = self.displaced = self.demo = False
 
     def take(self, named: Target | None) -> Arrived:
         study = self.study
-        alone = named is not None and not reads_whole_study(study)
+        alone = named is not None and not reads_whole_study(study) and self.visit is None
         if reads_whole_study(study):
             self._lock("study", study_id=study.id)
         self.condition = condition_for(self.db, study, self.worker_id)
@@ -182,6 +203,7 @@ class _Arrival:
             cap = cap_of(study, named.is_gold)
         if not alone:
             self._lock("worker", study_id=study.id, worker_id=self.worker_id)
+            self._session(gold is None if named is None else not _training(study, named))
         forced: tuple[Target, int] | None = None
         for _ in range(TRIES):
             target = named
@@ -221,6 +243,17 @@ class _Arrival:
                 forced = self._nothing_left()
             # else the chosen document filled meanwhile: choose again
         raise Conflict("too many workers are arriving at once; try again")
+
+    def _session(self, real: bool) -> None:
+        """Under the worker ID's lock: the session continued (checked), or the new one."""
+        visit = self.visit
+        if isinstance(visit, sessions.Continue):
+            sessions.continued(self.db, self.study, self.worker_id, visit.session_id, real)
+            self.session_id = visit.session_id
+        elif visit is not None:
+            self.session_id = sessions.open_session(
+                self.db, self.study, self.worker_id, self.platform
+            )
 
     def _take_over_or_refuse(self, named: Target) -> None:
         """The named document is full: its oldest unengaged hold taken over (once), else the
@@ -268,6 +301,7 @@ class _Arrival:
             self.platform,
             self.platform_data,
             self.condition,
+            self.session_id,
         )
         insert = arrival_sql.INSERT_IF_ALLOWED[self.db.dialect]
         params = {**row, "cap": cap}
@@ -304,6 +338,10 @@ class _Arrival:
         return Target(row.id, row.created_at, bool(row.is_gold))
 
     def _arrived(self, token: str, target: Target) -> Arrived:
+        visit = self.visit
+        if isinstance(visit, sessions.Open) and sessions.required_hash(self.study) is not None:
+            assert self.session_id is not None  # admit checked the proof of this agreement
+            sessions.record_agreement(self.db, self.study, self.worker_id, self.session_id)
         engine = self.db.engine
         due = take_release_turn(engine, self.study.id) and not self.released
         return Arrived(token, target, self.study if due else None)
@@ -312,6 +350,11 @@ class _Arrival:
 _TARGET = select(Document.id, Document.created_at, Document.is_gold).where(
     Document.id == bindparam("document_id")
 )
+
+
+def _training(study: Any, target: Target) -> bool:
+    """Whether ``target`` is a training document (:func:`app.annotation.sessions.training`)."""
+    return target.is_gold and sessions.training(study)
 
 
 def _release_helps(state: Any, target: Target | None, cap: int) -> bool:

@@ -94,6 +94,7 @@ def new_row(
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
     condition: str | None = None,
+    session_id: int | None = None,
 ) -> dict[str, Any]:
     """A new assignment's every column but its id (a checked ``worker_id``)."""
     moment = now()
@@ -102,6 +103,7 @@ def new_row(
         "study_id": study_id,
         "document_id": document_id,
         "worker_id": worker_id,
+        "session_id": session_id,
         "platform": platform,
         "platform_data": platform_data or {},
         "condition": condition,

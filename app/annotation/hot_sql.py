@@ -79,18 +79,22 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
-# What the submit's rules and its scoring read of the token's assignment, its study and its
-# document (app/annotation/submit.py): one row, no lock.
+# What the submit's rules and its scoring read of the token's assignment, its study, its
+# document and its session (app/annotation/submit.py): one row, no lock.
 SUBMIT_FACTS = text(
     "SELECT assignments.id, assignments.study_id, assignments.document_id, "
     "assignments.worker_id, assignments.status, assignments.completion_code, "
     "assignments.platform, assignments.platform_data, assignments.scores, "
-    "assignments.current_segment, "
+    "assignments.current_segment, assignments.session_id, "
     "studies.suggestions, studies.settings, studies.completion_url, studies.taxonomy_hash, "
-    "documents.external_id, documents.is_gold, documents.created_at AS document_created_at "
+    "documents.external_id, documents.is_gold, documents.created_at AS document_created_at, "
+    "work_sessions.documents AS session_documents, "
+    "work_sessions.completion_code AS session_code "
     "FROM assignments "
     "JOIN studies ON studies.id = assignments.study_id "
-    "JOIN documents ON documents.id = assignments.document_id WHERE assignments.token = :token"
+    "JOIN documents ON documents.id = assignments.document_id "
+    "LEFT JOIN work_sessions ON work_sessions.id = assignments.session_id "
+    "WHERE assignments.token = :token"
 ).columns(platform_data=JSON, scores=JSON, settings=JSON, document_created_at=TIMESTAMP)
 # The segments a worker has reached (app/annotation/timing.py's all-segments-seen rule).
 SEEN = text("SELECT segment FROM segment_times WHERE assignment_id = :assignment_id")

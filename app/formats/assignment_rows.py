@@ -67,6 +67,7 @@ COLUMNS = (
     "mace_competence",
     "consensus_f1",
     "expected_f1",
+    "session",
 )
 
 
@@ -159,4 +160,5 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "mace_competence": (models.get(a.worker_id) or {}).get("competence"),
             "consensus_f1": (models.get(a.worker_id) or {}).get("consensus_f1"),
             "expected_f1": (models.get(a.worker_id) or {}).get("expected_f1"),
+            "session": a.session_id,
         }

@@ -21,6 +21,7 @@ from app.models.detection import (
 from app.models.journey import Consent, QuestionnaireAnswer
 from app.models.llm import LlmAnswer, LlmJob, LlmRun
 from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
+from app.models.sessions import WorkSession
 from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
 from app.models.work import Annotation, Assignment, PracticeCheck, SegmentTime, SuggestionEvent
 
@@ -60,6 +61,7 @@ __all__ = [
     "WorkerAction",
     "WorkerReview",
     "WorkChange",
+    "WorkSession",
     "isoformat",
     "utcnow",
 ]

@@ -38,6 +38,7 @@ class Assignment(Base):
         # Not a partial index on study_id WHERE status = 'active': with it every claim of the
         # hot path cost Postgres ~0.2 ms more CPU (measured with bench/server_cpu.py).
         Index("ix_assignments_study_status", "study_id", "status"),
+        Index("ix_assignments_session_id", "session_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -47,6 +48,12 @@ class Assignment(Base):
         ForeignKey("documents.id", ondelete="CASCADE"), index=True
     )
     worker_id: Mapped[str] = mapped_column(String(200))
+    # The participant's session this document belongs to (app/annotation/sessions.py); None
+    # for a researcher's open through an API key, a one-document study's API arrival and work
+    # stored before sessions existed.
+    session_id: Mapped[int | None] = mapped_column(
+        ForeignKey("work_sessions.id", ondelete="SET NULL")
+    )
     platform: Mapped[str] = mapped_column(String(20), default="generic")
     platform_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     condition: Mapped[str | None] = mapped_column(String(20))

@@ -49,6 +49,7 @@ def register(app: Flask) -> None:
     csrf = CSRFProtect(app)
     csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
     csrf.exempt(journey.bp)  # worker forms: no cookies; the token or arrival is the proof
+    csrf.exempt(pages.next_document)  # a worker form too: the token is the proof
     configure_sessions(app)
     app.before_request(_refuse_nul)
     app.register_blueprint(api.bp)

@@ -46,10 +46,12 @@ from app.annotation.add import add
 from app.annotation.arrive import arrive, release_stale, resolve
 from app.annotation.cache import segment_count
 from app.annotation.connect import open_handle
+from app.annotation.consent import Proof
 from app.annotation.edit import edit
 from app.annotation.handle import Handle, lost_connection
 from app.annotation.read import payload_parts
 from app.annotation.remove import remove
+from app.annotation.sessions import Open
 from app.annotation.submit import submit
 from app.annotation.values import MAX_ID
 from app.csp import security_headers
@@ -164,7 +166,7 @@ class WorkerApi:
             if route.action == "event" and not 0 < (number or 0) <= MAX_ID:
                 raise NotFound("no such suggestion")  # a path naming no possible suggestion
             body = self._body(environ) if route.json else None
-            action = _action(route.action, token, number, body, after)
+            action = _action(route.action, token, number, body, after, self.app.secret_key)
         except MarginaliaError as refusal:
             return refusal.status, error_body(refusal)
         return self._run(route, action)
@@ -316,8 +318,10 @@ def _action(
     number: int | None,
     body: Any,
     after: list[Callable[[], None]],
+    key: Any = None,
 ) -> Callable[[Handle], Answer]:
-    """The route's action as a function of the handle, answering (status, JSON value)."""
+    """The route's action as a function of the handle, answering (status, JSON value);
+    ``key``: the app's secret key, which signed an arrival's consent proof."""
     assert name == "arrive" or token is not None
     tok = token or ""
     if name == "read":
@@ -339,7 +343,7 @@ def _action(
     if name in ("event", "events"):
         event, ids = _events(name, number, body)
         return lambda db: _done(hint_events.record(db, tok, event, ids))
-    return partial(_arrive, body=body, after=after)
+    return partial(_arrive, body=body, after=after, key=key)
 
 
 def _done(_nothing: None) -> Answer:
@@ -362,9 +366,10 @@ def _events(name: str, number: int | None, body: Any) -> tuple[str, list[int]]:
     return event, hint_events.parse_ids(body.get("suggestions"))
 
 
-def _arrive(db: Handle, *, body: Any, after: list[Callable[[], None]]) -> Answer:
+def _arrive(db: Handle, *, body: Any, after: list[Callable[[], None]], key: Any) -> Answer:
     """``POST /api/assignments``: new work under the study's policy, never an existing token
-    (CONTRACT.md); ``document`` optional, checked against the policy when given."""
+    (CONTRACT.md); ``document`` optional, checked against the policy when given; ``consent``:
+    the consent form's signed answer, where the study asks for consent."""
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     if not isinstance(body.get("study"), str):
@@ -372,7 +377,8 @@ def _arrive(db: Handle, *, body: Any, after: list[Callable[[], None]]) -> Answer
     study, worker_id, target = resolve(
         db, body["study"], body.get("worker_id"), body.get("document")
     )
-    arrived = arrive(db, study, worker_id, document=target)
+    visit = Open(Proof(body.get("consent"), key), always=False)
+    arrived = arrive(db, study, worker_id, document=target, session=visit)
     document = arrived.document
     segments = document.segments
     if segments is None:

@@ -140,6 +140,7 @@ def render_dashboard(
     sharing_error: str | None = None,
     status: int = 200,
 ):
+    from app.quality.pay import time_and_pay
     from app.quality.served import served_digest
 
     db = get_session()
@@ -173,6 +174,7 @@ def render_dashboard(
         researcher=auth.current_researcher(),
         downloads=DOWNLOADS,
         include_practice=practice,
+        pay=time_and_pay(db, study),
     )
     return body, status
 

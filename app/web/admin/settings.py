@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from app.annotation import pausing, timing
+from app.annotation import pausing, session_settings, timing
 from app.crowd import platforms
 from app.crowd.returns import REASONS, return_codes
 from app.db import begin_write, get_session
@@ -29,6 +29,7 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         "admin/settings.html",
         study=study,
         settings=platforms.describe(study),
+        sessions=session_settings.describe(study),
         time_settings=timing.describe(study),
         instructions=journey.instructions(study),
         questionnaire=(study.settings or {}).get("journey_source", ""),
@@ -127,6 +128,29 @@ def pause_settings(slug: str):
         return render_settings(study, error=str(exc), section="pause", status=exc.status)
     rule = pausing.pause_rule(study)
     return settings_saved(slug, "Pause rule saved." if rule else "No pause rule.", "pause")
+
+
+@bp.post("/studies/<slug>/settings/sessions")
+@auth.login_required
+def session_settings_form(slug: str):
+    """Documents per session, a shorter session, the reward per session
+    (app/annotation/session_settings.py): an empty reward removes it."""
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    form = request.form
+    try:
+        session_settings.configure_sessions(
+            study,
+            documents=form.get("documents_per_session", ""),
+            shorter=form.get("allow_shorter_session") == "1",
+            reward=form.get("reward") or None,
+            **({"currency": form["currency"]} if (form.get("reward") or "").strip() else {}),
+        )
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_settings(study, error=str(exc), section="sessions", status=exc.status)
+    return settings_saved(slug, "Sessions and pay saved.", "sessions")
 
 
 @bp.post("/studies/<slug>/settings/detector")

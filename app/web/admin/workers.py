@@ -14,6 +14,8 @@ from flask import Response, abort, flash, redirect, render_template, request, ur
 from sqlalchemy import select
 
 from app.annotation import reviews, timing
+from app.annotation.session_list import session_rows
+from app.annotation.session_settings import session_rule
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.spreadsheet import safe_row
@@ -127,9 +129,15 @@ def workers(slug: str):
     by_id = request.args.get("sort") == "id"  # else the default: by rank
     if by_id:
         rows.sort(key=lambda row: row["worker_id"])
+    sessions = session_rows(db, study)
     return render_template(
         "admin/workers.html",
         study=study,
+        sessions=sessions,
+        session_states={
+            "counts": Counter(s.state for s in sessions),
+            "documents": session_rule(study).documents,
+        },
         rows=[r for r in rows if state in (None, r["state"])],
         by_id=by_id,
         states=Counter(r["state"] for r in rows),
