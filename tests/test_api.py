@@ -40,7 +40,7 @@ def study(app):
 
 
 def test_open_assignment_never_returns_an_existing_token_without_a_key(app, client, study):
-    # Issue #10 row 1: this test used to expect the same token back for the same worker.
+    # A token is a capability: a keyless open never hands back an existing one.
     first = api_open(client, "worker-a")
     assert first.status_code == 201
     body = first.get_json()
@@ -414,7 +414,7 @@ def test_racing_retries_store_one_annotation(app, client, study):
 
 
 def test_racing_opens_give_one_assignment(app, study):
-    # Issue #10: the losers of the race get 409 "work in progress", never the winner's token.
+    # The losers of the race get 409 "work in progress", never the winner's token.
     responses = _race(app, 6, lambda c: api_open(c, "racer"))
     assert sorted(r.status_code for r in responses) == [201] + [409] * 5
     assert [r.get_json().get("token") for r in responses].count(None) == 5

@@ -1,4 +1,4 @@
-"""One assignment policy for every way in (issue #10), as a property: whatever mix of study-link
+"""One assignment policy for every way in, as a property: whatever mix of study-link
 arrivals, keyless API opens (with and without a named document), heartbeats and submits
 hypothesis plays, no answer ever hands out a token that existed before, no document has more
 than N taken slots, no worker ID gets a document twice or holds two active assignments."""

@@ -1,4 +1,4 @@
-"""Issue 17: submit scores the worker against the document's suggestions before it marks the
+"""Submit scores the worker against the document's suggestions before it marks the
 assignment submitted (one write of the row) and reads rows instead of ORM objects; with no
 suggestions it reads nothing more. The stored scores are the same, on SQLite and Postgres."""
 

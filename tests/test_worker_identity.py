@@ -1,4 +1,4 @@
-"""Issue #10, worker side: a token is a capability, one assignment policy for every way in,
+"""The worker side of identity: a token is a capability, one assignment policy for every way in,
 slots are not hoarded, paired spans are strictly earlier, token answers are not cached.
 
 Each test reproduces an attack that worked before the fix (SQLite and Postgres)."""

@@ -1,4 +1,4 @@
-"""The optional pause rule (issue 32; docs/METRICS.md, "The pause rule"): a study setting that
+"""The optional pause rule (docs/METRICS.md, "The pause rule"): a study setting that
 stops new documents for a worker whose figures fall below a bar once they have done enough.
 
 ``settings["pause"] = {"after": K, "min_expected_f1": C, "min_gold_f1": G}`` (C or G may be

@@ -150,7 +150,7 @@ def act(
     if action not in ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}")
     known = "\x00" not in worker_id and session.scalar(  # no stored ID has a NUL (Postgres
-        select(Assignment.id)  # refuses one in a query: it was a 500, issue 26 row 9)
+        select(Assignment.id)  # refuses one in a query: it was a 500)
         .where(Assignment.study_id == study.id, Assignment.worker_id == worker_id)
         .limit(1)
     )

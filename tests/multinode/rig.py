@@ -1,4 +1,4 @@
-"""Several web nodes on one Postgres, with real parts (issue 31): PgBouncer in transaction
+"""Several web nodes on one Postgres, with real parts (as a scaled deployment runs): PgBouncer in transaction
 mode in front of the suite's Postgres cluster, Redis for the rate limits, two ``marginalia
 web`` processes (one granian worker each: separate caches, as separate machines would have)
 and HAProxy round-robin in front of them, all on loopback ports chosen free.

@@ -1,5 +1,5 @@
 """Workers' whole sessions through the router while a node is killed and started again
-(issue 31): arrive, read the page, add, remove, report positions, submit, each request
+(no acknowledged write lost): arrive, read the page, add, remove, report positions, submit, each request
 landing on either node. The clients retry as the annotate page's outbox does (the same
 request after a network error or a 5xx). Afterwards every acknowledged annotation is stored
 exactly once under the id its client was given, every acknowledged removal holds, and every
