@@ -167,11 +167,11 @@ def graded_attempt(client, worker: str, marks: list) -> str:
 
 
 def worker_page(client, token: str, worker: str) -> str:
-    """The done page's text a worker reads: the main card, its links' targets (which name
-    the worker and the token) left out."""
+    """The done page's text a worker reads: the main card, its links' and forms' targets
+    (which name the worker and the token) left out."""
     page = client.get(f"/a/{token}/done").get_data(as_text=True)
     card = re.search(r"<main.*?</main>", page, re.S).group(0)
-    return re.sub(r'href="[^"]*"', 'href=""', card).replace(worker, "WORKER")
+    return re.sub(r'(href|action)="[^"]*"', r'\1=""', card).replace(worker, "WORKER")
 
 
 def keys_of(value) -> set[str]:
