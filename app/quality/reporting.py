@@ -38,6 +38,7 @@ from app.quality.work import (
     TRAINING_ROLES,
     Work,
     document_filter,
+    is_counted,
     role,
     select_documents,
 )
@@ -135,7 +136,7 @@ def study_report(
         .where(Assignment.study_id == study.id, *document_filter(study, work))
         .order_by(Assignment.id)
     ).all()
-    submitted = [a for a in assignments if a.status == "submitted"]
+    submitted = [a for a in assignments if is_counted(a.status, work)]
     # every worker's state from all their assignments; a worker the counted work leaves out
     # (screened out on practice, or rejected) still gets a row, counting nothing, tagged
     states = worker_states(session, study)

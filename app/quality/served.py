@@ -23,10 +23,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
-from app.models import Annotation, Assignment, FigureJob, Study, changes, utcnow
+from app.models import Annotation, FigureJob, Study, changes, utcnow
 from app.quality.digest import digest
 from app.quality.figures import enqueue, job_state
 from app.quality.reporting import study_report
+from app.quality.work import Work, select_work
 
 INLINE_ANNOTATIONS = 5000
 REFRESH_SECONDS = 30.0
@@ -42,14 +43,9 @@ def is_small(session: Session, study: Study, limit: int | None = None) -> bool:
     limit = int(
         _setting("REPORT_INLINE_ANNOTATIONS", INLINE_ANNOTATIONS) if limit is None else limit
     )
+    everything = Work(include_practice=True)  # the study's submitted work, any document
     found = (
-        select(Annotation.id)
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
+        select_work(study, everything, Annotation.id, marks_only=True, ordered=False)
         .limit(limit + 1)
         .subquery()
     )
