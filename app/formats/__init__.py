@@ -12,10 +12,11 @@ workers) which ``--gold`` turns into gold spans instead.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy.orm import Session
 
@@ -134,41 +135,77 @@ def parse_document_batches(
     as_work: bool = False,
     source: str | None = None,
     stream_bytes: int | None = None,
+    payload: bytes | None = None,
 ) -> Iterator[list[DocumentInput]]:
-    """:func:`parse_documents` in batches: a big Thresh file (:mod:`app.formats.streamed`,
-    ``stream_bytes`` or more) an entry at a time, each batch checked as a whole file's
-    documents are (an id twice in the file across batches too); any other file as one batch."""
+    """:func:`parse_documents` in batches: a big JSON or JSON Lines file (``stream_bytes``
+    or more: :data:`app.formats.streamed.STREAM_BYTES`) an entry at a time, whatever its
+    format (``auto`` included), each batch checked as a whole file's documents are (an id
+    twice in the file across batches too); a small file, a zip or a folder as one batch.
+    ``payload``: the file's bytes (an upload), ``path`` then only naming it."""
     path = Path(path)
-    if not streamed.streams(path, fmt, stream_bytes):
-        return iter(
-            [
-                parse_documents(
-                    path,
-                    fmt,
-                    sentences_per_segment=sentences_per_segment,
-                    gold=gold,
-                    as_work=as_work,
-                    source=source,
-                )
-            ]
-        )
-    return _batches(path, sentences_per_segment, gold, as_work, source)
+    on_disk = path.stat().st_size if payload is None and path.is_file() else 0
+    size = len(payload) if payload is not None else on_disk  # a folder, or none: refused below
+    if path.is_dir() or not streamed.streams(size, fmt, path.name, stream_bytes):
+        options: dict[str, Any] = {}
+        if payload is not None and (fmt == "brat" or path.suffix == ".zip"):
+            options["archive"] = payload
+        elif payload is not None:
+            try:
+                options["text"] = payload.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInput(f"{path}: is not UTF-8 text") from None
+        options.update(sentences_per_segment=sentences_per_segment, gold=gold)
+        return iter([parse_documents(path, fmt, as_work=as_work, source=source, **options)])
+
+    def opener() -> IO[bytes]:
+        return io.BytesIO(payload) if payload is not None else path.open("rb")
+
+    return _batches(path, opener, fmt, sentences_per_segment, gold, as_work, source)
 
 
 def _batches(
-    path: Path, per_segment: int | None, gold: bool, as_work: bool, source: str | None
+    path: Path,
+    opener: streamed.Opener,
+    fmt: str,
+    per_segment: int | None,
+    gold: bool,
+    as_work: bool,
+    source: str | None,
 ) -> Iterator[list[DocumentInput]]:
     problem = Problem(str(path))
     source = checked_source(source) if source is not None else None
+    _check_format(fmt, gold, problem)
+    if fmt == "auto":
+        first = None if path.suffix == ".jsonl" else streamed.first_entry(opener, problem)
+        fmt = "jsonl" if first is None else detect_format(path, first)
+    whole = getattr(READERS[fmt], "WHOLE_TEXT", False)
+    _check_gold(fmt, gold, whole, per_segment, problem)
     seen: set[str] = set()
-    for documents in streamed.thresh_batches(path, problem, per_segment):
-        _finish(documents, problem, None, gold, as_work, seen=seen)
+    found = streamed.documents(opener, problem, READERS[fmt], per_segment)
+    for documents in streamed.batches(found):
+        _finish(documents, problem, None if whole else per_segment, gold, as_work, seen=seen)
         if source is not None:
             for document in documents:
                 document.meta["source"] = source
         yield documents
     if not seen:
         raise problem("contains no documents")
+
+
+def _check_format(fmt: str, gold: bool, problem: Problem) -> None:
+    if fmt not in IMPORT_FORMATS:
+        raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
+    if gold and fmt not in ("auto", *GOLD_FORMATS):
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+
+
+def _check_gold(
+    fmt: str, gold: bool, whole: bool, per_segment: int | None, problem: Problem
+) -> None:
+    if gold and fmt not in GOLD_FORMATS:
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+    if gold and per_segment and not whole:
+        raise problem("--gold cannot be combined with --sentences-per-segment")
 
 
 def checked_source(source: str) -> str:
@@ -192,10 +229,7 @@ def _parse(
     archive: bytes | None,
     as_work: bool,
 ) -> list[DocumentInput]:
-    if fmt not in IMPORT_FORMATS:
-        raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
-    if gold and fmt not in ("auto", *GOLD_FORMATS):
-        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+    _check_format(fmt, gold, problem)
     if archive is not None or path.suffix == ".zip" or path.is_dir():
         files = bundles.read_files(path, problem, archive)
         if fmt == "auto":
@@ -216,14 +250,12 @@ def _parse(
         data = parse_json(text, problem)
     if fmt == "auto":
         fmt = detect_format(path, data)
-    if gold and fmt not in GOLD_FORMATS:
-        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
     reader = READERS[fmt]
-    if getattr(reader, "WHOLE_TEXT", False):
+    whole = getattr(reader, "WHOLE_TEXT", False)
+    _check_gold(fmt, gold, whole, sentences_per_segment, problem)
+    if whole:
         documents = reader.parse(data, problem, sentences_per_segment)
         return _finish(documents, problem, None, gold, as_work)
-    if gold and sentences_per_segment:
-        raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
     return _finish(documents, problem, sentences_per_segment, gold, as_work)
 
