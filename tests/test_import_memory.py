@@ -148,3 +148,28 @@ def test_every_json_format_streams_the_documents_the_whole_file_gives(tmp_path, 
 
 
 FORMATS = ("falte", "paragraphs", "snac", "jsonl", "thresh", "labelstudio", "brat", "booookscore")
+
+
+def test_a_zips_json_file_streams_too(tmp_path, monkeypatch):
+    """A zip's one JSON file (a Label Studio export's ``tasks.json``) past the streaming
+    size is read an entry at a time as well: the same documents, and a file of empty objects
+    refused by its first one."""
+    import zipfile
+
+    from app.errors import InvalidInput
+    from app.formats import parse_document_batches, parse_documents, streamed
+
+    monkeypatch.setattr(streamed, "BATCH_DOCUMENTS", 4)
+    path = tmp_path / "export.zip"
+    with zipfile.ZipFile(path, "w") as bundle:
+        bundle.writestr("tasks.json", json.dumps(SAMPLES["labelstudio"]))
+    whole = parse_documents(path, "auto")
+    batches = list(parse_document_batches(path, "auto", stream_bytes=0))
+    assert [len(b) for b in batches] == [4, 4, 1]
+    assert [d for b in batches for d in b] == whole
+    upload = parse_document_batches("export.zip", "auto", payload=path.read_bytes(), stream_bytes=0)
+    assert [d for b in upload for d in b] == whole
+    with zipfile.ZipFile(path, "w") as bundle:
+        bundle.writestr("tasks.json", "[" + ",".join(["{}"] * 100_000) + "]")
+    with pytest.raises(InvalidInput, match='task 0 must be an object with "data"'):
+        list(parse_document_batches(path, "auto", stream_bytes=0))

@@ -109,8 +109,10 @@ def parse_documents(
     archive: bytes | None = None,
     as_work: bool = False,
     source: str | None = None,
+    bundle: tuple[str, dict[str, str] | None, str | None] | None = None,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` / zip ``archive`` standing for its content).
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content;
+    ``bundle``: a zip's or folder's files as :func:`_read_bundle` read them already).
 
     ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
     kept as imported work by vote rank; else annotations no reader keeps are counted in
@@ -119,7 +121,9 @@ def parse_documents(
     path = Path(path)
     problem = Problem(str(path))
     source = checked_source(source) if source is not None else None
-    documents = _parse(path, problem, fmt, sentences_per_segment, gold, text, archive, as_work)
+    documents = _parse(
+        path, problem, fmt, sentences_per_segment, gold, text, archive, as_work, bundle
+    )
     if source is not None:
         for document in documents:
             document.meta["source"] = source
@@ -143,24 +147,32 @@ def parse_document_batches(
     twice in the file across batches too); a small file, a zip or a folder as one batch.
     ``payload``: the file's bytes (an upload), ``path`` then only naming it."""
     path = Path(path)
+    options: dict[str, Any] = {"sentences_per_segment": sentences_per_segment, "gold": gold}
+    options.update(as_work=as_work, source=source)
+    if fmt == "brat" or path.suffix == ".zip" or (payload is None and path.is_dir()):
+        problem = Problem(str(path))
+        _check_format(fmt, gold, problem)
+        bundle = _read_bundle(path, problem, fmt, payload)
+        found, _, text = bundle
+        if text is None or not streamed.streams(len(text), found, TASKS_FILE, stream_bytes):
+            return iter([parse_documents(path, fmt, bundle=bundle, **options)])
+        data = text.encode("utf-8")  # the bundle's one JSON file, read an entry at a time
+        del text, bundle
+        return _batches(path, lambda: io.BytesIO(data), found, *options.values())
     on_disk = path.stat().st_size if payload is None and path.is_file() else 0
-    size = len(payload) if payload is not None else on_disk  # a folder, or none: refused below
-    if path.is_dir() or not streamed.streams(size, fmt, path.name, stream_bytes):
-        options: dict[str, Any] = {}
-        if payload is not None and (fmt == "brat" or path.suffix == ".zip"):
-            options["archive"] = payload
-        elif payload is not None:
+    size = len(payload) if payload is not None else on_disk  # none: refused below
+    if not streamed.streams(size, fmt, path.name, stream_bytes):
+        if payload is not None:
             try:
                 options["text"] = payload.decode("utf-8")
             except UnicodeDecodeError:
                 raise InvalidInput(f"{path}: is not UTF-8 text") from None
-        options.update(sentences_per_segment=sentences_per_segment, gold=gold)
-        return iter([parse_documents(path, fmt, as_work=as_work, source=source, **options)])
+        return iter([parse_documents(path, fmt, **options)])
 
     def opener() -> IO[bytes]:
         return io.BytesIO(payload) if payload is not None else path.open("rb")
 
-    return _batches(path, opener, fmt, sentences_per_segment, gold, as_work, source)
+    return _batches(path, opener, fmt, *options.values())
 
 
 def _batches(
@@ -228,16 +240,16 @@ def _parse(
     text: str | None,
     archive: bytes | None,
     as_work: bool,
+    bundle: tuple[str, dict[str, str] | None, str | None] | None = None,
 ) -> list[DocumentInput]:
     _check_format(fmt, gold, problem)
-    if archive is not None or path.suffix == ".zip" or path.is_dir():
-        files = bundles.read_files(path, problem, archive)
-        if fmt == "auto":
-            fmt = "labelstudio" if TASKS_FILE in files else "brat"
-        if getattr(READERS[fmt], "READS_FILES", False):
+    if bundle is None and (archive is not None or path.suffix == ".zip" or path.is_dir()):
+        bundle = _read_bundle(path, problem, fmt, archive)
+    if bundle is not None:
+        fmt, files, text = bundle
+        if files is not None:
             documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
             return _finish(documents, problem, None, gold, as_work)
-        text = _one_json_file(files, problem)
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -258,6 +270,20 @@ def _parse(
         return _finish(documents, problem, None, gold, as_work)
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
     return _finish(documents, problem, sentences_per_segment, gold, as_work)
+
+
+def _read_bundle(
+    path: Path, problem: Problem, fmt: str, archive: bytes | None
+) -> tuple[str, dict[str, str] | None, str | None]:
+    """A zip's or folder's files (at most ``bundles.MAX_TOTAL_BYTES`` unpacked): the format
+    (``auto``: Label Studio's when it holds ``tasks.json``, else brat), and the files for a
+    reader of files, else the one JSON file's text."""
+    files = bundles.read_files(path, problem, archive)
+    if fmt == "auto":
+        fmt = "labelstudio" if TASKS_FILE in files else "brat"
+    if getattr(READERS[fmt], "READS_FILES", False):
+        return fmt, files, None
+    return fmt, None, _one_json_file(files, problem)
 
 
 def _one_json_file(files: dict[str, str], problem: Problem) -> str:
