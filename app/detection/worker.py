@@ -26,6 +26,7 @@ from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
+from app.quality.figure_jobs import queue_changed
 from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
@@ -154,8 +155,9 @@ def work(
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
-    ``detector`` is not None), then a study's slow figures (with ``figures``:
-    app/quality/figures.py), then a retraining of a study's learned detector (with
+    ``detector`` is not None), then keeping each study's report and slow figures current
+    (with ``figures``: a job queued for each study whose counted work changed,
+    app/quality/figure_jobs.py; ``once``: at once, not debounced), then a retraining of a study's learned detector (with
     ``trainings``: app/detection/retraining.py). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
     """
@@ -169,6 +171,7 @@ def work(
             claimed = _work_once(session_factory, name, detector, load_nlp, stats)
             if not claimed and figures:
                 with session_factory() as session:
+                    queue_changed(session, at_once=once)  # studies whose work changed
                     claimed = run_figures(session, name)
             if not claimed and trainings:
                 with session_factory() as session:

@@ -15,6 +15,7 @@ the figure job (:mod:`app.quality.figure_jobs`) with its state, never an O(study
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -86,14 +87,12 @@ def state(row: FigureJob | None, change: int, now: datetime) -> dict[str, Any]:
 
 
 def queue(session: Session, study: Study, include_practice: bool, row: FigureJob | None) -> None:
-    """Queue a recomputation of the report (not of the slow figures), debounced."""
+    """Queue a recomputation of the report and its figures, debounced."""
     refresh = _setting("REPORT_REFRESH_SECONDS", REFRESH_SECONDS)
     wait = max(refresh, (row.report_seconds or 0.0) if row is not None else 0.0)
     finished = _aware(row.report_at) if row is not None else None
     after = finished + timedelta(seconds=wait) if finished is not None else None
-    job = enqueue(session, study, include_practice, figures=False)
-    if after is not None and job.status == "queued" and job.run_after < after:
-        job.run_after = after
+    enqueue(session, study, include_practice, run_after=max(after, utcnow()) if after else None)
 
 
 def served_report(
@@ -191,3 +190,51 @@ def store(
     row.digest = json.dumps(digest(report), ensure_ascii=False, default=str)
     row.report_change, row.report_at, row.report_seconds = change, utcnow(), round(seconds, 3)
     session.add(row)
+
+
+def read_current(
+    session: Session, study: Study, *, include_practice: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The stored report and its ``served`` state when it is current (no change to the
+    counted work since it was computed: one index look-up, no read of the work), else None
+    and the state (a recomputation queued as for the dashboard)."""
+    text, found = stored_text(session, study, include_practice=include_practice)
+    if text is None or found["state"] != "current":
+        return None, found
+    return json.loads(text), found
+
+
+def figures_done(report: dict[str, Any] | None) -> bool:
+    """Whether a report's slow figures are current (not stale, partial or none)."""
+    unitized = ((report or {}).get("agreement") or {}).get("unitized") or {}
+    return unitized.get("state") == "current"
+
+
+def command_report(
+    session: Session,
+    study: Study,
+    *,
+    include_practice: bool,
+    wait: float | None = None,
+    poll: float = 1.0,
+) -> dict[str, Any]:
+    """What ``marginalia report`` prints (docs/CONTRACT.md), never a silent recomputation of
+    the slow figures: the stored report when the counted work has not changed since it was
+    computed; else, with ``wait`` seconds, the one the worker stores meanwhile (its figures
+    brought current; :class:`TimeoutError` when it does not come); else the report computed
+    now with the slow figures as last stored (their state and age in
+    ``agreement.unitized``). ``served`` says which (``stored`` or ``inline``)."""
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        report, found = read_current(session, study, include_practice=include_practice)
+        if report is not None and (deadline is None or figures_done(report)):
+            return report
+        if deadline is None:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(found.get("job") or "none")
+        session.commit()  # a fresh read at the next look
+        time.sleep(poll)
+    report = study_report(session, study, include_practice=include_practice)
+    report["served"] = inline()
+    return report

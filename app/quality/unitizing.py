@@ -182,6 +182,15 @@ def pygamma_classes():
     return CombinedCategoricalDissimilarity, Continuum
 
 
+@functools.cache
+def dissimilarity() -> Any:
+    """``CombinedCategoricalDissimilarity(alpha=1, beta=1)``, one per process: pygamma compiles
+    its numba functions in the constructor (~0.2-0.8 s each time), and it holds no state of a
+    continuum (categories come with the continuum's arrays)."""
+    CombinedCategoricalDissimilarity, _ = pygamma_classes()
+    return CombinedCategoricalDissimilarity(alpha=1, beta=1)
+
+
 def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
     """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
     ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
@@ -189,14 +198,13 @@ def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | 
         return None
     from pyannote.core import Segment as Interval
 
-    CombinedCategoricalDissimilarity, Continuum = pygamma_classes()
+    _, Continuum = pygamma_classes()
 
     continuum = Continuum()
     for annotator in annotators:
         continuum.add_annotator(annotator)
     for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
         continuum.add(u.annotator, Interval(u.start, u.end), u.category)
-    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
     np.random.seed(SEED)
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)  # "CBC solver not installed. Using GLPK." per sample
@@ -204,7 +212,7 @@ def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | 
         with warnings.catch_warnings(), np.errstate(all="ignore"), _solver_output_dropped():
             warnings.simplefilter("ignore", RuntimeWarning)  # a sample without disorder
             found = continuum.compute_gamma(
-                dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
+                dissimilarity(), n_samples=SAMPLES, precision_level=PRECISION, fast=True
             )
             value, (low, high) = float(found.gamma), found.approx_gamma_range
     finally:

@@ -1,0 +1,360 @@
+"""Each document's part of γ and unitizing α, cached per its counted-work state (the
+``document_figures`` table), and the study's figures summed from those parts (docs/METRICS.md,
+"Unitized agreement"; docs/PERFORMANCE.md, "Figures kept current").
+
+The report walks the counted work a batch of whole documents at a time
+(:mod:`app.quality.report_stream`); :meth:`UnitizedFigures.add` takes each batch:
+
+* a document is keyed by its state (:func:`app.quality.figures.document_digests`: its
+  texts, workers and marks) with the taxonomy, the figures' version and the study's number
+  of slots ``m``;
+* its cached part is used when its key is the same, else (the figure job, while its time
+  budget lasts) computed: its γ (:func:`app.quality.unitizing.gamma`, its workers as
+  annotators), the observed disorder of its alignment for each study figure (its first
+  ``m`` workers as slots) and for each pair of its workers
+  (:func:`app.quality.corpus_gamma.alignment_part`), and stored;
+* its units are kept for the sums (unitizing α, the sampler's statistics).
+
+:meth:`UnitizedFigures.report` then gives what :func:`app.quality.unitizing.unitized_report`
+gave: γ per category, group and over all categories, per document and per pair (each a sum of
+the documents' parts with a chance disorder per set of statistics, cached by them), uα as
+before. A document whose part is still to compute leaves the figures it enters out
+(``missing``): the job comes back for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from app.db import begin_write
+from app.models import DocumentFigures, Study, utcnow
+from app.quality import corpus_gamma
+from app.quality.scoring import Span, TextKey
+from app.quality.unitizing import (
+    MAX_ANNOTATORS,
+    MAX_UNITS,
+    PRECISION,
+    SAMPLES,
+    SEED,
+    Unit,
+    _laid,
+    document_units,
+    gamma,
+    unitizing_alpha,
+)
+
+STORE_EVERY = 30.0  # seconds between two writes of the parts computed meanwhile
+
+
+def slots_of(workers_per_document: Iterable[int]) -> int:
+    """``m``: the most common number of workers of the documents with two or more (ties: the
+    larger); 0 without such a document."""
+    counts: dict[int, int] = defaultdict(int)
+    for n in workers_per_document:
+        if n >= 2:
+            counts[n] += 1
+    return max(counts, key=lambda n: (counts[n], n)) if counts else 0
+
+
+def wanted_figures(
+    categories: Sequence[str], groups: Mapping[str, Sequence[str]]
+) -> dict[str, set[str]]:
+    """The study's figures by name (``all``, ``group:G``, ``category:C``): their categories."""
+    wanted = {"all": set(categories)} | {f"group:{g}": set(c) for g, c in groups.items()}
+    return wanted | {f"category:{c}": {c} for c in categories}
+
+
+def _slotted(units: Sequence[Unit], workers: Sequence[str], m: int) -> list[Unit]:
+    names = dict(zip(workers[:m], (f"slot {i + 1}" for i in range(m)), strict=False))
+    return [
+        Unit(names[u.annotator], u.start, u.end, u.category) for u in units if u.annotator in names
+    ]
+
+
+def document_parts(
+    units: Sequence[Unit],
+    workers: Sequence[str],
+    length: int,
+    m: int,
+    figures: Mapping[str, set[str]],
+    *,
+    with_gamma: bool = True,
+) -> dict[str, Any]:
+    """One document's part (``workers`` sorted, at least two): ``gamma`` (its γ, None when
+    undefined or left out for its size, ``gamma_skipped`` then true), ``unitized_alpha``
+    (its uα), ``figures`` (each study
+    figure's observed part over its first ``m`` workers, when it enters: ``m`` ≥ 2 and as
+    many workers) and ``pairs`` (``[a, b, part]`` for each two of its workers, all
+    categories); a part None is left out for its size, or (``with_gamma`` false) for γ's
+    time budget being nil."""
+    every = figures["all"]
+    chosen = [u for u in units if u.category in every]
+    too_big = len(workers) > MAX_ANNOTATORS or len(chosen) > MAX_UNITS or not with_gamma
+    parts: dict[str, Any] = {
+        "gamma": None if too_big or not chosen else gamma(chosen, workers),
+        "gamma_skipped": bool(too_big and chosen),
+        "unitized_alpha": unitizing_alpha(chosen, workers, length),
+        "figures": {},
+        "pairs": [],
+    }
+    if 2 <= m <= len(workers):
+        slots = [f"slot {i + 1}" for i in range(m)]
+        slotted = _slotted(units, workers, m)
+        for name, cats in figures.items():
+            mine = [u for u in slotted if u.category in cats]
+            part = corpus_gamma.alignment_part(mine, slots) if with_gamma else None
+            parts["figures"][name] = part
+    for a, b in combinations(workers, 2):
+        mine = [u for u in chosen if u.annotator in (a, b)]
+        part = corpus_gamma.alignment_part(mine, [a, b]) if with_gamma else None
+        parts["pairs"].append([a, b, part])
+    return parts
+
+
+@dataclass
+class _Document:
+    id: int
+    name: str
+    workers: list[str]
+    units: list[Unit]
+    length: int
+    parts: dict[str, Any] | None
+
+
+@dataclass
+class UnitizedFigures:
+    """The study's γ and uα, a batch of documents at a time (module docstring)."""
+
+    session: Session
+    study: Study
+    categories: Sequence[str]
+    groups: Mapping[str, Sequence[str]]
+    scopes: Mapping[str, str]
+    head: bytes  # the figures' version and the taxonomy (figures.WorkKey.head)
+    m: int
+    budget: float | None = None  # seconds of γ per job; 0: γ off (its figures left out)
+    documents: list[_Document] = field(default_factory=list)
+    fresh: list[dict[str, Any]] = field(default_factory=list)
+    missing: int = 0  # parts still to compute: documents', and chance disorders
+    computed: int = 0  # documents' parts computed by this run
+
+    def __post_init__(self) -> None:
+        self.figures = wanted_figures(self.categories, self.groups)
+        self.deadline = None if self.budget is None else time.monotonic() + self.budget
+        self.stored_at = time.monotonic()
+
+    def _late(self) -> bool:
+        """The time budget has run out (after the first document: every job makes progress)."""
+        late = self.deadline is not None and time.monotonic() > self.deadline
+        return late and self.computed > 0
+
+    def key(self, digest: bytes) -> str:
+        return hashlib.sha256(self.head + f"|m={self.m}|".encode() + digest).hexdigest()
+
+    def add(
+        self,
+        spans: Iterable[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+        digests: Mapping[str, bytes],
+        ids: Mapping[str, int],
+    ) -> None:
+        """One batch of whole documents (what the report's walk gives), ``ids``: each
+        document's database id by its external id."""
+        units, lengths, workers = document_units(spans, texts, annotated, self.scopes)
+        names = [name for name in sorted(workers) if len(workers[name]) >= 2]
+        cached = self._cached([ids[name] for name in names])
+        for name in names:
+            key = self.key(digests[name])
+            hit = cached.get(ids[name])
+            parts = hit[1] if hit is not None and hit[0] == key else None
+            if self.budget is not None and self.budget <= 0:  # γ off: its figures left out
+                doc_units = units.get(name, [])
+                parts = document_parts(
+                    doc_units, workers[name], lengths[name], self.m, self.figures, with_gamma=False
+                )
+            elif parts is None and not self._late():
+                started = time.process_time()
+                parts = document_parts(
+                    units.get(name, []), workers[name], lengths[name], self.m, self.figures
+                )
+                seconds = round(time.process_time() - started, 3)
+                self.fresh.append({"document_id": ids[name], "key": key, "parts": parts})
+                self.fresh[-1]["seconds"] = seconds
+                self.computed += 1
+            self.missing += parts is None
+            self.documents.append(
+                _Document(ids[name], name, workers[name], units.get(name, []), lengths[name], parts)
+            )
+        if self.fresh and time.monotonic() - self.stored_at > STORE_EVERY:
+            self.store()
+
+    def _cached(self, ids: list[int]) -> dict[int, tuple[str, dict[str, Any]]]:
+        found: dict[int, tuple[str, dict[str, Any]]] = {}
+        for start in range(0, len(ids), 500):
+            rows = self.session.execute(
+                select(
+                    DocumentFigures.document_id, DocumentFigures.key, DocumentFigures.parts
+                ).where(DocumentFigures.document_id.in_(ids[start : start + 500]))
+            )
+            found.update({row[0]: (row[1], row[2]) for row in rows})
+        return found
+
+    def store(self) -> None:
+        """Write the parts computed since the last write, in a transaction of their own on a
+        connection of their own (the walk's read goes on: nothing computed is lost if the
+        job stops later)."""
+        if not self.fresh:
+            return
+        rows = [{"study_id": self.study.id, "computed_at": utcnow(), **row} for row in self.fresh]
+        with Session(bind=self.session.get_bind()) as writer:
+            begin_write(writer)
+            ids = [row["document_id"] for row in rows]
+            writer.execute(delete(DocumentFigures).where(DocumentFigures.document_id.in_(ids)))
+            writer.execute(insert(DocumentFigures), rows)
+            writer.commit()
+        self.fresh, self.stored_at = [], time.monotonic()
+
+    def report(self, chances: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The figures of :func:`app.quality.unitizing.unitized_report`, plus ``missing``
+        (parts still to compute: documents', chance disorders) and ``computed`` (documents'
+        parts computed now); and the chance disorders used (by their statistics' hash),
+        ``chances`` being those of the last run."""
+        self.store()
+        sums = _Sums(self, chances)
+        m = self.m
+        entered = [d for d in self.documents if m >= 2 and len(d.workers) >= m]
+        slots = [f"slot {i + 1}" for i in range(m)]
+        laid = {d.name: _slotted(d.units, d.workers, m) for d in entered}
+        gammas, alphas = {}, {}
+        for name, cats in self.figures.items():
+            units = {d.name: [u for u in laid[d.name] if u.category in cats] for d in entered}
+            parts = [d.parts["figures"].get(name) if d.parts else False for d in entered]
+            gammas[name] = sums.gamma(parts, [units[d.name] for d in entered], slots)
+            renamed = {d.name: {s: s for s in slots} for d in entered}
+            lengths = {d.name: d.length for d in entered}
+            together, total = _laid([d.name for d in entered], units, lengths, renamed)
+            alphas[name] = unitizing_alpha(together, slots, total)
+        per_document = []
+        for d in self.documents:
+            sums.skipped += bool(d.parts and d.parts.get("gamma_skipped"))
+            per_document.append(
+                {
+                    "document": d.name,
+                    "workers": len(d.workers),
+                    "gamma": d.parts.get("gamma") if d.parts else None,
+                    "unitized_alpha": d.parts.get("unitized_alpha") if d.parts else None,
+                }
+            )
+
+        def split(values: Mapping[str, Any]) -> dict[str, Any]:
+            return {
+                "per_category": {c: values[f"category:{c}"] for c in self.categories},
+                "per_group": {g: values[f"group:{g}"] for g in self.groups},
+                "all": values["all"],
+            }
+
+        return {
+            "gamma": split(gammas),
+            "unitized_alpha": split(alphas),
+            "study": {
+                "annotators": m,
+                "documents": len(entered),
+                "left_out": len(self.documents) - len(entered),
+            },
+            "per_document": per_document,
+            "pairs": self._pairs(sums),
+            "seed": SEED,
+            "samples": SAMPLES,
+            "precision": PRECISION,
+            "skipped": sums.skipped,
+            "missing": self.missing,
+            "computed": self.computed,
+        }, sums.used
+
+    def _pairs(self, sums: _Sums) -> dict[str, Any]:
+        """The per-pair matrices: γ, uα and shared documents of each two workers."""
+        names = sorted({w for d in self.documents for w in d.workers})
+        index = {w: i for i, w in enumerate(names)}
+        size = len(names)
+        matrix: dict[str, list[list[Any]]] = {
+            key: [[None] * size for _ in range(size)] for key in ("gamma", "unitized_alpha")
+        }
+        shared: dict[tuple[str, str], list[_Document]] = defaultdict(list)
+        for d in self.documents:
+            for a, b in combinations(d.workers, 2):
+                shared[(a, b)].append(d)
+        documents = [[0] * size for _ in range(size)]
+        every = self.figures["all"]
+        for (a, b), docs in sorted(shared.items()):
+            units = {
+                d.name: [u for u in d.units if u.annotator in (a, b) and u.category in every]
+                for d in docs
+            }
+            parts = [_pair_part(d, a, b) for d in docs]
+            value = sums.gamma(parts, [units[d.name] for d in docs], [a, b])
+            renamed = {d.name: {a: a, b: b} for d in docs}
+            together, total = _laid(
+                [d.name for d in docs], units, {d.name: d.length for d in docs}, renamed
+            )
+            i, j = index[a], index[b]
+            matrix["gamma"][i][j] = matrix["gamma"][j][i] = value
+            alpha = unitizing_alpha(together, [a, b], total)
+            matrix["unitized_alpha"][i][j] = matrix["unitized_alpha"][j][i] = alpha
+            documents[i][j] = documents[j][i] = len(docs)
+        return {"workers": names, **matrix, "documents": documents}
+
+
+def _pair_part(document: _Document, a: str, b: str) -> Any:
+    if document.parts is None:
+        return False  # still to compute
+    for first, second, part in document.parts["pairs"]:
+        if (first, second) == (a, b):
+            return part
+    return False
+
+
+class _Sums:
+    """A figure's γ from its documents' parts (False: still to compute; None: left out for
+    its size) and its chance disorder, computed once per set of statistics."""
+
+    def __init__(self, figures: UnitizedFigures, chances: Mapping[str, Any]):
+        self.figures, self.chances, self.skipped = figures, chances, 0
+        self.used: dict[str, Any] = {}
+
+    def gamma(
+        self, parts: Sequence[Any], units: Sequence[Sequence[Unit]], annotators: Sequence[str]
+    ) -> dict[str, Any] | None:
+        if not any(units):
+            return None
+        if any(part is False for part in parts):
+            return None  # counted in ``missing`` by document
+        if any(part is None for part in parts):
+            self.skipped += 1
+            return None
+        pool = corpus_gamma.Pool(len(annotators))
+        for mine in units:
+            pool.add(mine, annotators)
+        parameters = pool.parameters()
+        if parameters is None:
+            return None
+        key = hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()
+        chance = self.used.get(key) or self.chances.get(key)
+        if chance is None:
+            if self.figures._late():
+                self.figures.missing += 1
+                return None
+            chance = corpus_gamma.expected(parameters)
+        self.used[key] = chance
+        observed = [sum(p[0] for p in parts), sum(p[1] for p in parts)]
+        return corpus_gamma.gamma(observed, len(annotators), chance)

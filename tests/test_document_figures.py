@@ -1,0 +1,298 @@
+"""Figures kept current per document (app/quality/document_figures.py, corpus_gamma.py,
+figure_jobs.py): the worker brings a study's γ, unitizing α and worker models current after
+its counted work changes, recomputing only the documents whose work changed, and what it
+gives is what a computation from nothing gives; the study's γ equals pygamma's own parts put
+together by hand; MACE's restarts repeat themselves; ``marginalia report`` reads what is
+current. On SQLite and Postgres where a database is involved."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import delete, func, select, update
+
+from app.db import session_scope
+from app.models import DocumentFigures, FigureJob, Study
+from app.quality.figure_jobs import queue_changed, run_next
+from app.quality.reporting import study_report
+from app.quality.unitizing import PRECISION, SAMPLES, SEED, Unit
+from tests.conftest import BACKENDS, make_database_url, make_study
+from tests.helpers import annotation_body, api_add, open_token
+
+TEXTS = [
+    "Anna walks to the harbour. Pedro waits there with a letter.",
+    "The letter says that Anna must leave. She reads it twice.",
+]
+DOCS = [(f"doc-{n}", TEXTS) for n in range(4)]
+MARKS = {  # worker -> (segment, text, category) marked on every document
+    "w1": [(0, "Anna walks", "CharE"), (1, "reads it twice", "GramE")],
+    "w2": [(0, "Anna", "CharE"), (1, "must leave", "RefE")],
+    "w3": [(0, "the harbour", "SceneE"), (1, "reads it", "GramE")],
+}
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request, tmp_path):
+    return make_database_url(request.param, request, tmp_path)
+
+
+def submit(client, worker: str, document: str, marks) -> None:
+    token = open_token(client, worker=worker, document=document)
+    for segment, text, category in marks:
+        body = annotation_body(segment, text, category, texts=TEXTS)
+        assert api_add(client, token, body).status_code == 201
+    assert client.post(f"/api/assignments/{token}/submit").status_code == 200
+
+
+@pytest.fixture
+def study(app, client):
+    make_study(app, documents=DOCS, annotators_per_doc=3)
+    for worker, marks in MARKS.items():
+        for document, _ in DOCS[:3]:
+            submit(client, worker, document, marks)
+    return "demo"
+
+
+def run_jobs(app, *, at_once: bool = True) -> int:
+    """The worker's figure step until nothing is runnable (the one-shot worker's)."""
+    ran = 0
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        try:
+            queue_changed(session, at_once=at_once)
+            while run_next(session, "test"):
+                ran += 1
+        finally:
+            session.close()
+    return ran
+
+
+def stored(app) -> dict:
+    with app.app_context(), session_scope() as session:
+        return study_report(session, session.scalar(select(Study)))
+
+
+def figures_of(report: dict) -> dict:
+    agreement = report["agreement"]
+    return {
+        "gamma": agreement["gamma"],
+        "unitized_alpha": agreement["unitized_alpha"],
+        "pairs": agreement["pairs"],
+        "per_document": [
+            (r["document"], r["gamma"], r["unitized_alpha"]) for r in agreement["per_document"]
+        ],
+        "models": agreement["worker_models"],
+        "reliability": {w["worker_id"]: w["reliability"] for w in report["workers"]},
+    }
+
+
+@pytest.mark.slow
+def test_one_submission_recomputes_one_document_and_equals_a_computation_from_nothing(
+    app, client, study
+):
+    assert run_jobs(app) == 1
+    first = stored(app)
+    assert first["agreement"]["unitized"]["state"] == "current"
+    assert first["agreement"]["gamma"]["all"]["gamma"] is not None
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(func.count()).select_from(DocumentFigures)) == 3
+    submit(client, "w4", "doc-3", MARKS["w1"])  # doc-3's second worker: it enters pairs only
+    submit(client, "w5", "doc-3", MARKS["w2"])
+    submit(client, "w6", "doc-3", MARKS["w3"])  # ... and now the study's figures too
+    assert stored(app)["agreement"]["unitized"]["state"] == "stale"
+    assert run_jobs(app) == 1
+    with app.app_context(), session_scope() as session:
+        job = session.scalar(select(FigureJob))
+        unitized = job.result["unitized"]
+        assert unitized["computed"] == 1 and unitized["missing"] == 0  # doc-3's part only
+    incremental = stored(app)
+    assert incremental["agreement"]["unitized"]["state"] == "current"
+    assert incremental["agreement"]["unitized"]["study"]["documents"] == 4
+    with app.app_context(), session_scope() as session:  # forget every cached part
+        session.execute(delete(DocumentFigures))
+        session.execute(update(FigureJob).values(result=None, result_key=None, report_change=None))
+    assert run_jobs(app) == 1
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(FigureJob)).result["unitized"]["computed"] == 4
+    assert figures_of(stored(app)) == figures_of(incremental)
+
+
+@pytest.mark.slow
+def test_a_job_out_of_time_leaves_the_rest_to_the_next_and_ends_the_same(app, client, study):
+    app.config["FIGURES_GAMMA_SECONDS"] = 1e-9  # one document's part per job
+    with app.app_context():
+        session = app.extensions["db_sessionmaker"]()
+        try:
+            queue_changed(session, at_once=True)
+            assert run_next(session, "test")
+            job = session.scalar(select(FigureJob))
+            assert job.status == "queued"  # partial: back at once for the rest
+            assert job.result["unitized"]["computed"] == 1 and job.result["unitized"]["missing"]
+        finally:
+            session.close()
+    assert stored(app)["agreement"]["unitized"]["state"] == "partial"
+    assert run_jobs(app) >= 2
+    partial_then_current = figures_of(stored(app))
+    assert stored(app)["agreement"]["unitized"]["state"] == "current"
+    app.config["FIGURES_GAMMA_SECONDS"] = 600
+    with app.app_context(), session_scope() as session:
+        session.execute(delete(DocumentFigures))
+        session.execute(update(FigureJob).values(result=None, result_key=None, report_change=None))
+    run_jobs(app)
+    assert figures_of(stored(app)) == partial_then_current
+
+
+def test_the_one_shot_worker_brings_a_changed_study_current(app, client, study):
+    """``marginalia worker --once`` (its figure step) needs no page to have asked: the change
+    log says the work changed, and the debounce does not hold the one-shot worker."""
+    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ off: the path is what this checks
+    with app.app_context(), session_scope() as session:
+        assert session.scalar(select(FigureJob)) is None
+    assert (
+        run_jobs(app, at_once=False) == 0
+    )  # the long-running worker waits for the changes to settle
+    assert run_jobs(app) == 1
+    report = stored(app)
+    assert report["agreement"]["unitized"]["state"] == "current"
+    assert {w["worker_id"] for w in report["workers"] if w["reliability"]} == set(MARKS)
+    assert run_jobs(app) == 0  # nothing changed since
+
+
+def test_the_report_command_reads_what_is_current(app, client, study, monkeypatch):
+    """Stored and current: printed as stored (no recomputation); after a change: the report
+    now, the slow figures as last computed and said to be stale; ``--wait`` without a worker:
+    a clear error after the time given."""
+    from app.cli import main
+
+    app.config["FIGURES_GAMMA_SECONDS"] = 0
+    monkeypatch.setenv("DATABASE_URL", app.config["DATABASE_URL"])
+    monkeypatch.setenv("SECRET_KEY", "test")
+    run_jobs(app)
+    runner = CliRunner()
+    done = runner.invoke(main, ["report", "demo", "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["served"]["mode"] == "stored" and report["served"]["state"] == "current"
+    submit(client, "w4", "doc-3", MARKS["w1"])
+    done = runner.invoke(main, ["report", "demo", "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["served"]["mode"] == "inline"
+    assert report["agreement"]["unitized"]["state"] == "stale"
+    assert "γ and the worker models are stale" in done.stderr
+    assert report["progress"]["assignments"]["submitted"] == 10  # the new submission counts
+    waited = runner.invoke(main, ["report", "demo", "--json", "--wait", "0.5"])
+    assert waited.exit_code == 1 and "is `marginalia worker` running?" in waited.output
+
+
+def test_mace_restarts_repeat_the_first(monkeypatch):
+    """crowd-kit starts each restart from the same point with a fixed seed, so one restart
+    gives the figures of three (reliability.RESTARTS)."""
+    from app.quality import reliability
+
+    rng = np.random.default_rng(3)
+    labels = reliability.Labels(["A"])
+    for task in range(60):
+        labels.units.append(("d", 0, task, task + 1, "A"))
+        truth = rng.random() < 0.3
+        for worker in range(5):
+            said = truth if rng.random() < 0.6 + 0.08 * worker else not truth
+            labels.tasks.append(task)
+            labels.coders.append(labels.names.setdefault(f"w{worker}", worker))
+            labels.values.append(int(said))
+    once = reliability.fit(labels)
+    monkeypatch.setattr(reliability, "RESTARTS", 3)
+    thrice = reliability.fit(labels)
+    assert thrice.pop("restarts") == 3 and once.pop("restarts") == 1
+    assert thrice == once
+
+
+def test_the_study_gamma_is_pygammas_parts_put_together():
+    """The corpus γ of three documents rebuilt from pygamma's own pieces: each document's
+    fast alignment, and pygamma's statistical sampler with the documents' pooled statistics
+    (means and standard deviations computed here from the units), seeded as the figures are;
+    and within the stated precision of pygamma's γ of the documents laid end to end."""
+    from pyannote.core import Segment
+    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+    from pygamma_agreement.continuum import _compute_fast_alignment_job
+    from pygamma_agreement.sampler import StatisticalContinuumSampler
+
+    from app.quality import corpus_gamma
+
+    rng = np.random.default_rng(7)
+    slots = ["slot 1", "slot 2", "slot 3"]
+    documents = []
+    for _ in range(3):
+        units = []
+        for slot in slots:
+            for n in range(3):
+                start = int(rng.integers(0, 40)) + 60 * n
+                units.append(
+                    Unit(slot, start, start + int(rng.integers(3, 15)), str(rng.choice(["A", "B"])))
+                )
+        documents.append(units)
+    ours_observed = [0.0, 0]
+    pool = corpus_gamma.Pool(3)
+    for units in documents:
+        part = corpus_gamma.alignment_part(units, slots)
+        ours_observed = [ours_observed[0] + part[0], ours_observed[1] + part[1]]
+        pool.add(units, slots)
+    ours = corpus_gamma.gamma(ours_observed, 3, corpus_gamma.expected(pool.parameters()))
+
+    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
+    disorder_sum = units_total = 0
+    counts, gaps, lengths, categories = [], [0], [], []
+    for units in documents:
+        continuum = Continuum()
+        for slot in slots:
+            continuum.add_annotator(slot)
+        for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
+            continuum.add(u.annotator, Segment(u.start, u.end), u.category)
+        continuum.measure_best_window_size(dissimilarity)
+        alignment = _compute_fast_alignment_job(dissimilarity, continuum)
+        disorder_sum += alignment.disorder * continuum.avg_num_annotations_per_annotator
+        units_total += continuum.num_units
+        for slot in slots:
+            mine = sorted((u for u in units if u.annotator == slot), key=lambda u: (u.start, u.end))
+            counts.append(len(mine))
+            gaps += ([mine[0].start] if mine and mine[0].start > 0 else []) + [
+                b.start - a.end for a, b in zip(mine, mine[1:], strict=False)
+            ]
+            lengths += [u.end - u.start for u in mine]
+            categories += [u.category for u in mine]
+    names = sorted(set(categories))
+    sampler = StatisticalContinuumSampler()
+    sampler.init_sampling_custom(
+        slots, np.mean(counts), np.std(counts), np.mean(gaps), np.std(gaps),
+        np.mean(lengths), np.std(lengths), names,
+        [categories.count(c) / len(categories) for c in names],
+    )  # fmt: skip
+    np.random.seed(SEED)
+    chance = []
+    wanted = SAMPLES
+    while len(chance) < wanted:
+        chance.append(sampler.sample_from_continuum.get_best_alignment(dissimilarity).disorder)
+        if len(chance) == SAMPLES:
+            variation = np.std(chance) / np.mean(chance)
+            wanted = max(wanted, math.ceil((variation * 1.96 / PRECISION) ** 2))
+    observed = disorder_sum / (units_total / 3)
+    # the pooled moments (sums of powers) and numpy's two-pass std differ in the last bits
+    assert ours["gamma"] == pytest.approx(1 - observed / np.mean(chance), abs=1e-6)
+    assert ours["samples"] == len(chance)
+
+    laid = Continuum()
+    for slot in slots:
+        laid.add_annotator(slot)
+    for offset, units in enumerate(documents):
+        for u in units:
+            laid.add(u.annotator, Segment(u.start + 400 * offset, u.end + 400 * offset), u.category)
+    np.random.seed(SEED)
+    direct = laid.compute_gamma(
+        dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
+    )
+    low, high = direct.approx_gamma_range
+    assert abs(ours["gamma"] - direct.gamma) <= (ours["high"] - ours["low"]) + (high - low)
