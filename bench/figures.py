@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agreement_breakdown import CATEGORIES, study  # noqa: E402
 
+from app.quality.document_figures import unitized_report  # noqa: E402
 from app.quality.reliability import worker_models  # noqa: E402
-from app.quality.unitizing import unitized_report  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):

@@ -211,16 +211,85 @@ def test_mace_restarts_repeat_the_first(monkeypatch):
     assert thrice == once
 
 
-def test_the_study_gamma_is_pygammas_parts_put_together():
-    """The corpus γ of three documents rebuilt from pygamma's own pieces: each document's
-    fast alignment, and pygamma's statistical sampler with the documents' pooled statistics
-    (means and standard deviations computed here from the units), seeded as the figures are;
-    and within the stated precision of pygamma's γ of the documents laid end to end."""
+def by_hand(
+    documents: list[list[Unit]], annotators: list[str], lengths: list[int]
+) -> tuple[float, int]:
+    """The study's γ (docs/METRICS.md) of ``documents`` (each a list of units, laid end to
+    end with ``lengths``) rebuilt from pygamma's own pieces: each document's fast alignment,
+    and pygamma's statistical sampler set up by its own ``init_sampling`` on the documents
+    laid end to end, each (small) sample aligned exactly, seeded as the figures are;
+    (γ, samples)."""
     from pyannote.core import Segment
     from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
     from pygamma_agreement.continuum import _compute_fast_alignment_job
     from pygamma_agreement.sampler import StatisticalContinuumSampler
 
+    def continuum(units, at=0):
+        found = Continuum()
+        for name in annotators:
+            found.add_annotator(name)
+        for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
+            found.add(u.annotator, Segment(u.start + at, u.end + at), u.category)
+        return found
+
+    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
+    disorder_sum = units_total = 0
+    for units in documents:
+        if units:
+            one = continuum(units)
+            one.measure_best_window_size(dissimilarity)
+            alignment = _compute_fast_alignment_job(dissimilarity, one)
+            disorder_sum += alignment.disorder * one.avg_num_annotations_per_annotator
+            units_total += one.num_units
+    laid = continuum(
+        [
+            Unit(u.annotator, u.start + sum(lengths[:n]), u.end + sum(lengths[:n]), u.category)
+            for n, units in enumerate(documents)
+            for u in units
+        ]
+    )
+    sampler = StatisticalContinuumSampler()
+    sampler.init_sampling(laid)
+    np.random.seed(SEED)
+    chance: list[float] = []
+    wanted = SAMPLES
+    while len(chance) < wanted:
+        chance.append(sampler.sample_from_continuum.get_best_alignment(dissimilarity).disorder)
+        if len(chance) == SAMPLES:
+            variation = np.std(chance) / np.mean(chance)
+            wanted = max(wanted, math.ceil((variation * 1.96 / PRECISION) ** 2))
+    observed = disorder_sum / (units_total / len(annotators))
+    return 1 - observed / np.mean(chance), len(chance)
+
+
+def laid_end_to_end(
+    documents: list[list[Unit]], annotators: list[str], lengths: list[int], seed: int = SEED
+) -> tuple[float, float, float]:
+    """pygamma's γ of the documents laid end to end as one continuum: (γ, low, high)."""
+    from pyannote.core import Segment
+    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+
+    laid, at = Continuum(), 0
+    for name in annotators:
+        laid.add_annotator(name)
+    for units, length in zip(documents, lengths, strict=True):
+        for u in units:
+            laid.add(u.annotator, Segment(u.start + at, u.end + at), u.category)
+        at += length
+    np.random.seed(seed)
+    found = laid.compute_gamma(
+        CombinedCategoricalDissimilarity(alpha=1, beta=1),
+        n_samples=SAMPLES,
+        precision_level=PRECISION,
+        fast=True,
+    )
+    low, high = found.approx_gamma_range
+    return float(found.gamma), float(low), float(high)
+
+
+def test_the_study_gamma_is_pygammas_parts_put_together():
+    """The corpus γ of three documents equals :func:`by_hand`'s, and lies within the stated
+    precision of pygamma's γ of the same documents laid end to end."""
     from app.quality import corpus_gamma
 
     rng = np.random.default_rng(7)
@@ -231,68 +300,17 @@ def test_the_study_gamma_is_pygammas_parts_put_together():
         for slot in slots:
             for n in range(3):
                 start = int(rng.integers(0, 40)) + 60 * n
-                units.append(
-                    Unit(slot, start, start + int(rng.integers(3, 15)), str(rng.choice(["A", "B"])))
-                )
+                category = str(rng.choice(["A", "B"]))
+                units.append(Unit(slot, start, start + int(rng.integers(3, 15)), category))
         documents.append(units)
-    ours_observed = [0.0, 0]
-    pool = corpus_gamma.Pool(3)
+    observed = [0.0, 0]
     for units in documents:
         part = corpus_gamma.alignment_part(units, slots)
-        ours_observed = [ours_observed[0] + part[0], ours_observed[1] + part[1]]
-        pool.add(units, slots)
-    ours = corpus_gamma.gamma(ours_observed, 3, corpus_gamma.expected(pool.parameters()))
-
-    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
-    disorder_sum = units_total = 0
-    counts, gaps, lengths, categories = [], [0], [], []
-    for units in documents:
-        continuum = Continuum()
-        for slot in slots:
-            continuum.add_annotator(slot)
-        for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
-            continuum.add(u.annotator, Segment(u.start, u.end), u.category)
-        continuum.measure_best_window_size(dissimilarity)
-        alignment = _compute_fast_alignment_job(dissimilarity, continuum)
-        disorder_sum += alignment.disorder * continuum.avg_num_annotations_per_annotator
-        units_total += continuum.num_units
-        for slot in slots:
-            mine = sorted((u for u in units if u.annotator == slot), key=lambda u: (u.start, u.end))
-            counts.append(len(mine))
-            gaps += ([mine[0].start] if mine and mine[0].start > 0 else []) + [
-                b.start - a.end for a, b in zip(mine, mine[1:], strict=False)
-            ]
-            lengths += [u.end - u.start for u in mine]
-            categories += [u.category for u in mine]
-    names = sorted(set(categories))
-    sampler = StatisticalContinuumSampler()
-    sampler.init_sampling_custom(
-        slots, np.mean(counts), np.std(counts), np.mean(gaps), np.std(gaps),
-        np.mean(lengths), np.std(lengths), names,
-        [categories.count(c) / len(categories) for c in names],
-    )  # fmt: skip
-    np.random.seed(SEED)
-    chance = []
-    wanted = SAMPLES
-    while len(chance) < wanted:
-        chance.append(sampler.sample_from_continuum.get_best_alignment(dissimilarity).disorder)
-        if len(chance) == SAMPLES:
-            variation = np.std(chance) / np.mean(chance)
-            wanted = max(wanted, math.ceil((variation * 1.96 / PRECISION) ** 2))
-    observed = disorder_sum / (units_total / 3)
-    # the pooled moments (sums of powers) and numpy's two-pass std differ in the last bits
-    assert ours["gamma"] == pytest.approx(1 - observed / np.mean(chance), abs=1e-6)
-    assert ours["samples"] == len(chance)
-
-    laid = Continuum()
-    for slot in slots:
-        laid.add_annotator(slot)
-    for offset, units in enumerate(documents):
-        for u in units:
-            laid.add(u.annotator, Segment(u.start + 400 * offset, u.end + 400 * offset), u.category)
-    np.random.seed(SEED)
-    direct = laid.compute_gamma(
-        dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
-    )
-    low, high = direct.approx_gamma_range
-    assert abs(ours["gamma"] - direct.gamma) <= (ours["high"] - ours["low"]) + (high - low)
+        observed = [observed[0] + part[0], observed[1] + part[1]]
+    laid = corpus_gamma.laid_parameters([(units, 400) for units in documents], slots)
+    ours = corpus_gamma.gamma(observed, 3, corpus_gamma.expected(laid))
+    same, samples = by_hand(documents, slots, [400, 400, 400])
+    assert ours["gamma"] == pytest.approx(same, abs=1e-6)  # pygamma's disorders are float32
+    assert ours["samples"] == samples
+    direct, low, high = laid_end_to_end(documents, slots, [400, 400, 400])
+    assert abs(ours["gamma"] - direct) <= (ours["high"] - ours["low"]) + (high - low)

@@ -9,12 +9,15 @@ document's parts and the sums, never the study's alignment.
   summed (:func:`alignment_part`), then Σ over the documents / (Σ units / annotators): the
   disorder of the documents laid end to end when no alignment crosses a document's end.
 * **expected**: the mean disorder of random continua drawn by pygamma's statistical sampler
-  from the documents' pooled statistics (:class:`Pool`: units per annotator in a document,
-  the gaps before and between an annotator's units, the units' lengths, the categories), each
-  sample the size of an average document: chance is that of a document of the study, and its
-  cost does not grow with the study. :data:`unitizing.SAMPLES` samples, more until the mean is
-  within :data:`unitizing.PRECISION` at 95 % (pygamma's rule), numpy seeded with
-  :data:`unitizing.SEED` before each figure: the same work gives the same γ.
+  with the statistics of the documents laid end to end (:func:`laid_parameters`: what
+  ``init_sampling`` reads of that continuum: units per annotator, the gaps before and between
+  an annotator's units, the units' lengths, the categories), as pygamma's γ of that continuum
+  draws them; a sample holds at most :data:`SAMPLE_UNITS` units per annotator on average
+  (:func:`_bounded`: the same density), so its cost does not grow with the study.
+  :data:`unitizing.SAMPLES` samples, more until the mean is within :data:`unitizing.PRECISION`
+  at 95 % (pygamma's rule), each aligned exactly when small (else pygamma's fast alignment),
+  numpy seeded with :data:`unitizing.SEED` before each figure: the same work gives the same
+  γ.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,7 @@ from app.quality.unitizing import (
 )
 
 MAX_SAMPLES = 2_000  # pygamma's precision rule, bounded (a figure of a few units varies most)
+SAMPLE_UNITS = 40  # at most this many units per annotator in a random continuum, on average
 EXACT_TUPLES = 20_000  # a sample with at most this many candidate alignments is aligned exactly
 
 
@@ -98,71 +101,65 @@ def alignment_part(units: Sequence[Unit], annotators: Sequence[str]) -> list[flo
     return [total, len(units)]
 
 
-@dataclass
-class Pool:
-    """The statistics pygamma's statistical sampler draws from, summed over documents."""
-
-    annotators: int
-    counts: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # n, Σx, Σx²
-    gaps: list[float] = field(default_factory=lambda: [1.0, 0.0, 0.0])  # pygamma's first 0
-    lengths: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
-    categories: Counter[str] = field(default_factory=Counter)
-
-    @staticmethod
-    def _add(moments: list[float], value: float) -> None:
-        moments[0] += 1
-        moments[1] += value
-        moments[2] += value * value
-
-    def add(self, units: Sequence[Unit], annotators: Sequence[str]) -> None:
-        """One document's units of the figure (its annotators, some maybe without a unit)."""
-        for annotator in annotators:
-            mine = sorted((u for u in units if u.annotator == annotator), key=_order)
-            self._add(self.counts, len(mine))
-            if mine and mine[0].start > 0:
-                self._add(self.gaps, mine[0].start)
-            for before, after in zip(mine, mine[1:], strict=False):
-                self._add(self.gaps, after.start - before.end)
-            for u in mine:
-                self._add(self.lengths, u.end - u.start)
-                self.categories[u.category] += 1
-
-    @staticmethod
-    def _mean_std(moments: list[float]) -> tuple[float, float]:
-        n, total, squares = moments
-        mean = total / n
-        return mean, math.sqrt(max(squares / n - mean * mean, 0.0))
-
-    def parameters(self) -> dict[str, Any] | None:
-        """The sampler's parameters (None without a unit)."""
-        if not self.lengths[0]:
-            return None
-        categories = sorted(self.categories)
-        total = sum(self.categories.values())
-        return {
-            "annotators": self.annotators,
-            "units": self._mean_std(self.counts),
-            "gap": self._mean_std(self.gaps),
-            "length": self._mean_std(self.lengths),
-            "categories": categories,
-            "weights": [self.categories[c] / total for c in categories],
-        }
+def laid_parameters(
+    documents: Sequence[tuple[Sequence[Unit], int]], annotators: Sequence[str]
+) -> dict[str, Any] | None:
+    """What pygamma's statistical sampler reads of the documents laid end to end in the order
+    given (each ``(units, length)``; ``StatisticalContinuumSampler.init_sampling`` of that
+    continuum, to the same values): the mean and deviation of each annotator's number of
+    units, of the gaps before and between an annotator's units (and one 0), of the units'
+    lengths, and the categories' shares. None without a unit."""
+    laid: dict[str, list[tuple[int, int, str]]] = {name: [] for name in annotators}
+    at = 0
+    for units, length in documents:
+        for u in units:
+            laid[u.annotator].append((u.start + at, u.end + at, u.category))
+        at += length
+    gaps, lengths, categories = [0], [], Counter()
+    for name in sorted(annotators):  # pygamma's order: its annotators and units sorted
+        mine = sorted(laid[name])
+        gaps += [after[0] - before[1] for before, after in zip(mine, mine[1:], strict=False)]
+        lengths += [end - start for start, end, _ in mine]
+        categories.update(category for _, _, category in mine)
+    for name in sorted(annotators):
+        mine = sorted(laid[name])
+        if mine and mine[0][0] > 0:
+            gaps.append(mine[0][0])
+    if not lengths:
+        return None
+    counts = [len(laid[name]) for name in annotators]
+    names = sorted(categories)
+    return {
+        "annotators": len(annotators),
+        "units": [float(np.mean(counts)), float(np.std(counts))],
+        "gap": [float(np.mean(gaps)), float(np.std(gaps))],
+        "length": [float(np.mean(lengths)), float(np.std(lengths))],
+        "categories": names,
+        "weights": [categories[c] / len(lengths) for c in names],
+    }
 
 
-def _order(unit: Unit) -> tuple[int, int, str]:
-    return (unit.start, unit.end, unit.category)
+def _bounded(parameters: dict[str, Any]) -> list[float]:
+    """Each sample's number of units per annotator: the documents' own when at most
+    :data:`SAMPLE_UNITS` on average, else that many (the deviation in proportion), the gaps
+    and lengths unchanged: the same density of units, so the same chance disorder per unit,
+    at a cost that does not grow with the study."""
+    mean, deviation = parameters["units"]
+    if mean <= SAMPLE_UNITS:
+        return [mean, deviation]
+    return [SAMPLE_UNITS, deviation * SAMPLE_UNITS / mean]
 
 
 def expected(parameters: dict[str, Any]) -> dict[str, Any]:
     """The expected disorder per unit of random continua drawn with ``parameters``
-    (:meth:`Pool.parameters`): ``{"disorder", "samples"}``."""
+    (:func:`laid_parameters`, each sample :func:`_bounded`): ``{"disorder", "samples"}``."""
     from pygamma_agreement.sampler import StatisticalContinuumSampler
 
     slots = [f"slot {i + 1}" for i in range(parameters["annotators"])]
     sampler = StatisticalContinuumSampler()
     sampler.init_sampling_custom(
         slots,
-        *parameters["units"],
+        *_bounded(parameters),
         *parameters["gap"],
         *parameters["length"],
         parameters["categories"],
@@ -177,19 +174,27 @@ def expected(parameters: dict[str, Any]) -> dict[str, Any]:
             sample = sampler.sample_from_continuum
             disorders.append(float(_sample_aligned(sample, measure).disorder))
             if len(disorders) == wanted == SAMPLES:  # pygamma's precision rule, once
-                variation = float(np.std(disorders) / np.mean(disorders))
+                mean = float(np.mean(disorders))
+                variation = float(np.std(disorders)) / mean if mean > 0 else 0.0
                 needed = int(np.ceil((variation * 1.96 / PRECISION) ** 2))
                 wanted = min(max(wanted, needed), MAX_SAMPLES)
     return {"disorder": float(np.mean(disorders)), "samples": len(disorders)}
 
 
-def gamma(observed: Sequence[float], annotators: int, chance: dict[str, Any]) -> dict[str, Any]:
+def gamma(
+    observed: Sequence[float], annotators: int, chance: dict[str, Any]
+) -> dict[str, Any] | None:
     """γ from the summed ``observed`` part ``[Σ disorders, units]`` and the ``chance`` of
     :func:`expected`: ``{"gamma", "low", "high", "samples"}`` (pygamma's range at its
-    precision); 1 when nothing is in disorder, as pygamma says."""
+    precision); 1 when nothing is in disorder, as pygamma says; None when chance itself is
+    never in disorder (undefined)."""
     disorder = observed[0] / (observed[1] / annotators)
     chance_disorder = chance["disorder"]
-    value = 1.0 if disorder == 0 else 1 - disorder / chance_disorder
+    if disorder == 0:
+        return {"gamma": 1.0, "low": 1.0, "high": 1.0, "samples": chance["samples"]}
+    if not chance_disorder > 0:
+        return None
+    value = 1 - disorder / chance_disorder
     low = 1 - disorder / (chance_disorder * (1 - PRECISION))
     high = 1 - disorder / (chance_disorder * (1 + PRECISION))
     return {"gamma": value, "low": low, "high": high, "samples": chance["samples"]}

@@ -56,6 +56,32 @@ from app.quality.unitizing import (
 STORE_EVERY = 30.0  # seconds between two writes of the parts computed meanwhile
 
 
+def document_digests(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+) -> dict[str, bytes]:
+    """Each document's SHA-256 over what the figures read of it: its texts, its workers and
+    their marks, sorted (the order of the rows does not change it)."""
+    parts: dict[str, Any] = defaultdict(lambda: [[], [], []])
+    for key in texts:
+        parts[key[0]][0].append([*key, texts[key]])
+    for worker, docs in annotated.items():
+        for doc in set(docs):
+            parts[doc][1].append(worker)
+    for span in spans:
+        parts[span.document][2].append(
+            (span.document, span.segment, span.start or 0, span.end or 0)
+            + (span.category, span.source)
+        )
+    return {
+        doc: hashlib.sha256(
+            json.dumps([doc, sorted(found), sorted(workers), sorted(marks)]).encode()
+        ).digest()
+        for doc, (found, workers, marks) in parts.items()
+    }
+
+
 def slots_of(workers_per_document: Iterable[int]) -> int:
     """``m``: the most common number of workers of the documents with two or more (ties: the
     larger); 0 without such a document."""
@@ -135,8 +161,8 @@ class _Document:
 class UnitizedFigures:
     """The study's γ and uα, a batch of documents at a time (module docstring)."""
 
-    session: Session
-    study: Study
+    session: Session | None  # None: no cache (a computation from nothing)
+    study: Study | None
     categories: Sequence[str]
     groups: Mapping[str, Sequence[str]]
     scopes: Mapping[str, str]
@@ -201,6 +227,8 @@ class UnitizedFigures:
 
     def _cached(self, ids: list[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         found: dict[int, tuple[str, dict[str, Any]]] = {}
+        if self.session is None:
+            return found
         for start in range(0, len(ids), 500):
             rows = self.session.execute(
                 select(
@@ -214,7 +242,8 @@ class UnitizedFigures:
         """Write the parts computed since the last write, in a transaction of their own on a
         connection of their own (the walk's read goes on: nothing computed is lost if the
         job stops later)."""
-        if not self.fresh:
+        if not self.fresh or self.session is None or self.study is None:
+            self.fresh = []
             return
         rows = [{"study_id": self.study.id, "computed_at": utcnow(), **row} for row in self.fresh]
         with Session(bind=self.session.get_bind()) as writer:
@@ -233,14 +262,17 @@ class UnitizedFigures:
         self.store()
         sums = _Sums(self, chances)
         m = self.m
-        entered = [d for d in self.documents if m >= 2 and len(d.workers) >= m]
+        entered = sorted(
+            (d for d in self.documents if m >= 2 and len(d.workers) >= m), key=lambda d: d.name
+        )
         slots = [f"slot {i + 1}" for i in range(m)]
         laid = {d.name: _slotted(d.units, d.workers, m) for d in entered}
         gammas, alphas = {}, {}
         for name, cats in self.figures.items():
             units = {d.name: [u for u in laid[d.name] if u.category in cats] for d in entered}
             parts = [d.parts["figures"].get(name) if d.parts else False for d in entered]
-            gammas[name] = sums.gamma(parts, [units[d.name] for d in entered], slots)
+            laid_out = [(units[d.name], d.length) for d in entered]
+            gammas[name] = sums.gamma(parts, laid_out, slots)
             renamed = {d.name: {s: s for s in slots} for d in entered}
             lengths = {d.name: d.length for d in entered}
             together, total = _laid([d.name for d in entered], units, lengths, renamed)
@@ -291,7 +323,7 @@ class UnitizedFigures:
             key: [[None] * size for _ in range(size)] for key in ("gamma", "unitized_alpha")
         }
         shared: dict[tuple[str, str], list[_Document]] = defaultdict(list)
-        for d in self.documents:
+        for d in sorted(self.documents, key=lambda d: d.name):
             for a, b in combinations(d.workers, 2):
                 shared[(a, b)].append(d)
         documents = [[0] * size for _ in range(size)]
@@ -302,7 +334,7 @@ class UnitizedFigures:
                 for d in docs
             }
             parts = [_pair_part(d, a, b) for d in docs]
-            value = sums.gamma(parts, [units[d.name] for d in docs], [a, b])
+            value = sums.gamma(parts, [(units[d.name], d.length) for d in docs], [a, b])
             renamed = {d.name: {a: a, b: b} for d in docs}
             together, total = _laid(
                 [d.name for d in docs], units, {d.name: d.length for d in docs}, renamed
@@ -333,19 +365,20 @@ class _Sums:
         self.used: dict[str, Any] = {}
 
     def gamma(
-        self, parts: Sequence[Any], units: Sequence[Sequence[Unit]], annotators: Sequence[str]
+        self,
+        parts: Sequence[Any],
+        documents: Sequence[tuple[Sequence[Unit], int]],
+        annotators: Sequence[str],
     ) -> dict[str, Any] | None:
-        if not any(units):
+        """``documents``: each document's units and length, in the order they are laid."""
+        if not any(units for units, _ in documents):
             return None
         if any(part is False for part in parts):
             return None  # counted in ``missing`` by document
         if any(part is None for part in parts):
             self.skipped += 1
             return None
-        pool = corpus_gamma.Pool(len(annotators))
-        for mine in units:
-            pool.add(mine, annotators)
-        parameters = pool.parameters()
+        parameters = corpus_gamma.laid_parameters(documents, annotators)
         if parameters is None:
             return None
         key = hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()
@@ -358,3 +391,38 @@ class _Sums:
         self.used[key] = chance
         observed = [sum(p[0] for p in parts), sum(p[1] for p in parts)]
         return corpus_gamma.gamma(observed, len(annotators), chance)
+
+
+def unitized_report(
+    spans: Iterable[Span],
+    texts: Mapping[TextKey, str],
+    annotated: Mapping[str, Iterable[str]],
+    *,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]] | None = None,
+    scopes: Mapping[str, str] | None = None,
+    budget: float | None = None,
+) -> dict[str, Any]:
+    """γ and uα per category, per group and over all categories, per document and per pair,
+    of the work given whole, computed from nothing (no cache): what the figure job stores.
+
+    Returns ``{"gamma": {"per_category", "per_group", "all"}`` (each value ``{"gamma",
+    "low", "high", "samples"}`` or None), ``"unitized_alpha"`` (the same, floats or None),
+    ``"study": {"annotators", "documents", "left_out"}``, ``"per_document": [{"document",
+    "workers", "gamma", "unitized_alpha"}]``, ``"pairs": {"workers", "gamma",
+    "unitized_alpha", "documents"}`` (n x n matrices, None on the diagonal or where
+    undefined), ``"seed"``, ``"samples"``, ``"precision"``, ``"skipped"`` (figures left out
+    for their size), ``"missing"`` (parts left for the time budget), ``"computed"``."""
+    spans = list(spans)
+    workers: dict[str, set[str]] = defaultdict(set)
+    for worker, docs in annotated.items():
+        for doc in set(docs):
+            workers[doc].add(worker)
+    figures = UnitizedFigures(
+        None, None, categories, groups or {}, scopes or {}, b"",
+        slots_of(len(names) for names in workers.values()), budget=budget,
+    )  # fmt: skip
+    names = sorted({key[0] for key in texts} | set(workers))
+    digests = document_digests(spans, texts, annotated)
+    figures.add(spans, texts, annotated, digests, {name: n for n, name in enumerate(names)})
+    return figures.report({})[0]

@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
-from app.quality.document_figures import UnitizedFigures, slots_of
+from app.quality.document_figures import UnitizedFigures, document_digests, slots_of
 from app.quality.reliability import Labels, fit
 from app.quality.scoring import Span, TextKey
 
@@ -46,32 +45,6 @@ def budget() -> float:
     """Seconds of γ per job (config ``FIGURES_GAMMA_SECONDS``)."""
     config = current_app.config if has_app_context() else {}  # a library call: the default
     return float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
-
-
-def document_digests(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-) -> dict[str, bytes]:
-    """Each document's SHA-256 over what the figures read of it: its texts, its workers and
-    their marks, sorted (the order of the rows does not change it)."""
-    parts: dict[str, Any] = defaultdict(lambda: [[], [], []])
-    for key in texts:
-        parts[key[0]][0].append([*key, texts[key]])
-    for worker, docs in annotated.items():
-        for doc in set(docs):
-            parts[doc][1].append(worker)
-    for span in spans:
-        parts[span.document][2].append(
-            (span.document, span.segment, span.start or 0, span.end or 0)
-            + (span.category, span.source)
-        )
-    return {
-        doc: hashlib.sha256(
-            json.dumps([doc, sorted(found), sorted(workers), sorted(marks)]).encode()
-        ).digest()
-        for doc, (found, workers, marks) in parts.items()
-    }
 
 
 class WorkKey:
