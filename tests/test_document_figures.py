@@ -17,6 +17,7 @@ from sqlalchemy import delete, func, select, update
 
 from app.db import session_scope
 from app.models import DocumentFigures, FigureJob, Study
+from app.quality.corpus_gamma import SAMPLE_UNITS
 from app.quality.figure_jobs import queue_changed, run_next
 from app.quality.reporting import study_report
 from app.quality.unitizing import PRECISION, SAMPLES, SEED, Unit
@@ -250,6 +251,10 @@ def by_hand(
     )
     sampler = StatisticalContinuumSampler()
     sampler.init_sampling(laid)
+    mean = sampler._avg_nb_units_per_annotator
+    if mean > SAMPLE_UNITS:  # a sample's size bounded, the density kept (corpus_gamma)
+        sampler._avg_nb_units_per_annotator = SAMPLE_UNITS
+        sampler._std_nb_units_per_annotator *= SAMPLE_UNITS / mean
     np.random.seed(SEED)
     chance: list[float] = []
     wanted = SAMPLES
@@ -287,15 +292,17 @@ def laid_end_to_end(
     return float(found.gamma), float(low), float(high)
 
 
-def test_the_study_gamma_is_pygammas_parts_put_together():
-    """The corpus γ of three documents equals :func:`by_hand`'s, and lies within the stated
-    precision of pygamma's γ of the same documents laid end to end."""
+@pytest.mark.parametrize("count", [3, 6])
+def test_the_study_gamma_is_pygammas_parts_put_together(count):
+    """The study's γ of ``count`` documents equals :func:`by_hand`'s, and lies within the
+    stated precision of pygamma's γ of the same documents laid end to end (3 documents: 9
+    units per annotator, samples as big as the study; 6: 18, samples bounded)."""
     from app.quality import corpus_gamma
 
     rng = np.random.default_rng(7)
     slots = ["slot 1", "slot 2", "slot 3"]
     documents = []
-    for _ in range(3):
+    for _ in range(count):
         units = []
         for slot in slots:
             for n in range(3):
@@ -309,8 +316,8 @@ def test_the_study_gamma_is_pygammas_parts_put_together():
         observed = [observed[0] + part[0], observed[1] + part[1]]
     laid = corpus_gamma.laid_parameters([(units, 400) for units in documents], slots)
     ours = corpus_gamma.gamma(observed, 3, corpus_gamma.expected(laid))
-    same, samples = by_hand(documents, slots, [400, 400, 400])
+    same, samples = by_hand(documents, slots, [400] * count)
     assert ours["gamma"] == pytest.approx(same, abs=1e-6)  # pygamma's disorders are float32
     assert ours["samples"] == samples
-    direct, low, high = laid_end_to_end(documents, slots, [400, 400, 400])
+    direct, low, high = laid_end_to_end(documents, slots, [400] * count)
     assert abs(ours["gamma"] - direct) <= (ours["high"] - ours["low"]) + (high - low)

@@ -45,7 +45,7 @@ from app.quality.unitizing import (
 )
 
 MAX_SAMPLES = 2_000  # pygamma's precision rule, bounded (a figure of a few units varies most)
-SAMPLE_UNITS = 40  # at most this many units per annotator in a random continuum, on average
+SAMPLE_UNITS = 12  # at most this many units per annotator in a random continuum, on average
 EXACT_TUPLES = 20_000  # a sample with at most this many candidate alignments is aligned exactly
 
 
