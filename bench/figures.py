@@ -1,4 +1,4 @@
-"""How long the figure job's slow figures take (issue 32): γ and unitizing α
+"""How long the figure job's slow figures take, computed from nothing: γ and unitizing α
 (``unitized_report``) and the worker models (``worker_models``), on the synthetic study of
 bench/agreement_breakdown.py (DOCUMENTS documents of 8 segments, 3 of 30 workers each).
 

@@ -1,4 +1,4 @@
-"""Issue 34's benchmark data: a synthetic Thresh file of a crowd study of a given size, a
+"""Big-study benchmark data: a synthetic Thresh file of a crowd study of a given size, a
 2,000-segment document (bench/long_document.py) and a Postgres cluster kept under
 bench/out/scale/ between runs (for the scale benchmark, withdrawn with the maintained
 figures until they are merged with main's figure jobs).

@@ -1,4 +1,4 @@
-"""The served report at scale (issue 34): a study of N annotations on Postgres (filled by COPY,
+"""The served report at scale: a study of N annotations on Postgres (filled by COPY,
 bench/export_big.py), then
 
 1. the recomputation job (app/quality/figure_jobs.py, the report and its figures brought current;

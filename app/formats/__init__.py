@@ -405,7 +405,7 @@ def iter_export_files(
     """``(relative path, content)`` of each file of the export (one file for one-file
     formats). ``streamed``: a big file's content comes as an iterator of byte chunks, to be
     read before the next file is asked for (:func:`app.formats.bundles.write_folder`,
-    :func:`~app.formats.bundles.zip_stream`): the export is never held whole (issue 34);
+    :func:`~app.formats.bundles.zip_stream`): the export is never held whole;
     otherwise every content is ``bytes``."""
     if fmt not in WRITERS:
         raise ValueError(f"unknown export format {fmt!r}")

@@ -1,4 +1,4 @@
-"""The report's worker rows, summed a batch of documents at a time (issue 34).
+"""The report's worker rows, summed a batch of documents at a time (memory holds a batch).
 
 :class:`WorkerTally` takes the counted work batch by batch (:mod:`app.quality.report_stream`)
 and keeps per worker only sums: annotations, words of the documents done, the consensus

@@ -73,7 +73,7 @@ def worker_times(
             .group_by(Segment.document_id)
         ).all()
     )
-    # streamed an assignment at a time (issue 34): a big study's rows never all in memory
+    # streamed an assignment at a time: a big study's rows never all in memory
     query = (
         select(
             Assignment.id,
