@@ -218,8 +218,8 @@ def by_hand(
     """The study's γ (docs/METRICS.md) of ``documents`` (each a list of units, laid end to
     end with ``lengths``) rebuilt from pygamma's own pieces: each document's fast alignment,
     and pygamma's statistical sampler set up by its own ``init_sampling`` on the documents
-    laid end to end, each (small) sample aligned exactly, seeded as the figures are;
-    (γ, samples)."""
+    laid end to end (its statistics to 3 significant digits, a sample's size bounded), each
+    (small) sample aligned exactly, seeded as the figures are; (γ, samples)."""
     from pyannote.core import Segment
     from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
     from pygamma_agreement.continuum import _compute_fast_alignment_job
@@ -251,6 +251,12 @@ def by_hand(
     )
     sampler = StatisticalContinuumSampler()
     sampler.init_sampling(laid)
+    for name in ("nb_units_per_annotator", "gap", "unit_duration"):  # 3 significant digits
+        for kind in ("avg", "std"):
+            value = getattr(sampler, f"_{kind}_{name}")
+            setattr(sampler, f"_{kind}_{name}", float(f"{value:.3g}"))
+    shares = [float(f"{w:.3g}") for w in sampler._categories_weight]
+    sampler._categories_weight = np.array([w / sum(shares) for w in shares])
     mean = sampler._avg_nb_units_per_annotator
     if mean > SAMPLE_UNITS:  # a sample's size bounded, the density kept (corpus_gamma)
         sampler._avg_nb_units_per_annotator = SAMPLE_UNITS

@@ -148,10 +148,22 @@ def report_command(
     from app.quality.reporting import format_report
     from app.quality.served import command_report
 
+    def computing(stored: dict) -> None:
+        said = "none is stored yet" if stored["state"] == "none" else (
+            f"the work changed since the stored one ({stored['computed_at']})"
+        )  # fmt: skip
+        click.echo(
+            f"note: {said}: computing the report now, with γ and the worker models as the "
+            "worker last stored them (--wait: the worker's new report)",
+            err=True,
+        )
+
     with session_scope() as session:
         study = get_study(session, slug)
         try:
-            report = command_report(session, study, include_practice=include_practice, wait=wait)
+            report = command_report(
+                session, study, include_practice=include_practice, wait=wait, computing=computing
+            )
         except TimeoutError as exc:
             raise InvalidInput(
                 f"the report was not brought current within {wait:g} s (its job: {exc}): is "

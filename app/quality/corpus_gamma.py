@@ -46,6 +46,7 @@ from app.quality.unitizing import (
 
 MAX_SAMPLES = 2_000  # pygamma's precision rule, bounded (a figure of a few units varies most)
 SAMPLE_UNITS = 12  # at most this many units per annotator in a random continuum, on average
+DIGITS = 3  # the sampler's statistics, to this many significant digits
 EXACT_TUPLES = 20_000  # a sample with at most this many candidate alignments is aligned exactly
 
 
@@ -106,9 +107,9 @@ def laid_parameters(
 ) -> dict[str, Any] | None:
     """What pygamma's statistical sampler reads of the documents laid end to end in the order
     given (each ``(units, length)``; ``StatisticalContinuumSampler.init_sampling`` of that
-    continuum, to the same values): the mean and deviation of each annotator's number of
-    units, of the gaps before and between an annotator's units (and one 0), of the units'
-    lengths, and the categories' shares. None without a unit."""
+    continuum, to :data:`DIGITS` significant digits): the mean and deviation of each
+    annotator's number of units, of the gaps before and between an annotator's units (and one
+    0), of the units' lengths, and the categories' shares. None without a unit."""
     laid: dict[str, list[tuple[int, int, str]]] = {name: [] for name in annotators}
     at = 0
     for units, length in documents:
@@ -129,14 +130,22 @@ def laid_parameters(
         return None
     counts = [len(laid[name]) for name in annotators]
     names = sorted(categories)
+    shares = [_rounded(categories[c] / len(lengths)) for c in names]
     return {
         "annotators": len(annotators),
-        "units": [float(np.mean(counts)), float(np.std(counts))],
-        "gap": [float(np.mean(gaps)), float(np.std(gaps))],
-        "length": [float(np.mean(lengths)), float(np.std(lengths))],
+        "units": [_rounded(np.mean(counts)), _rounded(np.std(counts))],
+        "gap": [_rounded(np.mean(gaps)), _rounded(np.std(gaps))],
+        "length": [_rounded(np.mean(lengths)), _rounded(np.std(lengths))],
         "categories": names,
-        "weights": [categories[c] / len(lengths) for c in names],
+        "weights": [share / sum(shares) for share in shares],  # rounded, summing to 1
     }
+
+
+def _rounded(value: float) -> float:
+    """``value`` to :data:`DIGITS` significant digits: the chance drawn from statistics so
+    close is the same (the sampling's own precision is 5 %), so a submission in a big study
+    mostly finds its chance disorders already drawn."""
+    return float(f"{float(value):.{DIGITS}g}")
 
 
 def _bounded(parameters: dict[str, Any]) -> list[float]:

@@ -155,6 +155,7 @@ class _Document:
     units: list[Unit]
     length: int
     parts: dict[str, Any] | None
+    key: str = ""
 
 
 @dataclass
@@ -219,9 +220,9 @@ class UnitizedFigures:
                 self.fresh[-1]["seconds"] = seconds
                 self.computed += 1
             self.missing += parts is None
-            self.documents.append(
-                _Document(ids[name], name, workers[name], units.get(name, []), lengths[name], parts)
-            )
+            mine = units.get(name, [])
+            found = _Document(ids[name], name, workers[name], mine, lengths[name], parts, key)
+            self.documents.append(found)
         if self.fresh and time.monotonic() - self.stored_at > STORE_EVERY:
             self.store()
 
@@ -254,13 +255,14 @@ class UnitizedFigures:
             writer.commit()
         self.fresh, self.stored_at = [], time.monotonic()
 
-    def report(self, chances: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The figures of :func:`app.quality.unitizing.unitized_report`, plus ``missing``
-        (parts still to compute: documents', chance disorders) and ``computed`` (documents'
-        parts computed now); and the chance disorders used (by their statistics' hash),
-        ``chances`` being those of the last run."""
+    def report(self, cache: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The figures of :func:`unitized_report`, plus ``missing`` (parts still to compute:
+        documents', chance disorders) and ``computed`` (documents' parts computed now); and
+        what the next run may reuse (``{"chances"``: the chance disorders used, by their
+        statistics' hash; ``"pairs"``: each pair's figures, by its documents' states``}``),
+        ``cache`` being the last run's."""
         self.store()
-        sums = _Sums(self, chances)
+        sums = _Sums(self, cache)
         m = self.m
         entered = sorted(
             (d for d in self.documents if m >= 2 and len(d.workers) >= m), key=lambda d: d.name
@@ -312,7 +314,7 @@ class UnitizedFigures:
             "skipped": sums.skipped,
             "missing": self.missing,
             "computed": self.computed,
-        }, sums.used
+        }, {"chances": sums.used, "pairs": sums.pairs_used}
 
     def _pairs(self, sums: _Sums) -> dict[str, Any]:
         """The per-pair matrices: γ, uα and shared documents of each two workers."""
@@ -329,22 +331,44 @@ class UnitizedFigures:
         documents = [[0] * size for _ in range(size)]
         every = self.figures["all"]
         for (a, b), docs in sorted(shared.items()):
-            units = {
-                d.name: [u for u in d.units if u.annotator in (a, b) and u.category in every]
-                for d in docs
-            }
-            parts = [_pair_part(d, a, b) for d in docs]
-            value = sums.gamma(parts, [(units[d.name], d.length) for d in docs], [a, b])
-            renamed = {d.name: {a: a, b: b} for d in docs}
-            together, total = _laid(
-                [d.name for d in docs], units, {d.name: d.length for d in docs}, renamed
-            )
+            # a pair whose documents are as they were keeps its figures (a submission touches
+            # the pairs of one document's workers)
+            key = _pair_key(a, b, docs)
+            kept = sums.pairs.get(key)
+            if kept is None or any(d.parts is None for d in docs):
+                kept = self._pair(sums, a, b, docs, every)
+            else:
+                sums.skipped += kept.get("skipped", 0)
+            if all(d.parts is not None for d in docs) and not (kept["gamma"] is None and sums.late):
+                sums.pairs_used[key] = kept
             i, j = index[a], index[b]
-            matrix["gamma"][i][j] = matrix["gamma"][j][i] = value
-            alpha = unitizing_alpha(together, [a, b], total)
+            matrix["gamma"][i][j] = matrix["gamma"][j][i] = kept["gamma"]
+            alpha = kept["unitized_alpha"]
             matrix["unitized_alpha"][i][j] = matrix["unitized_alpha"][j][i] = alpha
             documents[i][j] = documents[j][i] = len(docs)
         return {"workers": names, **matrix, "documents": documents}
+
+    @staticmethod
+    def _pair(
+        sums: _Sums, a: str, b: str, docs: list[_Document], every: set[str]
+    ) -> dict[str, Any]:
+        """One pair's γ and uα over the documents they share."""
+        units = {
+            d.name: [u for u in d.units if u.annotator in (a, b) and u.category in every]
+            for d in docs
+        }
+        parts = [_pair_part(d, a, b) for d in docs]
+        skipped = sums.skipped
+        value = sums.gamma(parts, [(units[d.name], d.length) for d in docs], [a, b])
+        renamed = {d.name: {a: a, b: b} for d in docs}
+        lengths = {d.name: d.length for d in docs}
+        together, total = _laid([d.name for d in docs], units, lengths, renamed)
+        alpha = unitizing_alpha(together, [a, b], total)
+        return {"gamma": value, "unitized_alpha": alpha, "skipped": sums.skipped - skipped}
+
+
+def _pair_key(a: str, b: str, docs: list[_Document]) -> str:
+    return hashlib.sha256(json.dumps([a, b, [d.key for d in docs]]).encode()).hexdigest()
 
 
 def _pair_part(document: _Document, a: str, b: str) -> Any:
@@ -360,9 +384,12 @@ class _Sums:
     """A figure's γ from its documents' parts (False: still to compute; None: left out for
     its size) and its chance disorder, computed once per set of statistics."""
 
-    def __init__(self, figures: UnitizedFigures, chances: Mapping[str, Any]):
-        self.figures, self.chances, self.skipped = figures, chances, 0
+    def __init__(self, figures: UnitizedFigures, cache: Mapping[str, Any]):
+        self.figures, self.skipped, self.late = figures, 0, False
+        self.chances: Mapping[str, Any] = cache.get("chances") or {}
+        self.pairs: Mapping[str, Any] = cache.get("pairs") or {}
         self.used: dict[str, Any] = {}
+        self.pairs_used: dict[str, Any] = {}
 
     def gamma(
         self,
@@ -386,6 +413,7 @@ class _Sums:
         if chance is None:
             if self.figures._late():
                 self.figures.missing += 1
+                self.late = True
                 return None
             chance = corpus_gamma.expected(parameters)
         self.used[key] = chance

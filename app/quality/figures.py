@@ -165,8 +165,8 @@ def bring_current(
     started = time.monotonic()
     row = _row(session, study, include_practice)
     previous = (row.result if row is not None else None) or {}
-    chances = dict(previous.get("chances") or {})
-    unitized, used = fresh.unitized.report(chances)
+    cache = {"chances": previous.get("chances") or {}, "pairs": previous.get("pairs") or {}}
+    unitized, used = fresh.unitized.report(cache)
     same_work = row is not None and row.result_key == key  # a partial run's second part
     models = previous.get("models") if same_work and previous.get("models") else None
     refitted = models is None
@@ -178,7 +178,7 @@ def bring_current(
     row = _row(session, study, include_practice) or FigureJob(
         study_id=study.id, include_practice=include_practice, status="done", attempts=0
     )
-    row.result = {"unitized": unitized, "models": models, "chances": used}
+    row.result = {"unitized": unitized, "models": models, **used}
     row.result_key, row.seconds, row.finished_at = key, seconds, utcnow()
     if row.status != "running":  # a running job marks itself done
         row.status = "done"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -217,13 +218,15 @@ def command_report(
     include_practice: bool,
     wait: float | None = None,
     poll: float = 1.0,
+    computing: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """What ``marginalia report`` prints (docs/CONTRACT.md), never a silent recomputation of
     the slow figures: the stored report when the counted work has not changed since it was
     computed; else, with ``wait`` seconds, the one the worker stores meanwhile (its figures
     brought current; :class:`TimeoutError` when it does not come); else the report computed
     now with the slow figures as last stored (their state and age in
-    ``agreement.unitized``). ``served`` says which (``stored`` or ``inline``)."""
+    ``agreement.unitized``; ``computing`` is told the stored report's state first). ``served``
+    says which (``stored`` or ``inline``)."""
     deadline = None if wait is None else time.monotonic() + wait
     while True:
         report, found = read_current(session, study, include_practice=include_practice)
@@ -235,6 +238,8 @@ def command_report(
             raise TimeoutError(found.get("job") or "none")
         session.commit()  # a fresh read at the next look
         time.sleep(poll)
+    if computing is not None:
+        computing(found)
     report = study_report(session, study, include_practice=include_practice)
     report["served"] = inline()
     return report
