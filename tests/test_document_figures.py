@@ -327,3 +327,33 @@ def test_the_study_gamma_is_pygammas_parts_put_together(count):
     assert ours["samples"] == samples
     direct, low, high = laid_end_to_end(documents, slots, [400] * count)
     assert abs(ours["gamma"] - direct) <= (ours["high"] - ours["low"]) + (high - low)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_pairs_alignment_is_pygammas_best_alignment(seed):
+    """Two annotators' best alignment as a minimum-cost assignment (corpus_gamma.two_alignment)
+    has the disorder of pygamma's own exact alignment (an integer program), on random units:
+    overlapping, nested, apart, of one category or several, an annotator without any."""
+    from pyannote.core import Segment
+    from pygamma_agreement import CombinedCategoricalDissimilarity, Continuum
+
+    from app.quality.corpus_gamma import two_alignment
+
+    rng = np.random.default_rng(seed)
+    units = {}
+    for name in ("a", "b"):
+        found = set()
+        for _ in range(int(rng.integers(0 if seed % 5 == 0 and name == "b" else 1, 9))):
+            start = int(rng.integers(0, 120))
+            found.add((start, start + int(rng.integers(1, 25)), str(rng.choice(["A", "B", "C"]))))
+        units[name] = sorted(found)
+    continuum = Continuum()
+    for name, found in units.items():
+        continuum.add_annotator(name)
+        for start, end, category in found:
+            continuum.add(name, Segment(start, end), category)
+    if not continuum.num_units:
+        return
+    best = continuum.get_best_alignment(CombinedCategoricalDissimilarity(alpha=1, beta=1))
+    theirs = best.disorder * continuum.avg_num_annotations_per_annotator
+    assert two_alignment(units["a"], units["b"]) == pytest.approx(theirs, rel=1e-5, abs=1e-5)

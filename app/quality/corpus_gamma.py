@@ -46,6 +46,7 @@ from app.quality.unitizing import (
 
 MAX_SAMPLES = 2_000  # pygamma's precision rule, bounded (a figure of a few units varies most)
 SAMPLE_UNITS = 12  # at most this many units per annotator in a random continuum, on average
+EMPTY = 1.0  # Δ∅: a unit aligned with nothing (pygamma's default)
 DIGITS = 3  # the sampler's statistics, to this many significant digits
 EXACT_TUPLES = 20_000  # a sample with at most this many candidate alignments is aligned exactly
 
@@ -71,13 +72,52 @@ def _aligned(continuum: Any, dissimilarity: Any) -> Any:
     return _compute_fast_alignment_job(dissimilarity, continuum)
 
 
-def _sample_aligned(continuum: Any, dissimilarity: Any) -> Any:
-    """A random continuum's alignment: exact when it has at most :data:`EXACT_TUPLES`
-    candidate unitary alignments (a document-sized sample mostly has), else fast."""
-    sizes = [len(units) + 1 for units in continuum._annotations.values()]  # noqa: SLF001
+def _sample_disorder(continuum: Any, dissimilarity: Any) -> float:
+    """A random continuum's disorder per unit: two annotators' by :func:`two_alignment`, else
+    exact when it has at most :data:`EXACT_TUPLES` candidate unitary alignments (a bounded
+    sample mostly has), else pygamma's fast alignment."""
+    annotations = continuum._annotations  # noqa: SLF001 - pygamma's units by annotator
+    if len(annotations) == 2:
+        first, second = (
+            [(u.segment.start, u.segment.end, u.annotation) for u in units]
+            for units in annotations.values()
+        )
+        found = len(first) + len(second)
+        return two_alignment(first, second) / (found / 2) if found else 0.0
+    sizes = [len(units) + 1 for units in annotations.values()]
     if math.prod(sizes) <= EXACT_TUPLES:
-        return continuum.get_best_alignment(dissimilarity)
-    return _aligned(continuum, dissimilarity)
+        return float(continuum.get_best_alignment(dissimilarity).disorder)
+    return float(_aligned(continuum, dissimilarity).disorder)
+
+
+def two_alignment(
+    first: Sequence[tuple[float, float, str]], second: Sequence[tuple[float, float, str]]
+) -> float:
+    """Σ of the unitary alignments' disorders of the best alignment of two annotators' units
+    (each ``(start, end, category)``): with two annotators a unitary alignment is a pair of
+    units, costing their dissimilarity (pygamma's combined one, α = β = 1), or a unit alone,
+    costing 1 (Δ∅), so the best alignment is a minimum-cost assignment, solved exactly
+    (SciPy's ``linear_sum_assignment``) where pygamma solves an integer program per window:
+    the same disorder (tests/test_document_figures.py), in microseconds."""
+    from scipy.optimize import linear_sum_assignment
+
+    n, m = len(first), len(second)
+    if n + m == 0:
+        return 0.0
+    far = 1e6  # never chosen: a unit cannot stand alone twice
+    cost = np.zeros((n + m, m + n))
+    for i, (start, end, category) in enumerate(first):
+        for j, (other_start, other_end, other_category) in enumerate(second):
+            distance = (abs(start - other_start) + abs(end - other_end)) / (
+                end - start + other_end - other_start
+            )
+            cost[i, j] = distance * distance + (category != other_category)
+    cost[:n, m:] = far
+    cost[n:, :m] = far
+    cost[np.arange(n), m + np.arange(n)] = EMPTY
+    cost[n + np.arange(m), np.arange(m)] = EMPTY
+    rows, columns = linear_sum_assignment(cost)
+    return float(cost[rows, columns].sum())
 
 
 def alignment_part(units: Sequence[Unit], annotators: Sequence[str]) -> list[float] | None:
@@ -88,6 +128,12 @@ def alignment_part(units: Sequence[Unit], annotators: Sequence[str]) -> list[flo
         return [0.0, 0]
     if len(annotators) > MAX_ANNOTATORS or len(units) > MAX_UNITS:
         return None
+    if len(annotators) == 2:  # a pair of workers: exactly, as an assignment
+        a, b = (
+            [(u.start, u.end, u.category) for u in units if u.annotator == name]
+            for name in annotators
+        )
+        return [two_alignment(a, b), len(units)]
     from pyannote.core import Segment as Interval
 
     _, Continuum = pygamma_classes()
@@ -181,7 +227,7 @@ def expected(parameters: dict[str, Any]) -> dict[str, Any]:
     with _quiet():
         while len(disorders) < wanted:
             sample = sampler.sample_from_continuum
-            disorders.append(float(_sample_aligned(sample, measure).disorder))
+            disorders.append(_sample_disorder(sample, measure))
             if len(disorders) == wanted == SAMPLES:  # pygamma's precision rule, once
                 mean = float(np.mean(disorders))
                 variation = float(np.std(disorders)) / mean if mean > 0 else 0.0
