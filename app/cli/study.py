@@ -162,13 +162,21 @@ def report_command(
         study = get_study(session, slug)
         try:
             report = command_report(
-                session, study, include_practice=include_practice, wait=wait, computing=computing
+                session,
+                study,
+                include_practice=include_practice,
+                wait=wait,
+                computing=computing,
+                as_text=as_json,
             )
         except TimeoutError as exc:
             raise InvalidInput(
                 f"the report was not brought current within {wait:g} s (its job: {exc}): is "
                 "`marginalia worker` running?"
             ) from None
+    if isinstance(report, str):  # the stored report's JSON, current: printed as stored
+        click.echo(report)
+        return
     unitized = report["agreement"].get("unitized") or {}
     if unitized.get("state") not in (None, "current"):
         click.echo(

@@ -39,112 +39,25 @@ from sqlalchemy.orm import Session
 from app.db import begin_write
 from app.models import DocumentFigures, Study, utcnow
 from app.quality import corpus_gamma
+from app.quality.document_parts import (
+    _slotted,
+    document_digests,
+    document_parts,
+    slots_of,
+    wanted_figures,
+)
 from app.quality.scoring import Span, TextKey
 from app.quality.unitizing import (
-    MAX_ANNOTATORS,
-    MAX_UNITS,
     PRECISION,
     SAMPLES,
     SEED,
     Unit,
     _laid,
     document_units,
-    gamma,
     unitizing_alpha,
 )
 
 STORE_EVERY = 30.0  # seconds between two writes of the parts computed meanwhile
-
-
-def document_digests(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-) -> dict[str, bytes]:
-    """Each document's SHA-256 over what the figures read of it: its texts, its workers and
-    their marks, sorted (the order of the rows does not change it)."""
-    parts: dict[str, Any] = defaultdict(lambda: [[], [], []])
-    for key in texts:
-        parts[key[0]][0].append([*key, texts[key]])
-    for worker, docs in annotated.items():
-        for doc in set(docs):
-            parts[doc][1].append(worker)
-    for span in spans:
-        parts[span.document][2].append(
-            (span.document, span.segment, span.start or 0, span.end or 0)
-            + (span.category, span.source)
-        )
-    return {
-        doc: hashlib.sha256(
-            json.dumps([doc, sorted(found), sorted(workers), sorted(marks)]).encode()
-        ).digest()
-        for doc, (found, workers, marks) in parts.items()
-    }
-
-
-def slots_of(workers_per_document: Iterable[int]) -> int:
-    """``m``: the most common number of workers of the documents with two or more (ties: the
-    larger); 0 without such a document."""
-    counts: dict[int, int] = defaultdict(int)
-    for n in workers_per_document:
-        if n >= 2:
-            counts[n] += 1
-    return max(counts, key=lambda n: (counts[n], n)) if counts else 0
-
-
-def wanted_figures(
-    categories: Sequence[str], groups: Mapping[str, Sequence[str]]
-) -> dict[str, set[str]]:
-    """The study's figures by name (``all``, ``group:G``, ``category:C``): their categories."""
-    wanted = {"all": set(categories)} | {f"group:{g}": set(c) for g, c in groups.items()}
-    return wanted | {f"category:{c}": {c} for c in categories}
-
-
-def _slotted(units: Sequence[Unit], workers: Sequence[str], m: int) -> list[Unit]:
-    names = dict(zip(workers[:m], (f"slot {i + 1}" for i in range(m)), strict=False))
-    return [
-        Unit(names[u.annotator], u.start, u.end, u.category) for u in units if u.annotator in names
-    ]
-
-
-def document_parts(
-    units: Sequence[Unit],
-    workers: Sequence[str],
-    length: int,
-    m: int,
-    figures: Mapping[str, set[str]],
-    *,
-    with_gamma: bool = True,
-) -> dict[str, Any]:
-    """One document's part (``workers`` sorted, at least two): ``gamma`` (its γ, None when
-    undefined or left out for its size, ``gamma_skipped`` then true), ``unitized_alpha``
-    (its uα), ``figures`` (each study
-    figure's observed part over its first ``m`` workers, when it enters: ``m`` ≥ 2 and as
-    many workers) and ``pairs`` (``[a, b, part]`` for each two of its workers, all
-    categories); a part None is left out for its size, or (``with_gamma`` false) for γ's
-    time budget being nil."""
-    every = figures["all"]
-    chosen = [u for u in units if u.category in every]
-    too_big = len(workers) > MAX_ANNOTATORS or len(chosen) > MAX_UNITS or not with_gamma
-    parts: dict[str, Any] = {
-        "gamma": None if too_big or not chosen else gamma(chosen, workers),
-        "gamma_skipped": bool(too_big and chosen),
-        "unitized_alpha": unitizing_alpha(chosen, workers, length),
-        "figures": {},
-        "pairs": [],
-    }
-    if 2 <= m <= len(workers):
-        slots = [f"slot {i + 1}" for i in range(m)]
-        slotted = _slotted(units, workers, m)
-        for name, cats in figures.items():
-            mine = [u for u in slotted if u.category in cats]
-            part = corpus_gamma.alignment_part(mine, slots) if with_gamma else None
-            parts["figures"][name] = part
-    for a, b in combinations(workers, 2):
-        mine = [u for u in chosen if u.annotator in (a, b)]
-        part = corpus_gamma.alignment_part(mine, [a, b]) if with_gamma else None
-        parts["pairs"].append([a, b, part])
-    return parts
 
 
 @dataclass
@@ -156,6 +69,20 @@ class _Document:
     length: int
     parts: dict[str, Any] | None
     key: str = ""
+    by_worker: dict[str, str] | None = None  # each worker's units' digest (all categories)
+
+    def worker_digest(self, worker: str, every: set[str]) -> str:
+        """A digest of ``worker``'s units of the categories ``every`` in this document."""
+        if self.by_worker is None:
+            grouped: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+            for u in self.units:
+                if u.category in every:
+                    grouped[u.annotator].append((u.start, u.end, u.category))
+            self.by_worker = {
+                name: hashlib.sha256(json.dumps(sorted(found)).encode()).hexdigest()
+                for name, found in grouped.items()
+            }
+        return self.by_worker.get(worker, "")
 
 
 @dataclass
@@ -333,7 +260,7 @@ class UnitizedFigures:
         for (a, b), docs in sorted(shared.items()):
             # a pair whose documents are as they were keeps its figures (a submission touches
             # the pairs of one document's workers)
-            key = _pair_key(a, b, docs)
+            key = self._pair_key(a, b, docs, every)
             kept = sums.pairs.get(key)
             if kept is None or any(d.parts is None for d in docs):
                 kept = self._pair(sums, a, b, docs, every)
@@ -347,6 +274,14 @@ class UnitizedFigures:
             matrix["unitized_alpha"][i][j] = matrix["unitized_alpha"][j][i] = alpha
             documents[i][j] = documents[j][i] = len(docs)
         return {"workers": names, **matrix, "documents": documents}
+
+    def _pair_key(self, a: str, b: str, docs: list[_Document], every: set[str]) -> str:
+        """What a pair's figures read: the two workers' units in each document they share
+        (another worker joining a document leaves the pair's figures as they were)."""
+        found = [
+            [d.name, d.length, d.worker_digest(a, every), d.worker_digest(b, every)] for d in docs
+        ]
+        return hashlib.sha256(self.head + json.dumps([a, b, found]).encode()).hexdigest()
 
     @staticmethod
     def _pair(
@@ -365,10 +300,6 @@ class UnitizedFigures:
         together, total = _laid([d.name for d in docs], units, lengths, renamed)
         alpha = unitizing_alpha(together, [a, b], total)
         return {"gamma": value, "unitized_alpha": alpha, "skipped": sums.skipped - skipped}
-
-
-def _pair_key(a: str, b: str, docs: list[_Document]) -> str:
-    return hashlib.sha256(json.dumps([a, b, [d.key for d in docs]]).encode()).hexdigest()
 
 
 def _pair_part(document: _Document, a: str, b: str) -> Any:

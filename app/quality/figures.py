@@ -30,7 +30,8 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
-from app.quality.document_figures import UnitizedFigures, document_digests, slots_of
+from app.quality.document_figures import UnitizedFigures
+from app.quality.document_parts import document_digests, slots_of
 from app.quality.reliability import Labels, fit
 from app.quality.scoring import Span, TextKey
 

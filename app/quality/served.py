@@ -219,15 +219,21 @@ def command_report(
     wait: float | None = None,
     poll: float = 1.0,
     computing: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+    as_text: bool = False,
+) -> dict[str, Any] | str:
     """What ``marginalia report`` prints (docs/CONTRACT.md), never a silent recomputation of
     the slow figures: the stored report when the counted work has not changed since it was
     computed; else, with ``wait`` seconds, the one the worker stores meanwhile (its figures
     brought current; :class:`TimeoutError` when it does not come); else the report computed
     now with the slow figures as last stored (their state and age in
     ``agreement.unitized``; ``computing`` is told the stored report's state first). ``served``
-    says which (``stored`` or ``inline``)."""
+    says which (``stored`` or ``inline``). ``as_text``: a current stored report comes as its
+    JSON text, never parsed (megabytes at a million annotations)."""
     deadline = None if wait is None else time.monotonic() + wait
+    if as_text and deadline is None:
+        text, found = stored_text(session, study, include_practice=include_practice)
+        if text is not None and found["state"] == "current":
+            return text
     while True:
         report, found = read_current(session, study, include_practice=include_practice)
         if report is not None and (deadline is None or figures_done(report)):
