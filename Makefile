@@ -40,15 +40,16 @@ run: $(RUN_STAMP)
 	$(BIN)/marginalia db upgrade
 	$(BIN)/marginalia demo
 	@echo
-	@echo "  Annotate the demo:  http://127.0.0.1:$(PORT)/s/demo?worker_id=demo-worker"
-	@echo "  (or open http://127.0.0.1:$(PORT)/s/demo and type any worker ID: the demo has a"
-	@echo "  place for every arrival; \`$(BIN)/marginalia demo --reset\` starts it afresh)"
+	@echo "  Annotate the demo:  http://127.0.0.1:$(PORT)/s/demo"
+	@echo "  (each browser is given its own worker ID and comes back to its own work; the demo"
+	@echo "  has a place for every arrival; \`$(BIN)/marginalia demo --reset\` starts it afresh)"
 	@echo
-	@# Ctrl+C reaches serve (foreground); the trap stops the background worker, once (the
-	@# old `trap 'kill 0'` signalled its own shell again and again until it crashed).
+	@# The production web server (granian, `marginalia web`), on this machine only. Ctrl+C
+	@# reaches it (foreground: it stops gracefully); the trap stops the background worker,
+	@# once (the old `trap 'kill 0'` signalled its own shell again and again until it crashed).
 	@$(BIN)/marginalia worker & worker=$$!; \
 	  trap 'trap - INT TERM EXIT; kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' INT TERM EXIT; \
-	  $(BIN)/marginalia serve --port $(PORT)
+	  WEB_HOST=127.0.0.1 PORT=$(PORT) $(BIN)/marginalia web
 
 test: $(TEST_STAMP)
 	bash .ci/install-system-deps.sh

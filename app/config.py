@@ -74,9 +74,8 @@ class Settings:
     max_content_length: int = field(
         default_factory=lambda: int(os.environ.get("MAX_CONTENT_LENGTH", 64 * 1024))
     )
-    # 0: every API request through Flask's route (app/web/fast_lane.py is skipped)
-    fast_lane: bool = field(default_factory=lambda: os.environ.get("FAST_LANE", "1") != "0")
-    # 0: don't prepare the hot path's statements on Postgres (a PgBouncer in transaction mode)
+    # 0: don't prepare the worker actions' statements on Postgres (app/annotation/handle.py:
+    # a PgBouncer in transaction mode cannot keep them)
     prepared_statements: bool = field(
         default_factory=lambda: os.environ.get("PREPARED_STATEMENTS", "1") != "0"
     )
@@ -110,7 +109,6 @@ class Settings:
             "MAX_CONTENT_LENGTH": self.max_content_length,
             "MAX_UPLOAD_LENGTH": self.max_upload_length,
             "PREPARED_STATEMENTS": self.prepared_statements,
-            "FAST_LANE": self.fast_lane,
             "SPACY_MODEL": self.spacy_model,
             "DETECTOR_MODEL": self.detector_model,
             "BEHIND_PROXY": self.behind_proxy,
@@ -120,3 +118,11 @@ class Settings:
             # A researcher's login ends after this long without a request.
             "PERMANENT_SESSION_LIFETIME": timedelta(hours=self.session_lifetime_hours),
         }
+
+
+def size_text(limit: int) -> str:
+    """A byte count as people say it: 32 MB, 64 KB (the body limits' refusals)."""
+    for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
+        if limit >= factor and limit % factor == 0:
+            return f"{limit // factor} {unit}"
+    return f"{limit} bytes"

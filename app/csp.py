@@ -16,7 +16,7 @@ FRAMING_HEADERS = ("Content-Security-Policy", "X-Frame-Options")
 
 def security_headers(secure: bool) -> list[tuple[str, str]]:
     """The headers every answer carries unless it set its own (a framed page sets its
-    ``FRAMING_HEADERS``): the Flask hook and the fast lane both send these."""
+    ``FRAMING_HEADERS``): the Flask hook and the worker API's entry (app/web/worker_api.py) both send these."""
     headers = [
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "same-origin"),

@@ -1,9 +1,9 @@
-"""What an add with attributes or several categories costs against a plain add (issue 28).
+"""What an add with attributes or several categories costs against a plain add.
 
 A plain add, one with ``attributes`` and one with ``categories`` (a multi-label mark, one
-row per category) all take the hot path's one add (app/annotation/fast.py) in the fast
-lane. Through Flask's test client (the WSGI stack with the fast lane, no sockets), on a
-fresh SQLite file or ``--database postgresql://...``:
+row per category) all take the one add (app/annotation/add.py) through the worker API's
+entry. Through Flask's test client (the WSGI stack, no sockets), on a fresh SQLite file or
+``--database postgresql://...``:
 
     PYTHONPATH=$PWD .venv/bin/python bench/attribute_adds.py --adds 300
 """
@@ -53,9 +53,9 @@ def main() -> None:
     client = app.test_client()
     app.config["ARRIVAL_RATE_LIMIT"] = "100000 per minute"
     kinds = {
-        "plain (fast lane)": lambda: {"category": "omit"},
-        "attributes (fast lane)": lambda: {"category": "omit", "attributes": {"severity": "major"}},
-        "two categories (fast lane)": lambda: {"categories": ["omit", "lang"]},
+        "plain": lambda: {"category": "omit"},
+        "attributes": lambda: {"category": "omit", "attributes": {"severity": "major"}},
+        "two categories": lambda: {"categories": ["omit", "lang"]},
     }
     for name, extra in kinds.items():
         token = client.post(

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.entities import find_entities, load_pipeline  # noqa: E402
 
-# Panel entries of SNaC dev that are not people, judged by reading the summaries (issue #12):
+# Panel entries of SNaC dev that are not people, judged by reading the summaries (places, organisations, objects):
 # a place, a country, two rugby teams, the sun and the moon. ("the Albatross" is not here:
 # the SNaC annotators marked it as a character.)
 NON_PERSON_DEV = {

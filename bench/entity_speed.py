@@ -6,7 +6,7 @@
    ``marginalia db upgrade``, ``marginalia study create``, then ``marginalia import ... --format
    snac`` of both files (timed: process start, parsing, model load, NER, grouping, storing).
 
-Target (issue 3): import + NER of the 120 summaries in under 30 s on the 2-core machine.
+Target: import + NER of the 120 summaries in under 30 s on the 2-core machine.
 
     .venv/bin/python bench/entity_speed.py [--data DIR] [--batch-size N] [--skip-import]
 """

@@ -3,7 +3,7 @@ and through the researchers' HTTP download, timed, with the exporter's peak memo
 
     .venv/bin/python bench/export_big.py                       # 1,000,000 annotations
     .venv/bin/python bench/export_big.py --annotations 100000  # a quick check
-    # issue 34: every format at several sizes, this code and an older checkout's (before)
+    # every format at several sizes, this code and an older checkout's (before)
     .venv/bin/python bench/export_big.py --sizes 10000,100000 --documents-per 60 \
         --formats csv,snac,thresh,labelstudio,brat,parquet --http-formats parquet \
         [--code /tmp/main-checkout]

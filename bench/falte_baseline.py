@@ -1,4 +1,8 @@
-"""FALTE's original design on bench/load.py's workload, for comparison.
+"""A reproduction of FALTE's design on our own stack, on bench/load.py's workload.
+
+This is not FALTE's code: bench/falte_real.py runs FALTE's real app (its public
+repository) beside ours, and that is the comparison to quote. This one isolates the design
+(everything kept in the page until submit) from the stacks.
 
 FALTE keeps a worker's annotations in the browser and posts the whole document's annotations
 at submit; the server then stores them one row at a time, committing after each row. Nothing

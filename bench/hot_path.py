@@ -13,7 +13,8 @@ names its document, ``crowd`` does not (the policy chooses):
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggestions off  # the plain submit
     PYTHONPATH=$PWD .venv/bin/python bench/hot_path.py --suggested 5  # scoring real suggestions
 
-The driver's statements (the fast lane's on Postgres) bypass SQLAlchemy and are not counted.
+The actions' statements on Postgres go through the handle's psycopg2 cursor
+(app/annotation/handle.py), not SQLAlchemy, and are not counted.
 
 ``--code DIR`` measures another checkout on the same workload (e.g. ``git archive`` of an older
 commit unpacked in /tmp): the before/after figures of docs/PERFORMANCE.md.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import random
 import sys
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "--suggestions",
         default="hidden",
         choices=("off", "hidden", "shown"),
-        help="the study's suggestions mode (off: the submit's fast form can answer)",
+        help="the study's suggestions mode (off: the submit scores nothing)",
     )
     parser.add_argument(
         "--suggested",
@@ -279,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
                 print(f"  {name:>16} {100 * seconds / whole:5.1f}%")
             stats = pstats.Stats(profile)
-            stats.sort_stats("cumulative").print_stats(25)
+            stats.sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(
+                int(os.environ.get("BENCH_TOP", "25"))
+            )
         web.extensions["db_engine"].dispose()
     finally:
         cluster.stop()

@@ -1,4 +1,4 @@
-"""Issue 34: ``marginalia import --format thresh`` of a big crowd study (bench/scale_data.py's
+"""``marginalia import --format thresh`` of a big crowd study (bench/scale_data.py's
 synthetic Thresh file), wall time and the process's peak memory, this code and (``--code``)
 an older checkout's, on a throw-away Postgres (bench/scale_data.py's cluster).
 

@@ -1,4 +1,5 @@
-"""How long storing a large import holds SQLite's write lock (issue 10, row 10).
+"""How long storing a large import holds SQLite's write lock (a save waiting
+on it must not fail with "database is locked").
 
 Builds N short segments (default 300,000: 3,000 documents of 100 segments), stores them the
 way the import worker does (one write transaction through ``import_documents``) and, in a

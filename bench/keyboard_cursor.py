@@ -1,4 +1,4 @@
-"""How long one keyboard-cursor key takes on the annotate page (issue 33), in Chromium.
+"""How long one keyboard-cursor key takes on the annotate page, in Chromium.
 
 The 26-segment SNaC summary of bench/page_weight.py (entity cues, hints), the worker at its
 last segment (25 segments of context on screen, where a redraw costs most): each arrow press

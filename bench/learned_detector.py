@@ -1,4 +1,4 @@
-"""The detector learned from a study's own work (issue 30), evaluated as a researcher would.
+"""The detector learned from a study's own work, evaluated as a researcher would.
 
 BooookScore: ``summary-gpt4-4096-hier.json`` imported into a SQLite study (the BooookScore
 format, taxonomies/booookscore.yaml), read back through the app's reader of the counted work

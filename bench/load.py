@@ -5,7 +5,7 @@ segment by segment with human-like think time, adds annotations (about one per s
 quarter of them paired with an earlier span), takes some back, stores its position on every
 Next, sometimes reloads the page, and submits; then it takes another document. Its hint
 events, active seconds and heartbeats follow the page's request pattern (bench/page_pattern.py:
-``--pattern page``, the page now, or ``two-requests``, the page before issue 17), with
+``--pattern page``, the page now, or ``two-requests``, the page's older pattern), with
 ``--hints`` detector suggestions shown on each segment.
 
     .venv/bin/python bench/load.py --concurrency 50,150,300 --duration 60
@@ -72,6 +72,9 @@ class Caller:
     def __init__(self, stats: Stats, deadline: float, pattern: str = "page"):
         self.stats, self.deadline, self.pattern = stats, deadline, pattern
         self.documents: list[Counter] = []  # each submitted document's requests by endpoint
+        # what the server acknowledged: the ids of stored adds, and of removed annotations
+        self.acked_adds: list[int] = []
+        self.acked_removes: list[int] = []
 
     async def __call__(
         self,
@@ -96,6 +99,10 @@ class Caller:
                 continue
             self.stats.record(endpoint, time.perf_counter() - started)
             if response.status_code in expect or (attempt and response.status_code == 200):
+                if endpoint == "add" and response.status_code in (200, 201):
+                    self.acked_adds.append(response.json()["id"])
+                elif endpoint == "remove" and response.status_code == 204:
+                    self.acked_removes.append(int(path.rsplit("/", 1)[1]))
                 return response
             self.stats.error(endpoint, f"HTTP {response.status_code} {response.text[:200]}")
             if response.status_code < 500:
@@ -230,6 +237,7 @@ async def run_level(
     )
     stats.finished = time.perf_counter()
     stats.per_document = per_document(caller.documents)  # type: ignore[attr-defined]
+    stats.caller = caller  # type: ignore[attr-defined]
     return stats
 
 
@@ -266,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pattern",
         choices=PATTERNS,
         default="page",
-        help="the page's bookkeeping requests: now (page) or before issue 17 (two-requests)",
+        help="the page's bookkeeping requests: now (page) or its older pattern (two-requests)",
     )
     parser.add_argument(
         "--hints", type=int, default=1, help="detector suggestions shown per segment (0: none)"

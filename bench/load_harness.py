@@ -333,9 +333,10 @@ def renice_servers(server: Gunicorn, cluster, niceness: int) -> None:
 class HttpResponse:
     """Status code and body of one answer (``json()`` like httpx's)."""
 
-    def __init__(self, status_code: int, content: bytes):
+    def __init__(self, status_code: int, content: bytes, headers: dict[str, str] | None = None):
         self.status_code = status_code
         self.content = content
+        self.headers = headers or {}  # lower-case names
 
     @property
     def text(self) -> str:
@@ -409,9 +410,11 @@ class MiniHttp:
         assert self.reader is not None
         status = int(status_line.split(b" ", 2)[1])
         length, close = None, False
+        headers: dict[str, str] = {}
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
             name = name.strip().lower()
+            headers[name.decode("latin-1")] = value.strip().decode("latin-1")
             if name == b"content-length":
                 length = int(value)
             elif name == b"connection" and value.strip().lower() == b"close":
@@ -426,7 +429,7 @@ class MiniHttp:
         self.last_used = time.monotonic()
         if close:
             await self.close()
-        return HttpResponse(status, content)
+        return HttpResponse(status, content, headers)
 
 
 # --- behaviour ------------------------------------------------------------------------------

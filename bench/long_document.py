@@ -1,4 +1,4 @@
-"""A book-length document on the annotate page (issue 34), in headless Chromium.
+"""A book-length document on the annotate page, in headless Chromium.
 
 One document of 2,000 segments (SNaC's summaries one after another, ~58k words, entity cues
 from spaCy), served over real HTTP from a SQLite file kept under bench/out/ (built once).

@@ -1,4 +1,4 @@
-"""One web node against two (issue 31): the same simulated crowd (bench/load.py's workers,
+"""One web node against two: the same simulated crowd (bench/load.py's workers,
 human pace) against one node straight on Postgres, as deployed on one machine, and against
 the multi-node rig of tests/multinode/rig.py (two nodes behind HAProxy round-robin, through
 PgBouncer in transaction mode with PREPARED_STATEMENTS=0, limits in Redis), runs

@@ -1,6 +1,7 @@
 """The annotate page's bookkeeping requests, as bench/load.py's simulated workers send them.
 
-Two patterns, so a run can count a document's requests both ways (issue 17):
+Two patterns, so a run can count a document's requests both ways (the
+page once sent each hint event and heartbeat as a request of its own):
 
 - ``page`` (the page now): a segment view's "shown" hints and a dismissal wait and ride in the
   position update of the next move (``"events": {"shown": [...], "dismissed": [...]}``); the

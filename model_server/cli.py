@@ -41,7 +41,7 @@ def detector() -> None:
 @click.option(
     "--study",
     default=None,
-    help="Learn a detector for this study's taxonomy from its curated work (issue 30; "
+    help="Learn a detector for this study's taxonomy from its curated work ("
     "model_server/learned_train.py); --backend, --train-file and the T5 options are unused.",
 )
 @click.option(

@@ -1,4 +1,4 @@
-"""A detector learned from a study's own curated work (issue 30): what it reads of a document
+"""A detector learned from a study's own curated work: what it reads of a document
 and how a trained model folder suggests.
 
 The unit is the **sentence** of the detector's splitter (:mod:`model_server.study_data`).

@@ -1,4 +1,4 @@
-"""Training a detector on a study's curated work (issue 30): one logistic head per category
+"""Training a detector on a study's curated work: one logistic head per category
 over :func:`model_server.learned.features`, document-level k-fold out-of-fold figures
 against the all-positive baseline, operating points chosen out of fold, a model folder
 (``head.json`` and ``MODEL_CARD.md``).

@@ -89,7 +89,7 @@ class LLMDetector:
             setattr(stats, parsed.failure, 1)
             return [], stats
         if not answer.cached:
-            self.client.write_cache(key, answer.choice)
+            self.client.keep(key, answer)
         stats.bad_items = parsed.bad_items
         categories = {c["id"]: c for c in taxonomy.get("categories", [])}
         rows: dict[tuple[str, int, int], SuggestionRow] = {}

@@ -32,8 +32,9 @@ Copy spans word for word. Mark only clear errors; if there are none, answer {{"e
 PAIRED_FIELD = ', "earlier_span": "<for paired categories: the exact earlier words it pairs with>"'
 
 
-def describe_category(category: dict[str, Any]) -> str:
-    """One category as prompt text: id, label, kind, definition, examples."""
+def describe_category(category: dict[str, Any], *, attributes: bool = False) -> str:
+    """One category as prompt text: id, label, kind, definition, examples (and, with
+    ``attributes``, the values its marks take: the annotators' prompt)."""
     kind = category.get("kind", "singleton")
     lines = [f"- {category['id']} ({category.get('label', category['id'])})"]
     if category.get("definition"):
@@ -45,7 +46,17 @@ def describe_category(category: dict[str, Any]) -> str:
         lines.append(f"  Paired: {prompt} Give it as earlier_span.")
     for example in category.get("examples") or []:
         lines.append(f"  Example: {example}")
+    for declared in category.get("attributes") or [] if attributes else []:
+        lines.append(f"  Attribute {declared['id']} ({declared['label']}): {_values(declared)}")
     return "\n".join(lines)
+
+
+def _values(declared: dict[str, Any]) -> str:
+    """An attribute's values as prompt text."""
+    need = "required" if declared.get("required") else "optional"
+    if declared["kind"] == "choice":
+        return f"one of {', '.join(repr(v) for v in declared['values'])} ({need})"
+    return f"a whole number from {declared['min']} to {declared['max']} ({need})"
 
 
 def build_messages(taxonomy: dict[str, Any], context: str, segment: str) -> list[dict[str, str]]:
@@ -56,20 +67,28 @@ def build_messages(taxonomy: dict[str, Any], context: str, segment: str) -> list
         categories="\n".join(describe_category(c) for c in categories),
         paired_field=PAIRED_FIELD if paired else "",
     )
-    if len(context) > MAX_CONTEXT_CHARS:
-        context = "..." + context[-MAX_CONTEXT_CHARS:]
-    user = (
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": segment_message(context, segment, MAX_CONTEXT_CHARS)},
+    ]
+
+
+def segment_message(context: str, segment: str, max_context: int) -> str:
+    """The user message of one segment: the earlier text (its last ``max_context``
+    characters) as CONTEXT, then the CURRENT SEGMENT."""
+    if len(context) > max_context:
+        context = "..." + context[-max_context:]
+    return (
         f"CONTEXT:\n<<<\n{context or '(none: this is the first segment)'}\n>>>\n\n"
         f"CURRENT SEGMENT:\n<<<\n{segment}\n>>>"
     )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 @dataclass
 class ParsedAnswer:
     """Usable error items, or the reason there are none (``failure``)."""
 
-    items: list[dict[str, str]] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None  # "malformed" | "truncated" | "refused"
     bad_items: int = 0
 
@@ -85,22 +104,31 @@ def _text(value: Any, limit: int | None = None) -> str:
     return clean[:limit] if limit else clean
 
 
-def parse_answer(choice: dict[str, Any]) -> ParsedAnswer:
-    """Sort one chat-completions ``choice`` into items or a counted failure."""
+def decode(choice: dict[str, Any]) -> tuple[Any, str | None]:
+    """The JSON a chat-completions ``choice`` carries (a fenced block too), or the counted
+    failure: ``malformed`` (no message, not JSON), ``truncated`` (not JSON, cut by the
+    token limit), ``refused`` (a refusal or no content)."""
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
-        return ParsedAnswer(failure="malformed")
+        return None, "malformed"
     content = message.get("content")
     if message.get("refusal") or not isinstance(content, str) or not content.strip():
-        return ParsedAnswer(failure="refused")
+        return None, "refused"
     body = content.strip()
     if fenced := _FENCE.match(body):
         body = fenced.group(1)
     try:
-        data = json.loads(body)
+        return json.loads(body), None
     except ValueError:
-        truncated = choice.get("finish_reason") == "length"
-        return ParsedAnswer(failure="truncated" if truncated else "malformed")
+        return None, "truncated" if choice.get("finish_reason") == "length" else "malformed"
+
+
+def parse_answer(choice: dict[str, Any]) -> ParsedAnswer:
+    """Sort one chat-completions ``choice`` into items or a counted failure. An item's
+    ``attributes`` (the annotators' answer) is kept when it is a JSON object."""
+    data, failure = decode(choice)
+    if failure:
+        return ParsedAnswer(failure=failure)
     errors = data.get("errors") if isinstance(data, dict) else data
     if not isinstance(errors, list):
         return ParsedAnswer(failure="malformed")
@@ -116,6 +144,9 @@ def parse_answer(choice: dict[str, Any]) -> ParsedAnswer:
                 "context": _text(item.get("context")),
                 "reason": _text(item.get("reason"), MAX_REASON),
                 "earlier_span": _text(item.get("earlier_span")),
+                "attributes": item["attributes"]
+                if isinstance(item.get("attributes"), dict)
+                else {},
             }
         )
     return parsed

@@ -53,3 +53,26 @@ def locate(text: str, quote: str, context: str = "") -> tuple[int, int] | None:
             if start <= span[0] and span[1] <= end:
                 return span
     return max(found, key=lambda span: _context_score(text, span, context))
+
+
+ABSENT, AMBIGUOUS = "absent", "ambiguous"
+
+
+def locate_exactly(text: str, quote: str, context: str = "") -> tuple[tuple[int, int] | None, str]:
+    """``quote`` in ``text`` without guessing: ``(span, "")`` when it occurs once (at word
+    boundaries, :func:`occurrences`), or when ``context`` occurs once and holds exactly one
+    of its occurrences; else ``(None, "absent")`` or ``(None, "ambiguous")``. An annotator's
+    mark is stored only where its quote names one place (:func:`locate`, the detector's,
+    picks the likeliest of several)."""
+    found = occurrences(text, quote)
+    if not found:
+        return None, ABSENT
+    if len(found) == 1:
+        return found[0], ""
+    inside = occurrences(text, context) if context.strip() else []
+    if len(inside) == 1:
+        start, end = inside[0]
+        held = [span for span in found if start <= span[0] and span[1] <= end]
+        if len(held) == 1:
+            return held[0], ""
+    return None, AMBIGUOUS

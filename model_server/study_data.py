@@ -1,4 +1,4 @@
-"""A study's curated work as plain data, for the detector learned from it (issue 30).
+"""A study's curated work as plain data, for the detector learned from it.
 
 The app reads a study's documents and the work that counts (``app/quality/work.py``) and
 hands them over as these values (``app.detection.study_data.read_study``); ``model_server``
@@ -6,7 +6,8 @@ never imports the app, so the command line asks a registered reader
 (:func:`set_study_reader`) for them, as it asks the cluster finder for entity clusters.
 
 The unit the learned detector judges is the **sentence** of the detector's own splitter
-(:func:`model_server.text.split_many`, segment by segment). A sentence **holds** an error of
+(:func:`model_server.text.sentence_spans_from_doc`, segment by segment, in
+:func:`model_server.learned.sentence_texts`). A sentence **holds** an error of
 category ``c`` when a span of ``c`` overlaps it by at least one character, or the span's
 other end (a paired or relation category's earlier span) does: BooookScore's rule for a
 confusing sentence (the paper scores the share of sentences without one).
@@ -17,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from model_server.text import split_many
 
 
 @dataclass(frozen=True)
@@ -92,17 +91,6 @@ class Sentence:
     end: int
     index: int
     opens_segment: bool
-
-
-def document_sentences(documents: Sequence[Sequence[str]]) -> list[list[Sentence]]:
-    """Every document's sentences in reading order (one spaCy pass over all segments)."""
-    flat = [(d, s, text) for d, segs in enumerate(documents) for s, text in enumerate(segs)]
-    splits = split_many([text for _, _, text in flat])
-    out: list[list[Sentence]] = [[] for _ in documents]
-    for (d, seg, _), spans in zip(flat, splits, strict=True):
-        for k, (start, end) in enumerate(spans):
-            out[d].append(Sentence(seg, start, end, len(out[d]), k == 0))
-    return out
 
 
 def _overlaps(sentence: Sentence, segment: int, start: int, end: int, end_segment: int) -> bool:

@@ -47,28 +47,6 @@ class TrainConfig:
     version: str = "snac-small-1"
 
 
-def tiny_config(**overrides) -> TrainConfig:
-    """A T5 small enough to train in a test in seconds (pipeline checks, not quality)."""
-    base = dict(
-        epochs=3,
-        max_minutes=1,
-        batch_size=8,
-        lr=3e-3,
-        warmup_steps=5,
-        max_context_words=24,
-        max_input_tokens=96,
-        max_target_tokens=24,
-        d_model=32,
-        num_layers=1,
-        num_heads=2,
-        d_ff=64,
-        vocab_size=400,
-        version="tiny-test",
-    )
-    base.update(overrides)
-    return TrainConfig(**base)
-
-
 def pairs(examples: list[SentenceExample], cfg: TrainConfig) -> list[tuple[str, str]]:
     """(input text, target) for every sentence."""
     out = []

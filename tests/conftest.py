@@ -36,7 +36,8 @@ def tiny_t5(tmp_path_factory) -> tuple[Path, dict]:
     """A T5 small enough to train in seconds, on SNaC train's first summary (enough epochs
     that it says something on that summary), saved in HF format: trained once per session
     for the detector's tests and the worker's. ``(folder, training summary)``."""
-    from model_server.train import tiny_config, train
+    from model_server.train import train
+    from tests.helpers import tiny_config
 
     data = shared_file("snac", "train.json")
     out = tmp_path_factory.mktemp("t5") / "tiny"
@@ -176,7 +177,7 @@ def make_study(
 
 @pytest.fixture
 def flask_saw(app):
-    """The API paths that reached Flask (the fast lane answered the others)."""
+    """The API paths that reached Flask (the worker API's entry answered the others)."""
     import flask
 
     seen: list[str] = []

@@ -7,11 +7,14 @@ import concurrent.futures
 import csv
 import io
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 
 from app.models import Base
+
+if TYPE_CHECKING:
+    from model_server.train import TrainConfig
 
 SEGMENTS = [
     "Anna is an only child. She lives in Zoë's old flat in Paris.",
@@ -147,3 +150,27 @@ def run_in_own_loop(coroutine, timeout: float = 60):
     start another."""
     with concurrent.futures.ThreadPoolExecutor(1) as worker:
         return worker.submit(asyncio.run, coroutine).result(timeout)
+
+
+def tiny_config(**overrides) -> TrainConfig:
+    """A T5 small enough to train in a test in seconds (pipeline checks, not quality)."""
+    from model_server.train import TrainConfig  # torch: only for the tests that train
+
+    base = dict(
+        epochs=3,
+        max_minutes=1,
+        batch_size=8,
+        lr=3e-3,
+        warmup_steps=5,
+        max_context_words=24,
+        max_input_tokens=96,
+        max_target_tokens=24,
+        d_model=32,
+        num_layers=1,
+        num_heads=2,
+        d_ff=64,
+        vocab_size=400,
+        version="tiny-test",
+    )
+    base.update(overrides)
+    return TrainConfig(**base)

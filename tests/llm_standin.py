@@ -2,8 +2,13 @@
 127.0.0.1, a free port), scripted per request: answers, bad answers, errors, slowness.
 
 A script is ``f(segment, number) -> Reply``: ``segment`` is the CURRENT SEGMENT the prompt
-carries, ``number`` counts requests from 1. The server records every request body and the
-most requests it had in flight at once.
+carries (the numbered SENTENCES of a BooookScore request), ``number`` counts requests from 1.
+The server records every request body and the most requests it had in flight at once.
+
+Like a real server, it refuses (400) a ``response_format`` it cannot follow: a
+``json_schema`` without a name and a schema object, or any type but ``json_object`` and
+``json_schema``. ``usage`` counts the words of the last message (prompt) and of the
+answer (completion), so a test can add up the tokens it was charged.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SEGMENT = re.compile(r"CURRENT SEGMENT:\n<<<\n(.*)\n>>>", re.DOTALL)
+SEGMENT = re.compile(r"(?:CURRENT SEGMENT|SENTENCES):\n<<<\n(.*)\n>>>", re.DOTALL)
 
 
 @dataclass
@@ -42,11 +47,35 @@ def errors(*items: dict[str, Any]) -> Reply:
 Script = Callable[[str, int], Reply]
 
 
+def _format_problem(wanted: Any) -> str | None:
+    """Why a real server would refuse this ``response_format`` (None: it is fine)."""
+    if wanted is None:
+        return None
+    kind = wanted.get("type") if isinstance(wanted, dict) else None
+    if kind == "json_object":
+        return None
+    if kind != "json_schema":
+        return f"response_format type {kind!r} is not supported"
+    spec = wanted.get("json_schema")
+    if (
+        not isinstance(spec, dict)
+        or not spec.get("name")
+        or not isinstance(spec.get("schema"), dict)
+    ):
+        return "json_schema needs a name and a schema"
+    schema = spec["schema"]
+    if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+        return "the schema must describe an object"
+    return None
+
+
 @dataclass
 class StandIn:
     url: str
     requests: list[dict[str, Any]]
     max_in_flight: int = 0
+    usage: list[tuple[int, int]] = field(default_factory=list)  # (prompt, completion) sent
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers
 
 
 @contextmanager
@@ -69,6 +98,7 @@ def standin(script: Script) -> Iterator[StandIn]:
                 record.max_in_flight = max(record.max_in_flight, state["in_flight"])
                 number = state["count"]
                 record.requests.append(body)
+                record.headers.append(dict(self.headers.items()))
             try:
                 self._answer(body, number)
             finally:
@@ -79,6 +109,9 @@ def standin(script: Script) -> Iterator[StandIn]:
             if not self.path.endswith("/chat/completions"):
                 self._send(404, '{"error": "not found"}', {})
                 return
+            if problem := _format_problem(body.get("response_format")):
+                self._send(400, json.dumps({"error": {"message": problem}}), {})
+                return
             prompt = body["messages"][-1]["content"]
             match = SEGMENT.search(prompt)
             reply = script(match.group(1) if match else "", number)
@@ -88,15 +121,15 @@ def standin(script: Script) -> Iterator[StandIn]:
                 self._send(reply.status, reply.body or '{"error": "scripted"}', reply.headers)
                 return
             message = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
+            usage = (len(prompt.split()), len((reply.content or "").split()))
+            with lock:
+                record.usage.append(usage)
             answer = {
                 "id": f"chatcmpl-{number}",
                 "object": "chat.completion",
                 "model": body.get("model"),
                 "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-                "usage": {
-                    "prompt_tokens": len(prompt.split()),
-                    "completion_tokens": len((reply.content or "").split()),
-                },
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
             }
             self._send(200, json.dumps(answer), reply.headers)
 

@@ -1,6 +1,6 @@
-"""The annotate page's payload as ``GET /api/assignments/<token>`` built it before issue 17
-(ORM objects, every part read on every request): the reference the lean route
-(:mod:`app.web.assignment_read`) must match byte for byte."""
+"""The annotate page's payload built from ORM objects, every part read on every request (as
+``GET /api/assignments/<token>`` first answered it): the reference the lean read
+(:mod:`app.annotation.read`, spliced by :mod:`app.web.worker_api`) must match byte for byte."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from sqlalchemy import select
 
 from app.annotation import assignments as service
 from app.annotation import practice
+from app.annotation.cache import source_texts
 from app.crowd.platforms import hint_limits
-from app.models import Entity, EntityMention, Suggestion
-from app.web.page_cache import source_texts
+from app.models import Annotation, Entity, EntityMention, Suggestion
 
 
 def _entities(session, document_id: int) -> tuple[list[dict], list[dict]]:
@@ -98,7 +98,12 @@ def assignment_payload(session, assignment, *, read_only: bool = False) -> dict[
         "mentions": mentions,
         "suggestions": _suggestions(session, assignment),
         "annotations": [
-            service.annotation_json(a) for a in service.live_annotations(session, assignment.id)
+            service.annotation_json(a)
+            for a in session.scalars(
+                select(Annotation)
+                .where(Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None))
+                .order_by(Annotation.id)
+            )
         ],
         **practice.payload(session, assignment),
     }

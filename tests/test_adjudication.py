@@ -1,4 +1,4 @@
-"""Issue 14: candidates grouped by the strict rule, decisions into the adjudicated layer with
+"""Candidates grouped by the strict rule, decisions into the adjudicated layer with
 versions (a second researcher gets a 409 naming the first), edits checked like workers'
 annotations, the layer exported with --layer adjudicated, workers scored against it by hand
 count, auto-accept by votes, promotion to gold. Real HTTP on SQLite and Postgres."""

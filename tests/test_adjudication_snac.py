@@ -1,4 +1,4 @@
-"""Acceptance (issue 14): SNaC dev replayed through the HTTP API as workers (every vote a
+"""Adjudication on real data: SNaC dev replayed through the HTTP API as workers (every vote a
 worker, paired errors with their antecedent: tests/test_snac_roundtrip.plan_marks), then
 auto-accept at k = 2: the adjudicated layer equals the errors with votes >= 2, at the
 offsets the shared locate rule places them, on SQLite and Postgres."""

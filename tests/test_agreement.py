@@ -7,8 +7,9 @@ coders, 1 / (m_u - 1) to o[c][k]. With n_c = sum_k o[c][k] and n = n_0 + n_1:
     alpha = 1 - (n - 1) * (o[0][1] + o[1][0]) / (2 * n_0 * n_1)
 
 Each case is also checked against ``krippendorff.alpha(reliability_data=...)`` on the
-workers x units matrix written out in full, so the value-count path we use in
-``app.quality.agreement`` is shown to agree with the package's plain interface.
+workers x units matrix written out in full, so the value-count path of the reference
+definition (tests/agreement_reference.py) is shown to agree with the package's plain
+interface.
 """
 
 from __future__ import annotations
@@ -23,17 +24,15 @@ import numpy as np
 import pytest
 
 from app.documents.taxonomy import load_taxonomy
-from app.quality.agreement import (
-    NORMALISED,
+from app.quality.agreement import NORMALISED, agreement_report, groups_from_taxonomy
+from app.quality.scoring import Span, sentence_bounds, token_bounds
+from tests.agreement_reference import (
     UnitCounts,
-    agreement_report,
-    groups_from_taxonomy,
     krippendorff_alpha,
     normalise_boundaries,
     two_agree,
     unit_counts,
 )
-from app.quality.scoring import Span, sentence_bounds, token_bounds
 
 ROOT = Path(__file__).resolve().parents[1]
 NAN = math.nan

@@ -1,4 +1,4 @@
-"""Agreement summed batch by batch (issue 34): the histogram form of Krippendorff's alpha
+"""Agreement summed batch by batch: the histogram form of Krippendorff's alpha
 equals the ``krippendorff`` package on the same units, and a study's figures do not depend
 on how its documents are cut into batches (the maintained report adds them a batch at a
 time, so its memory does not grow with the study)."""
@@ -14,16 +14,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.quality import figures
-from app.quality.agreement import (
-    Agreement,
-    UnitCounts,
-    agreement_breakdown,
-    agreement_report,
-    krippendorff_alpha,
-    two_agree,
-)
+from app.quality.agreement import Agreement, agreement_breakdown, agreement_report
 from app.quality.agreement_counts import add_units, alpha_from_counts, stat_of
 from app.quality.scoring import Span
+from tests.agreement_reference import UnitCounts, krippendorff_alpha, two_agree
 
 TEXTS = ["Anna met Bob today.", "He left. She stayed home", "Rain fell on the quiet town"]
 
@@ -159,8 +153,9 @@ TOUCHING = (  # w1 "Anna", w2 " met" and "met Bob": touching spans stay apart, o
 @example(TOUCHING)
 def test_the_arrays_count_the_units_as_the_spans_do(study):
     """The numpy form (agreement_units) against the span-by-span definition (unit_counts)."""
-    from app.quality.agreement import LEVELS, NORMALISED, _prepare, unit_counts
+    from app.quality.agreement import LEVELS, NORMALISED, _prepare
     from app.quality.agreement_units import SpanTable, UnitLayout, marked_counts, numbers
+    from tests.agreement_reference import unit_counts
 
     spans, annotated = study
     texts = {(doc, i): text for doc in DOCS for i, text in enumerate(TEXTS)}

@@ -1,4 +1,4 @@
-"""A worker changes an annotation's category or comment in place (issue 27): ``POST
+"""A worker changes an annotation's category or comment in place: ``POST
 /api/assignments/<token>/annotations/<id>/edit`` keeps the span, stores the change as the old
 row removed and the same span added (history), is idempotent on its client_id, and refuses
 what an add or a remove would refuse. Real HTTP on SQLite and Postgres."""

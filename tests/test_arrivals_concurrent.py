@@ -1,4 +1,4 @@
-"""Issue 31 item 2: arrivals without the study's lock on the common path, on Postgres.
+"""Arrivals without the study's lock on the common path, on Postgres.
 
 An arrival locks its worker ID and then only the document it takes
 (app/annotation/arrival_sql.py), so arrivals on different documents do not wait for each
@@ -29,7 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select, text
 
-from app.annotation.assigning import NoDocumentsLeft, assign
+from app.annotation.arrive import arrive as arrive_policy
+from app.annotation.assigning import NoDocumentsLeft
+from app.annotation.connect import handle_of
 from app.db import session_scope
 from app.models import Assignment, Document, Study
 from tests.conftest import make_database_url, make_study
@@ -87,11 +89,17 @@ def policy_holds(app, study_id: int) -> dict[str, int]:
     return taken
 
 
+def assign(session, study, worker_id: str) -> str:
+    """The policy's arrival (app/annotation/arrive.py) in ``session``'s transaction: the
+    external ID of the document it gave."""
+    document = arrive_policy(handle_of(session), study, worker_id).document
+    return session.get(Document, document.id).external_id
+
+
 def arrive(app, study_id: int, worker_id: str):
     def call():
         with app.app_context(), session_scope() as session:
-            study = session.get(Study, study_id)
-            return assign(session, study, worker_id).document.external_id
+            return assign(session, session.get(Study, study_id), worker_id)
 
     return call
 
@@ -99,14 +107,14 @@ def arrive(app, study_id: int, worker_id: str):
 def test_an_open_arrival_does_not_make_another_wait(app):
     study_id = make_study(app, documents=DOCS, annotators_per_doc=1)
     with app.app_context(), session_scope() as first:
-        taken_first = assign(first, first.get(Study, study_id), "w-first").document.external_id
+        taken_first = assign(first, first.get(Study, study_id), "w-first")
         # w-first's transaction is still open, holding doc-0; another arrival must not wait
         with session_scope() as second:
             second.execute(text("SET LOCAL lock_timeout = '2s'"))
             started = time.perf_counter()
-            other = assign(second, second.get(Study, study_id), "w-second").document
+            other = assign(second, second.get(Study, study_id), "w-second")
             waited = time.perf_counter() - started
-            assert (taken_first, other.external_id) == ("doc-0", "doc-1")
+            assert (taken_first, other) == ("doc-0", "doc-1")
             assert waited < 1.5, waited
     assert policy_holds(app, study_id) == {"doc-0": 1, "doc-1": 1}
 

@@ -1,9 +1,8 @@
-"""Issue 17: the arrival's shorter critical section (app/annotation/assigning.py reads the
-block before the study's lock, asks one statement for the worker's active assignment, whether
-they had the named document and its taken slots, and inserts the assignment in one statement)
-keeps every rule under concurrency, on SQLite and Postgres: named-document opens racing for
-the last slots, one worker ID racing for two documents, and the whole policy property
-(tests/test_assignment_policy.py) run on Postgres too."""
+"""The arrival policy's short critical section (app/annotation/arrive.py: the worker ID's and
+the document's locks, then one conditional insert; on a miss, the state read back to word
+the refusal) keeps every rule under concurrency, on SQLite and Postgres: named-document opens
+racing for the last slots, one worker ID racing for two documents, and the whole policy
+property (tests/test_assignment_policy.py) run on Postgres too."""
 
 from __future__ import annotations
 
@@ -89,7 +88,7 @@ def test_one_worker_racing_for_several_documents_gets_one(app):
 
 
 def test_a_blocked_worker_hears_about_work_in_progress_first(app, client):
-    """The block is read before the lock now; the refusals keep their order."""
+    """The block is decided by the insert; the refusals keep their order when read back."""
     from app.annotation import reviews
     from app.models import Study
 

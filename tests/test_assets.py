@@ -71,7 +71,7 @@ def test_every_relative_module_import_resolves_under_the_same_digest(app, client
 
 
 def test_the_annotate_page_preloads_its_data_and_every_module_it_imports(app, client):
-    """Issue 34: the browser fetches the page's data and its whole module graph at once
+    """The browser fetches the page's data and its whole module graph at once
     (``modulepreload``, ``preload`` of the API answer) instead of one level of imports
     after another, then the data."""
     make_study(app)

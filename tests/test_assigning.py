@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.annotation.assigning import release_abandoned
+from app.annotation.arrive import release_abandoned
+from app.annotation.connect import handle_of
 from app.crowd import platforms
 from app.db import session_scope
 from app.formats import DocumentInput, GoldSpan
@@ -80,7 +81,7 @@ def test_n_annotators_per_document_and_never_twice(app, client):
 
 
 def test_returning_worker_resumes_the_unfinished_assignment(app, client):
-    # Issue #10: resuming needs the token the browser kept (?resume=), not the worker ID alone.
+    # Resuming needs the token the browser kept (?resume=), not the worker ID alone.
     make_study(app, documents=DOCS, annotators_per_doc=1)
     _, first = arrive(client, "w1")
     assert arrive(client, "w1") == (409, None)
@@ -141,7 +142,7 @@ def test_abandoned_worker_coming_back_gets_their_document_again_if_free(app, cli
     _age(app, token, 120)
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
-        assert release_abandoned(session, study) == 1
+        assert release_abandoned(handle_of(session), study) == 1
     assert assignment(app, token).status == "abandoned"
     status, again = arrive(client, "w1", resume=token)
     assert status == 302 and again == token
@@ -268,7 +269,7 @@ def test_qualification_failure_gets_another_gold_then_stops(app, client):
     final = client.get(f"/a/{second}/done")
     assert final.status_code == 200 and b"Thank you for trying" in final.data
     assert b"completion-code" not in final.data
-    # (issue 26 row 11) and no code anywhere: the practice assignments are screened_out
+    # and no code anywhere: the practice assignments are screened_out
     assert (assignment(app, second).status, assignment(app, second).completion_code) == (
         "screened_out",
         None,

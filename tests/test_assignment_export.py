@@ -1,4 +1,4 @@
-"""Issue 13 item 7: the assignment-level export (CSV and JSONL: platform IDs, times, events,
+"""The assignment-level export (CSV and JSONL: platform IDs, times, events,
 scores, flags, review status, the column registry) and the annotation export's optional
 ``category_label`` / ``segment_text`` columns, on SQLite and Postgres, through the library,
 the admin download and the CLI."""
@@ -125,7 +125,7 @@ def test_annotation_export_optional_columns(app, client, study):
     from app.formats import iter_export
 
     default = export_text(app)
-    assert default.splitlines()[0].endswith("completion_code,created_at")
+    assert default.splitlines()[0].endswith("completion_code,created_at,paired_end_segment")
     with app.app_context():
         session = app.extensions["db_sessionmaker"]()
         try:

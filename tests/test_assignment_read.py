@@ -1,6 +1,7 @@
-"""Issue 17: ``GET /api/assignments/<token>`` (app/web/assignment_read.py, with the document and
-taxonomy cached per process by app/web/page_cache.py) answers byte for byte what the former
-route answered (tests/payload_reference.py) on the same data, on SQLite and Postgres: active
+"""``GET /api/assignments/<token>`` (app/annotation/read.py, with the document and taxonomy
+cached per process by app/annotation/cache.py, spliced by app/web/worker_api.py) answers byte
+for byte what the ORM-built reference (tests/payload_reference.py) answers on the same data,
+on SQLite and Postgres: active
 and submitted assignments, suggestions shown, hidden, off and the unassisted condition,
 practice documents with checked segments, entities and mentions, Thresh sources, unusual text;
 twice (the second answer from the cache), and again after the detector replaced the
@@ -13,6 +14,7 @@ from flask import jsonify
 from sqlalchemy import delete, select
 
 from app.annotation.assignments import get_assignment, open_assignment
+from app.annotation.cache import Bounded
 from app.crowd import platforms
 from app.db import session_scope
 from app.models import (
@@ -25,7 +27,6 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.web.page_cache import PageCache
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.payload_reference import assignment_payload
 
@@ -241,28 +242,30 @@ def test_unknown_tokens_are_404_as_before(app, client):
 
 
 def test_debug_mode_answers_the_same_values(app, client):
-    """Indented JSON (debug mode) cannot be spliced: the route then goes through jsonify."""
+    """Flask's debug mode indents its JSON; the worker API answers compact JSON always, the
+    same values."""
+    import json
+
     make_study(app, slug="shown", documents=DOCS, suggestions="shown")
     token = enrich(app, "shown")["active"]
     app.json.compact = False
     try:
         answer = client.get(f"/api/assignments/{token}")
-        assert answer.data == reference(app, token)
-        assert b'\n  "annotations"' in answer.data
+        assert answer.get_json() == json.loads(reference(app, token))
     finally:
         app.json.compact = None
 
 
 def test_the_cache_is_bounded():
-    cache = PageCache(max_documents=2, max_bytes=10_000)
+    cache: Bounded[str] = Bounded(2, 5_000)
     for n in range(5):
-        cache.taxonomies.put(n, "x" * 100, 100)
-    assert len(cache.taxonomies) == 2 and cache.taxonomies.get(4) == "x" * 100
-    cache.taxonomies.put("big", "y" * 4000, 4000)
-    cache.taxonomies.put("bigger", "z" * 4900, 4900)  # over half the bytes: the oldest go
-    assert cache.taxonomies.get("big") is None and cache.taxonomies.get("bigger")
-    cache.taxonomies.put("huge", "h", 6000)  # larger than the bound: never kept
-    assert cache.taxonomies.get("huge") is None
+        cache.put(n, "x" * 100, 100)
+    assert len(cache) == 2 and cache.get(4) == "x" * 100
+    cache.put("big", "y" * 2000, 2000)
+    cache.put("bigger", "z" * 3100, 3100)  # over the bytes: the oldest go
+    assert cache.get("big") is None and cache.get("bigger")
+    cache.put("huge", "h", 6000)  # larger than the bound: never kept
+    assert cache.get("huge") is None
 
 
 def test_a_recreated_document_is_not_served_from_the_cache(app, client):
@@ -289,53 +292,27 @@ def test_a_recreated_document_is_not_served_from_the_cache(app, client):
     assert texts == ["Old text.", "New text."]
 
 
-HEADERS = (
-    "Cache-Control",
-    "Content-Type",
-    "Content-Encoding",
-    "Vary",
-    "Content-Length",
-    "X-Content-Type-Options",
-    "Referrer-Policy",
-    "Content-Security-Policy",
-    "X-Frame-Options",
-    "Strict-Transport-Security",
-)
-
-
-def test_the_fast_lane_answers_as_the_route(app, client):
-    """The lane (app/web/fast_lane.py) answers the GET before Flask, gzipped where the route
-    would gzip it, with the same headers; an unknown token still goes to the route."""
-    from flask import request
+def test_the_read_is_answered_before_flask_gzipped_when_asked(app, client, flask_saw):
+    """The worker API answers the GET itself, its headers as every worker answer's, gzipped
+    when the client takes it (the same bytes once decompressed); an unknown token is its
+    404, also before Flask."""
+    import gzip
 
     make_study(app, slug="shown", documents=DOCS, suggestions="shown")
     tokens = enrich(app, "shown")
-    seen: list[str] = []
-
-    @app.before_request
-    def _seen():
-        seen.append(request.path)
-
-    for token in (tokens["active"], tokens["practice"], "x" * 24):
-        for accept in ("gzip, deflate, br", ""):
-            answers = []
-            for lane in (True, False):
-                app.config["FAST_LANE"] = lane
-                answer = client.get(
-                    f"/api/assignments/{token}", headers={"Accept-Encoding": accept}
-                )
-                answers.append(
-                    (
-                        answer.status_code,
-                        answer.data,
-                        {name: answer.headers.get(name) for name in HEADERS},
-                    )
-                )
-            app.config["FAST_LANE"] = True
-            assert answers[0] == answers[1], (token, accept)
-            assert ("gzip" in accept) == (answers[0][2]["Content-Encoding"] == "gzip") or (
-                answers[0][0] == 404
-            )
-    # with the lane on, Flask saw only the unknown token's requests
-    lane_on = [path for path in seen if "x" * 24 not in path]
-    assert len(lane_on) == 4  # the four requests with the lane off
+    for token in (tokens["active"], tokens["practice"]):
+        plain = client.get(f"/api/assignments/{token}", headers={"Accept-Encoding": ""})
+        packed = client.get(f"/api/assignments/{token}", headers={"Accept-Encoding": "gzip, br"})
+        assert plain.data == reference(app, token)
+        assert "Content-Encoding" not in plain.headers
+        assert packed.headers["Content-Encoding"] == "gzip"
+        assert packed.headers["Vary"] == "Accept-Encoding"
+        assert gzip.decompress(packed.data) == plain.data
+        for answer in (plain, packed):
+            assert answer.headers["Content-Length"] == str(len(answer.data))
+            assert answer.headers["Cache-Control"] == "no-store"
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"
+            assert answer.headers["X-Frame-Options"] == "DENY"
+    unknown = client.get(f"/api/assignments/{'x' * 24}", headers={"Accept-Encoding": "gzip"})
+    assert unknown.status_code == 404 and "Content-Encoding" not in unknown.headers
+    assert flask_saw == []

@@ -1,7 +1,7 @@
-"""Issue 28: annotation attributes and multi-label marks through the taxonomy checks and
-the HTTP API (the hot path's one add, remove and edit, app/annotation/fast.py, the fast lane
-and the route alike): stored, validated with a clear 400, one mark as one row per category,
-each under the add's guards, removed together, folded in the page's payload."""
+"""Annotation attributes and multi-label marks through the taxonomy checks and the worker
+API (the one add, remove and edit: app/annotation/add.py, remove.py, edit.py): stored,
+validated with a clear 400, one mark as one row per category, each under the add's guards,
+removed together, folded in the page's payload."""
 
 from __future__ import annotations
 
@@ -153,21 +153,17 @@ def test_a_multi_label_mark_with_attributes_is_stored_read_and_removed_as_one(ap
     assert [a["text"] for a in payload["annotations"]] == ["Ann"]  # both rows went
 
 
-@pytest.mark.parametrize("fast_lane", [True, False], ids=["lane", "route"])
-def test_a_multi_label_mark_takes_the_one_path_and_its_guards(
-    app, client, flask_saw, token, fast_lane
-):
-    """The lane stores a mark of two categories before Flask; a duplicate of either category
-    refuses the whole mark (409 naming the live mark, nothing stored); a retry must repeat
-    the categories; ``~`` ids are the mark's own; a remove naming any row takes the mark;
-    an assignment no longer active takes nothing."""
-    app.config["FAST_LANE"] = fast_lane
+def test_a_multi_label_mark_takes_the_one_path_and_its_guards(app, client, flask_saw, token):
+    """The worker API stores a mark of two categories before Flask; a duplicate of either
+    category refuses the whole mark (409 naming the live mark, nothing stored); a retry must
+    repeat the categories; ``~`` ids are the mark's own; a remove naming any row takes the
+    mark; an assignment no longer active takes nothing."""
     values = {"severity": "minor"}
     flask_saw.clear()
     mark = api_add(
         client, token, body(categories=["omit", "lang"], attributes=values, client_id="m")
     )
-    assert mark.status_code == 201 and (flask_saw == []) == fast_lane
+    assert mark.status_code == 201 and flask_saw == []
     first = mark.get_json()
     later = row_id(app, f"~{first['id']}.1")
     before = db_snapshot(app)
@@ -212,7 +208,7 @@ def test_a_relation_may_point_anywhere_and_may_be_left_out(app, client, token):
     assert shown == ["Cy won.", "Bo left.", "left.", None]
 
 
-def test_the_fast_lane_stores_attributes_as_the_route_does(app, client, flask_saw, token):
+def test_attributes_are_stored_as_values_and_answered_as_sent(app, client, flask_saw, token):
     from sqlalchemy import select
 
     from app.db import session_scope
@@ -220,19 +216,15 @@ def test_the_fast_lane_stores_attributes_as_the_route_does(app, client, flask_sa
 
     mark = body(category="omit", attributes={"severity": "minor", "confidence": 3})
     flask_saw.clear()
-    lane = api_add(client, token, {**mark, "client_id": "a1"})
-    assert lane.status_code == 201 and flask_saw == []  # answered before Flask
-    app.config["FAST_LANE"] = False
-    other = open_token(client, "w2")
-    route = api_add(client, other, {**mark, "client_id": "a1"})
-    assert route.status_code == 201 and "POST annotations" in flask_saw
-    drop = ("id", "created_at")
-    assert {k: v for k, v in lane.get_json().items() if k not in drop} == {
-        k: v for k, v in route.get_json().items() if k not in drop
-    }
+    stored = api_add(client, token, {**mark, "client_id": "a1"})
+    assert stored.status_code == 201 and flask_saw == []  # answered before Flask
+    assert stored.get_json()["attributes"] == {"severity": "minor", "confidence": 3}
+    again = client.get(f"/api/assignments/{token}").get_json()["annotations"]
+    assert again == [stored.get_json()]
     with app.app_context(), session_scope() as session:
-        stored = session.scalars(select(Annotation.attributes)).all()
-    assert stored == [{"severity": "minor", "confidence": 3}] * 2
+        assert session.scalars(select(Annotation.attributes)).all() == [
+            {"severity": "minor", "confidence": 3}
+        ]
 
 
 def live_rows(app) -> list[tuple]:

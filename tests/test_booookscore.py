@@ -250,7 +250,7 @@ def test_the_report_and_compare_give_the_same_clean_sentence_share(app):
 
 
 def test_the_acceptance_commands_bring_the_file_back(app, database_url, monkeypatch, tmp_path):
-    """Issue 28's acceptance as a researcher types it: ``study create`` with
+    """The BooookScore round trip as a researcher types it: ``study create`` with
     taxonomies/booookscore.yaml, ``import --format booookscore``, ``export --format
     booookscore --out F``: every summary, single and relation (with its annotator) back."""
     from click.testing import CliRunner

@@ -49,7 +49,7 @@ def test_ci_entry_point_requires_the_data():
 def test_tests_reach_the_shared_data_only_through_shared_file():
     """A fresh clone has no ../shared: a test that builds its own path to the data, or asks
     model_server for one (``snac_path``, ``shared_data_dir``), fails there instead of
-    skipping (issue 25: ``snac_path("dev")`` read directly failed `make test` on a clone).
+    skipping (``snac_path("dev")`` read directly failed `make test` on a clone).
     Only ``tests/conftest.py::shared_file`` may, and it skips (or fails in CI)."""
     direct = re.compile(r"snac_path\(|shared_data_dir\(|MARGINALIA_SHARED_DATA|[\"']shared[\"']")
     allowed = {REPO / "tests" / "conftest.py", Path(__file__).resolve()}

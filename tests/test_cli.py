@@ -22,7 +22,7 @@ SNAC_YAML = str(REPO / "taxonomies" / "snac.yaml")
 CSV_HEADER = (
     "study,document,segment,span_text,span_start,span_end,category,paired_segment,"
     "paired_text,paired_start,paired_end,comment,worker_id,assignment,"
-    "completion_code,created_at"
+    "completion_code,created_at,paired_end_segment"
 )
 DOCS = {
     "d1": ["Anna is an only child.", "Anna's brother, Zoë, visits."],

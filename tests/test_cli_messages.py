@@ -1,4 +1,4 @@
-"""Issue #12's command-line items: counted nouns ("1 annotator", "imported 1 document"), a
+"""The command line's wording: counted nouns ("1 annotator", "imported 1 document"), a
 too-short password refused before it is typed twice, "database created" for a new database,
 a warning when a study wants suggestions that its taxonomy cannot receive, and `make run`
 stopping cleanly on Ctrl+C."""
@@ -131,7 +131,7 @@ def test_make_run_stops_cleanly_on_ctrl_c(tmp_path):
     stamp = tmp_path / "stamp"
     stamp.touch()
     (fake / "marginalia").write_text(
-        f'#!/bin/sh\ncase "$1" in serve|worker) echo $$ >> {pids}; exec sleep 600;; '
+        f'#!/bin/sh\ncase "$1" in web|worker) echo $$ >> {pids}; exec sleep 600;; '
         'esac\necho "$@"\n',
         "utf-8",
     )
@@ -154,7 +154,7 @@ def test_make_run_stops_cleanly_on_ctrl_c(tmp_path):
         time.sleep(0.1)
     if not pids.exists() or len(pids.read_text().split()) < 2:
         os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail(f"make run did not start serve and worker within 60 s: {proc.communicate()[0]}")
+        pytest.fail(f"make run did not start web and worker within 60 s: {proc.communicate()[0]}")
     os.killpg(proc.pid, signal.SIGINT)
     try:
         out, _ = proc.communicate(timeout=60)

@@ -209,6 +209,26 @@ def test_adjudicated_layer_after_auto_accept_equals_the_workers_rule(two_systems
     assert workers["pairs"] == layer["pairs"]
 
 
+def test_p_is_twice_the_smaller_one_sided_share_by_hand():
+    """The permutation test's p (docs/METRICS.md, "Comparing systems"): twice the smaller
+    one-sided share, capped at 1 (SciPy's two-sided p), which differs from "the share of deals
+    with |difference| at least the observed" when the groups differ in size. a = (5, 1), b =
+    (0, 0, 0), one word each: the observed difference is 3 − 0 = 3. The 10 deals of 2 of the 5
+    documents to a: {5, 1} 3; {5, 0} × 3 13/6; {1, 0} × 3 −7/6; {0, 0} × 3 −2. At least 3:
+    1 of 10; at most 3: 10 of 10; p = 2 × min(1/10, 1) = 0.2 (the |difference| share would
+    be 1/10). With fewer resamples than deals the deals are random and each one-sided share
+    is (count + 1) / (resamples + 1): with 4 resamples p = 2 × (c + 1) / 5 for the c random
+    deals at least 3, so 0.4, 0.8 or 1 (capped), never 0."""
+    from app.quality.compare_stats import difference
+
+    a, b = ([5, 1], [1, 1]), ([0, 0, 0], [1, 1, 1])
+    exact = difference(a, b, resamples=999)
+    assert exact["difference"] == 3.0
+    assert exact["p"] == pytest.approx(0.2)
+    random_deals = difference(a, b, resamples=4)["p"]
+    assert any(random_deals == pytest.approx(v) for v in (0.4, 0.8, 1.0)), random_deals
+
+
 def test_holm_by_hand():
     # sorted 0.01, 0.03, 0.04 → 0.03, 0.06, max(0.06, 0.04) = 0.06
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

@@ -1,5 +1,5 @@
-"""Acceptance (issue 29): SNaC dev imported with its annotators' spans as workers (an error of
-v votes marked by workers 0..v-1 at the places the shared locate rule gives:
+"""Comparing systems on real data: SNaC dev imported with its annotators' spans as workers (an
+error of v votes marked by workers 0..v-1 at the places the shared locate rule gives:
 tests/test_snac_roundtrip.plan_marks), compared by source with K = 2, on SQLite and Postgres.
 
 Every figure is recomputed here from the raw file, without the app's code for words, errors

@@ -1,4 +1,4 @@
-"""The worker models' consensus from the command line (issue 32; docs/CONTRACT.md):
+"""The worker models' consensus from the command line (docs/CONTRACT.md):
 ``marginalia export --layer consensus --min-posterior P`` (with its ``posterior`` column) and
 ``marginalia review auto-accept --min-posterior P``, and each review candidate's consensus
 posterior, on the five-sentence case of tests/test_reliability.py (a, b and c mark the first

@@ -1,4 +1,4 @@
-"""Issue 27: a Prolific-style study with a training phase (practice documents and a pass
+"""A Prolific-style study with a training phase (practice documents and a pass
 mark) and attention checks. Practice work leaves every export, the report and the progress
 figures unless asked for (``--include-practice``, ``?include_practice=1``: with a ``role``
 column); the adjudicated layer holds documents marked done unless ``--review-status any``,
@@ -310,7 +310,7 @@ def test_dashboard_progress_and_downloads_take_the_toggle(app, study):
 
 def test_the_adjudicated_layer_holds_documents_marked_done(app, study):
     """Auto-accept at 1 vote puts r1 and r2 in review with their candidates (the study-wide
-    auto-accept leaves practice documents out, issue 27 item 2: named, p1 and p2 go in review
+    auto-accept leaves practice documents out unless named: named, p1 and p2 go in review
     too); r1 is then marked done. By default only r1's two errors; any status adds r2's one;
     practice adds p1's three (W1's) and p2's three (W2's)."""
     from app.quality.adjudication import set_status

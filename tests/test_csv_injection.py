@@ -1,4 +1,4 @@
-"""CSV formula injection (issue #10 rows 4 and 16), on SQLite and on Postgres's server-formatted
+"""CSV formula injection, on SQLite and on Postgres's server-formatted
 path: every CSV field that starts with ``=``, ``+``, ``-``, ``@``, tab or CR is prefixed with
 ``'`` (OWASP), JSONL and SNaC keep the raw values, a comment's leading tab survives storage,
 and a worker ID with a control character is refused before it can split a CSV row."""

@@ -1,4 +1,4 @@
-"""Curation is explicit and keeps what workers wrote (issue 27 items 2 and 8): auto-accept runs
+"""Curation is explicit and keeps what workers wrote: auto-accept runs
 on one document from its page or on the study from the review list, each after a count the
 researcher confirms (practice documents left out); accepting a candidate as proposed keeps its
 workers' comments, an edit or an added error takes a comment. Real HTTP, SQLite and Postgres."""

@@ -1,4 +1,4 @@
-"""``make run``'s demo study serves any number of demo workers (issue 27 item 10): it filled
+"""``make run``'s demo study serves any number of demo workers: it filled
 after nine arrivals (three documents, three workers each) and the printed URL then said "No
 documents left". Now every arrival gets a document it has not had; one ID that has had them
 all is told to use another ID or `marginalia demo --reset`, which makes the demo anew."""

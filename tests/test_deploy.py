@@ -70,8 +70,9 @@ def test_web_server_settings_follow_the_environment(monkeypatch, tmp_path):
     settings = web_settings()
     assert (settings["address"], settings["port"]) == ("0.0.0.0", 4321)
     assert settings["workers"] == 3
-    # the front (app/web/front.py) reads bodies on the loop, then runs the app in its pool
-    assert settings["interface"].value == "asginl" and settings["factory"] is True
+    # the front (app/web/front.py, RSGI) reads bodies bounded, then the app runs in a thread
+    assert settings["interface"].value == "rsgi" and settings["factory"] is True
+    assert settings["task_impl"].value == "asyncio"  # the body deadlines cancel its tasks
     assert settings["target"] == "app.web.front:create"
     assert settings["respawn_failed_workers"] is True  # a killed worker comes back
     assert settings["workers_kill_timeout"] < 30  # graceful stop, under Heroku's 30 s
@@ -97,10 +98,31 @@ def test_the_front_takes_its_threads_and_limits_from_the_environment(monkeypatch
     monkeypatch.setenv("WEB_APP", "app:create_app")
     monkeypatch.setenv("WEB_THREADS", "3")
     monkeypatch.setenv("WEB_BODY_TIMEOUT", "4")
+    monkeypatch.setenv("WEB_BODY_MIN_RATE", "1000")
+    monkeypatch.setenv("WEB_BODY_MAX_SECONDS", "30")
+    monkeypatch.setenv("WEB_BODY_BUFFER_MB", "8")
     monkeypatch.setenv("MAX_UPLOAD_LENGTH", str(2**20))
     built = front.create()
-    assert built.pool._max_workers == 3
-    assert built.body_timeout == 4 and built.max_body == 2**20
+    rules = built.rules
+    assert built.thread_count == 3 and built.budget.limit == 8 * 2**20
+    assert (rules.timeout, rules.min_rate, rules.max_seconds) == (4, 1000, 30)
+    assert rules.max_upload == 2**20 and rules.max_content == 64 * 1024
+    # a small body: the timeout; an upload: a second more per 1000 bytes, at most 30 s
+    assert rules.deadline(100.0, 0) == 104.0 and rules.deadline(100.0, 10_000) == 114.0
+    assert rules.deadline(100.0, 10**9) == 130.0
+    # the route decides: a worker's route never takes more than 64 KB
+    assert rules.check("POST", "/api/assignments", 2**20, {}).status == 413
+    assert rules.check("POST", "/api/assignments", 64 * 1024, {}) is None
+    assert rules.check("POST", "/admin/studies/new", 2**20, {}).status == 403  # no session
+    assert rules.check("POST", "/admin/studies/new", 2**20 + 1, {}).status == 413
+
+
+def test_a_bad_body_setting_is_refused(monkeypatch):
+    from app.web.body_rules import BodyRules
+
+    monkeypatch.setenv("WEB_BODY_MAX_SECONDS", "0")
+    with pytest.raises(ValueError, match="WEB_BODY_MAX_SECONDS must be a number above 0"):
+        BodyRules.of(object())
 
 
 def test_a_bad_web_server_setting_is_one_clear_line(monkeypatch):
@@ -249,7 +271,7 @@ def check_compose(config: dict) -> None:
 
 
 def check_scale_profile(services: dict) -> None:
-    """Profile ``scale`` (issue 31): web nodes behind a round-robin router, through a
+    """Profile ``scale``: web nodes behind a round-robin router, through a
     transaction-pooling PgBouncer, counting rate limits in Redis; the rig of
     tests/multinode/ has the same shape."""
     scale = {"nodes", "router", "pgbouncer", "redis"}
@@ -271,7 +293,13 @@ def check_scale_profile(services: dict) -> None:
     assert services["pgbouncer"]["environment"]["POOL_MODE"] == "transaction"
     assert "@postgres:5432/" in services["pgbouncer"]["environment"]["DATABASE_URL"]
     router = "\n".join(services["router"]["command"])
-    for line in ("balance roundrobin", "option httpchk GET /healthz", "nodes:8000 check"):
+    for line in (
+        "balance roundrobin",
+        "option httpchk GET /healthz",
+        "nodes:8000 check",
+        "option http-buffer-request",  # a node sees a request once its body has come
+        "timeout http-request 10s",  # ... or the router answers 408 itself
+    ):
         assert line in router
     assert services["redis"]["image"].startswith("redis:")
 
@@ -308,7 +336,7 @@ def test_docker_compose_config_validates():
 
 
 def test_the_rate_limits_store_follows_the_environment(monkeypatch):
-    """RATELIMIT_STORAGE_URI reaches flask-limiter (issue 31: it was documented, but the
+    """RATELIMIT_STORAGE_URI reaches flask-limiter (it was documented, but the
     limiter's own ``memory://`` overrode it, so several nodes each counted alone)."""
     from app import create_app
     from app.web.limits import limiter

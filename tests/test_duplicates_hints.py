@@ -1,4 +1,4 @@
-"""Issue #12's server side: exact duplicates refused (409 with the existing id), hint limits
+"""The annotate page's server side: exact duplicates refused (409 with the existing id), hint limits
 per study, and a segment view's "shown" events stored in one batched request."""
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def test_batched_events_refuse_other_documents_suggestions_and_bad_bodies(app, c
         assert answer.status_code == status, body
         assert "error" in answer.get_json()
     assert db_snapshot(app) == before
-    # another document's suggestion is ignored, as any id the worker is not shown (issue 26)
+    # another document's suggestion is ignored, as any id the worker is not shown
     assert (
         post_events(client, token, {"event": "shown", "suggestions": [foreign]}).status_code == 204
     )

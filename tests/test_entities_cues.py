@@ -1,4 +1,4 @@
-"""Issue #12's entity cues: places and organisations are not listed as characters, and a
+"""Entity cues: places and organisations are not listed as characters, and a
 title-only mention ("the mayor", "the Prince") joins the one named character holding that
 title when there is exactly one."""
 

@@ -33,6 +33,7 @@ CONTRACT_COLUMNS = [
     "assignment",
     "completion_code",
     "created_at",
+    "paired_end_segment",
 ]
 TEXTS = [
     "Zoë met the cat 🐈 at the café. He left.",
@@ -50,7 +51,7 @@ def database_url(request, tmp_path):
 def work(app, client):
     """Three workers on one document: alice annotates (and removes one), bob submits with
     nothing, carol's annotations are all removed before submitting, dave never submits."""
-    # four annotators per document: the policy keeps the limit for the API too (issue #10)
+    # four annotators per document: the policy keeps the limit for the API too
     make_study(app, documents=[("doc-1", TEXTS), ("doc-2", ["Untouched."])], annotators_per_doc=4)
     tokens = {}
     for worker in ("alice", "bob", "carol", "dave"):

@@ -1,4 +1,4 @@
-"""Every export in bounded memory (issue 34): the JSON formats written a document at a time
+"""Every export in bounded memory: the JSON formats written a document at a time
 give exactly ``json.dumps`` of the whole, the parquet tables a row group per batch of
 documents give the same rows, the zip of several files is written as its files are read,
 and over HTTP a zipped export is a true stream (bench/export_big.py measures the memory)."""

@@ -1,4 +1,4 @@
-"""Hostile document files and study fields (issue #10 row 11), on SQLite and Postgres: each
+"""Hostile document files and study fields, on SQLite and Postgres: each
 input that gave a 500 (or a traceback from ``marginalia import``) is refused with a 400 page
 and the same one-line CLI error, and nothing of the file is stored."""
 

@@ -1,4 +1,4 @@
-"""FALTE markup is parsed in linear time (issue #10 row 8): crafted ``<span class='x ne-a…``
+"""FALTE markup is parsed in linear time: crafted ``<span class='x ne-a…``
 markup that made the old backtracking regex run for tens of seconds is handled in well under
 a second, and the output is the old parser's on FALTE's real sample and on generated markup."""
 

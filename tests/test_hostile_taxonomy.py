@@ -1,4 +1,4 @@
-"""Hostile taxonomy files (issue #10 rows 7 and 11): alias bombs, huge and deeply nested files,
+"""Hostile taxonomy files: alias bombs, huge and deeply nested files,
 text the databases cannot store, names over the column limits. Each is refused quickly with a
 ``FILE:LINE: field: problem`` message, by the parser, the admin form and the CLI alike."""
 

@@ -1,5 +1,6 @@
-"""Issue 17: the per-action writes on their short path (app/annotation/fast.py) and the pool
-without a ping per request (app/db.py), on SQLite and Postgres.
+"""The per-action statements (app/annotation/add.py, remove.py, position.py on the handle of
+app/annotation/handle.py) and the pool without a ping per request (app/db.py), on SQLite and
+Postgres, counted where the database receives them (tests/statements.py).
 
 The statement counts are the design (a claim, then the write), not a timing; the refusals
 must change nothing, the claim's activity stamp included; a connection that broke while
@@ -9,13 +10,14 @@ pooled gets a 503 the outbox retries, and the retry is stored once.
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from app import db as app_db
 from app.db import get_session, session_scope
 from app.models import Annotation, Assignment, SegmentTime
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, annotation_body, api_add, db_snapshot, open_token
+from tests.statements import recorded, words
 
 
 @pytest.fixture(params=BACKENDS)
@@ -25,73 +27,50 @@ def database_url(request, tmp_path):
 
 @pytest.fixture
 def token(app, client):
-    # The statement counts below are those of the route's short path (the session's
-    # connection, where SQLAlchemy's events see them); the fast lane runs the same
-    # functions, on Postgres through the driver (tests/test_fast_lane.py checks its answers).
-    app.config["FAST_LANE"] = False
     make_study(app, documents=DOCUMENTS)
     return open_token(client)
 
 
-def statements(app, call) -> list[str]:
-    """The first word of every data statement ``call`` sends (BEGIN/COMMIT left out; a
-    prepared statement's ``EXECUTE`` counts as the statement it runs, read from
-    ``pg_prepared_statements``)."""
-    seen: list[str] = []
-
-    def record(_conn, cursor, statement, *_args):
-        word = statement.lstrip().split(None, 1)[0].upper()
-        if word == "EXECUTE":  # looked up on the driver's cursor: not itself recorded
-            lookup = cursor.connection.cursor()
-            lookup.execute(
-                "SELECT statement FROM pg_prepared_statements WHERE name = %s",
-                (statement.split()[1].split("(")[0],),
-            )
-            prepared = lookup.fetchone()[0]
-            word = prepared.split(" AS ", 1)[1].lstrip().split(None, 1)[0].upper()
-        if word in ("SELECT", "INSERT", "UPDATE", "DELETE"):
-            seen.append(word)
-
-    engine = app.extensions["db_engine"]
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        call()
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-    return seen
+def postgres(app) -> bool:
+    return app.extensions["db_engine"].dialect.name == "postgresql"
 
 
 def test_an_add_is_a_claim_and_an_insert(app, client, token):
-    api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="warm"))  # fills caches
-    answers = []
-    sent = statements(
-        app,
-        lambda: answers.append(
-            api_add(client, token, annotation_body(1, "brother", "CharE", client_id="second"))
-        ),
-    )
-    assert answers[0].status_code == 201, answers[0].get_json()
-    # the claim (which also checks the practice freeze) and the insert
-    assert sent == ["UPDATE", "INSERT"]
+    with recorded(app) as warm:  # fills the caches, prepares the statements
+        api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="warm"))
+    with recorded(app) as sent:
+        answer = api_add(client, token, annotation_body(1, "brother", "CharE", client_id="two"))
+    assert answer.status_code == 201, answer.get_json()
+    # SQLite: the claim (with the practice freeze), the insert; Postgres: the row's lock and
+    # the insert that stamps the activity when it stored, one round trip
+    assert words(sent, warm) == (["SELECT", "WITH"] if postgres(app) else ["UPDATE", "INSERT"])
+    if postgres(app):
+        assert len(sent) == 1 and "BEGIN" not in sent[0] and "COMMIT" not in sent[0]
     with app.app_context():
         stored = get_session().scalar(
-            select(Annotation).where(Annotation.id == answers[0].get_json()["id"])
+            select(Annotation).where(Annotation.id == answer.get_json()["id"])
         )
-        assert (stored.segment, stored.text, stored.client_id) == (1, "brother", "second")
+        assert (stored.segment, stored.text, stored.client_id) == (1, "brother", "two")
 
 
 def test_position_is_one_update_plus_its_time_and_remove_two(app, client, token):
-    added = api_add(client, token, annotation_body(0, "Zoë", "CharE")).get_json()["id"]
-    client.post(f"/api/assignments/{token}/position", json={"segment": 0})  # fills the cache
+    with recorded(app) as warm:
+        added = api_add(client, token, annotation_body(0, "Zoë", "CharE")).get_json()["id"]
+        client.post(f"/api/assignments/{token}/position", json={"segment": 0})
     move = {"segment": 1, "active": {"0": 1.5}}
-    moved = statements(app, lambda: client.post(f"/api/assignments/{token}/position", json=move))
-    removed = statements(
-        app, lambda: client.delete(f"/api/assignments/{token}/annotations/{added}")
-    )
+    with recorded(app) as moved:
+        client.post(f"/api/assignments/{token}/position", json=move)
+    with recorded(app) as removed:
+        client.delete(f"/api/assignments/{token}/annotations/{added}")
     # the claim, then the time record (app/annotation/timing.py): the last report's time,
     # then one upsert each for segment 0's seconds and segment 1 seen (a new row)
-    assert moved == ["UPDATE", "SELECT", "INSERT", "INSERT"]
-    assert removed == ["UPDATE", "UPDATE"]  # the claim (with the practice freeze), the stamp
+    assert words(moved, warm) == ["UPDATE", "SELECT", "INSERT", "INSERT"]
+    if postgres(app):  # BEGIN with the claim, the read, the writes with the COMMIT
+        assert len(moved) == 3 and moved[0].startswith("BEGIN") and moved[-1].endswith("COMMIT")
+        assert words(removed, [*warm, *moved]) == ["SELECT", "WITH"]  # one round trip
+        assert len(removed) == 1
+    else:
+        assert words(removed) == ["UPDATE", "UPDATE"]  # the claim, the removal
     with app.app_context(), session_scope() as session:
         times = dict(session.execute(select(SegmentTime.segment, SegmentTime.active_seconds)).all())
     assert times == {0: 1.5, 1: 0.0}
@@ -106,7 +85,7 @@ def test_position_is_one_update_plus_its_time_and_remove_two(app, client, token)
         annotation_body(0, "Zoë", "NoSuchCategory"),
         {**annotation_body(0, "Zoë", "CharE"), "text": "Zoe"},
         {**annotation_body(0, "Zoë", "CharE"), "segment": 99},
-        {**annotation_body(0, "Zoë", "CharE"), "suggestion_id": 12345},
+        {**annotation_body(0, "Zoë", "CharE"), "suggestion_id": 2**31},  # no id at all
     ],
 )
 def test_a_refused_add_changes_nothing_not_even_the_activity_stamp(app, client, token, body):
@@ -132,25 +111,19 @@ def test_the_first_action_engages_the_assignment(app, client, token):
         assert row.last_seen_at >= row.engaged_at
 
 
-@pytest.mark.parametrize(
-    ("idle_ping_s", "fast_lane"), [(60.0, False), (0.0, False), (60.0, True), (0.0, True)]
-)
+@pytest.mark.parametrize("idle_ping_s", [60.0, 0.0])
 def test_a_connection_broken_while_pooled(
-    monkeypatch, postgres_cluster, request, tmp_path, idle_ping_s, fast_lane
+    monkeypatch, postgres_cluster, request, tmp_path, idle_ping_s
 ):
-    """Postgres restarts between two adds. On the Flask route without a ping (pooled for
-    less than the idle threshold) the add answers 503 try-again and its retry is stored once;
-    with a ping the pool replaces the dead connection and the add goes through at once. The
-    fast lane's failed attempt (rolled back) invalidates the pool, so the route it hands the
-    add to runs on a fresh connection: stored at once, either way."""
+    """Postgres restarts between two adds. Without a ping (pooled for less than the idle
+    threshold) the add answers 503 try-again, the pool is dropped, and the retry is stored
+    once; with a ping the pool replaces the dead connection and the add goes through at
+    once."""
     from app import create_app
 
     monkeypatch.setattr(app_db, "PING_AFTER_IDLE_S", idle_ping_s)
     url = make_database_url("postgres", request, tmp_path)
-    web = create_app(
-        {"DATABASE_URL": url, "TESTING": False, "SECRET_KEY": "test", "FAST_LANE": fast_lane}
-    )
-    web.config["PROPAGATE_EXCEPTIONS"] = False
+    web = create_app({"DATABASE_URL": url, "TESTING": False, "SECRET_KEY": "test"})
     try:
         make_study(web, documents=DOCUMENTS)
         client = web.test_client()
@@ -159,7 +132,7 @@ def test_a_connection_broken_while_pooled(
         postgres_cluster.restart()
         body = annotation_body(1, "brother", "CharE", client_id="after-restart")
         answer = api_add(client, token, body)
-        if idle_ping_s and not fast_lane:
+        if idle_ping_s:
             assert answer.status_code == 503, answer.get_data(as_text=True)
             assert answer.headers["Retry-After"] == "1"
             assert "try again" in answer.get_json()["error"]
@@ -182,69 +155,34 @@ def test_prepared_statements_on_postgres_can_be_turned_off(
     postgres_cluster, request, tmp_path, prepared
 ):
     """PREPARED_STATEMENTS=0 (a PgBouncer in transaction mode cannot keep them): the same
-    adds, as plain statements."""
-    from app import create_app
-
-    url = make_database_url("postgres", request, tmp_path)
-    web = create_app(
-        {
-            "DATABASE_URL": url,
-            "TESTING": True,
-            "SECRET_KEY": "t",
-            "PREPARED_STATEMENTS": prepared,
-            "FAST_LANE": False,  # the route's statements, seen through SQLAlchemy's events
-        }
-    )
-    try:
-        make_study(web, documents=DOCUMENTS)
-        client = web.test_client()
-        token = open_token(client)
-        sent: list[str] = []
-        engine = web.extensions["db_engine"]
-        event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2].split()[0]))
-        for n, word in enumerate(("Zoë", "Paris")):
-            answer = api_add(client, token, annotation_body(0, word, "CharE", client_id=f"c{n}"))
-            assert answer.status_code == 201, answer.get_json()
-        assert ("EXECUTE" in sent) is prepared
-        assert ("PREPARE" in sent) is prepared
-        assert sent.count("PREPARE") == (3 if prepared else 0)  # keys, claim, insert: once
-    finally:
-        web.extensions["db_engine"].dispose()
-
-
-@pytest.mark.parametrize("prepared", [True, False])
-def test_the_fast_lanes_driver_prepares_nothing_when_turned_off(
-    postgres_cluster, request, tmp_path, prepared
-):
-    """Issue 31: behind a transaction-pooling PgBouncer (PREPARED_STATEMENTS=0) the fast
-    lane keeps its driver (its raw cursor: nothing goes through SQLAlchemy's execution, and
-    Flask's route is not reached) but sends plain statements: no connection holds a prepared
-    statement afterwards. Adds, a retry and a remove answer as they do prepared."""
+    adds, a retry, a remove and a submit, as plain statements through the same handle; no
+    connection holds a prepared statement afterwards."""
     from app import create_app
 
     url = make_database_url("postgres", request, tmp_path)
     web = create_app(
         {"DATABASE_URL": url, "TESTING": True, "SECRET_KEY": "t", "PREPARED_STATEMENTS": prepared}
     )
-    routed: list[str] = []
-    web.before_request(lambda: routed.append(flask_path()))
     try:
         make_study(web, documents=DOCUMENTS)
         client = web.test_client()
         token = open_token(client)
         engine = web.extensions["db_engine"]
-        sent: list[str] = []
-        event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
-        first = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
-        again = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
-        assert (first.status_code, again.status_code) == (201, 200)
+        with recorded(web) as sent:
+            first = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
+            again = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="c0"))
+            other = api_add(client, token, annotation_body(0, "Paris", "CharE", client_id="c1"))
+        assert (first.status_code, again.status_code, other.status_code) == (201, 200, 201)
         assert again.get_json()["id"] == first.get_json()["id"]
+        text = "; ".join(sent)
+        assert ("EXECUTE" in text) is prepared
+        # the first add prepares what it runs once (the token's keys, the texts, the
+        # taxonomy, the lock and the insert); the retry its reads back; the third nothing
+        assert text.count("PREPARE") == (9 if prepared else 0), sent
         gone = client.delete(f"/api/assignments/{token}/annotations/{first.get_json()['id']}")
         assert gone.status_code == 204
         done = client.post(f"/api/assignments/{token}/submit")  # scored: the default study
         assert done.status_code == 200 and done.get_json()["completion_code"]
-        assert sent == []  # all on the driver's cursor
-        assert not any("/annotations" in path or "/submit" in path for path in routed)
         held = []
         connections = [engine.raw_connection() for _ in range(engine.pool.checkedin())]
         for connection in connections:
@@ -255,9 +193,3 @@ def test_the_fast_lanes_driver_prepares_nothing_when_turned_off(
         assert bool(held) is prepared, held
     finally:
         web.extensions["db_engine"].dispose()
-
-
-def flask_path() -> str:
-    import flask
-
-    return flask.request.path

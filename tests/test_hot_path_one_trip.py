@@ -1,10 +1,9 @@
-"""Issue 31 item 3: on Postgres the fast lane's add and remove are one round trip that commits
-(``LOCK``, then the write that stamps the activity only when it stored: app/annotation/hot_sql.py),
-so a refusal is committed too; it must still change nothing, the activity stamp included, and
-a retry must stamp it as the route's claim does. Run through the lane and the route, on SQLite
-and Postgres, with the clock moved between steps so a stamp shows. The round trips themselves
-are counted on psycopg2's cursor (main's form, ``BEGIN; claim; insert`` then ``COMMIT``, fails
-there)."""
+"""On Postgres an add and a remove are one round trip that commits (``LOCK``, then the write
+that stamps the activity only when it stored: app/annotation/hot_sql.py), so a refusal is
+committed too; it must still change nothing, the activity stamp included, and a retry must
+stamp it as a claim does. On SQLite and Postgres, with the clock moved between steps so a
+stamp shows. The round trips themselves are counted on psycopg2's cursor (the form
+``BEGIN; claim; insert`` then ``COMMIT`` fails there)."""
 
 from __future__ import annotations
 
@@ -39,9 +38,7 @@ def last_seen(app, token: str) -> datetime:
     return seen.replace(tzinfo=UTC)
 
 
-@pytest.mark.parametrize("lane", [True, False], ids=["lane", "route"])
-def test_refusals_change_nothing_and_a_retry_stamps(app, client, clock, lane):
-    app.config["FAST_LANE"] = lane
+def test_refusals_change_nothing_and_a_retry_stamps(app, client, clock):
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     base = f"/api/assignments/{token}"
@@ -73,7 +70,7 @@ def test_refusals_change_nothing_and_a_retry_stamps(app, client, clock, lane):
 
 
 @pytest.mark.postgres
-def test_the_lanes_round_trips_on_postgres(postgres_cluster, request, tmp_path):
+def test_the_round_trips_on_postgres(postgres_cluster, request, tmp_path):
     """The design, counted where it is sent (each ``execute`` on psycopg2's cursor is one
     round trip): once the caches are warm, an add and a remove are one query string each with
     neither ``BEGIN`` nor ``COMMIT``, a heartbeat one, a position three (the claim, the time

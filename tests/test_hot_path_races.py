@@ -1,6 +1,6 @@
-"""Issue 17: the hot path's rules under racing requests, through the fast lane (on Postgres
-its claim and insert go in one round trip, app/annotation/hot_sql.py's ``Driver``), on SQLite
-and Postgres: two racing adds of one span cannot both pass the duplicate guard, racing
+"""The actions' rules under racing requests, through the worker API (on Postgres an add's
+lock and insert go in one round trip, app/annotation/hot_sql.py), on SQLite and Postgres:
+two racing adds of one span cannot both pass the duplicate guard, racing
 retries of one ``client_id`` store it once, and an add racing the submit is either stored
 before the submit (and acknowledged) or refused, never stored after it."""
 

@@ -1,6 +1,5 @@
-"""Issue 25 item 2 and issue 26 row 4: the hot path's rules, each defined once
-(app/annotation/hot_sql.py), hold through the fast lane and the API route alike, on SQLite
-and Postgres:
+"""The actions' rules, each defined once (app/annotation/hot_sql.py), hold through the
+worker API, on SQLite and Postgres:
 
 - no write lands on an assignment that is no longer active (the claim's ``status =
   'active'``, :data:`app.annotation.hot_sql.LIVE`);
@@ -24,8 +23,6 @@ from app.quality.time_on_task import worker_times
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import DOCUMENTS, annotation_body, api_add, db_snapshot, open_token
 
-LANES = [pytest.param(True, id="lane"), pytest.param(False, id="route")]
-
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request, tmp_path):
@@ -37,13 +34,11 @@ def set_status(app, token: str, status: str) -> None:
         session.execute(update(Assignment).where(Assignment.token == token).values(status=status))
 
 
-@pytest.mark.parametrize("fast_lane", LANES)
-def test_no_write_lands_on_an_assignment_that_is_no_longer_active(app, client, fast_lane):
+def test_no_write_lands_on_an_assignment_that_is_no_longer_active(app, client):
     """Submitted, rejected or abandoned: an add or a remove is a 409 naming the status, a
     position or a heartbeat is ignored (204), and not a row changes, the activity stamp
     included. Each token first served a write while active, so the fast path's caches
     know it."""
-    app.config["FAST_LANE"] = fast_lane
     make_study(app, documents=DOCUMENTS, annotators_per_doc=3)
     for worker, status in (("w-s", "submitted"), ("w-r", "rejected"), ("w-a", "abandoned")):
         token = open_token(client, worker=worker)
@@ -66,12 +61,10 @@ def test_no_write_lands_on_an_assignment_that_is_no_longer_active(app, client, f
         assert db_snapshot(app) == before, status
 
 
-@pytest.mark.parametrize("fast_lane", LANES)
-def test_active_time_split_into_many_reports_cannot_exceed_the_wall_clock(app, client, fast_lane):
-    """Issue 26 row 4, the attack: 25 position reports of 5 s each, sent at once. The slack
+def test_active_time_split_into_many_reports_cannot_exceed_the_wall_clock(app, client):
+    """The attack: 25 position reports of 5 s each, sent at once. The slack
     is one budget for the assignment, not one per report: the stored total stays within
     the time since the assignment opened plus one slack, and the speeder flag stays."""
-    app.config["FAST_LANE"] = fast_lane
     make_study(app, documents=DOCUMENTS)
     with app.app_context(), session_scope() as session:
         session.scalar(select(Study)).settings = {"min_seconds_per_segment": 10.0}
@@ -96,13 +89,11 @@ def test_active_time_split_into_many_reports_cannot_exceed_the_wall_clock(app, c
     assert times["w1"]["speeder"] is True, times
 
 
-@pytest.mark.parametrize("fast_lane", LANES)
-def test_a_refused_add_is_checked_once(app, client, monkeypatch, fast_lane):
-    """One check of the body per add, refused or stored: the lane's answer is the route's,
+def test_a_refused_add_is_checked_once(app, client, monkeypatch):
+    """One check of the body per add, refused or stored: answered once,
     not a second and third pass over the same body."""
     from app.annotation import values
 
-    app.config["FAST_LANE"] = fast_lane
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     calls = []
@@ -117,11 +108,9 @@ def test_a_refused_add_is_checked_once(app, client, monkeypatch, fast_lane):
         assert [a.text for a in session.scalars(select(Annotation))] == ["Zoë"]
 
 
-@pytest.mark.parametrize("fast_lane", LANES)
-def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client, fast_lane):
+def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client):
     """A retry returns the first mark (200); the same client_id with other content is a 409
     that says so, and nothing is stored."""
-    app.config["FAST_LANE"] = fast_lane
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     first = api_add(client, token, annotation_body(0, "Zoë", "CharE", client_id="k"))
@@ -143,13 +132,11 @@ def test_a_client_id_reused_for_another_mark_is_refused_by_name(app, client, fas
     assert db_snapshot(app) == before
 
 
-@pytest.mark.parametrize("fast_lane", LANES)
-def test_a_token_whose_assignment_was_deleted_is_unknown(app, client, fast_lane):
+def test_a_token_whose_assignment_was_deleted_is_unknown(app, client):
     """The token's keys are cached after its first request; once its assignment is gone (its
     study deleted while the page was open) every action is the unknown token's 404."""
     from sqlalchemy import delete
 
-    app.config["FAST_LANE"] = fast_lane
     make_study(app, documents=DOCUMENTS)
     token = open_token(client)
     base = f"/api/assignments/{token}"

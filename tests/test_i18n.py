@@ -1,4 +1,4 @@
-"""The worker pages in the worker's language (issue 33): the German catalogue is complete and
+"""The worker pages in the worker's language: the German catalogue is complete and
 current, placeholders survive translation, every key the scripts ask for exists, and the
 pages pick the study's language, else the browser's; the documents' own ``lang`` and ``dir``
 (study settings, document metadata) are validated and reach the annotate page."""
@@ -165,8 +165,10 @@ def test_the_journey_pages_are_translated(app, client):
     assert "Sie haben sich gegen die Teilnahme entschieden" in declined
     assert "Bitte geben Sie diese Studie auf Prolific zurück" in declined
 
-    consent_form(client, {"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x"}, "agree")
-    token = token_of(client, "demo", "p1&PROLIFIC_PID=p1&STUDY_ID=s&SESSION_ID=x")
+    agreed = consent_form(
+        client, {"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x"}, "agree"
+    )
+    token = client.get(agreed.headers["Location"]).headers["Location"].split("/a/")[1]
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
     questions = client.get(f"/a/{token}/done").get_data(as_text=True)
     assert "Ein paar Fragen zu diesem Text" in questions and "Antworten senden" in questions

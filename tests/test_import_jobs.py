@@ -1,4 +1,4 @@
-"""Uploads off the request (issue 10, row 9): the admin upload stores the file as an import
+"""Uploads off the request: the admin upload stores the file as an import
 job and answers at once; the worker parses, finds entities and stores the documents in one
 transaction; the dashboard's progress JSON follows the job; a bad file fails the job with
 the CLI's one-line message and stores nothing; transient database errors are retried.

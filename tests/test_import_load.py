@@ -1,5 +1,5 @@
-"""Acceptance (issue 10, row 10): while ``marginalia worker`` stores a large upload, 36
-workers saving annotations over real HTTP get no 5xx and every acknowledged save is stored.
+"""A large import must not lock out the workers: while ``marginalia worker`` stores a large
+upload, 36 workers saving annotations over real HTTP get no 5xx and every acknowledged save is stored.
 
 The upload goes through the admin route (answered at once), the worker is a separate
 process (``marginalia worker --queue imports --once``), the server a threaded werkzeug on

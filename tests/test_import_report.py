@@ -1,4 +1,4 @@
-"""Imports say what they did with every part of the file (issue 27 item 9): a SNaC file's
+"""Imports say what they did with every part of the file: a SNaC file's
 errors imported without --gold are counted as not imported, with the options that keep them;
 --as-work keeps them as imported work, one imported worker per vote rank, so that the SNaC
 export gives the same votes back; --checks says how many checks it planted and where; the

@@ -1,5 +1,5 @@
-"""Big Thresh files read an entry at a time and stored in batches (issue 34,
-app/formats/streamed.py): the same documents as the whole file gives, the same stored work,
+"""Big Thresh files read an entry at a time and stored in batches
+(app/formats/streamed.py): the same documents as the whole file gives, the same stored work,
 the same refusals, all or nothing (bench/import_big.py measures the memory)."""
 
 from __future__ import annotations

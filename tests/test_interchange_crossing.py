@@ -1,4 +1,4 @@
-"""Issue 25: a paired span whose earlier span runs across a segment break (taxonomy
+"""A paired span whose earlier span runs across a segment break (taxonomy
 ``pair_across_segments: true``) goes out through Label Studio, brat, Thresh and Parquet with
 offsets that hold its text, and comes back in (Label Studio, brat, Thresh) as the very same
 annotation, ``paired_end_segment`` included, on SQLite and Postgres."""

@@ -134,7 +134,7 @@ def test_admin_upload_of_a_bad_zip_is_a_form_error(app, admin):
 
 
 def test_pyarrow_is_a_runtime_dependency_and_the_dataset_download_works(app, client, admin):
-    """Issue 27 item 6: "Hugging Face dataset (zip)" failed with 400 on a `make run` install,
+    """The "Hugging Face dataset (zip)" download failed with 400 on a `make run` install,
     which installs the runtime dependencies only: pyarrow must be one of them."""
     import tomllib
 

@@ -1,4 +1,4 @@
-"""Issue 28: exports that tools nobody here wrote accept, and round trips that keep every
+"""Exports that tools nobody here wrote accept, and round trips that keep every
 mark. A study with paired (across a segment break), relation (other span after, and the
 same span twice), multi-label, attribute-carrying and empty-submission work goes out as
 Label Studio (read by ``label-studio-converter``: JSON_MIN and CSV), brat (read by

@@ -1,4 +1,4 @@
-"""The worker's way around the documents (issue 13): a paused or closed study, no documents
+"""The worker's way around the documents: a paused or closed study, no documents
 left, consent, questionnaires; and the lifecycle rules behind them (SQLite and Postgres)."""
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ CONSENT_TOKEN = re.compile(r'name="consent_token" value="([^"]+)"')
 
 
 def consent(client, params: dict, decision: str):
-    """Answer the consent form the arrival with ``params`` is shown (its signed token)."""
+    """Answer the consent form the arrival with ``params`` is shown (its signed token); an
+    agreement's answer redirects to the arrival with its consent proof."""
     page = client.get("/s/demo", query_string=params).get_data(as_text=True)
     token = CONSENT_TOKEN.search(page).group(1)
     data = {**params, "decision": decision, "consent_token": token}
@@ -142,9 +143,12 @@ def test_consent_is_asked_once_stored_with_the_texts_hash_and_declining_returns(
     assert agreed.status_code == 302 and "PROLIFIC_PID=p1" in agreed.headers["Location"]
     assert _token(client.get(agreed.headers["Location"]))
     with app.app_context(), session_scope() as session:
-        row = session.scalar(select(Consent))
+        # the agreement is stored by the arrival it let in, with its session (the decline
+        # before it stays a record of that answer)
+        row = session.scalar(select(Consent).where(Consent.agreed))
         text = journey.consent_text(session.scalar(select(Study)))
         assert (row.worker_id, row.agreed, row.text_hash) == ("p1", True, consent_hash(text))
+        assert row.session_id == session.scalar(select(Assignment.session_id))
 
 
 def test_questionnaires_after_the_document_and_the_study_then_prolific(app, client):
@@ -153,8 +157,7 @@ def test_questionnaires_after_the_document_and_the_study_then_prolific(app, clie
     with app.app_context(), session_scope() as session:
         study = session.scalar(select(Study))
         study.completion_url = "https://app.prolific.com/submissions/complete?cc=DONE1"
-    consent(client, PROLIFIC, "agree")
-    token = _token(client.get("/s/demo", query_string=PROLIFIC))
+    token = _token(client.get(consent(client, PROLIFIC, "agree").headers["Location"]))
     submit = client.post(f"/api/assignments/{token}/submit").get_json()
     assert submit["redirect_url"] is None  # the done page asks the questions first
 
@@ -269,8 +272,7 @@ def test_hostile_journey_requests_change_nothing(app, client) -> None:
     assert (
         client.post("/a/not-a-token/questionnaire", data={"stage": "document"}).status_code == 404
     )
-    consent(client, PROLIFIC, "agree")
-    token = _token(client.get("/s/demo", query_string=PROLIFIC))
+    token = _token(client.get(consent(client, PROLIFIC, "agree").headers["Location"]))
     early = client.post(f"/a/{token}/questionnaire", data={"stage": "document", "difficulty": "3"})
     assert early.status_code == 302  # not submitted yet: nothing to answer, nothing stored
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200

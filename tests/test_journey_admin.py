@@ -1,4 +1,4 @@
-"""The study management page (issue 13): status buttons, archive and delete confirmations,
+"""The study management page: status buttons, archive and delete confirmations,
 removing documents, instructions as safe Markdown, questionnaire YAML errors, return codes,
 the preview as a worker (stores nothing) and the answers download (spreadsheet-safe)."""
 

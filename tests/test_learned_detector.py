@@ -1,4 +1,4 @@
-"""A detector learned from a study's own curated work (issue 30), end to end: a tiny study of
+"""A detector learned from a study's own curated work, end to end: a tiny study of
 our own writing (sailing stories with baking sentences marked off topic by the review),
 ``marginalia detector train --study``, ``marginalia study detector``, the worker, and the
 suggestions on a new document in the worker's page payload; SQLite and Postgres."""

@@ -1,5 +1,5 @@
-"""A study's learned detector retrained as its curated work grows (issue 30's
-``--retrain-every N``, app/detection/retraining.py): the worker queues and runs a training
+"""A study's learned detector retrained as its curated work grows
+(``--retrain-every N``, app/detection/retraining.py): the worker queues and runs a training
 each time N more documents are curated, the study switches to the new model and its
 suggestions name the model version; a training the data cannot feed fails with its reason;
 the due count is the training data's document count. SQLite and Postgres."""
@@ -152,7 +152,7 @@ def test_bad_retrain_options_are_one_line_and_change_nothing(app, database_url, 
     for args, message in (
         (["--retrain-every", "-1"], "--retrain-every must be"),
         (["--retrain-every", "3", "--min-workers", "2"], "applies to the workers' layer only"),
-        (["--retrain-every", "3", "--layer", "workers", "--min-workers", "0"], "be at least 1"),
+        (["--retrain-every", "3", "--layer", "workers", "--min-workers", "0"], "be from 1 to 1000"),
     ):
         result = cli(database_url, monkeypatch, "study", "detector", "demo", *args)
         assert result.exit_code == 1 and message in result.output, result.output

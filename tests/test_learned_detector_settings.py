@@ -1,4 +1,4 @@
-"""The Settings page's suggestion model (issue 30): choosing a study's stored learned model
+"""The Settings page's suggestion model: choosing a study's stored learned model
 or the shipped detector queues the study's documents again; bad or foreign choices change
 nothing; the model card is shown as text."""
 

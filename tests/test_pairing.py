@@ -3,11 +3,14 @@ antecedents), where the taxonomy allows it (``pair_across_segments``)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
 import yaml
 
+from app.documents.locating import crossing_text
 from app.documents.taxonomy import load_taxonomy
 from app.errors import InvalidInput
 from app.models import Annotation
@@ -49,7 +52,9 @@ def test_earlier_span_across_a_segment_break_is_stored_shown_and_exported(app, c
     (error,) = snac["doc-1"]["2"]["errors"]
     assert error["antecedants"] == [EARLIER["text"]]
     assert error["antecedant_offsets"] == [{"segment": 0, "start": 11, "end": 19, "end_segment": 1}]
-    # CSV/JSONL carry it as the optional column paired_end_segment
+    # the default CSV and JSONL columns describe the span: it starts in segment 0 at 11 and
+    # ends in segment 1 at 19 (paired_end alone, an offset of segment 1, read against
+    # segment 0 would be an empty slice)
     with app.app_context():
         from app.db import session_scope
         from app.documents.studies import get_study
@@ -57,14 +62,22 @@ def test_earlier_span_across_a_segment_break_is_stored_shown_and_exported(app, c
 
         with session_scope() as session:
             study = get_study(session, "demo")
-            lines = "".join(
+            lines = "".join(iter_export(session, study, "jsonl"))
+            again = "".join(  # the column once optional: accepted, not repeated
                 iter_export(session, study, "jsonl", extra_columns=("paired_end_segment",))
             )
-            plain = "".join(iter_export(session, study, "jsonl"))
     (row,) = [json.loads(line) for line in lines.splitlines()]
-    assert (row["paired_segment"], row["paired_start"], row["paired_end"]) == (0, 11, 19)
-    assert row["paired_end_segment"] == 1
-    assert "paired_end_segment" not in json.loads(plain.splitlines()[0])
+    assert lines == again
+    where = (row["paired_segment"], row["paired_start"], row["paired_end_segment"])
+    assert (*where, row["paired_end"]) == (0, 11, 1, 19)
+    assert crossing_text(TEXTS, 0, 11, 1, 19) == row["paired_text"] == EARLIER["text"]
+    (line,) = csv.DictReader(io.StringIO(export_text(app, fmt="csv")))
+    assert {k: line[k] for k in ("paired_segment", "paired_start", "paired_end")} == {
+        "paired_segment": "0",
+        "paired_start": "11",
+        "paired_end": "19",
+    }
+    assert line["paired_end_segment"] == "1" and line["paired_text"] == EARLIER["text"]
 
 
 @pytest.mark.parametrize(

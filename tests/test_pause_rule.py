@@ -1,4 +1,4 @@
-"""The optional pause rule (issue 32; app/annotation/pausing.py, docs/METRICS.md "The pause
+"""The optional pause rule (app/annotation/pausing.py, docs/METRICS.md "The pause
 rule"): set on the Settings page (bad values refused, nothing changed), a worker whose gold F1
 falls below the bar after K documents is refused their next document over real HTTP with a
 clear message, logged as a ``pause`` action; an unblock stands. SQLite and Postgres. The

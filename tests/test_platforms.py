@@ -168,7 +168,7 @@ def test_mturk_reaccept_updates_the_assignment_id(app, client):
     make_study(app, documents=DOCS)
     configure(app, platform="mturk")
     first = token_of(client.get("/s/demo", query_string=mturk_params()))
-    # Issue #10: a new assignmentId alone (anyone can make one up) no longer gets the token
+    # A new assignmentId alone (anyone can make one up) no longer gets the token
     # back: the page says the work is in progress elsewhere ...
     elsewhere = client.get("/s/demo", query_string=mturk_params(assignmentId="ASG-2"))
     assert elsewhere.status_code == 409 and first.encode() not in elsewhere.data

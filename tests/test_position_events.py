@@ -1,8 +1,8 @@
-"""Issue 17, the page's requests: a segment view's hint events ride in the position update of
-the move that follows (``"events": {"<event>": [id, ...]}``) instead of a request of their
-own. What the server stores must equal what the two-request form (position, then
-``POST …/suggestions/events``) stored, on SQLite and Postgres, with the fast lane on and off;
-old bodies are still taken, and every bad value is a 400 that changes nothing."""
+"""The page's requests: a segment view's hint events ride in the position update of the move
+that follows (``"events": {"<event>": [id, ...]}``) instead of a request of their own. What
+the server stores must equal what the two-request form (position, then
+``POST …/suggestions/events``) stored, on SQLite and Postgres; old bodies are still taken, and
+every bad value is a 400 that changes nothing."""
 
 from __future__ import annotations
 
@@ -118,24 +118,18 @@ def riding(client, token: str, hints: dict[int, list[int]]) -> list[int]:
 
 
 def test_events_in_a_position_store_what_the_two_requests_stored(app, client, hinted, flask_saw):
-    app.config["FAST_LANE"] = True
     before = open_token(client, worker="before")
     hints = hint_ids(client, before)
     assert sorted(hints) == [0, 1] and len(hints[0]) == 2
     assert two_requests(client, before, hints) == [204, 204, 204, 204, 204, 204, 204, 200, 204, 204]
 
-    rows = {}
-    for lane in (True, False):
-        app.config["FAST_LANE"] = lane
-        token = open_token(client, worker=f"riding-{lane}")
-        flask_saw.clear()
-        assert riding(client, token, hint_ids(client, token)) == [204, 204, 204, 200, 204]
-        if lane:  # the lane stored every position, the one after submit too
-            assert "POST position" not in flask_saw
-        rows[lane] = stored(app, token)
+    token = open_token(client, worker="riding")
+    flask_saw.clear()
+    assert riding(client, token, hint_ids(client, token)) == [204, 204, 204, 200, 204]
+    assert flask_saw == []  # the worker API stored every position, the one after submit too
 
     expected = stored(app, before)
-    assert rows[True] == rows[False] == expected
+    assert stored(app, token) == expected
     assert expected["times"] == [(0, 2.5), (1, 1.5), (2, 0.0)]
     assert expected["current_segment"] == 1 and expected["status"] == "submitted"
     assert len(expected["events"]) == 3 + 1 + 1  # shown x3, dismissed x1, accepted x1
@@ -161,33 +155,26 @@ def test_bad_events_are_a_400_that_changes_nothing(app, client, hinted, flask_sa
         {"shown": [*mine, 2**63]},
         {"shown": list(range(1, 202))},
     ]
-    for lane in (True, False):
-        app.config["FAST_LANE"] = lane
-        for events in bad:
-            body = {"segment": 1, "active": {"0": 1.0}, "events": events}
-            answer = client.post(f"/api/assignments/{token}/position", json=body)
-            assert answer.status_code == 400, (lane, events)
-            error = answer.get_json()["error"]
-            assert error.startswith("events") or "suggestion" in error, events
-            assert db_snapshot(app) == before, (lane, events)
-    # A good body after all that: stored, by the lane.
-    app.config["FAST_LANE"] = True
+    for events in bad:
+        body = {"segment": 1, "active": {"0": 1.0}, "events": events}
+        answer = client.post(f"/api/assignments/{token}/position", json=body)
+        assert answer.status_code == 400, events
+        error = answer.get_json()["error"]
+        assert error.startswith("events") or "suggestion" in error, events
+        assert db_snapshot(app) == before, events
+    # A good body after all that: stored.
     flask_saw.clear()
     body = {"segment": 1, "events": {"shown": mine}, "active": {"0": 1.0}}
     assert client.post(f"/api/assignments/{token}/position", json=body).status_code == 204
     assert flask_saw == []
     assert [e for _s, e in stored(app, token)["events"]] == ["shown", "shown"]
-    # Another document's suggestion is ignored, as any id this worker is not shown (row 7).
-    for lane in (True, False):
-        app.config["FAST_LANE"] = lane
-        body = {"segment": 1, "events": {"shown": [*mine, foreign], "dismissed": [foreign]}}
-        assert client.post(f"/api/assignments/{token}/position", json=body).status_code == 204
+    # Another document's suggestion is ignored, as any id this worker is not shown.
+    body = {"segment": 1, "events": {"shown": [*mine, foreign], "dismissed": [foreign]}}
+    assert client.post(f"/api/assignments/{token}/position", json=body).status_code == 204
     assert [e for _s, e in stored(app, token)["events"]] == ["shown", "shown"]
 
 
 def test_a_position_with_events_for_an_unknown_token_is_a_404(app, client, hinted):
     body = {"segment": 0, "events": {"shown": [1]}}
-    for lane in (True, False):
-        app.config["FAST_LANE"] = lane
-        answer = client.post(f"/api/assignments/{'x' * 24}/position", json=body)
-        assert answer.status_code == 404
+    answer = client.post(f"/api/assignments/{'x' * 24}/position", json=body)
+    assert answer.status_code == 404

@@ -1,7 +1,7 @@
 """Every process (web worker, CLI export, the figure job) starts from ``create_app``: what it
 imports is paid in memory by all of them. SciPy and matplotlib (~110 MB together) are for
-comparing systems only and are loaded by the first comparison (issue 34: the parquet export's
-and the report job's peaks)."""
+comparing systems only and are loaded by the first comparison (they
+were most of the parquet export's and the report job's memory peaks)."""
 
 from __future__ import annotations
 

@@ -248,7 +248,7 @@ def test_screen_out_sends_the_screened_out_submissions_per_prolific_study(
     app, client, database_url
 ):
     """``prolific screen-out``: Prolific's paid screen-out of the workers out of practice
-    attempts here (issue 27 item 4), one request per Prolific study."""
+    attempts here, one request per Prolific study."""
     from tests.test_screened_out import SCREEN, fail_practice
     from tests.test_training import training_study
 
@@ -268,7 +268,7 @@ def test_screen_out_sends_the_screened_out_submissions_per_prolific_study(
     assert "screen out 2 submissions in Prolific study st27 (p1, p2)" in done.stdout
 
 
-# --- issue 26 row 10 -----------------------------------------------------------------------
+# --- the API token never leaves for another host ------------------------------------------
 
 
 class Recorder:

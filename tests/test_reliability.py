@@ -1,5 +1,5 @@
-"""Worker models from the annotations alone (issue 32; docs/METRICS.md, "Worker
-reliability"), on SQLite and Postgres.
+"""Worker models from the annotations alone (docs/METRICS.md, "Worker reliability"), on
+SQLite and Postgres.
 
 Two SNaC dev summaries (book_6b50, tripod2) as ordinary (non-gold) documents and five
 replayed workers of known quality: **exact** marks every gold error where the shared locate
@@ -115,7 +115,7 @@ def test_expected_f1_orders_workers_as_their_true_f1_where_mace_does_not(app, cl
     }
     by_f1 = sorted(WORKERS, key=lambda w: -true_f1[w])
     assert by_f1 == ["exact", "random-half", "every-word", "spammer", "nothing"], true_f1
-    # the figure that ranks workers (docs/METRICS.md): the F1 Dawid-Skene's confusion matrix
+    # the figure workers are ranked by (docs/METRICS.md): the F1 Dawid-Skene's confusion matrix
     # gives at its error prior orders all five strictly as their true F1 does (a tie would
     # not pass: WORKERS is already in that order)
     expected = {w: rows[w]["reliability"]["expected_f1"] for w in WORKERS}
@@ -157,11 +157,10 @@ def test_expected_f1_orders_workers_as_their_true_f1_where_mace_does_not(app, cl
     researcher = logged_in(app, "owner@example.org")
     page = researcher.get("/admin/studies/replayed/workers").get_data(as_text=True)
     for w in WORKERS:
-        cell = re.search(
-            rf'data-worker="{w}".*?<td class="num competence">(.*?)</td>', page, re.S
-        ).group(1)
+        row = re.search(rf'<tr data-worker="{w}".*?</tr>', page, re.S).group(0)
+        cell = re.search(r'<td class="num competence">(.*?)</td>', row, re.S).group(1)
         assert f"{competence[w]:.2f}" in cell and f"{consensus[w]:.2f}" in cell, (w, cell)
-        assert f'class="expected-f1">{expected[w]:.2f}<' in cell, (w, cell)
+        assert f'class="expected-f1">{expected[w]:.2f}<' in row, (w, row)
     assert "as computed at" in page
     one = researcher.get("/admin/studies/replayed/worker", query_string={"id": "random-half"})
     assert f'id="mace-competence">{competence["random-half"]:.2f}<' in one.get_data(as_text=True)

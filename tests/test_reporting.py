@@ -491,8 +491,10 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
 
     # three synthetic workers: worker k marks every error that k or more annotators marked
     from app import create_app
-    from app.annotation import fast
-    from app.annotation.assignments import open_assignment, submit
+    from app.annotation.add import add
+    from app.annotation.assignments import open_assignment
+    from app.annotation.connect import handle_of
+    from app.annotation.submit import submit
     from app.db import session_scope
     from app.documents.studies import find_document, get_study
 
@@ -522,21 +524,21 @@ def test_snac_dev_report_json_equals_recomputation_from_csv(tmp_path):
                             "end": found[1],
                             "text": segment["text"][found[0] : found[1]],
                         }
-                        fast.add(
-                            session,
+                        add(
+                            handle_of(session),
                             assignment.token,
                             {
                                 **span,
                                 "category": error["error_type"],
                                 "client_id": f"{index}-{n}",
-                                # a paired span must be strictly earlier (issue #10 row
-                                # 14): the document's first character stands in for it
+                                # a paired span must be strictly earlier: the
+                                # document's first character stands in for it
                                 "paired": _earliest(segments)
                                 if kinds[error["error_type"]] == "paired"
                                 else None,
                             },
                         )
-                submit(session, assignment)
+                submit(handle_of(session), assignment.token)
         app.extensions["db_engine"].dispose()
 
     # γ and the worker models are checked against pygamma and by hand elsewhere

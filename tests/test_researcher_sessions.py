@@ -1,6 +1,7 @@
-"""Issue 10 rows 6 and 13: the session cookie's attributes, its end (logout, password change,
-a disabled or deleted account, idle hours), and the login throttle shared by every process
-that uses the database (failures only, per account and per client), on SQLite and Postgres."""
+"""The session cookie's attributes, its end (logout, password change, a disabled or deleted
+account, idle hours), and the login throttle shared by every process that uses the database
+(failures only, per account and per client, counted before the password is checked, so
+parallel attempts cannot pass the limit), on SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def run_cli(database_url: str, monkeypatch, *args: str):
     return CliRunner().invoke(main, list(args))
 
 
-# --- row 6: the cookie ---------------------------------------------------------------------------
+# --- the cookie ----------------------------------------------------------------------------------
 
 
 def test_session_cookie_is_samesite_lax_httponly_and_lives_hours(app, client, researcher):
@@ -201,7 +202,7 @@ def test_disabled_or_deleted_researchers_are_out_at_once(
     assert not is_logged_in(client)
 
 
-# --- row 13: the login throttle ------------------------------------------------------------------
+# --- the login throttle --------------------------------------------------------------------------
 
 
 def test_successful_logins_are_not_counted(app, client, researcher):
@@ -249,7 +250,7 @@ def test_throttle_holds_across_two_processes_sharing_the_database(database_url, 
 
 
 def test_throttle_holds_against_gunicorn_with_two_workers(database_url, researcher, tmp_path):
-    """The issue's setting: gunicorn, 2 processes, failures over real HTTP connections."""
+    """Two gunicorn processes, failures over real HTTP connections, one after another."""
     import http.cookiejar
     import signal
     import socket
@@ -336,6 +337,23 @@ def test_throttle_counts_per_client_across_accounts(app, client, researcher):
     assert login(app.test_client(), environ_base={"REMOTE_ADDR": "10.9.9.9"}).status_code == 302
 
 
+def test_failures_older_than_the_longest_window_are_forgotten(app, client, researcher):
+    """Each attempt deletes failures older than an hour, whoever they were for; newer ones
+    stay and count."""
+    from sqlalchemy import select
+
+    from app.models import LoginFailure, utcnow
+
+    with app.app_context(), session_scope() as session:
+        for minutes, email in ((61, "old@example.org"), (59, "recent@example.org")):
+            at = utcnow() - timedelta(minutes=minutes)
+            session.add(LoginFailure(email=email, client="10.1.1.1", failed_at=at))
+    assert login(client, "wrong password!").status_code == 401
+    with app.app_context(), session_scope() as session:
+        kept = session.scalars(select(LoginFailure.email).order_by(LoginFailure.id)).all()
+    assert kept == ["recent@example.org", EMAIL]
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "100000"])
 def test_a_bad_session_lifetime_is_a_one_line_error(value, database_url, monkeypatch):
     monkeypatch.setenv("SESSION_LIFETIME_HOURS", value)
@@ -345,3 +363,120 @@ def test_a_bad_session_lifetime_is_a_one_line_error(value, database_url, monkeyp
         "error: SESSION_LIFETIME_HOURS must be a number of hours above 0 (at most 744), "
         f"not {value!r}"
     )
+
+
+# --- the throttle under parallel attempts --------------------------------------------------------
+
+
+def web_server(database_url: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """``marginalia web`` as deployed (granian), 2 processes x 8 threads, in its own group."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "parallel-test",
+        "PYTHONPATH": str(REPO),
+        "PORT": str(port),
+        "WEB_HOST": "127.0.0.1",
+        "WEB_CONCURRENCY": "2",
+        "WEB_THREADS": "8",
+        "WEB_LOG_LEVEL": "warning",
+    }
+    with log.open("w") as handle:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "web"],
+            cwd=REPO,
+            env=env,
+            start_new_session=True,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/healthz", timeout=5):
+                return web, base
+        except OSError:
+            assert web.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+
+
+def parallel_logins(base: str, logins: list[tuple[str, str]]) -> list[int]:
+    """Each (e-mail, password) from a client of its own (its own cookie and CSRF token, read
+    first), every POST released at the same moment; the statuses in the order given."""
+    import threading
+
+    import httpx
+
+    clients = [httpx.Client(base_url=base, timeout=120) for _ in logins]
+    try:
+        tokens = [
+            TOKEN_PATTERN.search(client.get("/admin/login").text).group(1) for client in clients
+        ]
+        start = threading.Barrier(len(logins))
+        statuses: list[int] = [0] * len(logins)
+
+        def post(n: int) -> None:
+            email, password = logins[n]
+            form = {"email": email, "password": password, "csrf_token": tokens[n]}
+            start.wait()
+            statuses[n] = clients[n].post("/admin/login", data=form).status_code
+
+        threads = [threading.Thread(target=post, args=(n,)) for n in range(len(logins))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return statuses
+    finally:
+        for client in clients:
+            client.close()
+
+
+PARALLEL = 60  # the attack seen: 60 to 100 wrong passwords at once, 23 to 25 of them checked
+
+
+@pytest.mark.parametrize("accounts", ["one account", "many accounts"])
+def test_parallel_wrong_passwords_check_at_most_the_limit(database_url, tmp_path, accounts):
+    """Sixty wrong passwords sent at once from one address to a deployed server (two
+    processes): at most ten are checked (a 401), the others are refused unchecked (a 429),
+    whether they name one account (both limits) or sixty (the per-client limit). The count of
+    stored failures agrees, and afterwards even the right password is refused."""
+    import signal
+
+    from sqlalchemy import func, select
+
+    from app.models import LoginFailure
+    from app.researchers.accounts import create_researcher
+
+    # The production hash (scrypt): each check takes tens of milliseconds, as for an attacker.
+    setup = create_app({"DATABASE_URL": database_url, "SECRET_KEY": "test"})
+    with setup.app_context(), session_scope() as session:
+        create_researcher(session, EMAIL, PASSWORD)
+    setup.extensions["db_engine"].dispose()
+    if accounts == "one account":
+        emails = [EMAIL] * PARALLEL
+    else:
+        emails = [f"guess{n}@example.org" for n in range(PARALLEL)]
+    web, base = web_server(database_url, tmp_path / "web.log")
+    try:
+        statuses = parallel_logins(base, [(e, f"wrong password {n}") for n, e in enumerate(emails)])
+        after = parallel_logins(base, [(EMAIL, PASSWORD)])
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=30)
+    assert sorted(set(statuses)) == [401, 429], statuses
+    assert statuses.count(401) == 10, f"{statuses.count(401)} passwords checked: {statuses}"
+    assert after == [429]
+    with setup.app_context(), session_scope() as session:
+        stored = session.scalar(select(func.count()).select_from(LoginFailure))
+    setup.extensions["db_engine"].dispose()
+    assert stored == 10

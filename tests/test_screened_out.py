@@ -1,9 +1,9 @@
-"""A worker's fate is explicit (issue 27 item 4, issue 26 row 11): a worker who used every
+"""A worker's fate is explicit: a worker who used every
 qualification attempt without the pass mark is ``screened_out`` on every training assignment
 (the practice document and the qualification documents; no completion code anywhere, the
 screen-out return instead), tagged on the workers' pages,
 listed in a CSV of IDs to screen out, and screened out on Prolific by the command line;
-approve after reject unblocks unless the worker was blocked on their own (item 5). On SQLite
+approve after reject unblocks unless the worker was blocked on their own. On SQLite
 and Postgres, through the real HTTP API, the worker and admin pages and the command line."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def statuses(app, worker: str) -> list[tuple[str, str, str | None]]:
 
 
 def test_a_screened_out_worker_gets_no_completion_code_anywhere(app, client):
-    """Issue 26 row 11: the submit answer and the assignments CSV gave a screened-out
+    """The submit answer and the assignments CSV gave a screened-out
     worker a completion code, though the done page withheld it."""
     training_study(app, attempts=2, platform="prolific", screen_out_url=SCREEN)
     practice, first, last = fail_practice(client, "p-out")
@@ -217,7 +217,8 @@ def review(app, worker: str) -> tuple[str | None, bool]:
 
 
 def test_approve_after_reject_unblocks_unless_blocked_separately(app, client, admin):
-    """Issue 27 item 5: "approved · blocked", and a new arrival got "No documents left"."""
+    """An approve after a reject showed "approved · blocked", and a new arrival got "No
+    documents left"."""
     from tests.conftest import make_study
 
     make_study(app, documents=[("d1", ["One."]), ("d2", ["Two."])], annotators_per_doc=2)
@@ -265,7 +266,7 @@ def test_screened_out_assignments_count_as_attempts_and_leave_agreement(app, cli
 
 
 def test_a_rejected_worker_reopening_their_link_is_told_so(app, client, admin):
-    """Issue 27 item 10: a rejected worker reopening the link saw "Preview: read-only"."""
+    """A rejected worker reopening the link saw "Preview: read-only"."""
     training_study(app, attempts=1, platform="prolific", screen_out_url=SCREEN)
     pass_practice(client, "p-ok")
     _, real, _ = arrive(client, "p-ok", **prolific("p-ok"))

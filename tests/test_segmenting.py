@@ -91,7 +91,7 @@ def test_regroup_keeps_every_sentence():
         assert len(regrouped) == -(-len(sentences) // n)
 
 
-# --- issue 26 row 2: linear, and other scripts' terminators --------------------------------
+# --- linear (a text of abbreviations once took minutes), and other scripts' terminators ----
 
 
 def test_quadratic_abbreviation_rescan_is_gone():
@@ -155,7 +155,7 @@ _OLD_WORD_BEFORE_STOP = re.compile(r"([\w.]+)\.$")
 
 
 def old_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
-    """The splitter as it was before issue 26 (quadratic), kept to guard its English."""
+    """The splitter as it was when it was quadratic, kept to guard its English."""
     from app.documents.segmenting import ABBREVIATIONS
 
     spans: list[tuple[int, int]] = []

@@ -1,4 +1,4 @@
-"""One Settings page per study (issue 27 item 10): every setting of a study on one page, each
+"""One Settings page per study: every setting of a study on one page, each
 section's form coming back to it (or showing it again with the error above that section); the
 New study form takes the common ones. On SQLite."""
 
@@ -108,7 +108,7 @@ def test_each_section_comes_back_to_the_page_or_shows_its_error(app, admin):  # 
 
 
 def test_the_preview_follows_the_workers_path(app, admin):  # noqa: F811
-    """Issue 27 item 10: "Preview as a worker" showed a real document, not the practice
+    """The "Preview as a worker" page showed a real document, not the practice
     document workers meet first."""
     from app.documents.studies import import_documents
     from app.formats import DocumentInput, GoldSpan

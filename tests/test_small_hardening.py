@@ -1,4 +1,4 @@
-"""Issue #10 rows 12 and 17: /healthz tells anonymous callers only ok or not ok; an upload over
+"""Small hardening: /healthz tells anonymous callers only ok or not ok; an upload over
 the upload limit is told that limit; CSV downloads carry one charset; the SQLite file is
 private (0600) and acknowledged commits are durable (synchronous=FULL)."""
 

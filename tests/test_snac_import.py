@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from model_server.cli import detector
 from model_server.detector import load_detector
-from model_server.train import small_model, tiny_config, train_tokenizer
+from model_server.train import small_model, train_tokenizer
+from tests.helpers import tiny_config
 
 TEXTS = [
     "Anna lives in a small village with her aunt. She bakes bread every morning.",

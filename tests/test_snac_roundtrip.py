@@ -23,7 +23,7 @@ from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 UNREPLAYABLE = [("book_175b36", "27", "", "SceneE")]
 # Votes of the data set whose antecedent is the marked span itself (no earlier occurrence
 # of the antecedent's text exists): the API refuses a paired span that does not end before
-# the annotated span starts (issue #10 row 14), so these votes cannot be replayed.
+# the annotated span starts (the API's order rule), so these votes cannot be replayed.
 SELF_PAIRED = [
     (
         "book_175b13",
@@ -188,5 +188,5 @@ def test_snac_dev_round_trip(app, client):
         k: sorted(v) for k, v in antecedents.items()
     }
     # antecedent votes of dev that point to an earlier segment (31 where an antecedent could
-    # overlap its span; 7 more once it must end before the span starts, issue #10 row 14)
+    # overlap its span; 7 more once it must end before the span starts)
     assert cross_segment == 38

@@ -1,4 +1,4 @@
-"""Issue 28: Thresh's MQM data (one entry per rater, each edit's ``annotation`` holding the
+"""Thresh's MQM data (one entry per rater, each edit's ``annotation`` holding the
 subtype and its severity, as Thresh's own converter writes it) keeps its raters as workers
 (one document per item, so agreement is computed) and its answers as attributes, and comes
 back with them. The template and entries below follow Thresh's ``mqm.yml`` and

@@ -1,4 +1,4 @@
-"""Issue 13 item 3: active time per (assignment, segment) sent with position updates, the
+"""Active time per (assignment, segment) sent with position updates, the
 clamp against forged values, the all-segments-seen submit rule, and the median / speeder
 figures of the report (hand-computed), on SQLite and Postgres."""
 
@@ -270,10 +270,11 @@ def test_time_settings_bounds_and_clearing():
             {"0": 1, "1": 1, "2": 1, "3": 1, "4": 1},
             "active names more segments than the document has",
         ),
-        ({"0000000001": 1}, "active: keys must be segment indexes"),
+        ({"0000000001": 1}, "active: keys must be segment indexes, not '0000000001'"),
         ({"4": 1}, "active: segment 4 is out of range (0..3)"),
-        ({"0": "1"}, "active: seconds must be numbers"),
-        ({"0": -0.001}, "active: seconds must be finite and not negative"),
+        ({"0": "1"}, "active.0: seconds must be numbers"),
+        ({"0": -0.001}, "active.0: seconds must be a finite number from 0"),
+        ({"0": 10**400}, "active.0: seconds must be a finite number from 0"),
     ],
 )
 def test_active_values_refused_with_their_message(active, message):

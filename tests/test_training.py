@@ -234,6 +234,10 @@ def test_a_failing_prolific_worker_is_screened_out_and_gets_no_real_document(app
     assert client.post(f"/api/assignments/{token}/submit").get_json()["redirect_url"] is None
     page = client.get(f"/a/{token}/done")
     assert page.status_code == 200 and b"Thank you for trying" in page.data
+    # the qualification failed, not the practice (never graded): the page says which
+    text = page.get_data(as_text=True)
+    assert "Your marks on the qualification texts did not reach" in text
+    assert "F1" not in text and "practice" not in text  # failed, never the score
     assert f'href="{url}"'.replace("&", "&amp;").encode() in page.data
     assert b"SCREENOUT1" in page.data and b"completion-code" not in page.data
     # coming back with a new session: the same screen-out page, no new assignment
@@ -573,7 +577,7 @@ def test_a_rejected_workers_catch_rate_stays_on_the_worker_pages(app, client, cl
     assert re.search(r"Attention-check catch rate</th><td[^>]*>50%<", page.get_data(as_text=True))
 
 
-# --- issue 26 row 3: answer keys cannot be harvested -------------------------------------------
+# --- answer keys cannot be harvested ---------------------------------------------------------
 
 
 def harvest(client, token: str, segments: int) -> list[tuple[int, str, str]]:

@@ -1,4 +1,4 @@
-"""Fuzzing the researcher's file inputs (issue #10, hostile files) with hypothesis: document
+"""Fuzzing the researcher's file inputs (hostile files) with hypothesis: document
 uploads and new studies with an uploaded taxonomy over HTTP, ``marginalia import`` and
 ``marginalia taxonomy check`` in-process. Never a 5xx or a traceback, and a refused file
 leaves every table as it was.

@@ -29,18 +29,19 @@ def test_offsets_convert_both_ways(paragraphs, gap, data):
     start = data.draw(st.integers(0, len(segment) - 1))
     end = data.draw(st.integers(start + 1, len(segment)))
     whole = (layout.to_whole(index, start), layout.to_whole(index, end))
-    assert layout.to_segment(*whole) == (index, start, end)
+    assert layout.to_segments(*whole) == (index, start, index, end)
     assert normal[whole[0] : whole[1]] == segment[start:end]
 
 
-def test_a_range_over_two_paragraphs_is_not_one_segment():
+def test_a_range_over_two_paragraphs_runs_across_the_break():
     layout, _ = split("One two.\n\nThree four.", Problem("t"), "d")
-    assert layout.to_segment(4, 13) is None
-    assert layout.to_segment(4, 10) == (0, 4, 8)  # trailing whitespace trimmed
+    assert layout.to_segments(4, 13) == (0, 4, 1, 3)
+    assert layout.to_segments(4, 10) == (0, 4, 0, 8)  # trailing whitespace trimmed
+    assert layout.to_segments(8, 10) is None  # within the gap
 
 
 def test_crlf_offsets_are_moved():
     text = "Alpha.\r\n\r\nBeta gamma."
     layout, mapper = split(text, Problem("t"), "d")
     start = text.index("gamma")
-    assert layout.to_segment(mapper(start), mapper(start + 5)) == (1, 5, 10)
+    assert layout.to_segments(mapper(start), mapper(start + 5)) == (1, 5, 1, 10)

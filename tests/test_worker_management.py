@@ -1,4 +1,4 @@
-"""Issue 13 item 4: the researcher's worker pages and actions. Reject takes a worker's work
+"""The researcher's worker pages and actions. Reject takes a worker's work
 out of every export (CSV both paths, JSONL, SNaC, the interchange writers) and out of the
 agreement figures, and reopens their slots; block refuses new work; approve gives back what
 a reject took; every action is logged with who and when; CSRF and access are checked."""
@@ -145,7 +145,7 @@ def test_reject_removes_work_everywhere_and_reopens_the_slot(app, client, study)
         ).all()
         assert [tuple(r) for r in log] == [("reject", ADMIN, "w2"), ("approve", ADMIN, "w2")]
         review = session.scalar(select(WorkerReview))
-        # the block the reject set is lifted (issue 27 item 5): w2 gets new work again
+        # the block the reject set is lifted: w2 gets new work again
         assert (review.status, review.blocked) == ("approved", False)
     assert arrive(client, "w2") == (201, "doc-2")
 

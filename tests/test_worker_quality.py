@@ -1,4 +1,6 @@
-"""Worker figures that rank honest work first (issue 29), on SQLite and Postgres.
+"""The estimated precision, recall and F1 (report ``quality``), on SQLite and Postgres: they
+put honest work above gamed work, beside the one ranking figure (expected F1,
+tests/test_worker_ranking.py), never as a ranking of their own.
 
 Two SNaC dev summaries (book_6b50, tripod2: 610 words, 45 errors) and six replayed workers:
 **exact** marks every gold error where the shared locate rule places it; **every-word** marks
@@ -6,13 +8,13 @@ every word in each of the seven categories; **every-sentence** every sentence in
 **whole-segment** every segment in each category; **random-half** a seeded half of exact's
 marks; **nothing** submits without a mark (through the API).
 
-* As gold documents: the figure that ranks workers (report ``quality``: strict gold P/R/F1)
-  and the qualification's figure (each submission's strict F1, ``score_gold``) put exact first
-  and every-word below random-half; every-word is flagged for over-marking.
+* As gold documents: the estimate (strict gold P/R/F1) and the qualification's figure (each
+  submission's strict F1, ``score_gold``) put exact first and every-word below random-half;
+  every-word is flagged for over-marking.
 * As ordinary documents with two more honest workers and the detector's confident CharE
   suggestions (the gold CharE errors, score 0.95 ≥ the stored 0.84): "recall on confident
-  suggestions" gives every-word 1.000 like exact, but the ranking figure pairs it with the
-  other workers' consensus precision and ranks every-word below random-half.
+  suggestions" gives every-word 1.000 like exact, but the estimate pairs it with the other
+  workers' consensus precision and puts every-word below random-half.
 """
 
 from __future__ import annotations
@@ -112,10 +114,9 @@ def test_gold_documents_rank_exact_first_and_every_word_below_random_half(app, c
     make(app, client, "gamed-gold", gold=True)
     rows = report(app, "gamed-gold")
     quality = {w: rows[w]["quality"] for w in GAMERS}
-    assert quality["exact"]["rank"] == 1 and quality["exact"]["f1"] == 1.0
+    assert quality["exact"]["f1"] == 1.0 and "rank" not in quality["exact"]
     assert quality["exact"]["precision_basis"] == "gold documents"
     assert quality["every-word"]["f1"] < quality["random-half"]["f1"]
-    assert quality["every-word"]["rank"] > quality["random-half"]["rank"]
     assert quality["nothing"]["f1"] == 0.0 and quality["nothing"]["precision"] is None
     assert quality["every-word"]["over_marking"] and not quality["exact"]["over_marking"]
     assert not quality["random-half"]["over_marking"]
@@ -128,7 +129,7 @@ def test_gold_documents_rank_exact_first_and_every_word_below_random_half(app, c
             best[a.worker_id] = max(best.get(a.worker_id, 0.0), f1 or 0.0)
     assert max(best, key=best.get) == "exact" and best["exact"] == 1.0
     assert best["every-word"] < best["random-half"]
-    order = sorted(GAMERS, key=lambda w: quality[w]["rank"])
+    order = sorted(GAMERS, key=lambda w: -quality[w]["f1"])
     assert order[0] == "exact" and order.index("every-word") > order.index("random-half")
 
 
@@ -174,8 +175,7 @@ def test_without_gold_consensus_precision_unmasks_the_every_word_worker(app, cli
     assert quality["exact"]["precision"] == 1.0 and quality["exact"]["f1"] == 1.0
     assert quality["every-word"]["precision"] < 0.02
     assert quality["every-word"]["f1"] < quality["random-half"]["f1"]
-    assert quality["every-word"]["rank"] > quality["random-half"]["rank"]
-    assert {quality[w]["rank"] for w in ("exact", "exact-2", "exact-3")} == {1, 2, 3}
+    assert {quality[w]["f1"] for w in ("exact", "exact-2", "exact-3")} == {1.0}
     assert quality["every-word"]["over_marking"] and not quality["exact"]["over_marking"]
 
 
@@ -200,9 +200,9 @@ def test_consensus_figures_by_hand():
     Anna and Bob, w2 Anna, w3 Anna and mill. Candidates: Anna (w1, w2, w3), Bob (w1), mill
     (w3). w1: 1 of 2 marks confirmed, 1 of 1 candidate two others marked → P 0.5, R 1, F1
     2/3; w2: P 1, R 1; w3 as w1. Marks per 100 words 200/7, 100/7, 200/7: nobody over 3 × the
-    others' median. Rank: w2, then w1 and w3 (F1 2/3, by id)."""
+    others' median. Not a ranking: no rank is set."""
     from app.quality.scoring import Span
-    from app.quality.worker_quality import add_quality
+    from app.quality.worker_quality import consensus, marks_rate, set_quality
 
     text = "Anna met Bob at the old mill."
     marks = {"w1": ["Anna", "Bob"], "w2": ["Anna"], "w3": ["Anna", "mill"]}
@@ -213,7 +213,10 @@ def test_consensus_figures_by_hand():
             for w in words
         ]
     rows = [{"worker_id": w, "gold": None, "confident_recall": {"recall": None}} for w in marks]
-    add_quality(rows, spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {})
+    rates = {worker: marks_rate(len(words), 7) for worker, words in marks.items()}  # 7 words
+    counts = {worker: len(words) for worker, words in marks.items()}
+    agreed = consensus(spans, {"d": ["w1", "w2", "w3"]}, {("d", 0): text}, {})
+    set_quality(rows, agreed, rates, counts)
     q = {row["worker_id"]: row["quality"] for row in rows}
     assert (q["w1"]["precision"], q["w1"]["recall"]) == (0.5, 1.0)
     assert q["w1"]["f1"] == pytest.approx(2 / 3) and q["w3"]["f1"] == pytest.approx(2 / 3)
@@ -229,4 +232,29 @@ def test_consensus_figures_by_hand():
     assert q["w1"]["precision_basis"] == "other workers" == q["w1"]["recall_basis"]
     assert q["w1"]["marks_per_100_words"] == pytest.approx(200 / 7)
     assert not any(q[w]["over_marking"] for w in q)
-    assert [q[w]["rank"] for w in ("w1", "w2", "w3")] == [2, 1, 3]
+    assert not any("rank" in q[w] for w in q)  # an estimate, not a ranking
+
+
+def test_an_estimated_f1_without_evidence_is_unknown_not_zero():
+    """F1 from estimates (docs/METRICS.md, "Estimated precision, recall and F1"), by hand:
+    2PR / (P + R) when both are defined; a worker with no mark scores 0 once R is defined;
+    otherwise an undefined P or R leaves F1 undefined. The dashboard read "– · 0.67 · 0.00"
+    for a worker whose marks no other worker's documents could confirm (P undefined) and who
+    caught 2 of 3 confident suggestions: their F1 is unknown, not 0."""
+    from app.quality.worker_quality import estimated_f1, set_quality
+
+    assert estimated_f1(0.5, 1.0, marks=2) == pytest.approx(2 * 0.5 * 1.0 / 1.5)
+    assert estimated_f1(0.0, 0.0, marks=3) == 0.0
+    assert estimated_f1(None, 2 / 3, marks=4) is None  # marks, none another could confirm
+    assert estimated_f1(0.8, None, marks=4) is None  # no evidence of recall
+    assert estimated_f1(None, 0.0, marks=0) == 0.0  # no mark at all: found nothing
+    assert estimated_f1(None, None, marks=0) is None
+    confident = {"recall": 2 / 3}
+    rows = [
+        {"worker_id": "alone", "annotations": 4, "gold": None, "confident_recall": confident},
+        {"worker_id": "silent", "annotations": 0, "gold": None, "confident_recall": {"recall": 0}},
+    ]
+    set_quality(rows, {}, {"alone": 10.0, "silent": 0.0})
+    alone, silent = (row["quality"] for row in rows)
+    assert (alone["precision"], alone["recall"], alone["f1"]) == (None, 2 / 3, None)
+    assert (silent["precision"], silent["recall"], silent["f1"]) == (None, 0, 0.0)

@@ -1,5 +1,5 @@
 """Every way into a study: a proven return resumes its own assignment; anything else starts
-new work under the study's policy (:func:`app.annotation.assigning.assign`).
+new work under the study's policy (:func:`app.annotation.arrive.arrive`).
 
 A worker ID alone proves nothing. Proof is what only the worker's own visit has: the
 assignment's token (kept in ``localStorage`` by the browser that opened it and presented on
@@ -15,8 +15,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.annotation.assigning import assign, condition_for, lock_document, slot_is_free
-from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment
+from app.annotation import arrival_sql
+from app.annotation.arrival_choice import cap_of, condition_for
+from app.annotation.arrive import Arrived, arrive
+from app.annotation.assignments import TOKEN_PATTERN, now, open_assignment, worker_id_from
+from app.annotation.connect import handle_of
 from app.models import Assignment, Document, Study
 
 
@@ -39,24 +42,27 @@ def resume(
     visit: Assignment,
     *,
     platform_data: dict[str, Any] | None = None,
-) -> Assignment:
+) -> Assignment | Arrived:
     """Continue a proven visit: active goes on, submitted stays as it is, abandoned is
-    reopened while its slot is still free (else the worker gets new work)."""
+    reopened while its document has a free slot (after the document's lock, so its slots are
+    counted exactly), else the worker gets new work under the policy."""
+    data = {**(visit.platform_data or {}), **(platform_data or {})}
     if visit.status == "abandoned":
-        lock_document(session, visit.document)  # its slots counted exactly (Postgres)
-        if not slot_is_free(session, study, visit.document):
-            return assign(
-                session,
-                study,
-                visit.worker_id,
-                platform=visit.platform,
-                platform_data={**(visit.platform_data or {}), **(platform_data or {})},
-            )
-        visit.status = "active"
+        db = handle_of(session)
+        params = {
+            "assignment_id": visit.id,
+            "document_id": visit.document_id,  # the document's lock
+            "of_document": visit.document_id,
+            "cap": cap_of(study, visit.document.is_gold),
+        }
+        lock = arrival_sql.locks(db.dialect)["document"]
+        if db.pair(lock, arrival_sql.REOPEN, params).scalar() is None:
+            return arrive(db, study, visit.worker_id, platform=visit.platform, platform_data=data)
+        session.refresh(visit)
     if visit.status == "active":
         visit.last_seen_at = now()
         if platform_data:  # MTurk hands out a new assignmentId when a worker accepts again
-            visit.platform_data = {**(visit.platform_data or {}), **platform_data}
+            visit.platform_data = data
     return visit
 
 
@@ -71,12 +77,18 @@ def open_for_document(
 ) -> tuple[Assignment, bool]:
     """The (study, document, worker) assignment, opened without the policy's checks and the
     same token on every call: only for callers holding a researcher's API key of the study.
+    Never an LLM annotator's worker ID (``worker_id_from``): only its run opens its work.
 
     Returns ``(assignment, created)``; a new assignment gets the worker's condition.
     """
     assignment, created = open_assignment(
-        session, study, document, worker_id, platform=platform, platform_data=platform_data
+        session,
+        study,
+        document,
+        worker_id_from(worker_id),
+        platform=platform,
+        platform_data=platform_data,
     )
     if created:
-        assignment.condition = condition_for(session, study, assignment.worker_id)
+        assignment.condition = condition_for(handle_of(session), study, assignment.worker_id)
     return assignment, created

@@ -1,12 +1,13 @@
-"""The statements an arrival runs, built once (issue 17), and its locks (issue 31).
+"""The statements an arrival runs, built once, and its locks.
 
-Building a statement (its clauses, its cache key) costs more Python than sending it.
-:mod:`app.annotation.assigning` binds the values per call. On Postgres an arrival locks its
+Building a statement (its clauses, its cache key) costs more Python than sending it: the
+arrival policy (:mod:`app.annotation.arrive`) binds the values per call. On Postgres an
+arrival locks its
 worker ID (a transaction-level advisory lock) and then only the document it takes (its row,
 ``FOR NO KEY UPDATE``, which foreign-key checks do not wait for), so arrivals on different
 documents of one study do not wait for each other; only a study whose rule reads the whole
 study (balanced conditions, the qualification phase, the demo) still takes the study's row
-lock. SQLite writers are serial anyway (these locks compile to nothing there).
+lock. SQLite writers are serial anyway: :func:`locks` gives no lock statements there.
 """
 
 from __future__ import annotations
@@ -28,16 +29,16 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, Study, WorkerReview
+from app.quality.work import human_worker
 
 TAKEN = ("active", "submitted")
 
 
 def _sql_text(value: str) -> Any:
-    """A constant spelt in the SQL (no parameter of its own: the fast lane's driver sends
-    these statements with only the caller's named values, app/annotation/hot_driver.py)."""
+    """A constant spelt in the SQL (no parameter of its own: a prebuilt statement is sent
+    with only the caller's named values, app/annotation/handle.py)."""
     if "'" in value:
         raise ValueError(value)
     return literal_column(f"'{value}'")
@@ -63,7 +64,7 @@ LOCK_DOCUMENT = (
     .with_for_update(key_share=True)
 )
 # Both in one round trip, the worker ID first (the target list is computed below the row
-# lock), as an arrival that names its document takes them (app/annotation/named_arrival.py).
+# lock), before the arrival's conditional insert (INSERT_IF_ALLOWED).
 LOCK_WORKER_AND_DOCUMENT = (
     select(_WORKER_LOCK)
     .select_from(Document)
@@ -100,7 +101,7 @@ RELEASE = (
             .correlate(None)
         ),
     )
-    .values(status="abandoned")
+    .values(status=_sql_text("abandoned"))
     .execution_options(synchronize_session=False)
 )
 
@@ -115,27 +116,63 @@ _BLOCKED = exists().where(
     WorkerReview.worker_id == bindparam("worker_id"),
     WorkerReview.blocked.is_(True),
 )
-WORK_IN_PROGRESS = select(_ACTIVE_HERE)
-# A document's taken slots.
-TAKEN_SLOTS = select(func.count()).where(
-    Assignment.document_id == bindparam("document_id"),
-    Assignment.status.in_([_sql_text(status) for status in TAKEN]),
-)
-# Whether the worker ID has an active assignment, whether they had ``document_id`` before,
-# and its taken slots: one round trip.
-NAMED_DOCUMENT_STATE = select(_ACTIVE_HERE, _HAD_DOCUMENT, TAKEN_SLOTS.scalar_subquery())
 
-# An arrival that names its document, in a study with no rule reading the whole study
-# (app/annotation/named_arrival.py): the study's columns that decide it, the document and
-# its number of segments (the arrival's answer).
+
+def takes_slot() -> tuple[Any, ...]:
+    """The one rule of a taken slot: a human's assignment, active or submitted (an LLM
+    annotator's takes none: its work stays out of the humans' figures, app/quality/work.py).
+    Its constants are spelt in the SQL, so prebuilt statements carry it too."""
+    return Assignment.status.in_([_sql_text(status) for status in TAKEN]), human_worker()
+
+
+def _taken_slots(document: str) -> Any:
+    """A document's taken slots (its id bound as ``document``)."""
+    return select(func.count()).where(Assignment.document_id == bindparam(document), *takes_slot())
+
+
+TAKEN_SLOTS = _taken_slots("document_id")
+# A proven return to an abandoned assignment reopens it while its document has a free slot
+# (the same count as INSERT_IF_ALLOWED's, after the document's lock).
+REOPEN = (
+    update(Assignment)
+    .where(
+        Assignment.id == bindparam("assignment_id"),
+        Assignment.status == _sql_text("abandoned"),
+        _taken_slots("of_document").scalar_subquery() < bindparam("cap"),
+    )
+    .values(status=ACTIVE)
+    .returning(Assignment.id)
+    .execution_options(synchronize_session=False)
+)
+
+# Why an arrival's conditional insert stored nothing, read to word the refusal: whether the
+# worker ID has an active assignment, whether they had ``document_id`` before, its taken
+# slots, whether the worker is blocked; and whether releasing the study's stale holds (RELEASE)
+# would change that: the worker's own active assignment stale, a stale hold on the document.
+# One round trip.
+ARRIVAL_STATE = select(
+    _ACTIVE_HERE.label("active"),
+    _HAD_DOCUMENT.label("had"),
+    TAKEN_SLOTS.scalar_subquery().label("taken"),
+    _BLOCKED.label("blocked"),
+    exists().where(*_STALE, Assignment.worker_id == bindparam("worker_id")).label("mine_stale"),
+    exists()
+    .where(*_STALE, Assignment.document_id == bindparam("document_id"))
+    .label("document_stale"),
+)
+
+# An arrival through the API: the study's columns that decide it and the document it names
+# (none: every document column NULL), with its number of segments (the arrival's answer).
 NAMED_TARGET = (
     select(
         Study.id.label("study_id"),
+        Study.slug,
         Study.status,
         Study.annotators_per_doc,
         Study.settings,
         Document.id.label("document_id"),
         Document.created_at.label("document_created_at"),
+        Document.is_gold,
         select(func.count())
         .where(Segment.document_id == Document.id)
         .scalar_subquery()
@@ -151,11 +188,10 @@ NAMED_TARGET = (
 
 
 def _insert_if_allowed(dialect: str) -> Executable:
-    """The new assignment inserted only where the state NAMED_DOCUMENT_STATE reads would let
-    :func:`app.annotation.assigning.next_assignment_document` give it without taking over a
-    hold: no active assignment of the worker ID here, the document never theirs before, a
-    free slot (``cap``: the study's annotators per document), the worker not blocked. Its
-    id, or no row (the caller then runs the whole policy, which decides and words why)."""
+    """The new assignment inserted only where the arrival policy allows it: no active
+    assignment of the worker ID here, the document never theirs before, a free slot (fewer
+    taken than ``cap``: the study's annotators per document), the worker not blocked. Its
+    id, or no row (the policy then reads ARRIVAL_STATE to word why, or frees a slot)."""
     table = Assignment.__table__
     columns = [c for c in table.columns if c.name != "id"]
     values = [
@@ -181,11 +217,14 @@ def _insert_if_allowed(dialect: str) -> Executable:
 INSERT_IF_ALLOWED = {dialect: _insert_if_allowed(dialect) for dialect in INSERT_IF_NEW}
 
 
-def on_postgres(session: Session) -> bool:
-    return session.bind is not None and session.bind.dialect.name == "postgresql"
-
-
-def lock(session: Session, statement: Executable, **values: Any) -> None:
-    """Take one of the locks above on Postgres (SQLite writers are serial anyway)."""
-    if on_postgres(session):
-        session.execute(statement, values)
+def locks(dialect: str) -> dict[str, Executable | None]:
+    """The arrival's locks by name (``study``, ``worker``, ``document``, ``worker_and_document``)
+    on Postgres; SQLite's writer holds the whole database from its ``BEGIN IMMEDIATE``, so
+    none there (None)."""
+    postgres = dialect == "postgresql"
+    return {
+        "study": LOCK_STUDY if postgres else None,
+        "worker": LOCK_WORKER if postgres else None,
+        "document": LOCK_DOCUMENT if postgres else None,
+        "worker_and_document": LOCK_WORKER_AND_DOCUMENT if postgres else None,
+    }

@@ -1,9 +1,9 @@
-"""The annotation workflow's rules: opening assignments, reading them, submitting.
-
-Transport-neutral: the JSON API and the tests call these with plain dicts. Every function
-either changes the database as asked or raises a :class:`MarginaliaError` having changed
-nothing. The caller commits. The per-action writes (add, remove, position, heartbeat) are
-:mod:`app.annotation.fast`'s, whose rules live in SQL once (:mod:`app.annotation.hot_sql`).
+"""What the worker actions share about an assignment: its token and completion code, a
+worker ID's check, a new row's columns, the refusal of a change to one no longer active, and
+an annotation's JSON. The actions themselves are one module each (:mod:`app.annotation.add`,
+``remove``, ``position``, ``edit``, ``submit``, ``arrive``, ``read``, ``practice_check``,
+``hint_events``); :func:`open_assignment` is a researcher's open of a named (document, worker)
+(:func:`app.annotation.admission.open_for_document`), outside the policy.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.annotation import timing
 from app.annotation.arrival_sql import INSERT_IF_NEW
-from app.annotation.qualification import qualifying, screen_out
 from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Annotation, Assignment, Document, Study, isoformat
+from app.quality.work import LLM_PREFIX, is_llm
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -33,14 +32,6 @@ TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-def engage(assignment: Assignment) -> None:
-    """The worker did something: their slot is kept for the abandon timeout from now on."""
-    moment = now()
-    assignment.last_seen_at = moment
-    if assignment.engaged_at is None:
-        assignment.engaged_at = moment
 
 
 def new_token() -> str:
@@ -75,8 +66,12 @@ def get_assignment(
 
 
 def worker_id_from(value: Any) -> str:
-    """A worker ID as given by a link or a request body, checked and stripped."""
-    return _worker_id(value)
+    """A worker ID as given by a link or a request body, checked and stripped; never an LLM
+    annotator's (``llm:``, app/llm/), whose work stays out of the humans' figures."""
+    worker_id = _worker_id(value)
+    if is_llm(worker_id):
+        raise InvalidInput(f"worker IDs starting with {LLM_PREFIX} are kept for LLM annotators")
+    return worker_id
 
 
 def _worker_id(value: Any) -> str:
@@ -99,6 +94,7 @@ def new_row(
     platform: str = "generic",
     platform_data: dict[str, Any] | None = None,
     condition: str | None = None,
+    session_id: int | None = None,
 ) -> dict[str, Any]:
     """A new assignment's every column but its id (a checked ``worker_id``)."""
     moment = now()
@@ -107,6 +103,7 @@ def new_row(
         "study_id": study_id,
         "document_id": document_id,
         "worker_id": worker_id,
+        "session_id": session_id,
         "platform": platform,
         "platform_data": platform_data or {},
         "condition": condition,
@@ -198,108 +195,6 @@ def require_active(status: str) -> None:
         raise Conflict(f"this assignment is {status} and can no longer be changed")
 
 
-def own_annotation(session: Session, assignment: Assignment, annotation_id: int) -> Annotation:
-    """The assignment's annotation ``annotation_id`` (live or removed); 404 for any other."""
-    if not 0 < annotation_id <= MAX_ID:
-        raise NotFound("this assignment has no such annotation")
-    annotation = session.scalar(
-        select(Annotation).where(
-            Annotation.id == annotation_id, Annotation.assignment_id == assignment.id
-        )
-    )
-    if annotation is None:
-        raise NotFound("this assignment has no such annotation")
-    return annotation
-
-
-def live_annotations(session: Session, assignment_id: int) -> list[Annotation]:
-    return list(
-        session.scalars(
-            select(Annotation)
-            .where(Annotation.assignment_id == assignment_id, Annotation.removed_at.is_(None))
-            .order_by(Annotation.id)
-        )
-    )
-
-
-def scores_suggestions(study: Study) -> bool:
-    """Whether a submit scores the worker against the document's suggestions."""
-    return study.suggestions != "off"
-
-
-def pauses(study: Study) -> bool:
-    """Whether a submit applies the study's pause rule (:mod:`app.annotation.pausing`)."""
-    return "pause" in (study.settings or {})
-
-
-def plain_study(study: Study) -> bool:
-    """Whether none of the study's rules makes a submit read or write more than its row and,
-    when the study :func:`scores_suggestions`, the worker's score (no segments to have seen,
-    no pause rule)."""
-    return not (timing.requires_all_seen(study) or pauses(study))
-
-
-def plain_submit(assignment: Assignment) -> bool:
-    """Whether :func:`submit` of ``assignment`` would only score it against the suggestions
-    (when its study :func:`scores_suggestions`) and write its row's submit (status, times,
-    code, the score: ``hot_sql.SUBMIT`` or ``SUBMIT_SCORED``): it is active, its study's rules
-    are plain (:func:`plain_study`) and it is no qualification attempt. It reads the
-    assignment's, study's and document's columns only (``hot_sql.SUBMIT_FACTS``): the fast
-    lane's test (:mod:`app.annotation.fast_submit`)."""
-    return (
-        assignment.status == "active"
-        and plain_study(assignment.study)
-        and not qualifying(assignment)
-    )
-
-
-def with_score(scores: dict[str, Any] | None, score: dict[str, Any]) -> dict[str, Any]:
-    """An assignment's ``scores`` with its suggestion recall (``"suggestions"``) set."""
-    return {**(scores or {}), "suggestions": score}
-
-
-def submit(session: Session, assignment: Assignment) -> str | None:
-    """End the assignment (read-only from now on); returns its completion code. Idempotent.
-
-    A practice document (a gold document of a study with a pass mark) gets no code: the
-    worker goes on to the next document, or, having used the last attempt without the pass
-    mark, is screened out (:func:`app.annotation.qualification.screen_out`: status
-    ``screened_out``, the screen-out return instead of a code).
-
-    A submit that :func:`plain_submit` calls plain writes only the row's status, times and
-    code, and its score when the study scores suggestions; on Postgres's fast lane
-    ``hot_sql.SUBMIT`` or ``SUBMIT_SCORED`` writes them after the same scoring
-    (tests/test_fast_submit.py proves the two alike): a new branch here that reads or writes
-    more must make :func:`plain_submit` false for it.
-    """
-    if assignment.status in ("submitted", "screened_out"):
-        return assignment.completion_code
-    require_active(assignment.status)
-    timing.require_seen(session, assignment)
-    if scores_suggestions(assignment.study):
-        from app.quality.assignment_scores import score_against_suggestions
-
-        # Scored first (it reads the annotations, which the submit does not change), so the
-        # assignment's row is written once, at commit.
-        scored = score_against_suggestions(session, assignment)
-        assignment.scores = with_score(assignment.scores, scored.score)
-    assignment.status = "submitted"
-    assignment.submitted_at = now()
-    engage(assignment)
-    if pauses(assignment.study):  # the optional pause rule
-        from app.annotation import pausing
-
-        session.flush()
-        pausing.check(session, assignment.study, [assignment.worker_id])
-    if qualifying(assignment):
-        session.flush()
-        if screen_out(session, assignment.study, assignment.worker_id):
-            session.refresh(assignment)
-        return None
-    assignment.completion_code = assignment.completion_code or new_completion_code()
-    return assignment.completion_code
-
-
 def annotation_json(annotation: Annotation) -> dict[str, Any]:
     paired = None
     if annotation.paired_segment is not None:
@@ -328,23 +223,6 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
     if attributes:  # only when set: other studies' payloads stay as they were
         out["attributes"] = attributes
     return out
-
-
-def mark_rows(session: Session, annotation: Annotation) -> list[Annotation]:
-    """The other rows of a multi-label mark whose first row is ``annotation``."""
-    return list(
-        session.scalars(
-            select(Annotation)
-            .where(Annotation.assignment_id == annotation.assignment_id)
-            .where(Annotation.mark == annotation.id)
-            .order_by(Annotation.id)
-        )
-    )
-
-
-def mark_json(session: Session, annotation: Annotation) -> dict[str, Any]:
-    """One stored mark's JSON (with its other categories, if multi-label)."""
-    return marks_json([annotation, *mark_rows(session, annotation)])[0]
 
 
 def marks_json(rows: Any) -> list[dict[str, Any]]:

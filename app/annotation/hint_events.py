@@ -4,12 +4,12 @@ once per (assignment, suggestion, event).
 They reach the server three ways, all storing the same rows: one event for one suggestion
 (``POST …/suggestions/<id>/events``), one event for many (``POST …/suggestions/events``),
 and riding in a position update (``POST …/position`` with ``"events": {"<event>": [id, ...]}``),
-so a segment view's hints cost no request of their own (issue 17). Only events for the
+so a segment view's hints cost no request of their own. Only events for the
 suggestions the worker is shown are stored (:func:`shown_ids`, the payload's own rule); an
 event for any other id, another document's, one below the study's score or past its hints
 per segment, or any id at all where suggestions are hidden, is ignored with the same answer
-(issue 26 row 7: a 204-or-400 difference told which ids a hidden document had, and forged
-``accepted`` events reached the export). An id that is no whole number of the ids' range is
+(a 204-or-400 difference would tell which ids a hidden document has, and forged ``accepted``
+events would reach the export). An id that is no whole number of the ids' range is
 a bad value (400).
 """
 
@@ -22,9 +22,10 @@ from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
+from app.annotation.claims import keys_for
+from app.annotation.handle import Handle
 from app.annotation.values import MAX_ID
 from app.crowd.platforms import hint_limits
 from app.errors import InvalidInput
@@ -86,7 +87,7 @@ def parse_events(value: Any) -> dict[str, list[int]]:
 def pick_shown(rows: Iterable[Any], most: int) -> list[Any]:
     """The suggestions a worker is shown, from a document's rows scoring at least the study's
     lowest, in (segment, score best first, start, id) order: at most ``most`` per segment.
-    The one rule of the payload (app/web/assignment_read.py) and of which events count."""
+    The one rule of the payload (app/annotation/read.py) and of which events count."""
     kept: list[Any] = []
     per_segment: dict[int, int] = {}
     for row in rows:
@@ -96,20 +97,18 @@ def pick_shown(rows: Iterable[Any], most: int) -> list[Any]:
     return kept
 
 
-def shown_ids(db: Any, assignment_id: int, document_id: int) -> set[int]:
+def shown_ids(db: Handle, assignment_id: int, document_id: int) -> set[int]:
     """The ids of the suggestions this assignment's worker is shown: none in a study whose
     suggestions are hidden or off, nor in the unassisted condition."""
-    viewer = hot_sql.execute(db, "hint_viewer", VIEWER, {"assignment_id": assignment_id}).first()
+    viewer = db.run(VIEWER, {"assignment_id": assignment_id}, alone=True).first()
     if viewer is None or viewer.suggestions != "shown" or viewer.condition == "unassisted":
         return set()
     settings = viewer.settings
     if isinstance(settings, str):  # SQLite hands JSON back as text
         settings = json.loads(settings)
     most, lowest = hint_limits(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
-    result = hot_sql.execute(
-        db, "document_hints", DOCUMENT_HINTS, {"document_id": document_id, "lowest": lowest}
-    )
-    rows = result.rows if isinstance(result, hot_sql.DriverResult) else result.all()
+    params = {"document_id": document_id, "lowest": lowest}
+    rows = db.run(DOCUMENT_HINTS, params, alone=True).all()
     return {row[0] for row in pick_shown((_Hint(*row) for row in rows), most)}
 
 
@@ -118,16 +117,16 @@ class _Hint(NamedTuple):
     segment: int
 
 
-def record(
-    session: Session, assignment_id: int, document_id: int, events: dict[str, list[int]]
-) -> None:
-    """Store ``events`` (event -> suggestion ids) not stored yet, for the suggestions this
-    worker is shown (:func:`shown_only`), as a position update stores them."""
-    keys = SimpleNamespace(id=assignment_id, document_id=document_id)
-    insert_fast(session, keys, shown_only(session, keys, events), datetime.now(UTC))
+def record(db: Handle, token: str, event: str, ids: list[int]) -> None:
+    """The suggestion-event action (``POST …/suggestions/<id>/events``, ``POST
+    …/suggestions/events``): ``event`` for the suggestions ``ids`` this worker is shown
+    (:func:`shown_only`), each stored once, whatever the assignment's status; 404 for an
+    unknown token."""
+    keys = keys_for(db, token)
+    insert(db, keys, shown_only(db, keys, {event: sorted(set(ids))}), datetime.now(UTC))
 
 
-def shown_only(db: Any, keys: Any, events: dict[str, list[int]]) -> dict[str, list[int]]:
+def shown_only(db: Handle, keys: Any, events: dict[str, list[int]]) -> dict[str, list[int]]:
     """``events`` narrowed to the suggestions this worker is shown (:func:`shown_ids`: two
     prepared ``SELECT``s, none when there are no events); any other id is dropped, the same
     way whatever it is, so an answer tells nothing about which ids belong to the document."""
@@ -138,14 +137,12 @@ def shown_only(db: Any, keys: Any, events: dict[str, list[int]]) -> dict[str, li
     return {event: ids for event, ids in kept.items() if ids}
 
 
-def insert_fast(db: Any, keys: Any, events: dict[str, list[int]], moment: Any) -> None:
-    """Store ``events`` (already :func:`shown_only`; on the hot path, after the claim): one
-    ``INSERT … ON CONFLICT DO NOTHING`` per (event, suggestion)."""
+def insert(db: Handle, keys: Any, events: dict[str, list[int]], moment: Any) -> None:
+    """Store ``events`` (already :func:`shown_only`; in a position, after the claim): one
+    ``INSERT … ON CONFLICT DO NOTHING`` per (event, suggestion), sent with the commit."""
     for event, ids in events.items():
         for suggestion_id in ids:
-            hot_sql.execute_later(  # with the COMMIT, on Postgres's fast lane
-                db,
-                "insert_event",
+            db.later(
                 hot_sql.INSERT_EVENT,
                 {
                     "assignment_id": keys.id,

@@ -1,39 +1,35 @@
-"""The hot path's SQL (:mod:`app.annotation.fast`), written once per dialect.
+"""The worker actions' SQL, written once: the claims, the writes and the reads of a refusal.
 
-Plain ``text()`` statements built at import: a request binds its values and runs them, with
-no statement construction, cache-key walk or ORM unit of work (issue 17's profile: building
-Core statements per request cost more than running them). Each writing statement carries the
-whole rule it enforces in its ``WHERE``, so it changes nothing unless every condition holds:
+Plain ``text()`` statements built at import: an action binds its values and runs them on its
+handle (:mod:`app.annotation.handle`), with no statement construction, cache-key walk or ORM
+unit of work per request (building Core statements per request cost more than running them).
+Each writing statement carries the whole rule it enforces in its ``WHERE``, so it changes
+nothing unless every condition holds:
 
-- :data:`CLAIM` and friends: the token's assignment is live (``status = 'active'``; one place:
-  :data:`LIVE`), it is locked (an ``UPDATE`` takes the row lock, so two racing adds cannot both
-  pass the duplicate guard), and the worker's activity is stamped; on Postgres's fast lane,
-  :data:`LOCK` takes the lock and the write stamps only when it stored (:func:`insert_stamped`,
-  :data:`REMOVE_STAMPED`: one round trip, committed by the server);
+- the claim: the token's assignment is live (``status = 'active'``; one place: :data:`LIVE`),
+  it is locked (an ``UPDATE``, or :data:`LOCK`, takes the row lock, so two racing adds cannot
+  both pass the duplicate guard), and the worker's activity is stamped;
 - :func:`insert_annotation`: no live duplicate from another ``client_id``; the unique
   ``(assignment_id, client_id)`` decides a retry (``ON CONFLICT DO NOTHING``);
 - a checked practice segment is frozen (``practice_checks``, empty outside practice).
 
-These are the rules' only definitions (issue 25): nothing in Python decides them again. On a
-refusal, ``STATE*``, ``EARLIER`` and :func:`duplicate_of` read the same conditions back so
+These are the rules' only definitions: nothing in Python decides them again. On a refusal,
+``STATE*``, ``EARLIER`` and :func:`duplicate_of` read the same conditions back so
 :mod:`app.annotation.refusals` can word the answer.
 
-Postgres and SQLite differ in two spellings only: typed NULLs (``CAST``) and null-safe
-equality (``IS NOT DISTINCT FROM`` / ``IS``). :mod:`app.annotation.hot_driver` runs them
-(prepared on Postgres; its :class:`Driver` for the fast lane), re-exported here.
+Where the databases differ, a function spells the dialect's form of the one statement (typed
+NULLs and null-safe equality; Postgres's writes that stamp in the same statement, where SQLite,
+whose writers are serial and whose ``WITH`` takes no ``INSERT``/``UPDATE``, claims first and
+writes after in its one transaction): :func:`add_statements`, :func:`remove_statements`,
+:func:`submit_statements`.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from sqlalchemy import JSON, DateTime, Float, Integer, TextClause, bindparam, text
+from sqlalchemy import JSON, DateTime, Executable, Float, Integer, TextClause, bindparam, text
 
-from app.annotation.hot_driver import Driver as Driver
-from app.annotation.hot_driver import DriverResult as DriverResult
-from app.annotation.hot_driver import driver_for as driver_for
-from app.annotation.hot_driver import execute as execute
-from app.annotation.hot_driver import execute_later as execute_later
 from app.models.changes import LOCK_SPACE, assignment_reason
 
 TIMESTAMP = DateTime(timezone=True)
@@ -59,7 +55,7 @@ def _stamped(sql: str) -> TextClause:
     return text(sql).bindparams(bindparam("now", type_=TIMESTAMP))
 
 
-# The token's fixed keys (cached per process by :mod:`app.annotation.fast`): they never change.
+# The token's fixed keys (cached per process, app/annotation/cache.py): they never change.
 KEYS = text(
     "SELECT assignments.id, assignments.document_id, assignments.study_id, "
     "assignments.created_at, documents.created_at AS document_created_at, "
@@ -83,21 +79,25 @@ CLAIM_POSITION = _stamped(
     f"UPDATE assignments SET {STAMP}, current_segment = :segment WHERE {LIVE}"
 )
 
-# The submit's fast form (app/annotation/fast_submit.py), on Postgres's fast lane: what the
-# rules of :func:`app.annotation.assignments.submit` and its scoring read of the token's
-# assignment, its study and its document, one row; then the submit's write (the columns that
-# ``submit`` sets through the ORM, a property test proving the two alike), guarded by LIVE, so
-# a submit or an abandon committed since the read makes it write nothing (no row returned).
+# What the submit's rules and its scoring read of the token's assignment, its study, its
+# document and its session (app/annotation/submit.py): one row, no lock.
 SUBMIT_FACTS = text(
     "SELECT assignments.id, assignments.study_id, assignments.document_id, "
     "assignments.worker_id, assignments.status, assignments.completion_code, "
     "assignments.platform, assignments.platform_data, assignments.scores, "
+    "assignments.current_segment, assignments.session_id, "
     "studies.suggestions, studies.settings, studies.completion_url, studies.taxonomy_hash, "
-    "documents.external_id, documents.is_gold, documents.created_at AS document_created_at "
+    "documents.external_id, documents.is_gold, documents.created_at AS document_created_at, "
+    "work_sessions.documents AS session_documents, "
+    "work_sessions.completion_code AS session_code "
     "FROM assignments "
     "JOIN studies ON studies.id = assignments.study_id "
-    "JOIN documents ON documents.id = assignments.document_id WHERE assignments.token = :token"
-)
+    "JOIN documents ON documents.id = assignments.document_id "
+    "LEFT JOIN work_sessions ON work_sessions.id = assignments.session_id "
+    "WHERE assignments.token = :token"
+).columns(platform_data=JSON, scores=JSON, settings=JSON, document_created_at=TIMESTAMP)
+# The segments a worker has reached (app/annotation/timing.py's all-segments-seen rule).
+SEEN = text("SELECT segment FROM segment_times WHERE assignment_id = :assignment_id")
 
 # How many times the assignment's live annotations changed: rows added plus rows removed. An
 # annotation is never updated but to be removed (an edit is a remove and an add) and a removal
@@ -106,11 +106,10 @@ MARK_CHANGES = (
     "SELECT COUNT(*) + COUNT(removed_at) FROM annotations WHERE assignment_id = :assignment_id"
 )
 
-# The submit's scoring reads (app/quality/assignment_scores.py), one round trip, on the
-# route's session and the fast lane's driver alike: the document's suggestions (kind 0, in
-# (segment, start, id) order); the assignment's live annotations (kind 1, in id order), only
-# when there are suggestions (else the score reads nothing more); and MARK_CHANGES (kind 2,
-# in ``id``), which the scored write (SUBMIT_SCORED) reads again.
+# The submit's scoring reads (app/quality/assignment_scores.py), one round trip: the
+# document's suggestions (kind 0, in (segment, start, id) order); the assignment's live
+# annotations (kind 1, in id order), only when there are suggestions (else the score reads
+# nothing more); and MARK_CHANGES (kind 2, in ``id``), which the scored write reads again.
 SUBMIT_SPANS = text(
     'SELECT kind, id, segment, "start", "end", category, source, text FROM ('
     'SELECT 0 AS kind, id, segment, start_offset AS "start", end_offset AS "end", category, '
@@ -123,64 +122,105 @@ SUBMIT_SPANS = text(
     'CASE WHEN kind = 0 THEN "start" END, id'
 )
 
+# The submit's write: status, times, the code kept or new (:code: NULL for a qualification
+# attempt, which gets none), the activity stamp, with ``scored`` the worker's scores too, and
+# only while the row is live (and, scored, its live annotations are those scored:
+# MARK_CHANGES as read), so a submit, an abandon or a change committed since the reads makes
+# it write nothing; returning the code. The study's change log gets its row in the same
+# transaction (app/models/changes.py: the served report goes stale).
+_SUBMIT_SET = (
+    "UPDATE assignments SET status = 'submitted', submitted_at = :now, "
+    f"completion_code = COALESCE(completion_code, :code), {STAMP}"
+)
+_LOGGED = f"'{assignment_reason('submitted')}'"
 
-def _submit(scored: bool) -> TextClause:
-    """The submit's write, after LOCK_FOR_SUBMIT in the same round trip (a new statement: its
-    snapshot sees every add committed before the lock), with the study's change log's row
-    (app/models/changes.py: what the route's flush adds, ``assignment <status>``) when it
-    wrote; ``scored``: with the worker's scores too, and only while the live annotations are
-    those scored (MARK_CHANGES as read)."""
-    scores = ", scores = :scores" if scored else ""
-    guard = f" AND ({MARK_CHANGES}) = :changes" if scored else ""
-    statement = _stamped(
-        "WITH done AS (UPDATE assignments SET status = 'submitted', submitted_at = :now, "
-        f"completion_code = COALESCE(completion_code, :code), {STAMP}{scores} "
-        f"WHERE {LIVE}{guard} RETURNING completion_code, study_id), "
-        "logged AS (INSERT INTO work_changes (study_id, reason, created_at) "
-        f"SELECT study_id, '{assignment_reason('submitted')}', :now FROM done) "
-        "SELECT completion_code FROM done"
-    )
+
+def _submit_guard(scored: bool) -> str:
+    return f"{LIVE} AND ({MARK_CHANGES}) = :changes" if scored else LIVE
+
+
+def _with_scores(statement: TextClause, scored: bool) -> TextClause:
     return statement.bindparams(bindparam("scores", type_=JSON)) if scored else statement
 
 
-# The submit's locks, in the route's order: the live row's (as LOCK), then the study's change
-# log's shared lock (app/models/changes.py: held from the change's row to the commit, so the
-# figure job's exclusive lock sees every change committed), taken only when the row is live.
-LOCK_FOR_SUBMIT = text(
-    f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE} + study_id) FROM "
-    f"(SELECT study_id FROM assignments WHERE {LIVE} FOR NO KEY UPDATE) AS live"
-)
-SUBMIT = _submit(scored=False)
-SUBMIT_SCORED = _submit(scored=True)
+@cache
+def submit_statements(dialect: str, scored: bool) -> tuple[Executable, Executable]:
+    """The submit's lock and write (:meth:`Handle.pair`): on Postgres the live row's lock and
+    then the study's change log's shared lock (held from the change's row to the commit, so
+    the figure job's exclusive lock sees every change committed), then the write with its log
+    row in one statement; on SQLite (serial writers) the log row inserted on the same
+    condition, then the write."""
+    scores = ", scores = :scores" if scored else ""
+    guard = _submit_guard(scored)
+    if dialect == "postgresql":
+        lock = text(
+            f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE} + study_id) FROM "
+            f"(SELECT study_id FROM assignments WHERE {LIVE} FOR NO KEY UPDATE) AS live"
+        )
+        write = _stamped(
+            f"WITH done AS ({_SUBMIT_SET}{scores} WHERE {guard} "
+            "RETURNING completion_code, study_id), "
+            "logged AS (INSERT INTO work_changes (study_id, reason, created_at) "
+            f"SELECT study_id, {_LOGGED}, :now FROM done) "
+            "SELECT completion_code FROM done"
+        )
+        return lock, _with_scores(write, scored)
+    log = _stamped(
+        "INSERT INTO work_changes (study_id, reason, created_at) "
+        f"SELECT study_id, {_LOGGED}, :now FROM assignments WHERE {guard}"
+    )
+    write = _stamped(f"{_SUBMIT_SET}{scores} WHERE {guard} RETURNING completion_code")
+    return log, _with_scores(write, scored)
+
 
 # The rows of the mark that annotation :annotation_id belongs to: a multi-label mark's other
-# rows name its first row in ``mark`` (issue 28), and a remove of any of them takes them all.
+# rows name its first row in ``mark``, and a remove of any of them takes them all.
 MARK_HEAD = (
     "COALESCE((SELECT head.mark FROM annotations head WHERE head.id = :annotation_id "
     "AND head.assignment_id = :assignment_id), :annotation_id)"
 )
 OF_MARK = f"assignment_id = :assignment_id AND {MARK_HEAD} IN (id, mark)"
 
-REMOVE = _stamped(f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK}")
-
-# REMOVE with the claim's rule repeated, for :meth:`Driver.claim_and_run` (see insert_annotation).
-REMOVE_CHECKED = _stamped(
+# A remove: every row of the mark stamped removed (idempotent), with the claim's rule
+# repeated (the claim's row count is not read), returning the rows' ids.
+REMOVE_CHECKED = (
     f"UPDATE annotations SET removed_at = COALESCE(removed_at, :now) WHERE {OF_MARK} "
     f"AND EXISTS (SELECT 1 FROM assignments WHERE {LIVE}) AND {NOT_FROZEN_ANNOTATION}"
 )
 
-# The fast lane's add and remove in one round trip that commits (Driver.claim_and_run with
-# ``alone``): LOCK takes the lock a claim takes, writing nothing; the write that follows (a new
-# statement: a snapshot taken after the lock, so an add committed before it is seen) repeats
-# the claim's rule and stamps the activity only when it stored, so a refusal, committed all
-# the same, has changed nothing. (One statement would take one snapshot before the lock: two
-# racing duplicates would both pass the guard.)
+# Postgres's claim for an add or a remove: LOCK takes the lock a claim takes, writing
+# nothing; the write that follows (a new statement: a snapshot taken after the lock, so an add
+# committed before it is seen) repeats the claim's rule and stamps the activity only when it
+# stored, so a refusal, even committed (a pair run alone), has changed nothing. (One
+# statement would take one snapshot before the lock: two racing duplicates would both pass
+# the guard.)
 LOCK = text(f"SELECT 1 FROM assignments WHERE {LIVE} FOR NO KEY UPDATE")
+
+
+@cache
+def lock_statement(dialect: str) -> Executable:
+    """The live row's lock, taken first by an action of several writes (an edit): on
+    Postgres :data:`LOCK`; SQLite's writer holds the database from its ``BEGIN IMMEDIATE``,
+    so there the same read locks nothing more."""
+    return LOCK if dialect == "postgresql" else text(f"SELECT 1 FROM assignments WHERE {LIVE}")
+
+
 STAMP_IF = f"UPDATE assignments SET {STAMP} WHERE {LIVE} AND EXISTS (SELECT 1 FROM {{}})"
-REMOVE_STAMPED = _stamped(
-    f"WITH gone AS ({REMOVE_CHECKED.text} RETURNING id), stamp AS ({STAMP_IF.format('gone')}) "
-    "SELECT count(*) AS n FROM gone"
-)
+
+
+@cache
+def remove_statements(dialect: str) -> tuple[Executable, Executable]:
+    """A remove's claim and write (:meth:`Handle.pair`), returning the removed rows' ids: on
+    Postgres LOCK, then the write stamping the activity when it removed; on SQLite the claim
+    (its stamp rolled back with a refusal), then the write."""
+    if dialect == "postgresql":
+        write = _stamped(
+            f"WITH gone AS ({REMOVE_CHECKED} RETURNING id), "
+            f"stamp AS ({STAMP_IF.format('gone')}) SELECT id FROM gone"
+        )
+        return LOCK, write
+    return CLAIM_FOR_REMOVE, _stamped(f"{REMOVE_CHECKED} RETURNING id")
+
 
 # What a position report's time budget needs (app/annotation/timing.py): the last report's
 # time and the seconds stored so far.
@@ -220,7 +260,7 @@ ANNOTATION_COLUMNS = (
     ("comment", "comment", "TEXT"),
     ("client_id", "client_id", "TEXT"),
     ("suggestion_id", "suggestion_id", "INTEGER"),
-    ("attributes_json", "attributes", "JSON"),  # JSON text or NULL (app/annotation/fast.py)
+    ("attributes_json", "attributes", "JSON"),  # JSON text or NULL (app/annotation/add.py)
     ("mark", "mark", "INTEGER"),  # a multi-label mark's first row, on its other rows
 )
 # A duplicate: the same span, category and pair (the page flashes the existing mark).
@@ -262,9 +302,8 @@ def _value(postgres: bool, name: str, sql_type: str) -> str:
 def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
     """``INSERT … SELECT … WHERE NOT EXISTS (live duplicate) ON CONFLICT DO NOTHING
     RETURNING id`` for ``dialect`` (``postgresql`` or ``sqlite``). ``checked`` repeats the
-    claim's conditions (live assignment, segment not frozen), for :meth:`Driver.claim_and_run`:
-    sent with :data:`CLAIM_FOR_ADD` in one round trip, it must store nothing when the claim
-    found nothing (whose row count is not read)."""
+    claim's conditions (live assignment, segment not frozen): sent after the claim in one
+    pair (:func:`add_statements`), it must store nothing when the claim found nothing."""
     postgres = dialect == "postgresql"
     columns = ", ".join(column for _name, column, _type in ANNOTATION_COLUMNS)
     values = ", ".join(_value(postgres, name, kind) for name, _column, kind in ANNOTATION_COLUMNS)
@@ -283,13 +322,19 @@ def insert_annotation(dialect: str, checked: bool = False) -> TextClause:
 
 
 @cache
-def insert_stamped() -> TextClause:
-    """:func:`insert_annotation` (``checked``, Postgres) stamping the activity when it stored:
-    the write after :data:`LOCK`."""
-    insert = insert_annotation("postgresql", checked=True).text
-    return _stamped(
-        f"WITH stored AS ({insert}), stamp AS ({STAMP_IF.format('stored')}) SELECT id FROM stored"
-    )
+def add_statements(dialect: str) -> tuple[Executable, Executable]:
+    """An add's claim and write (:meth:`Handle.pair`), returning the new row's id: on Postgres
+    LOCK, then :func:`insert_annotation` (``checked``) stamping the activity when it stored;
+    on SQLite :data:`CLAIM_FOR_ADD` (its stamp rolled back with a refusal), then the insert
+    (``checked``: the claim's row count is not read)."""
+    if dialect == "postgresql":
+        insert = insert_annotation(dialect, checked=True).text
+        write = _stamped(
+            f"WITH stored AS ({insert}), stamp AS ({STAMP_IF.format('stored')}) "
+            "SELECT id FROM stored"
+        )
+        return LOCK, write
+    return CLAIM_FOR_ADD, insert_annotation(dialect, checked=True)
 
 
 # Why a claim or a write found nothing, read on a refusal only (app/annotation/refusals.py):

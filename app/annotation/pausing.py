@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
 from app.models import Assignment, Study, WorkerAction, WorkerReview
+from app.quality.work import is_llm
 
 ACTOR = "pause rule"
 MAX_AFTER = 10_000
@@ -152,6 +153,8 @@ def check(session: Session, study: Study, workers: Iterable[str] | None = None) 
 
     paused = []
     for worker_id in sorted(set(workers) - once):
+        if is_llm(worker_id):  # a model is no crowd worker: nothing to pause (app/llm/)
+            continue
         review = session.scalar(
             select(WorkerReview).where(
                 WorkerReview.study_id == study.id, WorkerReview.worker_id == worker_id

@@ -5,9 +5,9 @@ study with a pass mark (``settings["qualification"]``,
 :func:`app.annotation.qualification.qualification`): every worker does the practice
 documents first, and they teach; they are **never graded**. The qualification is graded on
 the study's other gold documents, drawn at random for each attempt, whose answers no worker
-is ever shown (issue 26 row 3: when the document that gave feedback was also graded, a
-throwaway worker ID asked for feedback without marking anything, read every gold span, and a
-second ID copied them and passed at F1 1.00). So feedback never teaches the answer of
+is ever shown (when the document that gave feedback was also graded, a throwaway worker ID
+could ask for feedback without marking anything, read every gold span, and a second ID copy
+them and pass at F1 1.00). So feedback never teaches the answer of
 anything graded, and asking for it on an empty segment tells only a practice answer. Checks
 are also limited per client address (``PRACTICE_RATE_LIMIT``, app/web/limits.py), so one
 client cycling worker IDs is slowed. Here, segment by segment: the worker asks to *check* a
@@ -22,12 +22,12 @@ the answer compares their live spans in that segment with the segment's gold err
 
 Checking freezes the segment: later adds, removes or edits there are refused (409
 :data:`FROZEN`), so the answer key, once read, cannot be copied into the marks it scores. The
-condition is the hot path's claim (``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``: a
-``practice_checks`` row for the segment), and only :func:`check_segment` writes such rows,
+condition is the actions' claim (``app/annotation/hot_sql.py``'s ``NOT_FROZEN_*``: a
+``practice_checks`` row for the segment), and only the check writes such rows,
 on a practice document alone: a qualification document (graded, no feedback) has nothing
 frozen.
-The check is stored (:class:`app.models.PracticeCheck`), so the same feedback comes back on
-reload. Only a token on a practice document can check anything: any other token gets the
+The check (:mod:`app.annotation.practice_check`) is stored (:class:`app.models.PracticeCheck`),
+so the same feedback comes back on reload. Only a token on a practice document can check anything: any other token gets the
 same 404 as a missing one, and attention checks (``GoldError.is_check``) are never part of
 practice feedback.
 """
@@ -37,17 +37,13 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.annotation.assignments import NO_SUCH_TOKEN
 from app.annotation.qualification import qualification
-from app.errors import Conflict, NotFound
-from app.models import Annotation, Assignment, GoldError, PracticeCheck, Segment
+from app.models import Assignment, PracticeCheck
 from app.quality.matching import match
-from app.quality.scoring import Span, scopes_from_taxonomy
+from app.quality.scoring import Span
 
-MAX_SEGMENT = 2**31 - 1
 FROZEN = (
     "you have checked your marks on this practice segment: they can no longer be changed. "
     "Go on to the next segment"
@@ -93,45 +89,19 @@ def _describe(span: Span, categories: dict[str, dict[str, Any]]) -> dict[str, An
     }
 
 
-def segment_feedback(session: Session, assignment: Assignment, segment: int) -> dict[str, Any]:
-    """Found / missed / wrong of the assignment's live spans in ``segment`` against the
-    segment's gold errors (strict rule); reads nothing but this assignment's own rows."""
-    document = assignment.document
-    text = session.scalar(
-        select(Segment.text).where(Segment.document_id == document.id, Segment.index == segment)
-    )
-    if text is None:
-        raise NotFound(f"this document has no segment {segment}")
-    key = document.external_id
-    gold = [
-        Span(key, e.segment, e.start, e.end, e.category, "gold", e.text, e.id)
-        for e in session.scalars(
-            select(GoldError)
-            .where(
-                GoldError.document_id == document.id,
-                GoldError.segment == segment,
-                GoldError.is_check.is_(False),
-            )
-            .order_by(GoldError.start, GoldError.id)
-        )
-    ]
-    marks = [
-        Span(key, a.segment, a.start, a.end, a.category, "worker", a.text, a.id)
-        for a in session.scalars(
-            select(Annotation)
-            .where(
-                Annotation.assignment_id == assignment.id,
-                Annotation.segment == segment,
-                Annotation.removed_at.is_(None),
-            )
-            .order_by(Annotation.start, Annotation.id)
-        )
-    ]
-    taxonomy = assignment.study.taxonomy or {}
-    categories = {c["id"]: c for c in taxonomy.get("categories", [])}
-    pairs = match(
-        marks, gold, "strict", texts={(key, segment): text}, scopes=scopes_from_taxonomy(taxonomy)
-    )
+def feedback(
+    key: str,
+    segment: int,
+    text: str,
+    gold: list[Span],
+    marks: list[Span],
+    categories: dict[str, dict[str, Any]],
+    scopes: dict[str, str],
+) -> dict[str, Any]:
+    """Found / missed / wrong of a worker's live spans ``marks`` in ``segment`` (whose text is
+    ``text``, of the document keyed ``key``) against the segment's gold errors ``gold``
+    (strict rule), worded with the taxonomy's ``categories`` (by id)."""
+    pairs = match(marks, gold, "strict", texts={(key, segment): text}, scopes=scopes)
     matched_marks = {i for i, _ in pairs}
     matched_gold = {j for _, j in pairs}
     found = [_describe(marks[i], categories) for i, _ in pairs]
@@ -167,35 +137,3 @@ def segment_feedback(session: Session, assignment: Assignment, segment: int) -> 
         "missed": missed,
         "wrong": wrong,
     }
-
-
-def check_segment(session: Session, assignment: Assignment, segment: int) -> dict[str, Any]:
-    """Freeze ``segment`` of a practice assignment and return its feedback (stored once: a
-    second check returns what the first one said)."""
-    if not is_practice(assignment) or not 0 <= segment <= MAX_SEGMENT:
-        raise NotFound(NO_SUCH_TOKEN)  # the very answer of a token that does not exist
-    if assignment.status not in ("active", "submitted"):
-        raise Conflict("this practice document is no longer open")
-    stored = session.scalar(
-        select(PracticeCheck).where(
-            PracticeCheck.assignment_id == assignment.id, PracticeCheck.segment == segment
-        )
-    )
-    if stored is not None:
-        return stored.feedback
-    feedback = segment_feedback(session, assignment, segment)
-    try:
-        with session.begin_nested():
-            session.add(
-                PracticeCheck(assignment_id=assignment.id, segment=segment, feedback=feedback)
-            )
-    except IntegrityError:  # the same check from another tab got there first
-        stored = session.scalar(
-            select(PracticeCheck).where(
-                PracticeCheck.assignment_id == assignment.id, PracticeCheck.segment == segment
-            )
-        )
-        if stored is None:
-            raise
-        return stored.feedback
-    return feedback

@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Study, changes
+from app.quality.work import is_llm
 
 DEFAULT_QUALIFICATION_ATTEMPTS = 2
 # The statuses of a practice assignment that used an attempt.
@@ -43,8 +44,13 @@ def qualification(study: Study) -> Qualification | None:
 
 def qualifying(assignment: Assignment) -> bool:
     """Whether ``assignment`` is a qualification attempt: a gold document of a study with a
-    pass mark (its submit gets no code; the done page scores it)."""
-    return qualification(assignment.study) is not None and assignment.document.is_gold
+    pass mark (its submit gets no code; the done page scores it). An LLM annotator's never
+    is: a model is no crowd worker, its gold documents are its calibration (app/llm/)."""
+    return (
+        qualification(assignment.study) is not None
+        and assignment.document.is_gold
+        and not is_llm(assignment.worker_id)
+    )
 
 
 def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | None:

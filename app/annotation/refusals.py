@@ -1,5 +1,5 @@
-"""Why a write of the hot path stored nothing, and the answer the API gives for it
-(:mod:`app.annotation.fast`).
+"""Why an action's write stored nothing, and the answer the API gives for it
+(:mod:`app.annotation.add`, ``remove``, ``position``, ``edit``).
 
 Whether an add, a remove or a position lands is decided by the claim's and the write's
 ``WHERE`` (:mod:`app.annotation.hot_sql`), once. These functions run on a refusal only: they
@@ -19,6 +19,7 @@ from typing import Any
 
 from app.annotation import hot_sql
 from app.annotation.assignments import NO_SUCH_TOKEN, require_active
+from app.annotation.handle import Handle
 from app.annotation.practice import FROZEN
 from app.errors import Conflict, MarginaliaError, NotFound
 
@@ -41,20 +42,25 @@ class TryAgain(MarginaliaError):
 
 
 def status(
-    db: Any, keys: Any, token: str, *, segment: int | None = None, annotation_id: int | None = None
+    db: Handle,
+    keys: Any,
+    token: str,
+    *,
+    segment: int | None = None,
+    annotation_id: int | None = None,
 ) -> str:
     """The assignment's status; 404 when it is gone, 409 when ``segment`` (an add's) or the
     segment of ``annotation_id`` (a remove's) is a checked practice segment."""
     params: dict[str, Any] = {"assignment_id": keys.id, "token": token}
     if annotation_id is not None:
-        name, statement = "state_for_remove", hot_sql.STATE_FOR_REMOVE
+        statement = hot_sql.STATE_FOR_REMOVE
         params["annotation_id"] = annotation_id
     elif segment is not None:
-        name, statement = "state_for_add", hot_sql.STATE_FOR_ADD
+        statement = hot_sql.STATE_FOR_ADD
         params["segment"] = segment
     else:
-        name, statement = "state", hot_sql.STATE
-    row = hot_sql.execute(db, name, statement, params).first()
+        statement = hot_sql.STATE
+    row = db.run(statement, params, alone=True).first()
     if row is None:
         raise NotFound(NO_SUCH_TOKEN)
     if row.frozen:
@@ -62,26 +68,26 @@ def status(
     return row.status
 
 
-def refuse_unless_live(db: Any, keys: Any, token: str, **frozen: int | None) -> None:
+def refuse_unless_live(db: Handle, keys: Any, token: str, **frozen: int | None) -> None:
     """Raise the refusal when the claim's conditions do not hold (see :func:`status`)."""
     require_active(status(db, keys, token, **frozen))
 
 
 def retry_or_duplicate(
-    db: Any, dialect: str, keys: Any, client_id: str, row: dict[str, Any], labels: list[str]
+    db: Handle, keys: Any, client_id: str, row: dict[str, Any], labels: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
     """After an add whose claim held stored nothing: the annotation first stored under
     ``client_id`` (its fields, ``attributes`` decoded) and its mark's categories when ``row``
     and ``labels`` repeat them (a retry); else the refusal (409)."""
     params = {"assignment_id": keys.id, "client_id": client_id}
-    earlier = hot_sql.execute(db, "earlier", hot_sql.EARLIER, params).first()
+    earlier = db.run(hot_sql.EARLIER, params, alone=True).first()
     if earlier is None:
-        refuse_duplicate(db, dialect, {**row, **params})
+        refuse_duplicate(db, {**row, **params})
     fields = earlier._asdict()
     stored = fields.pop("attributes_json")  # JSON text on SQLite, decoded by Postgres's driver
     fields["attributes"] = json.loads(stored) if isinstance(stored, str) else stored
     mark = {"assignment_id": keys.id, "mark": earlier.id}
-    read = hot_sql.execute(db, "mark_categories", hot_sql.MARK_CATEGORIES, mark)
+    read = db.run(hot_sql.MARK_CATEGORIES, mark, alone=True)
     others = [category for (category,) in read.all()]
     if (
         any(fields[name] != row[name] for name in CONTENT)
@@ -92,10 +98,10 @@ def retry_or_duplicate(
     return fields, labels
 
 
-def refuse_duplicate(db: Any, dialect: str, params: dict[str, Any]) -> None:
+def refuse_duplicate(db: Handle, params: dict[str, Any]) -> None:
     """An add's insert stored nothing though its claim held and its ``client_id`` is new:
     409 naming the live mark it duplicates (its first row's id), else "try again"."""
-    duplicate = hot_sql.execute(db, "duplicate_of", hot_sql.duplicate_of(dialect), params).scalar()
+    duplicate = db.run(hot_sql.duplicate_of(db.dialect), params, alone=True).scalar()
     if duplicate is not None:
         raise Conflict(
             "you have already marked this span with this category", existing_id=duplicate

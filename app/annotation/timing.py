@@ -19,15 +19,15 @@ is refused until every segment was reached).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from app.annotation import hot_sql
+from app.annotation.handle import Handle
+from app.documents.numbers import finite_number
 from app.errors import Conflict, InvalidInput
-from app.models import Assignment, Segment, SegmentTime, Study
+from app.models import Assignment, Study
 
 SLACK_SECONDS = 5.0
 
@@ -37,7 +37,8 @@ def _aware(moment: datetime) -> datetime:
 
 
 def parse_active(value: Any, count: int) -> dict[int, float]:
-    """The ``active`` field checked: segment index -> seconds (finite, >= 0, in range)."""
+    """The ``active`` field checked: segment index -> seconds (finite, >= 0, in range); a
+    refusal names the entry (``active.<key>``)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -46,16 +47,15 @@ def parse_active(value: Any, count: int) -> dict[int, float]:
         raise InvalidInput("active names more segments than the document has")
     parsed: dict[int, float] = {}
     for key, seconds in value.items():
-        if not isinstance(key, str) or not key.isdigit() or len(key) > 9:
-            raise InvalidInput("active: keys must be segment indexes")
+        # ASCII digits only: "²".isdigit() is true and int("²") fails
+        if not isinstance(key, str) or not key.isascii() or not key.isdigit() or len(key) > 9:
+            raise InvalidInput(f"active: keys must be segment indexes, not {str(key)[:20]!r}")
         index = int(key)
         if index >= count:
             raise InvalidInput(f"active: segment {index} is out of range (0..{count - 1})")
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-            raise InvalidInput("active: seconds must be numbers")
-        if not math.isfinite(seconds) or seconds < 0:
-            raise InvalidInput("active: seconds must be finite and not negative")
-        parsed[index] = float(seconds)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise InvalidInput(f"active.{key}: seconds must be numbers")
+        parsed[index] = finite_number(seconds, f"active.{key}: seconds", 0)
     return parsed
 
 
@@ -71,21 +71,18 @@ def budget(moment: datetime, opened: datetime, last: datetime | None, total: flo
     return max(0.0, min(since_last, since_open - total) + SLACK_SECONDS)
 
 
-def record(db: Any, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
+def record(db: Handle, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
     """Mark ``segment`` seen and add ``active`` (scaled down to the :func:`budget`) to the
     assignment's rows (``keys``: its ``id`` and ``created_at``), after the claim took its
     row: the last report's time and the stored total, then one upsert per segment."""
-    reported = hot_sql.execute(db, "reported", hot_sql.REPORTED, {"assignment_id": keys.id})
-    last, total = reported.first()
+    last, total = db.run(hot_sql.REPORTED, {"assignment_id": keys.id}).first()
     allowed = budget(moment, keys.created_at, last, total or 0.0)
     claimed = sum(active.values())
     scale = min(1.0, allowed / claimed) if claimed > 0 else 1.0
     for index in sorted(set(active) | {segment}):
         # Down to the millisecond, so the rounded seconds never add up past the budget.
         seconds = math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
-        hot_sql.execute_later(  # with the COMMIT, on Postgres's fast lane
-            db,
-            "add_seconds",
+        db.later(  # with the commit
             hot_sql.ADD_SECONDS,
             {"assignment_id": keys.id, "segment": index, "seconds": seconds, "now": moment},
         )
@@ -96,20 +93,14 @@ def requires_all_seen(study: Study) -> bool:
     return bool((study.settings or {}).get("require_all_segments_seen"))
 
 
-def require_seen(session: Session, assignment: Assignment) -> None:
-    """With ``require_all_segments_seen``, refuse a submit before every segment was reached
-    (no query unless the study sets it)."""
+def require_seen(db: Handle, assignment: Assignment, segments: Callable[[], int]) -> None:
+    """With ``require_all_segments_seen``, refuse a submit before every one of the document's
+    ``segments()`` segments was reached (no query unless the study sets it)."""
     if not requires_all_seen(assignment.study):
         return
-    count = (
-        session.scalar(select(func.count()).where(Segment.document_id == assignment.document_id))
-        or 0
-    )
-    seen = set(
-        session.scalars(
-            select(SegmentTime.segment).where(SegmentTime.assignment_id == assignment.id)
-        )
-    ) | {0, assignment.current_segment}
+    count = segments()
+    rows = db.run(hot_sql.SEEN, {"assignment_id": assignment.id}).all()
+    seen = {segment for (segment,) in rows} | {0, assignment.current_segment}
     missing = [i for i in range(count) if i not in seen]
     if missing:
         raise Conflict(

@@ -1,23 +1,20 @@
 """An add's body checked against its document and its study's taxonomy: the annotation's
-values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.fast.add`, once
-per add; researchers' spans: :data:`check_span`)."""
+values, or :class:`InvalidInput` naming what is wrong (:func:`app.annotation.add.add`, once
+per add; researchers' spans: :data:`check_span`). Whether its ``suggestion_id`` was shown to
+the worker is the add's to decide (:func:`app.annotation.add.shown_suggestion`)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
 from app.annotation.pairing import paired_values
 from app.documents.attributes import check_attributes
+from app.documents.numbers import MAX_ID as MAX_ID  # larger ids overflow SQLite's driver
 from app.documents.text import normalise_newlines
 from app.errors import InvalidInput
-from app.models import Suggestion
 
 MAX_COMMENT_CHARS = 5_000
-MAX_ID = 2**31 - 1  # the largest INTEGER primary key; larger ids overflow SQLite's driver
 
 
 def _int(body: dict[str, Any], key: str, where: str = "") -> int:
@@ -159,19 +156,10 @@ def annotation_values(
     if suggestion_id is not None:
         if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
             raise InvalidInput("suggestion_id must be an integer")
-        if not 0 < suggestion_id <= MAX_ID:
-            raise InvalidInput("suggestion_id is not a suggestion of this document")
+        if not 0 < suggestion_id <= MAX_ID:  # no id at all: a bad value, like any other
+            raise InvalidInput(f"suggestion_id must be a suggestion id (1 to {MAX_ID})")
     values["suggestion_id"] = suggestion_id
     return values, client_id
-
-
-def check_suggestion(session: Session, document_id: int, suggestion_id: int | None) -> None:
-    """Refuse a ``suggestion_id`` that is not one of this document's suggestions."""
-    if suggestion_id is None:
-        return
-    owner = session.scalar(select(Suggestion.document_id).where(Suggestion.id == suggestion_id))
-    if owner != document_id:
-        raise InvalidInput("suggestion_id is not a suggestion of this document")
 
 
 def _pair_rule(chosen: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from app.cli import (
     data,
     detector,
     journey,
+    llm,
     researcher,
     review,
     server,
@@ -43,6 +44,7 @@ main.add_command(detector.detect_command)
 main.add_command(detector.worker_command)
 main.add_command(researcher.researcher)
 main.add_command(review.review)
+main.add_command(llm.llm)
 crowd.register(main, study.study)
 journey.register(study.study)
 detector.register_model_server(main)

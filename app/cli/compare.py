@@ -50,6 +50,7 @@ RESAMPLES = 9_999
     help="Also write the figure to this file (.svg or .png).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--llm", default=None, help="Also rank the systems from LLM annotator NAME's marks.")
 @with_app
 def compare_command(
     slug: str,
@@ -61,6 +62,7 @@ def compare_command(
     include_practice: bool,
     plot: Path | None,
     as_json: bool,
+    llm: str | None,
 ) -> None:
     """Errors per 100 words, per sentence and the clean-sentence share of each system, with
     95% bootstrap intervals, and every pair's difference with a permutation test."""
@@ -85,6 +87,10 @@ def compare_command(
             seed=seed,
             include_practice=include_practice,
         )
+        if llm is not None:  # side by side with the humans' ranking (app/llm/ranks.py)
+            from app.llm.ranks import format_ranks, ranks_side_by_side
+
+            result["llm_ranks"] = ranks_side_by_side(session, study, f"llm:{llm}")
     if plot is not None:
         from app.quality.compare_plot import figure_bytes
 
@@ -97,3 +103,5 @@ def compare_command(
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         click.echo(format_comparison(result), nl=False)
+        if llm is not None:
+            click.echo(format_ranks(result["llm_ranks"], f"llm:{llm}"), nl=False)

@@ -111,6 +111,24 @@ from app.cli.base import with_app as _run
     default=None,
     help="Pause workers whose mean gold F1 is below this (0-1; 'off').",
 )
+@click.option(
+    "--documents-per-session",
+    type=int,
+    default=None,
+    help="Documents a participant does per visit, with one completion code (default 1).",
+)
+@click.option(
+    "--allow-shorter-session/--no-shorter-session",
+    default=None,
+    help="When no document is left before the last, end the session with its code (default) "
+    "or send the worker back to the platform.",
+)
+@click.option(
+    "--reward",
+    default=None,
+    help="The reward per session, e.g. 2.50, for the dashboard's hourly rate ('' clears).",
+)
+@click.option("--currency", default=None, help="The reward's currency, e.g. GBP (the default).")
 @click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 def study_settings(
     slug: str,
@@ -132,12 +150,17 @@ def study_settings(
     pause_after: int | None,
     pause_below_expected_f1: str | None,
     pause_below_gold_f1: str | None,
+    documents_per_session: int | None,
+    allow_shorter_session: bool | None,
+    reward: str | None,
+    currency: str | None,
     as_json: bool,
 ) -> None:
     """Show or change a study's platform and assignment settings and its texts' language."""
 
     @_run
     def apply() -> dict[str, Any]:
+        from app.annotation.session_settings import configure_sessions
         from app.crowd import platforms
         from app.db import session_scope
         from app.documents import language
@@ -183,12 +206,21 @@ def study_settings(
             if value is not None:
                 texts[key] = value
         pause = (pause_after, pause_below_expected_f1, pause_below_gold_f1)
+        given = {
+            "documents": documents_per_session,
+            "shorter": allow_shorter_session,
+            "reward": reward,
+            "currency": currency,
+        }
         with session_scope() as session:
             study = get_study(session, slug)
             if any(value is not None for value in pause):
                 _configure_pause(study, *pause)
             described = language.configure_language(study, **texts)
-            return {**platforms.configure_study(study, **changes), **described}
+            sessions = configure_sessions(
+                study, **{key: value for key, value in given.items() if value is not None}
+            )
+            return {**platforms.configure_study(study, **changes), **described, **sessions}
 
     described = apply()
     if as_json:

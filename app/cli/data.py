@@ -132,21 +132,26 @@ def import_command(
 )
 @click.option(
     "--layer",
-    type=click.Choice(["workers", "adjudicated", "consensus"]),
     default="workers",
     show_default=True,
     help=(
-        "Every submitted worker's annotations, the adjudicated layer (marginalia review), or "
-        "the consensus: the sentence units whose MACE posterior is at least --min-posterior."
+        "Every submitted worker's annotations, the adjudicated layer (marginalia review), "
+        "the consensus: the sentence units whose MACE posterior is at least --min-posterior, "
+        "or llm:NAME, one LLM annotator's marks (marginalia llm)."
     ),
+)
+@click.option(
+    "--include-llm",
+    is_flag=True,
+    help="Workers' layer: the LLM annotators' marks beside the humans'.",
 )
 @click.option(
     "--columns",
     "extra",
     default="",
     help=(
-        "Optional columns after the default ones (csv, jsonl): "
-        "category_label,segment_text,paired_end_segment."
+        "Optional columns after the default ones (csv, jsonl): category_label,segment_text "
+        "(paired_end_segment, once optional, is now a default column)."
     ),
 )
 @click.option(
@@ -182,6 +187,7 @@ def export_command(
     review_status: str | None,
     include_in_progress: bool,
     min_posterior: float | None,
+    include_llm: bool,
 ) -> None:
     """Stream a study's counted annotations (or, as assignments-csv / assignments-jsonl,
     one row per assignment)."""
@@ -196,6 +202,8 @@ def export_command(
     if min_posterior is not None and layer != "consensus":
         raise InvalidInput("--min-posterior applies to --layer consensus only")
     work = Work(layer, include_practice, review_status or "done", include_in_progress)
+    if include_llm:
+        work = dataclasses.replace(work, workers="everyone")
     if min_posterior is not None:
         work = dataclasses.replace(work, min_posterior=min_posterior)
     session = current_app.extensions["db_sessionmaker"]()

@@ -43,10 +43,11 @@ def detect_command(slug: str, detector_name: str | None) -> None:
 @click.option("--poll", default=2.0, show_default=True, help="Seconds between idle polls.")
 @click.option(
     "--queue",
-    type=click.Choice(["all", "imports", "detection", "figures"]),
+    type=click.Choice(["all", "imports", "detection", "figures", "llm"]),
     default="all",
     show_default=True,
-    help="Which jobs to run: uploaded imports, detection, a study's slow figures, or all.",
+    help="Which jobs to run: uploaded imports, detection, a study's slow figures, LLM "
+    "annotators (marginalia llm annotate), or all.",
 )
 @with_app
 def worker_command(
@@ -61,13 +62,16 @@ def worker_command(
 
     from app.detection import import_jobs, jobs
     from app.detection.importing import nlp_loader
+    from app.detection.queue import status_counts as queue_counts
     from app.detection.worker import work
+    from app.models import LlmJob
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:
         with factory() as session:
             state = jobs.health(session)
             state["imports"] = import_jobs.health(session)
+            state["llm"] = queue_counts(session, LlmJob)  # LLM annotators' documents
             click.echo(json.dumps(state, indent=2))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(message)s")
@@ -93,6 +97,7 @@ def worker_command(
             load_nlp=load_nlp,
             figures=queue in ("all", "figures"),
             trainings=queue in ("all", "detection"),
+            llm=queue in ("all", "llm"),
         )
     except KeyboardInterrupt:
         return

@@ -3,16 +3,17 @@ serving the app.
 
     marginalia web
 
-granian serves the app through :mod:`app.web.front` (its ASGI interface): a request's body
-is read on the event loop, under a deadline and a cap, before the app gets one of its
-``WEB_THREADS`` threads, so slow bodies cannot hold the threads (issue 26 row 1; settings
-``WEB_BODY_TIMEOUT``, ``WEB_BODY_MIN_RATE``; ``WEB_FRONT=0`` serves the WSGI app directly,
-for a deployment behind a proxy that buffers bodies). The access log masks tokens and its
-file is ``0600``.
+granian serves the app through :mod:`app.web.front` (its RSGI interface): a request's
+body is read in granian's Rust stack under the limits of :mod:`app.web.body_rules` (a size
+per route, a deadline, a memory budget; ``WEB_BODY_*`` settings) before the app gets one of
+its ``WEB_THREADS`` threads, so slow or large bodies cannot hold the threads or the memory;
+the thread then sends its answer itself. ``WEB_FRONT=0`` serves the WSGI app directly, for a
+deployment behind a proxy that buffers bodies. The access log masks tokens and its file is
+``0600``.
 
-granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here in issue 17:
-with the fast lane the app's own work per annotation is smaller than gunicorn's (its Python
-HTTP parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
+granian (a WSGI server with a native HTTP stack) replaced gunicorn gthread here: with the
+worker API's entry the app's own work per annotation is smaller than gunicorn's (its Python HTTP
+parser, thread hand-off and response writing: ~0.7-0.9 ms of CPU per request against
 granian's ~0.3 ms, docs/PERFORMANCE.md). gunicorn.conf.py still works and is still
 supported (``gunicorn --config gunicorn.conf.py "app:create_app()"``) for a deployment that
 wants gunicorn's hung-worker timeout (see below).
@@ -110,7 +111,7 @@ def _access_log() -> dict:
 
 def settings() -> dict:
     """granian's ``Server`` keyword arguments, from the environment."""
-    from granian.constants import Interfaces
+    from granian.constants import Interfaces, Loops, TaskImpl
     from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
@@ -118,18 +119,22 @@ def settings() -> dict:
     front = os.environ.get("WEB_FRONT", "1").strip() != "0"
     return {
         # A factory: each worker process builds its own app (and database pool) behind the
-        # front, which reads request bodies on the event loop before a thread is taken
-        # (app/web/front.py; WEB_APP names the app factory it wraps).
+        # front, which reads request bodies in granian's Rust stack, bounded, before a thread
+        # is taken (app/web/front.py, granian's RSGI; WEB_APP names the app factory it wraps).
         "target": "app.web.front:create" if front else os.environ.get("WEB_APP", "app:create_app"),
         "factory": True,
-        "interface": Interfaces.ASGINL if front else Interfaces.WSGI,
+        "interface": Interfaces.RSGI if front else Interfaces.WSGI,
+        # The front's deadlines cancel the request's asyncio task (app/web/front.py).
+        "task_impl": TaskImpl.asyncio,
+        # auto: uvloop when installed (the front's wakes cost less), else asyncio's.
+        "loop": Loops(os.environ.get("WEB_LOOP", "auto")),
         "address": os.environ.get("WEB_HOST", "0.0.0.0"),  # noqa: S104 - a server's job
         "port": _int("PORT", 5000),
         "workers": _int("WEB_CONCURRENCY", max(2, os.cpu_count() or 1)),
-        # The app's threads (WEB_THREADS, 8) are the front's pool: annotation requests spend
-        # most of their time waiting on the database, so threads are cheap concurrency
-        # (gunicorn gthread's ``threads``). One runtime thread does the I/O; one blocking
-        # thread runs the event loop (granian's only choice for ASGI).
+        # The app's threads (WEB_THREADS, 8) are the front's: annotation requests spend most
+        # of their time waiting on the database, so threads are cheap concurrency (gunicorn
+        # gthread's ``threads``). One runtime thread does the I/O; one blocking thread runs
+        # the event loop (granian's only choice for RSGI).
         "blocking_threads": 1 if front else _int("WEB_THREADS", 8, "GUNICORN_THREADS"),
         "runtime_threads": 1,
         "backlog": _int("WEB_BACKLOG", 2048),

@@ -153,39 +153,118 @@ def reject_command(
 @prolific.command("bonus")
 @click.argument("slug")
 @WORKER
+@click.option("--amount", default=None, help="Bonus per worker in the study's currency, e.g. 1.50.")
 @click.option(
-    "--amount", required=True, help="Bonus per worker in the study's currency, e.g. 1.50."
+    "--per-document",
+    default=None,
+    help="Instead: this much per real document submitted, times --by, e.g. 0.20.",
+)
+@click.option(
+    "--by",
+    type=click.Choice(["gold-f1", "expected-f1"]),
+    default=None,
+    help="With --per-document: the document's gold F1 or the worker's expected F1.",
+)
+@click.option(
+    "--confirm",
+    default=None,
+    help="With --per-document: the total the run without it printed; only then is it paid.",
 )
 @DRY
 @with_app
-def bonus_command(slug: str, workers: tuple[str, ...], amount: str, dry_run: bool) -> None:
-    """Pay each named worker a bonus: one bulk bonus set up per Prolific study, then paid."""
+def bonus_command(
+    slug: str,
+    workers: tuple[str, ...],
+    amount: str | None,
+    per_document: str | None,
+    by: str | None,
+    confirm: str | None,
+    dry_run: bool,
+) -> None:
+    """Pay bonuses: one bulk bonus set up per Prolific study, then paid. --amount pays each
+    named worker the same; --per-document pays each Prolific worker (or the named ones) per
+    document from gold F1 or expected F1, printing the bonuses first and paying only with
+    --confirm TOTAL."""
     from app.crowd.prolific_api import bonus_amount
     from app.documents.studies import get_study
 
-    value = bonus_amount(amount)
+    if (amount is None) == (per_document is None):
+        raise InvalidInput("give --amount (the same for each worker) or --per-document with --by")
     session = _session()
     study = get_study(session, slug)
-    found = submissions(session, study, _workers(session, study, workers, None))
-    per_study: dict[str, list[str]] = defaultdict(list)
-    for worker, _, prolific_study in found:
-        if not prolific_study:
-            raise InvalidInput(f"worker {worker!r} arrived without a STUDY_ID: cannot bonus")
-        if worker not in per_study[prolific_study]:
-            per_study[prolific_study].append(worker)
+    if per_document is not None:
+        per_study = _per_document(session, study, bonus_amount(per_document), by, workers)
+        if per_study is None or (confirm is None and not dry_run):
+            return
+        if confirm is not None and not dry_run:
+            _check_total(per_study, confirm)
+    else:
+        value = bonus_amount(amount or "")
+        found = submissions(session, study, _workers(session, study, workers, None))
+        per_study = defaultdict(list)
+        for worker, _, prolific_study in found:
+            if not prolific_study:
+                raise InvalidInput(f"worker {worker!r} arrived without a STUDY_ID: cannot bonus")
+            if (worker, value) not in per_study[prolific_study]:
+                per_study[prolific_study].append((worker, value))
 
-    def pay(client, prolific_study: str, paid: list[str]) -> None:
-        payment = client.set_up_bonuses(prolific_study, [(w, value) for w in paid])
+    def pay(client, prolific_study: str, paid: list[tuple[str, Any]]) -> None:
+        payment = client.set_up_bonuses(prolific_study, paid)
         client.pay_bonuses(payment)
 
     calls = [
         (
-            f"pay {counted(len(paid), 'bonus', 'bonuses')} of {value} in Prolific study {ps}",
+            f"pay {counted(len(paid), 'bonus', 'bonuses')} of "
+            f"{_amounts(paid)} in Prolific study {ps}",
             lambda c, ps=ps, paid=paid: pay(c, ps, paid),
         )
         for ps, paid in per_study.items()
     ]
     _run(dry_run, calls, "paid")
+
+
+def _amounts(paid: list[tuple[str, Any]]) -> str:
+    values = {str(value) for _, value in paid}
+    return values.pop() if len(values) == 1 else f"{sum(v for _, v in paid)} in all"
+
+
+def _per_document(session, study, rate, by: str | None, workers: tuple[str, ...]):
+    """The per-document bonuses printed (see app/crowd/bonuses.py), by Prolific study; None
+    when there is nothing to pay."""
+    from app.crowd.bonuses import document_bonuses, total
+
+    if by is None:
+        raise InvalidInput("--per-document needs --by gold-f1 or --by expected-f1")
+    bonuses = document_bonuses(session, study, rate, by, list(workers) or None)
+    per_study: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for bonus in bonuses:
+        figures = " ".join("–" if f is None else f"{f:.2f}" for f in bonus.figures)
+        click.echo(
+            f"{bonus.worker_id}: {counted(len(bonus.figures), 'document')} ({by} {figures}) "
+            f"-> {bonus.amount}"
+        )
+        if not bonus.prolific_study:
+            raise InvalidInput(f"worker {bonus.worker_id!r} arrived without a STUDY_ID")
+        per_study[bonus.prolific_study].append((bonus.worker_id, bonus.amount))
+    if not bonuses:
+        click.echo("no bonus to pay: no document with a figure above 0")
+        return None
+    click.echo(f"total {total(bonuses)} in the study's currency")
+    click.echo(f"to pay it, run again with --confirm {total(bonuses)}")
+    return per_study
+
+
+def _check_total(per_study: dict[str, list[tuple[str, Any]]], confirm: str) -> None:
+    """Pay only the total the researcher saw (the bonuses may have changed since)."""
+    from decimal import Decimal, InvalidOperation
+
+    now = sum((value for paid in per_study.values() for _, value in paid), Decimal(0))
+    try:
+        seen = Decimal(confirm)
+    except InvalidOperation:
+        raise InvalidInput(f"--confirm {confirm!r} is not an amount") from None
+    if seen != now:
+        raise InvalidInput(f"the total is now {now}, not {confirm}: nothing was paid")
 
 
 @prolific.command("screen-out")

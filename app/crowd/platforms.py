@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -165,11 +165,6 @@ def find_visit(session: Session, study: Study, arrival: Arrival) -> Assignment |
 def arrival_of(assignment: Assignment) -> Arrival:
     """The arrival an assignment was opened with (to send its worker on to the next one)."""
     return Arrival(assignment.platform, assignment.worker_id, dict(assignment.platform_data or {}))
-
-
-def continue_url(assignment: Assignment, base: str) -> str:
-    """``base`` (the study's start URL) with the parameters that bring this worker back."""
-    return f"{base}?{urlencode(arrival_of(assignment).start_params())}"
 
 
 def completion_url(assignment: Assignment) -> str | None:

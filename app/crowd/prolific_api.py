@@ -16,7 +16,7 @@ Every request carries ``Authorization: Token <PROLIFIC_API_TOKEN>``; the base UR
 ``PROLIFIC_API_URL`` (default ``https://api.prolific.com``), overridable for tests: it must
 be ``https://``, except a stand-in on this machine (``http://`` to ``127.0.0.1``, ``::1`` or
 ``localhost``, explicitly). No redirect is followed: the token would go with it to another
-host (issue 26 row 10); a redirect is an error. Error answers become one-line
+host; a redirect is an error. Error answers become one-line
 :class:`ProlificError` messages.
 """
 

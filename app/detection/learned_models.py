@@ -1,4 +1,4 @@
-"""A study's learned detectors (issue 30): storing a model folder for a study, choosing the
+"""A study's learned detectors: storing a model folder for a study, choosing the
 one its suggestions come from, and the detector the worker runs for it.
 
 ``marginalia study detector SLUG DIR`` and the Settings page store or choose a model; the

@@ -1,5 +1,5 @@
-"""A study's learned detector retrained as its curated work grows (issue 30's
-``--retrain-every N``; docs/DETECTOR.md).
+"""A study's learned detector retrained as its curated work grows
+(``--retrain-every N``; docs/DETECTOR.md).
 
 ``marginalia study detector SLUG --retrain-every N [--layer L --min-workers K]`` keeps
 ``studies.settings["detector_retrain"] = {"every": N, "layer": L, "min_workers": K}``. The

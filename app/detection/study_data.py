@@ -1,4 +1,4 @@
-"""A study's curated work as the learned detector's training data (issue 30): the plain
+"""A study's curated work as the learned detector's training data: the plain
 values of :mod:`model_server.study_data`, read through the one reader of the work that
 counts (:mod:`app.quality.work`) and the candidate rule of the review
 (:mod:`app.quality.candidates`).
@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import distinct, func, select
 from sqlalchemy.orm import Session
 
+from app.documents.studies import MAX_ANNOTATORS
 from app.errors import InvalidInput
 from app.models import Document, GoldError, Segment, Study
 from app.quality.review_state import candidates_of
@@ -39,8 +40,8 @@ def check_layer(layer: str, min_workers: int) -> None:
     layer (``detector train --study`` and ``study detector --retrain-every``)."""
     if layer not in LAYERS:
         raise InvalidInput(f"unknown layer {layer!r} (use {', '.join(LAYERS)})")
-    if min_workers < 1:
-        raise InvalidInput("--min-workers must be at least 1")
+    if not 1 <= min_workers <= MAX_ANNOTATORS:  # a larger one overflows the SQL's integer
+        raise InvalidInput(f"--min-workers must be from 1 to {MAX_ANNOTATORS}")
     if min_workers > 1 and layer != WORKERS:
         raise InvalidInput("--min-workers applies to the workers' layer only")
 

@@ -18,13 +18,14 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from app.annotation.hot_cache import segment_texts
+from app.annotation.cache import segment_texts
 from app.db import begin_write
 from app.detection import importing, jobs, retraining
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
+from app.llm import steps as llm_steps
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
 from app.quality.figure_jobs import queue_changed
 from app.quality.figure_jobs import run_next as run_figures
@@ -151,11 +152,13 @@ def work(
     load_nlp: NlpLoader | None = None,
     figures: bool = True,
     trainings: bool = True,
+    llm: bool = True,
 ) -> dict[str, float]:
     """Claim and run jobs until stopped (or, with ``once``, until the queues are empty).
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
-    ``detector`` is not None), then keeping each study's report and slow figures current
+    ``detector`` is not None), then an LLM annotator's document or calibration (with
+    ``llm``: app/llm/steps.py), then keeping each study's report and slow figures current
     (with ``figures``: a job queued for each study whose counted work changed,
     app/quality/figure_jobs.py; ``once``: at once, not debounced), then a retraining of a study's learned detector (with
     ``trainings``: app/detection/retraining.py). One bad document or file never stops the loop: its error is
@@ -169,6 +172,8 @@ def work(
     while not should_stop():
         try:
             claimed = _work_once(session_factory, name, detector, load_nlp, stats)
+            if not claimed and llm:
+                claimed = llm_steps.run_next(session_factory, name)
             if not claimed and figures:
                 with session_factory() as session:
                     queue_changed(session, at_once=once)  # studies whose work changed

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from app.documents.numbers import spelt_whole
 from app.documents.text import text_problem
 from app.errors import InvalidInput
 
@@ -158,7 +159,7 @@ def value_problem(declaration: Mapping[str, Any], value: Any) -> str | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return "must be a whole number"
     if not declaration["min"] <= value <= declaration["max"]:
-        return f"{value} is outside {declaration['min']}..{declaration['max']}"
+        return f"{str(value)[:40]} is outside {declaration['min']}..{declaration['max']}"
     return None
 
 
@@ -176,8 +177,8 @@ def coerce_attributes(value: Any, categories: Iterable[Mapping[str, Any]]) -> An
     out = {}
     for key, given in value.items():
         kinds = {d["kind"] for d in declared.get(key, ())}
-        if kinds == {"scale"} and isinstance(given, str) and given.strip().lstrip("-").isdigit():
-            given = int(given)
+        if kinds == {"scale"} and isinstance(given, str) and spelt_whole(given) is not None:
+            given = spelt_whole(given)  # else left as text, which check_attributes refuses
         elif kinds == {"choice"} and isinstance(given, int) and not isinstance(given, bool):
             given = str(given)
         out[key] = given

@@ -27,6 +27,7 @@ from app.models import Annotation, Assignment, Study, Suggestion, utcnow
 
 IMPORTED_PLATFORM = "import"
 CHUNK_ROWS = 5000
+VOTE_RANK = "vote_rank"  # platform_data key of an imported worker that is a vote rank
 MAX_WORKER_ID_CHARS = 200  # as for workers arriving through the API
 MAX_COMMENT_CHARS = 5_000
 
@@ -110,7 +111,12 @@ def work_from_votes(document: DocumentInput) -> None:
     the file gives them) as imported work, by vote rank: worker ``vote-k`` marks every error
     that at least k annotators marked, so each error's votes come back in every export. Each
     span is placed at its offsets, else by the locate rule; a span that cannot be placed is
-    counted in ``document.unplaced`` and not stored. ``document.gold`` is emptied."""
+    counted in ``document.unplaced`` and not stored; a document the file gives no error is a
+    submission of ``vote-1`` with no mark (its annotators found nothing: a clean document).
+    ``document.gold`` is emptied."""
+    if not document.gold:
+        document.empty_workers.append("vote-1")
+        document.vote_workers.add("vote-1")
     taken: dict[tuple[int, str, str], set[tuple[int, int]]] = {}
     for error in document.gold:
         placed = _place(document.segments, error, taken)
@@ -132,6 +138,7 @@ def work_from_votes(document: DocumentInput) -> None:
                     f"vote-{rank}", error.segment, start, end, text, error.category, paired
                 )
             )
+            document.vote_workers.add(f"vote-{rank}")
     document.gold = []
 
 
@@ -210,7 +217,10 @@ def store_imported_work(
                     "document_id": document_id,
                     "worker_id": worker_id,
                     "platform": IMPORTED_PLATFORM,
-                    "platform_data": {"imported": True},
+                    # a vote rank is not an annotator: compare counts its documents at every
+                    # K, and the report says agreement among vote ranks is not inter-annotator
+                    "platform_data": {"imported": True}
+                    | ({VOTE_RANK: True} if worker_id in document.vote_workers else {}),
                     "status": "submitted",
                     "current_segment": max((s.segment for s in spans), default=0),
                     "scores": {},

@@ -2,12 +2,15 @@
 
 The definitions live in ``study.settings["journey"]`` (:mod:`app.documents.questionnaires`).
 
-* Consent: asked once per worker ID and consent text; the answer is stored with the text's
-  SHA-256 and the time (:class:`app.models.Consent`). Editing the text asks again.
+* Consent: asked once per session (a participant's visit, :mod:`app.annotation.sessions`)
+  before its first document, never remembered for a worker ID; the answer is stored with
+  the text's SHA-256, the time and the session it opened (:class:`app.models.Consent`).
 * ``after_document`` questions: after every submitted document.
-* ``after_study`` questions: once per worker, after the first document that sends them back
-  to their platform (each visit from Prolific or MTurk is one document; a qualification
-  document that continues to the next one does not count).
+* ``after_study`` questions: once per worker, after the document that ends their first
+  session (with one document per session, the first document that sends them back to their
+  platform; a qualification document that continues to the next one does not count).
+* The completion code reaches the worker once every required question asked so far is
+  answered (:func:`withholds_code`).
 
 Every question of a stage gets a row when the worker sends the form (an optional question
 left blank stores ``""``), so a stage is done once it has rows; the first answers win.
@@ -23,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.documents.questionnaires import STAGE_KEYS, consent_hash, parse_questionnaire
 from app.documents.text import text_problem
 from app.errors import InvalidInput
-from app.models import Assignment, Consent, QuestionnaireAnswer, Study, utcnow
+from app.models import Assignment, Consent, QuestionnaireAnswer, Study
 
 MAX_INSTRUCTIONS_CHARS = 20_000
 
@@ -73,38 +76,18 @@ def consent_text(study: Study) -> str:
     return definition(study).get("consent") or ""
 
 
-def needs_consent(session: Session, study: Study, worker_id: str) -> bool:
-    """Whether the worker must still agree to the study's current consent text."""
-    text = consent_text(study)
-    if not text:
-        return False
-    agreed = session.scalar(
-        select(Consent.agreed).where(
-            Consent.study_id == study.id,
-            Consent.worker_id == worker_id,
-            Consent.text_hash == consent_hash(text),
-        )
+def record_decline(session: Session, study: Study, worker_id: str) -> Consent:
+    """Store that the worker declined the current consent text (a record of the answer,
+    never read to let a worker ID in or keep one out: docs/SECURITY.md, "Consent"). An
+    agreement is stored by the arrival it let in, with its session
+    (:func:`app.annotation.sessions.record_agreement`)."""
+    row = Consent(
+        study_id=study.id,
+        worker_id=worker_id,
+        text_hash=consent_hash(consent_text(study)),
+        agreed=False,
     )
-    return not agreed
-
-
-def record_consent(session: Session, study: Study, worker_id: str, agreed: bool) -> Consent:
-    """Store the worker's answer to the current consent text. An agreement, once given, is
-    never overwritten (a later "decline" for the same text changes nothing); a decline turns
-    into an agreement when the worker agrees on a later arrival's form."""
-    digest = consent_hash(consent_text(study))
-    row = session.scalar(
-        select(Consent).where(
-            Consent.study_id == study.id,
-            Consent.worker_id == worker_id,
-            Consent.text_hash == digest,
-        )
-    )
-    if row is None:
-        row = Consent(study_id=study.id, worker_id=worker_id, text_hash=digest, agreed=agreed)
-        session.add(row)
-    elif agreed and not row.agreed:
-        row.agreed, row.decided_at = True, utcnow()
+    session.add(row)
     session.flush()
     return row
 
@@ -128,24 +111,59 @@ def _stage_done(session: Session, assignment_ids, stage: str) -> bool:
     )
 
 
-def pending_stage(
-    session: Session, assignment: Assignment
-) -> tuple[str, list[dict[str, Any]]] | None:
-    """The questionnaire the worker of this submitted assignment still has to see:
-    ``("document", questions)``, ``("study", questions)`` or None."""
-    if assignment.status != "submitted":
-        return None
+def pending_stages(
+    session: Session | None, assignment: Assignment, *, ends_session: bool
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The questionnaires the worker of ``assignment`` still has to see, in order:
+    ``("document", questions)`` after each document, ``("study", questions)`` once per worker
+    after the document that ends a session (``ends_session``: the session is finished, or the
+    assignment is in none). An assignment not yet submitted has answered nothing (answers are
+    taken after the submit only), so the document stage needs no read then, and ``session``
+    may be None where the study has no ``after_study`` questions."""
     journey = definition(assignment.study)
-    if journey.get("after_document") and not _stage_done(session, [assignment.id], "document"):
-        return "document", journey["after_document"]
-    if journey.get("after_study"):
+    stages: list[tuple[str, list[dict[str, Any]]]] = []
+    if journey.get("after_document") and (
+        assignment.status == "active"
+        or not _stage_done(_reader(session), [assignment.id], "document")
+    ):
+        stages.append(("document", journey["after_document"]))
+    if ends_session and journey.get("after_study"):
         mine = select(Assignment.id).where(
             Assignment.study_id == assignment.study_id,
             Assignment.worker_id == assignment.worker_id,
         )
-        if not _stage_done(session, mine, "study"):
-            return "study", journey["after_study"]
-    return None
+        if not _stage_done(_reader(session), mine, "study"):
+            stages.append(("study", journey["after_study"]))
+    return stages
+
+
+def _reader(session: Session | None) -> Session:
+    if session is None:
+        raise AssertionError("this read needs a session")
+    return session
+
+
+def pending_stage(
+    session: Session, assignment: Assignment, *, ends_session: bool = True
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """The questionnaire the done page asks next (of a submitted assignment), or None."""
+    if assignment.status != "submitted":
+        return None
+    stages = pending_stages(session, assignment, ends_session=ends_session)
+    return stages[0] if stages else None
+
+
+def withholds_code(stages: list[tuple[str, list[dict[str, Any]]]]) -> bool:
+    """Whether a pending stage has a required question: the completion code reaches the
+    worker only once every required answer is stored (docs/SECURITY.md, "Completion
+    codes")."""
+    return any(question.get("required", True) for _, questions in stages for question in questions)
+
+
+def asks_after_study(study: Study) -> bool:
+    """Whether the study has ``after_study`` questions (a submit that ends a session then
+    reads whether the worker answered them before)."""
+    return bool(definition(study).get("after_study"))
 
 
 def save_answers(

@@ -31,9 +31,9 @@ from typing import Any
 
 from app.documents.language import N_
 from app.documents.taxonomy import (
-    ID_PATTERN,
     TaxonomyError,
     _check_unknown,
+    _id,
     _Located,
     _parse,
     _text,
@@ -79,9 +79,7 @@ def _question(item: Any, path: str, loc: _Located, seen: set[str]) -> dict[str, 
     if not isinstance(item, dict):
         raise loc.fail(path, "must be a mapping with id, type and prompt")
     _check_unknown(item, QUESTION_FIELDS, loc, path)
-    qid = _text(item.get("id"), loc, f"{path}.id", required=True, limit=100)
-    if not ID_PATTERN.match(qid):
-        raise loc.fail(f"{path}.id", f"{qid!r} is not a valid id (letters, digits, _ . -)")
+    qid = _id(item.get("id"), loc, f"{path}.id", limit=100)
     if qid in seen:
         raise loc.fail(f"{path}.id", f"duplicate question id {qid!r}")
     seen.add(qid)
@@ -189,7 +187,8 @@ def check_answers(questions: list[dict[str, Any]], form: Any) -> dict[str, str]:
                 raise translatable(N_("please answer %(label)s"), label=label)
             continue
         if question["type"] == "likert":
-            if not raw.isdigit() or not 1 <= int(raw) <= question["scale"]:
+            # the points as the form sends them ("²".isdigit() is true, int("²") fails)
+            if raw not in {str(point) for point in range(1, question["scale"] + 1)}:
                 raise translatable(
                     N_("%(label)s: choose a point from 1 to %(scale)s"),
                     label=label,

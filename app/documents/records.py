@@ -72,6 +72,9 @@ class DocumentInput:
     suggestions: list[ImportedSuggestion] = field(default_factory=list)
     # workers who submitted this document with no mark (stored as empty submitted work)
     empty_workers: list[str] = field(default_factory=list)
+    # imported workers that stand for a vote rank, not an annotator (a SNaC file --as-work,
+    # a Thresh edit's "votes"): worker k marks what at least k annotators marked
+    vote_workers: set[str] = field(default_factory=set)
     # annotations the file held that this import does not store (no --gold/--checks/
     # --as-work), and those --as-work could not place in their segment
     dropped: int = 0

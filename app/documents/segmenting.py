@@ -15,7 +15,8 @@ split exactly as before these were added (``tests/test_segmenting.py`` compares 
 random English-like text).
 
 Linear in the text: the word before a full stop is found by walking back over it, not by a
-search from the sentence's start (``"Mr. A " * 16000`` took 30-50 s before, issue 26 row 2).
+search from the sentence's start (``"Mr. A " * 16000`` took 30-50 s that
+way: quadratic).
 Offsets are code points, end exclusive.
 """
 

@@ -21,6 +21,7 @@ from app.models import Document, Study
 log = logging.getLogger(__name__)
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+MAX_ANNOTATORS = 1000  # workers per document (and the votes a rule can ask for)
 SUGGESTION_MODES = ("off", "shown", "hidden")
 MAX_TITLE_CHARS = 300  # studies.title
 
@@ -90,8 +91,8 @@ def create_study(
         raise InvalidInput(f"study slug {slug!r} must be lower-case letters, digits and dashes")
     if suggestions not in SUGGESTION_MODES:
         raise InvalidInput(f"suggestions must be one of {', '.join(SUGGESTION_MODES)}")
-    if not 1 <= annotators_per_doc <= 1000:
-        raise InvalidInput("annotators per document must be between 1 and 1000")
+    if not 1 <= annotators_per_doc <= MAX_ANNOTATORS:
+        raise InvalidInput(f"annotators per document must be between 1 and {MAX_ANNOTATORS}")
     if title is not None:
         if len(title) > MAX_TITLE_CHARS:
             raise InvalidInput(f"the title is longer than {MAX_TITLE_CHARS} characters")

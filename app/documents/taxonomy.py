@@ -212,6 +212,15 @@ def _text(
     return text
 
 
+def _id(value: Any, loc: _Located, path: str, *, limit: int = MAX_TEXT_CHARS) -> str:
+    """An id (of a group, a category, a question): required text matching ``ID_PATTERN``,
+    the one rule for ids that exports, keys and URLs carry."""
+    ident = _text(value, loc, path, required=True, limit=limit)
+    if not ID_PATTERN.match(ident):
+        raise loc.fail(path, f"{ident!r} is not a valid id (letters, digits, _ . -)")
+    return ident
+
+
 def _check_unknown(mapping: dict, allowed: set[str], loc: _Located, path: str) -> None:
     for key in mapping:
         if key not in allowed:
@@ -232,9 +241,7 @@ def _groups(raw: Any, loc: _Located) -> list[dict[str, str]]:
         if not isinstance(item, dict):
             raise loc.fail(path, "must be a mapping with id and label")
         _check_unknown(item, GROUP_FIELDS, loc, path)
-        gid = _text(item.get("id"), loc, f"{path}.id", required=True)
-        if not ID_PATTERN.match(gid):
-            raise loc.fail(f"{path}.id", f"{gid!r} is not a valid id (letters, digits, _ . -)")
+        gid = _id(item.get("id"), loc, f"{path}.id")
         if gid in seen:
             raise loc.fail(f"{path}.id", f"duplicate group id {gid!r}")
         seen.add(gid)
@@ -269,9 +276,7 @@ def _category(item: Any, i: int, loc: _Located, group_ids: set[str]) -> dict[str
     if not isinstance(item, dict):
         raise loc.fail(path, "must be a mapping with id, label, kind and definition")
     _check_unknown(item, CATEGORY_FIELDS, loc, path)
-    cid = _text(item.get("id"), loc, f"{path}.id", required=True)
-    if not ID_PATTERN.match(cid):
-        raise loc.fail(f"{path}.id", f"{cid!r} is not a valid id (letters, digits, _ . -)")
+    cid = _id(item.get("id"), loc, f"{path}.id")
     kind = _text(item.get("kind"), loc, f"{path}.kind", required=False, default="singleton")
     if kind not in KINDS:
         raise loc.fail(f"{path}.kind", f"unknown kind {kind!r} (use singleton, paired or relation)")

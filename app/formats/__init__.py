@@ -5,8 +5,10 @@ auto``; whole-text formats, ``WHOLE_TEXT = True``, take ``sentences_per_segment`
 ``parse_text(text, problem)`` or, for a folder or zip of files (``READS_FILES``),
 ``parse_files(files, problem, sentences_per_segment)``. A writer has ``export(session,
 study)`` yielding text chunks or, for several files (``WRITES_FILES``), ``export_files``
-yielding ``(relative path, bytes)``. A new format is one new module added to ``READERS``
-and/or ``WRITERS``. Readers may return ``work`` (annotations in the file, kept as imported
+yielding ``(relative path, bytes)``, and ``MIMETYPE``, ``DOWNLOAD_AS`` (the download's
+name after ``SLUG.``) and ``TITLE`` (the dashboard's link): its admin download
+(:data:`DOWNLOADS`). A new format is one new module added to ``READERS`` and/or
+``WRITERS``. Readers may return ``work`` (annotations in the file, kept as imported
 workers) which ``--gold`` turns into gold spans instead.
 """
 
@@ -54,6 +56,11 @@ WRITERS: dict[str, ModuleType] = {
     for m in (csv, jsonl, snac, thresh, labelstudio, brat, parquet, booookscore)
     + (assignments_csv, assignments_jsonl)
 }
+# every export's admin download, linked from the dashboard: (media type, name after "SLUG.",
+# title); Werkzeug adds "; charset=utf-8" to a text/* media type itself, not to application/*
+DOWNLOADS: dict[str, tuple[str, str, str]] = {
+    name: (m.MIMETYPE, m.DOWNLOAD_AS, m.TITLE) for name, m in WRITERS.items()
+}
 IMPORT_FORMATS = ("auto", *READERS)
 TASKS_FILE = "tasks.json"  # what a folder or zip of a Label Studio export holds
 EXPORT_FORMATS = tuple(WRITERS)
@@ -64,6 +71,7 @@ GOLD_FORMATS += tuple(n for n, m in READERS.items() if getattr(m, "READS_FILES",
 
 __all__ = [
     "ASSIGNMENT_FORMATS",
+    "DOWNLOADS",
     "EXPORT_FORMATS",
     "LAYERS",
     "Work",
@@ -312,6 +320,8 @@ def _finish(
     if not documents and seen is None:
         raise problem("contains no documents")
     seen = set() if seen is None else seen
+    # a file of aggregate errors kept as work: a document without an error is a clean one
+    aggregate = as_work and not gold and any(document.gold for document in documents)
     for document in documents:
         if document.external_id in seen:
             raise problem("appears twice in the file", document.external_id)
@@ -323,7 +333,7 @@ def _finish(
             document.gold = document.gold or gold_from_work(document)
             document.work = []
             document.empty_workers = []
-        elif as_work and document.gold:
+        elif aggregate:
             work_from_votes(document)
         else:
             document.dropped += len(document.gold)

@@ -27,10 +27,11 @@ from app.models import (
     SuggestionEvent,
     isoformat,
 )
+from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
-from app.quality.work import is_live
+from app.quality.work import human_worker, is_live
 
 COLUMNS = (
     "study",
@@ -66,6 +67,7 @@ COLUMNS = (
     "mace_competence",
     "consensus_f1",
     "expected_f1",
+    "session",
 )
 
 
@@ -105,7 +107,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     assignments = session.execute(
         select(Assignment, Document.external_id)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id)
+        .where(Assignment.study_id == study.id, human_worker())
         .order_by(Document.position, Assignment.id)
     ).all()
     live, events, segments = _counts(session, study)
@@ -115,12 +117,12 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     rates = catch_rates(session, study, work=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
     models, _ = stored_reliability(session, study)
+    gold = gold_documents(session, study)
     for a, external_id in assignments:
         data = a.platform_data or {}
         prolific, mturk = a.platform == "prolific", a.platform == "mturk"
         measured = seconds.get(a.id)
         scores = a.scores or {}
-        gold = (scores.get("gold") or {}).get("overall") or {}
         verdict = verdicts.get(a.worker_id)
         yield {
             "study": study.slug,
@@ -147,7 +149,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "suggestions_shown": events[a.id]["shown"] if a.id in events else 0,
             "suggestions_accepted": events[a.id]["accepted"] if a.id in events else 0,
             "suggestions_dismissed": events[a.id]["dismissed"] if a.id in events else 0,
-            "gold_f1": gold.get("f1"),
+            "gold_f1": gold_f1(session, a, gold),
             "suggestion_recall": (scores.get("suggestions") or {}).get("recall"),
             "speeder": bool(times.get(a.worker_id, {}).get("speeder")),
             "review_status": verdict.status if verdict else None,
@@ -158,4 +160,5 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
             "mace_competence": (models.get(a.worker_id) or {}).get("competence"),
             "consensus_f1": (models.get(a.worker_id) or {}).get("consensus_f1"),
             "expected_f1": (models.get(a.worker_id) or {}).get("expected_f1"),
+            "session": a.session_id,
         }

@@ -16,6 +16,7 @@ from app.formats.spreadsheet import safe_row
 from app.models import Study
 
 NAME = "assignments-csv"
+MIMETYPE, DOWNLOAD_AS, TITLE = "text/csv", "assignments.csv", "Assignments CSV"
 
 
 def _cell(value: Any) -> Any:

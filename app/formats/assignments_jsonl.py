@@ -11,6 +11,11 @@ from app.formats.assignment_rows import assignment_rows, columns
 from app.models import Study
 
 NAME = "assignments-jsonl"
+MIMETYPE, DOWNLOAD_AS, TITLE = (
+    "application/x-ndjson; charset=utf-8",
+    "assignments.jsonl",
+    "Assignments JSONL",
+)
 
 
 def export(session: Session, study: Study) -> Iterator[str]:

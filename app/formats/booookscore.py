@@ -37,6 +37,11 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "booookscore"
+MIMETYPE, DOWNLOAD_AS, TITLE = (
+    "application/json; charset=utf-8",
+    "booookscore.json",
+    "BooookScore JSON",
+)
 WHOLE_TEXT = True
 EXTENSION = "json"
 # A mark whose label list is empty (the release has two such relations: a question, no

@@ -11,15 +11,15 @@ flagged ``pair_only``), an ``R`` line ``paired Arg1:earlier Arg2:later`` for pai
 and ``related Arg1:marked Arg2:other`` for relation categories, ``A`` lines
 ``A1<TAB>attribute T1 value`` (the value percent-encoded), ``#`` ``AnnotatorNotes`` lines
 for comments; ``annotation.conf`` (attributes declared with their values) and
-``visual.conf`` from the taxonomy. Names are percent-encoded ids, unless that name would
-leave its folder, be empty or be long (``..``, ``.``, over 100 bytes): then a slug and a
-hash of the id (``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so
-the two kinds cannot collide), listed with their ids in ``marginalia_names.json`` (issue 26
-row 5). Read: the same (the names file first, else percent-decoding); a folder's name is
+``visual.conf`` from the taxonomy. Names are percent-encoded ids (``~`` too), unless that
+name could not stand for this id alone (:class:`Names`): then a slug and a hash of the id
+(``x-y~1f2e3d4c5b6a7980``; ``~`` never appears in a percent-encoded name, so the two kinds
+cannot collide), listed with their ids in ``marginalia_names.json``. Read: the same (the names file first, else percent-decoding); a folder's name is
 the worker (``import-1`` for files at the top; an empty ``.ann`` in a worker's folder is a
 submission with no mark), a ``related`` relation keeps its direction, any other pairs its
-two spans (the earlier with the later); without ``pair_only`` flags (files of other
-tools) a span that is only a relation's earlier half is not a mark; a binary attribute
+two spans (the earlier with the later); in a collection whose ``annotation.conf`` does not
+declare ``pair_only`` (another tool's) a span that is only a relation's earlier half is not
+a mark; a binary attribute
 with no counterpart is not read.
 """
 
@@ -43,6 +43,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "brat"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "brat.zip", "brat (zip)"
 READS_FILES = True
 WRITES_FILES = True
 RELATION = "paired"
@@ -57,17 +58,66 @@ NOTE_LINE = re.compile(r"^#\d+\tAnnotatorNotes (T\d+)\t(.*)$")
 
 
 NAMES_FILE = "marginalia_names.json"
+CONF_FILES = ("annotation.conf", "visual.conf")
 MAX_NAME_BYTES = 100
+HASHED = "~"  # only in hashed names: percent-encoding writes a "~" of an id as %7E
+# names no folder can have on Windows (any extension), or that it would read as another
+WINDOWS_DEVICES = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)", re.IGNORECASE)
 
 
 def file_name(value: str) -> str:
-    """The file or folder name for an id: percent-encoded (reversible, no path characters),
-    or a slug and a hash when that name is unsafe or long (the module's docstring)."""
-    encoded = quote(value, safe=" ,;=+@()[]{}!'-_")
-    if encoded not in ("", ".", "..") and len(encoded) <= MAX_NAME_BYTES:
+    """The file or folder name for an id on its own: percent-encoded (reversible, no path
+    characters, no ``~``), or :func:`hashed_name` when that name is unsafe or long (``..``,
+    ``.``, empty, over :data:`MAX_NAME_BYTES`, a Windows device name, or ending in a dot or
+    a space, which Windows drops)."""
+    encoded = quote(value, safe=" ,;=+@()[]{}!'-_").replace(HASHED, "%7E")
+    if (
+        encoded not in ("", ".", "..")
+        and len(encoded) <= MAX_NAME_BYTES
+        and not WINDOWS_DEVICES.match(encoded)
+        and not encoded.endswith((".", " "))
+    ):
         return encoded
+    return hashed_name(value)
+
+
+def hashed_name(value: str) -> str:
+    """A slug of the id and 16 hex digits of its SHA-256: ``x-y~1f2e3d4c5b6a7980``."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", value)[:40].strip("-") or "id"
-    return f"{slug}~{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{slug}{HASHED}{digest}"
+
+
+class Names:
+    """The names of one export's documents and workers, none equal to another of its kind or
+    to a file of the export's top folder, case aside (macOS and Windows fold case): an id
+    whose :func:`file_name` is taken (another id's name in another case, a worker named
+    ``annotation.conf`` or ``doc.txt``) gets its :func:`hashed_name`. Every hashed name is
+    kept for :data:`NAMES_FILE`, which the import reads first."""
+
+    def __init__(self) -> None:
+        self.given: dict[tuple[str, str], str] = {}
+        self.taken: dict[str, set[str]] = {"documents": set(), "workers": set()}
+        self.hashed: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
+
+    def __call__(self, value: str, kind: str) -> str:
+        if (kind, value) in self.given:
+            return self.given[(kind, value)]
+        name = file_name(value)
+        if name.casefold() in self.taken[kind] or (kind == "workers" and self._at_top(name)):
+            name = hashed_name(value)
+        self.taken[kind].add(name.casefold())
+        if HASHED in name:
+            self.hashed[kind][name] = value
+        self.given[(kind, value)] = name
+        return name
+
+    @staticmethod
+    def _at_top(folder: str) -> bool:
+        """A worker's folder named as a file of the top folder: the conf files, the names
+        file, a document's ``.txt`` or ``.ann``."""
+        lowered = folder.casefold()
+        return lowered in (*CONF_FILES, NAMES_FILE) or lowered.endswith((".txt", ".ann"))
 
 
 def _name_of(name: str, names: dict[str, str]) -> str:
@@ -183,17 +233,10 @@ def ann_text(marks: list[Mark], layout: Layout, related: Collection[str] = ()) -
 def export_files(
     session: Session, study: Study, work: Work | None = None
 ) -> Iterator[tuple[str, bytes]]:
-    yield "annotation.conf", annotation_conf(study.taxonomy).encode("utf-8")
-    yield "visual.conf", visual_conf(study.taxonomy).encode("utf-8")
+    yield CONF_FILES[0], annotation_conf(study.taxonomy).encode("utf-8")
+    yield CONF_FILES[1], visual_conf(study.taxonomy).encode("utf-8")
     related = {c["id"] for c in study.taxonomy["categories"] if c["kind"] == "relation"}
-    hashed: dict[str, dict[str, str]] = {"documents": {}, "workers": {}}
-
-    def named(value: str, kind: str) -> str:
-        name = file_name(value)
-        if "~" in name:
-            hashed[kind][name] = value
-        return name
-
+    named = Names()
     for document in annotated_documents(session, study, work):
         layout = document.layout
         name = named(document.external_id, "documents")
@@ -204,13 +247,23 @@ def export_files(
             folder = named(worker, "workers")
             yield f"{folder}/{name}.txt", text
             yield f"{folder}/{name}.ann", ann_text(marks, layout, related).encode("utf-8")
-    if hashed["documents"] or hashed["workers"]:
-        yield NAMES_FILE, (json.dumps(hashed, ensure_ascii=False, indent=1) + "\n").encode()
+    if named.hashed["documents"] or named.hashed["workers"]:
+        listed = json.dumps(named.hashed, ensure_ascii=False, indent=1) + "\n"
+        yield NAMES_FILE, listed.encode()
 
 
 def _spans(
-    ann: str, layout: Layout, mapper: Any, problem: Problem, where: str, worker: str
+    ann: str,
+    layout: Layout,
+    mapper: Any,
+    problem: Problem,
+    where: str,
+    worker: str,
+    flagged: bool = False,
 ) -> list[ImportedSpan]:
+    """One ``.ann`` file's marks. ``flagged``: the collection declares ``pair_only`` (ours),
+    so a ``T`` line without the flag is a mark, whatever relation points at it; in a file of
+    another tool a span that is only a relation's earlier half is not a mark."""
     spans: dict[str, tuple[int, int, int, str, str]] = {}
     ends: dict[str, tuple[int, str]] = {}  # tag -> (end segment, where it is)
     relations: list[tuple[str, str]] = []
@@ -281,7 +334,8 @@ def _spans(
         raise problem(f"{where}: an attribute names a span that is not there")
     pairs, result = ordered, []
     for tag, (segment, start, end, text, category) in spans.items():
-        if tag in pair_only or (not pair_only and tag in pairs.values() and tag not in pairs):
+        guessed = not flagged and not pair_only and tag in pairs.values() and tag not in pairs
+        if tag in pair_only or guessed:
             continue  # only the other half of a pair (it may run across segment breaks)
         if ends[tag][0] != segment:
             raise problem(f"{ends[tag][1]} {CROSSING}")
@@ -294,6 +348,14 @@ def _spans(
             ImportedSpan(worker, segment, start, end, text, category, paired, note, to, **more)
         )
     return group_marks(result)  # one T line per category of a mark
+
+
+def declares_pair_only(conf: str | None) -> bool:
+    """Whether an ``annotation.conf`` declares our ``pair_only`` attribute: a collection we
+    wrote, whose every span that is only another's earlier half carries the flag."""
+    return conf is not None and any(
+        line.split("\t", 1)[0].strip() == PAIR_ONLY for line in conf.splitlines()
+    )
 
 
 def _names(text: str | None, problem: Problem) -> dict[str, dict[str, str]]:
@@ -324,6 +386,7 @@ def parse_files(
     documents: dict[str, DocumentInput] = {}
     layouts: dict[str, tuple[Layout, Any, str]] = {}
     names = _names(files.get(NAMES_FILE), problem)
+    flagged = declares_pair_only(files.get(CONF_FILES[0]))
     for name in texts:
         path = PurePosixPath(name)
         doc = document_id(_name_of(path.stem, names["documents"]), problem)
@@ -337,7 +400,8 @@ def parse_files(
         if files[name] != original:
             raise problem(f"{name}: is not the same text as the other copies of {doc!r}")
         ann_name = name[: -len(".txt")] + ".ann"
-        spans = _spans(files.get(ann_name, ""), layout, mapper, problem, ann_name, worker)
+        ann = files.get(ann_name, "")
+        spans = _spans(ann, layout, mapper, problem, ann_name, worker, flagged)
         if not spans and ann_name in files and folder != ".":
             documents[doc].empty_workers.append(worker)  # a worker's empty .ann: no errors
         documents[doc].work += spans

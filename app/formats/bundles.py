@@ -4,7 +4,7 @@ of several files written into a folder (``--out FOLDER``) or one zip (over HTTP)
 Zips are read in memory and never extracted, so no member name reaches the file system.
 Against zip bombs each member is inflated in chunks with a running total, and reading stops
 as soon as a member passes ``MAX_MEMBER_BYTES`` or all of them ``MAX_TOTAL_BYTES`` (whatever
-their headers claim): a 202 KB zip holding 199 MiB peaked at ~2 GB before (issue 26 row 6),
+their headers claim): a 202 KB zip holding 199 MiB peaked at ~2 GB before,
 it is refused now within ~100 MB. Names written (a folder, a zip) are checked to stay
 inside it (:func:`safe_name`).
 """
@@ -192,8 +192,8 @@ class _Pipe:
 
 def zip_stream(files: Iterable[tuple[str, Body]]) -> Iterator[bytes]:
     """One zip of the files (deflated), in chunks as it is written: a file that comes in
-    chunks is compressed chunk by chunk, so the zip of a big export is never held whole
-    (issue 34). Such a member is written with Zip64 fields (its size is not known before)."""
+    chunks is compressed chunk by chunk, so the zip of a big export is never held whole.
+    Such a member is written with Zip64 fields (its size is not known before)."""
     pipe = _Pipe()
     with zipfile.ZipFile(pipe, "w", zipfile.ZIP_DEFLATED) as bundle:  # type: ignore[arg-type]
         for name, data in files:
@@ -209,8 +209,3 @@ def zip_stream(files: Iterable[tuple[str, Body]]) -> Iterator[bytes]:
                 yield pipe.take()
     if pipe.parts:
         yield pipe.take()
-
-
-def zip_bytes(files: Iterable[tuple[str, Body]]) -> bytes:
-    """The whole zip of :func:`zip_stream` (small exports, tests)."""
-    return b"".join(zip_stream(files))

@@ -16,6 +16,7 @@ from app.models import Study
 from app.quality.work import CHUNK_ROWS, Work
 
 NAME = "csv"
+MIMETYPE, DOWNLOAD_AS, TITLE = "text/csv", "csv", "CSV"
 
 
 def export(

@@ -1,4 +1,4 @@
-"""A JSON document written an item at a time (issue 34): the exports whose format is one
+"""A JSON document written an item at a time: the exports whose format is one
 JSON array or object (thresh, snac, labelstudio, booookscore) hold one document's entry at a
 time, never the whole file, and still write exactly the text of ``json.dumps(whole,
 ensure_ascii=False, indent=1) + "\\n"`` (tests/test_json_stream.py proves it)."""

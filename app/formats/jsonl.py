@@ -23,6 +23,7 @@ from app.models import Study
 from app.quality.work import CHUNK_ROWS, Work
 
 NAME = "jsonl"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/x-ndjson; charset=utf-8", "jsonl", "JSONL"
 
 
 def parse_text(text: str, problem: Problem) -> list[DocumentInput]:

@@ -42,6 +42,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "labelstudio"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "labelstudio.zip", "Label Studio (zip)"
 WHOLE_TEXT = True
 WRITES_FILES = True
 EPOCH = "1970-01-01T00:00:00+00:00"  # a created_at for work that has no time

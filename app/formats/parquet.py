@@ -22,6 +22,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "parquet"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "hf-dataset.zip", "Hugging Face dataset (zip)"
 WRITES_FILES = True
 ANNOTATION_COLUMNS = (
     ("document", "string"),
@@ -173,7 +174,7 @@ def export_files(
 ) -> Iterator[tuple[str, Iterator[bytes] | bytes]]:
     """The two tables, each written a row group (about ``batch_rows`` rows of whole
     documents) at a time as the counted work is read (app/formats/annotated.py, twice: once
-    per table), and the card from what the first pass counted: bounded memory (issue 34)."""
+    per table), and the card from what the first pass counted: bounded memory."""
     work = work or Work()
     pa = _pyarrow()
     names = ANNOTATION_COLUMNS + ((ROLE_COLUMN,) if work.include_practice else ())

@@ -32,13 +32,17 @@ CSV_COLUMNS = (
     "assignment",
     "completion_code",
     "created_at",
+    # the segment where the paired span ends, so that the default columns describe every
+    # span stored: an earlier span may run across segment breaks (paired_segment where it
+    # starts, paired_end an offset in this one); empty without a pair
+    "paired_end_segment",
 )
 
 # Optional columns, after CSV_COLUMNS in this order when asked for: the category's label
-# from the study's taxonomy, the whole text of the annotated segment, and the segment where
-# the paired (earlier) span ends (it may run across segment breaks: paired_end is an offset
-# in that segment; empty without a pair).
-OPTIONAL_COLUMNS = ("category_label", "segment_text", "paired_end_segment")
+# from the study's taxonomy and the whole text of the annotated segment.
+OPTIONAL_COLUMNS = ("category_label", "segment_text")
+# once optional, now among CSV_COLUMNS: still accepted by --columns, adding nothing
+NOW_DEFAULT = ("paired_end_segment",)
 # Then, on their own: the document's role when practice documents are included, and the
 # document's review status on the adjudicated layer.
 ROLE, REVIEW_STATUS = "role", "review_status"
@@ -47,8 +51,9 @@ MARK, ATTRIBUTE = "mark", "attribute."
 
 
 def check_columns(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """The asked-for optional columns in OPTIONAL_COLUMNS order; unknown names refused."""
-    unknown = [n for n in names if n not in OPTIONAL_COLUMNS]
+    """The asked-for optional columns in OPTIONAL_COLUMNS order; a column now among the
+    default ones (:data:`NOW_DEFAULT`) adds nothing; unknown names refused."""
+    unknown = [n for n in names if n not in OPTIONAL_COLUMNS and n not in NOW_DEFAULT]
     if unknown:
         raise InvalidInput(
             f"unknown export column {unknown[0]!r}; optional columns: {', '.join(OPTIONAL_COLUMNS)}"
@@ -92,7 +97,7 @@ def export_columns(
     }
     renamed = {"span_text": "text", "span_start": "start", "span_end": "end"}
     sql: dict[str, ColumnElement[Any]] = {
-        name: work_columns[renamed.get(name, name)] for name in CSV_COLUMNS[1:]
+        name: work_columns[renamed.get(name, name)] for name in CSV_COLUMNS[1:-1]
     }
     sql["study"] = literal(study.slug, String)
     sql["category_label"] = (

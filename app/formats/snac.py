@@ -21,6 +21,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "snac"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/json; charset=utf-8", "json", "SNaC JSON"
 
 
 def looks_like(data: Any) -> bool:

@@ -28,6 +28,7 @@ from app.models import Study
 from app.quality.work import Work
 
 NAME = "thresh"
+MIMETYPE, DOWNLOAD_AS, TITLE = "application/json; charset=utf-8", "thresh.json", "Thresh JSON"
 WHOLE_TEXT = True
 KNOWN_ENTRY_KEYS = {"id", "source", "target", "context", "edits", "annotators"}
 SCALAR = str | int | float
@@ -137,6 +138,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
     unlocated: list[Any] = []
     taken: Counter[tuple[Any, ...]] = Counter()
     skipped = 0
+    votes: set[str] = set()  # the workers made from "votes": vote ranks, not annotators
     for e, edit in enumerate(edits):
         where = f"edit {e}"
         if not isinstance(edit, dict):
@@ -172,6 +174,8 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
             edit = {**edit, "annotator": _rater(entry)}
         workers = _workers(edit, problem, f"document {doc!r}: {where}", taken[key])
         taken[key] += len(workers)
+        if not {"annotators", "annotator"} & set(edit):  # workers by vote count: vote ranks
+            votes.update(workers)
         main, paired = spans[marked][:4], (spans[1 - marked] if len(spans) == 2 else None)
         # (its end segment, start, end): a pair may run across segments, it must end first;
         # an edit saying which range is marked (ours, a relation category) may come in any order
@@ -208,6 +212,7 @@ def _entry(entry: Any, n: int, problem: Problem, per_segment: int | None) -> Doc
         meta,
         work=group_marks(work),
         empty_workers=empty,
+        vote_workers=votes,
         skipped_pairs=skipped,
     )
 
@@ -245,6 +250,7 @@ def _merged(documents: list[DocumentInput], entries: list[Any]) -> list[Document
         into = first[key]
         into.work += document.work
         into.empty_workers += document.empty_workers
+        into.vote_workers |= document.vote_workers
         into.skipped_pairs += document.skipped_pairs
     for document in out:
         marked = {span.worker_id for span in document.work}

@@ -47,28 +47,10 @@ class Layout:
     def meta(self) -> dict[str, Any]:
         return {META_KEY: {"gaps": self.gaps}}
 
-    def to_segment(self, start: int, end: int) -> tuple[int, int, int] | None:
-        """(segment, start, end) of a whole-text range; None when it is not in one segment.
-
-        A range reaching into the whitespace around a segment is trimmed to the segment.
-        """
-        if not 0 <= start < end <= len(self.text):
-            return None
-        index = bisect_right(self.starts, start) - 1
-        if index < 0 or start >= self.ends[index]:
-            index += 1  # starts in a gap: the next segment
-        if index >= len(self.starts):
-            return None
-        first, last = self.starts[index], self.ends[index]
-        start, clipped_end = max(start, first), min(end, last)
-        if clipped_end <= start or (end > last and self.text[last:end].strip()):
-            return None
-        return index, start - first, clipped_end - first
-
     def to_segments(self, start: int, end: int) -> tuple[int, int, int, int] | None:
         """(segment, start, end segment, end) of a whole-text range that may run across
         segment breaks (an earlier span of ``pair_across_segments``); trimmed to the
-        segments like :meth:`to_segment`; None outside the text or within a gap."""
+        segments (a range reaching into the whitespace around one is trimmed to it); None outside the text or within a gap."""
         if not 0 <= start < end <= len(self.text):
             return None
         first = bisect_right(self.starts, start) - 1
@@ -117,7 +99,7 @@ def split(
     lone CR become LF, as everywhere else). A text over ``MAX_WHOLE_TEXT_CHARS`` is refused
     before anything else.
     """
-    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting (issue 26 row 2)
+    if len(text) > MAX_WHOLE_TEXT_CHARS:  # before any splitting: its cost grows with the text
         raise problem(f"its text is longer than {MAX_WHOLE_TEXT_CHARS} characters", doc)
     normal, mapper = _normalised(text)
     if sentences_per_segment:

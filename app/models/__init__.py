@@ -20,7 +20,9 @@ from app.models.detection import (
     Suggestion,
 )
 from app.models.journey import Consent, QuestionnaireAnswer
+from app.models.llm import LlmAnswer, LlmJob, LlmRun
 from app.models.review import AdjudicatedError, DocumentReview, WorkerAction, WorkerReview
+from app.models.sessions import WorkSession
 from app.models.studies import Document, Entity, EntityMention, GoldError, Segment, Study
 from app.models.work import Annotation, Assignment, PracticeCheck, SegmentTime, SuggestionEvent
 
@@ -44,6 +46,9 @@ __all__ = [
     "FigureJob",
     "GoldError",
     "ImportJob",
+    "LlmAnswer",
+    "LlmJob",
+    "LlmRun",
     "LoginFailure",
     "NAMING_CONVENTION",
     "PracticeCheck",
@@ -58,6 +63,7 @@ __all__ = [
     "WorkerAction",
     "WorkerReview",
     "WorkChange",
+    "WorkSession",
     "isoformat",
     "utcnow",
 ]

@@ -5,11 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    MetaData,
-)
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy import JSON, DateTime, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -36,3 +33,39 @@ def isoformat(moment: datetime | None) -> str | None:
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class SpanColumns:
+    """The columns of a marked span, optionally paired with an earlier span: a worker's
+    annotation and a row of the adjudicated layer hold the same span the same way (offsets in
+    code points, end exclusive), so exports and scores read both alike."""
+
+    segment: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column("start_offset", Integer)
+    end: Mapped[int] = mapped_column("end_offset", Integer)
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(100))
+    paired_segment: Mapped[int | None] = mapped_column(Integer)
+    paired_start: Mapped[int | None] = mapped_column(Integer)
+    paired_end: Mapped[int | None] = mapped_column(Integer)
+    paired_text: Mapped[str | None] = mapped_column(Text)
+    # Set only when the earlier span runs on into later segments (app/annotation/pairing.py):
+    # it ends at paired_end in this segment. None: it ends in paired_segment.
+    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    # The values of the category's declared attributes (docs/FORMATS.md), None when none.
+    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class QueueColumns:
+    """The columns the worker's queues claim by (app/detection/queue.py, the one claim rule):
+    status (queued, running, done, failed), attempts, when it may run next, who claimed it
+    and when, when it finished."""
+
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

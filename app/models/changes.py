@@ -64,7 +64,7 @@ def _lock(session: Session, study_id: int, function: str) -> None:
 
 def assignment_reason(status: str) -> str:
     """The log's reason for an assignment that ended or changed to ``status`` (the flush's,
-    and the fast lane's submit, app/annotation/hot_sql.py)."""
+    and the submit's own statement, app/annotation/hot_sql.py)."""
     return f"assignment {status}"
 
 

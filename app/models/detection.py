@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, utcnow
+from app.models.base import Base, QueueColumns, utcnow
 
 
 class Suggestion(Base):
@@ -86,7 +86,7 @@ class DetectorModel(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class DetectorTraining(Base):
+class DetectorTraining(QueueColumns, Base):
     """A retraining of a study's learned detector as its curated work grows
     (``marginalia study detector SLUG --retrain-every N``; app/detection/retraining.py): queued
     when the study's curated documents reach the last training's count + N, run by a worker
@@ -99,20 +99,13 @@ class DetectorTraining(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
     documents: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     model_id: Mapped[int | None] = mapped_column(
         ForeignKey("detector_models.id", ondelete="SET NULL")
     )
     last_error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class DetectionJob(Base):
+class DetectionJob(QueueColumns, Base):
     """One document waiting for (or done with) the detector; claimed by workers."""
 
     __tablename__ = "detection_jobs"
@@ -121,17 +114,10 @@ class DetectionJob(Base):
     document_id: Mapped[int] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class ImportJob(Base):
+class ImportJob(QueueColumns, Base):
     """An uploaded document file waiting to be parsed and stored by the worker.
 
     ``status``: queued, running, done or failed. The upload's bytes stay in ``payload``
@@ -142,7 +128,6 @@ class ImportJob(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     filename: Mapped[str] = mapped_column(String(300))
     format: Mapped[str] = mapped_column(String(20), default="auto")
     options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
@@ -151,17 +136,11 @@ class ImportJob(Base):
     processed_documents: Mapped[int] = mapped_column(Integer, default=0)
     counts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str | None] = mapped_column(String(320))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
-class FigureJob(Base):
+class FigureJob(QueueColumns, Base):
     """A study's slow figures (γ, unitizing α, MACE, Dawid-Skene: app/quality/figures.py), one
     row per study and practice setting: the job that computes them and their cache.
 
@@ -175,17 +154,10 @@ class FigureJob(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
     include_practice: Mapped[bool] = mapped_column(Boolean, default=False)
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     result_key: Mapped[str | None] = mapped_column(String(64))
     seconds: Mapped[float | None] = mapped_column(Float)
     last_error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # the whole report (app/quality/served.py): its JSON text (read only when asked for: it
     # grows with the study), what the dashboard shows of it (app/quality/digest.py), the
     # study's last work change it saw (app/models/changes.py), when and in how long it was

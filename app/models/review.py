@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
-    JSON,
     Boolean,
     DateTime,
     ForeignKey,
@@ -17,10 +15,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, utcnow
+from app.models.base import Base, SpanColumns, utcnow
 
 
-class AdjudicatedError(Base):
+class AdjudicatedError(SpanColumns, Base):
     """One row of a document's adjudicated layer (app/quality/adjudication.py): a candidate
     accepted (as marked or edited) or rejected, or an error no worker marked (no candidate).
     ``version`` grows with every change: a write naming an older one is a conflict."""
@@ -35,18 +33,6 @@ class AdjudicatedError(Base):
     candidate: Mapped[str | None] = mapped_column(String(64))
     decision: Mapped[str] = mapped_column(String(20))  # accepted | rejected
     origin: Mapped[str] = mapped_column(String(20))  # reviewed | auto | added
-    segment: Mapped[int] = mapped_column(Integer)
-    start: Mapped[int] = mapped_column("start_offset", Integer)
-    end: Mapped[int] = mapped_column("end_offset", Integer)
-    text: Mapped[str] = mapped_column(Text)
-    category: Mapped[str] = mapped_column(String(100))
-    paired_segment: Mapped[int | None] = mapped_column(Integer)
-    paired_start: Mapped[int | None] = mapped_column(Integer)
-    paired_end: Mapped[int | None] = mapped_column(Integer)
-    paired_text: Mapped[str | None] = mapped_column(Text)
-    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
-    comment: Mapped[str] = mapped_column(Text, default="")
-    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer, default=1)
     decided_by: Mapped[str] = mapped_column(String(320))
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

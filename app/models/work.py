@@ -13,12 +13,11 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
-    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.models.base import Base, utcnow
+from app.models.base import Base, SpanColumns, utcnow
 
 if TYPE_CHECKING:  # relationships name these; SQLAlchemy resolves them by name
     from app.models.studies import Document, Study
@@ -37,8 +36,9 @@ class Assignment(Base):
         # UPDATEs stay heap-only (HOT) on Postgres.
         Index("ix_assignments_study_worker", "study_id", "worker_id"),
         # Not a partial index on study_id WHERE status = 'active': with it every claim of the
-        # hot path cost Postgres ~0.2 ms more CPU (docs/PERFORMANCE.md, round 4 merged).
+        # hot path cost Postgres ~0.2 ms more CPU (measured with bench/server_cpu.py).
         Index("ix_assignments_study_status", "study_id", "status"),
+        Index("ix_assignments_session_id", "session_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -48,6 +48,12 @@ class Assignment(Base):
         ForeignKey("documents.id", ondelete="CASCADE"), index=True
     )
     worker_id: Mapped[str] = mapped_column(String(200))
+    # The participant's session this document belongs to (app/annotation/sessions.py); None
+    # for a researcher's open through an API key, a one-document study's API arrival and work
+    # stored before sessions existed.
+    session_id: Mapped[int | None] = mapped_column(
+        ForeignKey("work_sessions.id", ondelete="SET NULL")
+    )
     platform: Mapped[str] = mapped_column(String(20), default="generic")
     platform_data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     condition: Mapped[str | None] = mapped_column(String(20))
@@ -69,8 +75,9 @@ class Assignment(Base):
     )
 
 
-class Annotation(Base):
-    """One error span a worker marked, optionally paired with an earlier span."""
+class Annotation(SpanColumns, Base):
+    """One error span a worker marked, optionally paired with an earlier span (the span's
+    columns: :class:`~app.models.base.SpanColumns`)."""
 
     __tablename__ = "annotations"
     __table_args__ = (
@@ -80,21 +87,6 @@ class Annotation(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     assignment_id: Mapped[int] = mapped_column(ForeignKey("assignments.id", ondelete="CASCADE"))
-    segment: Mapped[int] = mapped_column(Integer)
-    start: Mapped[int] = mapped_column("start_offset", Integer)
-    end: Mapped[int] = mapped_column("end_offset", Integer)
-    text: Mapped[str] = mapped_column(Text)
-    category: Mapped[str] = mapped_column(String(100))
-    paired_segment: Mapped[int | None] = mapped_column(Integer)
-    paired_start: Mapped[int | None] = mapped_column(Integer)
-    paired_end: Mapped[int | None] = mapped_column(Integer)
-    paired_text: Mapped[str | None] = mapped_column(Text)
-    # Set only when the earlier span runs on into later segments (app/annotation/pairing.py):
-    # it ends at paired_end in this segment. None: it ends in paired_segment.
-    paired_end_segment: Mapped[int | None] = mapped_column(Integer)
-    comment: Mapped[str] = mapped_column(Text, default="")
-    # The values of the category's declared attributes (docs/FORMATS.md), None when none.
-    attributes: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # A multi-label mark is one row per category: the rows after the first hold the first
     # row's id here (None: the row is its own mark). docs/METRICS.md, "Multi-label marks".
     mark: Mapped[int | None] = mapped_column(Integer)

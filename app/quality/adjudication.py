@@ -18,7 +18,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.annotation.hot_cache import segment_texts
+from app.annotation.cache import segment_texts
 from app.annotation.pairing import paired_values
 from app.annotation.values import MAX_COMMENT_CHARS, check_span
 from app.documents.attributes import check_attributes

@@ -1,4 +1,4 @@
-"""Agreement figures from a histogram of units instead of the units themselves (issue 34).
+"""Agreement figures from a histogram of units instead of the units themselves.
 
 Krippendorff's alpha (nominal, two values), two-agree and the marked units depend on each
 pairable unit only through its pair (``m`` coders, ``k`` of them marked it). A
@@ -13,7 +13,7 @@ written for a histogram: with ``n0 = Σ c·(m−k)``, ``n1 = Σ c·k`` (c units 
     alpha = 1 − (n − 1) · o01 / (n0 · n1),
 
 ``None`` without pairable units or without variation (n0 or n1 is 0), as
-:func:`app.quality.agreement.krippendorff_alpha` (the package itself) returns. A property
+the ``krippendorff`` package returns (tests/agreement_reference.py). A property
 test (tests/test_agreement_stream.py) holds the two equal.
 """
 

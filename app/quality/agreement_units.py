@@ -1,8 +1,9 @@
-"""The units of agreement as arrays (issue 34): the same layout, unit ranges, boundary
-normalisation and per-unit marked counts as :mod:`app.quality.agreement`'s ``_Layout``,
-``normalise_boundaries`` and ``_counts``, computed with numpy over a whole batch of
-documents instead of span by span (a property test holds both forms equal:
-tests/test_agreement_stream.py).
+"""The units of agreement as arrays, so that a batch of documents costs one numpy pass and a
+big study's report stays in bounded memory: the same layout, unit ranges, boundary
+normalisation and per-unit marked counts as the span-by-span definition
+(tests/agreement_reference.py: ``SpanLayout``, ``normalise_boundaries``, ``marked_units``),
+computed over a whole batch instead of span by span (a property test holds both forms
+equal: tests/test_agreement_stream.py).
 
 Every segment's units are laid end to end in (document, segment) order; each segment also
 gets a base in one long character axis (its characters, then a gap), so a span's first unit
@@ -144,7 +145,7 @@ def marked_counts(
     wanted: np.ndarray,
 ) -> np.ndarray:
     """Per unit, how many workers marked it with a category of ``wanted`` (a boolean mask
-    over category numbers; a worker's overlapping spans count once), as ``_counts``."""
+    over category numbers; a worker's overlapping spans count once), as ``marked_units``."""
     keep = (category >= 0) & wanted[np.maximum(category, 0)]
     if not keep.any():
         return np.zeros(size, dtype=np.int64)

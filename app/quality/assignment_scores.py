@@ -9,7 +9,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation import hot_sql
-from app.annotation.hot_cache import Database, taxonomy_of, texts_of
+from app.annotation.cache import taxonomy_of, texts_of
+from app.annotation.handle import Handle
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
 from app.quality.scoring import (
     Span,
@@ -51,28 +52,27 @@ def worker_spans(session: Session, assignment: Assignment) -> list[Span]:
 
 class SuggestionScore(NamedTuple):
     """The submit's suggestion recall (``assignment.scores["suggestions"]``) and
-    ``hot_sql.MARK_CHANGES`` read with it (the fast lane's write is guarded by it)."""
+    ``hot_sql.MARK_CHANGES`` read with it (the submit's write is guarded by it)."""
 
     score: dict[str, Any]
     changes: int
 
 
-def score_against_suggestions(db: Database, assignment: Assignment) -> SuggestionScore:
+def score_against_suggestions(db: Handle, assignment: Assignment) -> SuggestionScore:
     """Recall of the worker's live annotations over the document's suggestions.
 
     A suggestion counts as caught when the worker marked the same category over an
     overlapping span (whole-sentence categories: anywhere in the same sentence). One read
-    (``hot_sql.SUBMIT_SPANS``, on a session or the fast lane's driver); the document's
-    segment texts and the study's scopes come from the hot path's per-process caches
-    (
-    :func:`app.annotation.hot_cache.texts_of`, :func:`app.annotation.hot_cache.taxonomy_of`), both
+    (``hot_sql.SUBMIT_SPANS``, on the submit's handle); the document's segment texts and the
+    study's scopes come from the actions' per-process cache
+    (:func:`app.annotation.cache.texts_of`, :func:`app.annotation.cache.taxonomy_of`), both
     only when the document has suggestions. Reads ``assignment``'s id and worker_id, its
     document's id, external_id and created_at, its study's id and taxonomy_hash.
     """
     document: Document = assignment.document
     study: Study = assignment.study
     params = {"document_id": document.id, "assignment_id": assignment.id}
-    rows = hot_sql.execute(db, "submit_spans", hot_sql.SUBMIT_SPANS, params, alone=True).all()
+    rows = db.run(hot_sql.SUBMIT_SPANS, params, alone=True).all()
     spans: tuple[list[Span], list[Span]] = ([], [])
     changes = 0
     for kind, ref, segment, start, end, category, source, text in rows:
@@ -127,3 +127,44 @@ def score_against_gold(session: Session, assignment: Assignment) -> dict[str, An
         categories=[cat["id"] for cat in taxonomy.get("categories", [])],
     )
     return {"documents": 1, **scored}
+
+
+# the statuses of an assignment whose work is done and can be scored against gold: submitted,
+# a screened-out worker's training documents, and a rejected worker's (the worker pages keep
+# showing the figures that led to the reject)
+SCORED_STATUSES = ("submitted", "screened_out", "rejected")
+
+
+def gold_documents(session: Session, study: Study) -> dict[int, bool]:
+    """The study's gold documents (flagged gold, or carrying gold errors that are not
+    attention checks: the report's rule), each with whether it is a practice document."""
+    carrying = select(GoldError.document_id).where(GoldError.is_check.is_(False))
+    return dict(
+        session.execute(
+            select(Document.id, Document.is_practice).where(
+                Document.study_id == study.id,
+                Document.is_gold.is_(True) | Document.id.in_(carrying),
+            )
+        ).all()
+    )
+
+
+def gold_f1(session: Session, assignment: Assignment, gold: dict[int, bool]) -> float | None:
+    """An assignment's **gold F1** (docs/METRICS.md, "Against gold"): the strict overall F1
+    of its live annotations against its document's gold errors, for a done assignment
+    (:data:`SCORED_STATUSES`) on a gold document (``gold``: :func:`gold_documents`), else
+    None. The stored score where the qualification or the pause rule stored one (the same
+    function's result), else computed now and not stored: a page or an export never writes."""
+    if assignment.status not in SCORED_STATUSES or assignment.document_id not in gold:
+        return None
+    stored = (assignment.scores or {}).get("gold") or {}
+    scored = stored if stored.get("rule") == "strict" else score_against_gold(session, assignment)
+    return ((scored or {}).get("overall") or {}).get("f1")
+
+
+def best_gold_f1(scored: list[tuple[int, float | None]], gold: dict[int, bool]) -> float | None:
+    """A worker's **best gold F1**: the highest gold F1 of their assignments (``scored``:
+    each one's document id and :func:`gold_f1`) on graded gold documents, every gold
+    document but the practice ones (practice is never graded); None without any."""
+    graded = [f1 for doc, f1 in scored if f1 is not None and not gold.get(doc, True)]
+    return max(graded) if graded else None

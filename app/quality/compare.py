@@ -7,7 +7,8 @@ test (``marginalia compare``, the Compare page; docs/METRICS.md, "Comparing syst
 * The **documents** compared are those that count (:mod:`app.quality.work`: practice left
   out) and that the layer covers: on the workers' layer those with at least ``K`` submitted
   assignments (fewer could never reach ``K`` votes, so they would only dilute the figures),
-  on the adjudicated layer those whose review is done.
+  and those imported by vote rank at every ``K`` (a clean document is evidence too:
+  :mod:`app.quality.vote_ranks`); on the adjudicated layer those whose review is done.
 * An **error** on the workers' layer is a candidate error (:mod:`app.quality.candidates`)
   with at least ``K`` votes, placed at its proposal; on the adjudicated layer an accepted row.
 * Per document: words and sentences (:mod:`app.quality.sentences`), errors per category,
@@ -30,6 +31,7 @@ from app.quality import compare_stats
 from app.quality.candidates import PAIRED_FIELDS, group_candidates, study_marks
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.sentences import category_kinds, error_places, sentence_counts, word_count
+from app.quality.vote_ranks import vote_rank_workers
 from app.quality.work import (
     ADJUDICATED,
     WORKERS,
@@ -42,7 +44,6 @@ from app.quality.work import (
 )
 
 BY = ("source",)
-ALL = "all"
 Errors = list[tuple[Span, list[Span]]]  # each error and its places (sentences.error_places)
 
 
@@ -56,6 +57,7 @@ class DocumentCounts:
     sentences: int = 0
     clean: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    by_votes: bool = False  # its workers are imported vote ranks: counted at every K
 
 
 def default_min_workers(study: Study) -> int:
@@ -71,14 +73,16 @@ def _errors_workers(
     texts: Mapping[TextKey, str],
     names: Mapping[int, str],
     k: int,
+    by_votes: Mapping[int, Any],
 ) -> dict[int, Errors]:
-    """Per document id with at least k submitted workers its errors with >= k votes, each
-    at its proposal."""
+    """Per document id with at least k submitted workers, or imported by vote rank (a rank
+    missing is one no error reached: clean at k, :mod:`app.quality.vote_ranks`), its errors
+    with >= k votes, each at its proposal."""
     scopes = scopes_from_taxonomy(study.taxonomy or {})
     kinds = category_kinds(study.taxonomy)
     out: dict[int, Errors] = {}
     for doc_id, (workers, marks) in study_marks(session, study, work).items():
-        if len(workers) < k:
+        if len(workers) < k and doc_id not in by_votes:
             continue
         name = names[doc_id]
         out[doc_id] = []
@@ -131,9 +135,11 @@ def document_counts(
     for doc_id, text in stream(session, select_segments(study, work)):
         texts[(names[doc_id], position[doc_id])] = text
         position[doc_id] += 1
-    if layer == WORKERS:
+    by_votes: Mapping[int, Any] = {}
+    if work.layer == WORKERS:  # also one LLM annotator's marks (layer llm:NAME)
         k = min_workers or default_min_workers(study)
-        errors = _errors_workers(session, study, work, texts, names, k)
+        by_votes = vote_rank_workers(session, study, work)
+        errors = _errors_workers(session, study, work, texts, names, k, by_votes)
     else:
         errors = _errors_adjudicated(session, study, work)
     out = []
@@ -151,6 +157,7 @@ def document_counts(
                 counted.sentences,
                 counted.clean,
                 Counter(span.category for span, _ in found),
+                doc_id in by_votes,
             )
         )
     return out, len(documents) - len(out)
@@ -202,6 +209,7 @@ def compare_systems(
         "layer": layer,
         "min_workers": (min_workers or default_min_workers(study)) if layer == WORKERS else None,
         "documents_left_out": left_out,
+        "vote_rank_documents": sum(doc.by_votes for doc in counts),
         "resamples": resamples,
         "seed": seed,
         "confidence": compare_stats.CONFIDENCE,

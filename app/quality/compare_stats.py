@@ -14,9 +14,12 @@ that is resampled, since a document's errors are not independent of each other.
   independently (``paired=False``).
 * **p**: a two-sided permutation test of "a and b have the same figure"
   (:func:`scipy.stats.permutation_test`, ``permutation_type="independent"``): the documents of
-  both systems are pooled and dealt out again to groups of the same sizes; p is the share of
-  deals whose |difference| is at least the one observed (exact when there are no more deals
-  than ``n_resamples``). A permutation test, not a paired one, because two systems' documents
+  both systems are pooled and dealt out again to groups of the same sizes; p is SciPy's
+  two-sided p, min(1, 2 × the smaller of the two one-sided shares: deals whose difference
+  is at least, or at most, the one observed). That is the share of deals whose |difference|
+  is at least the observed one only when the groups have the same size. Every deal when
+  there are no more than ``n_resamples`` (exact), else ``n_resamples`` random ones, each
+  one-sided share then (count + 1) / (n_resamples + 1). A permutation test, not a paired one, because two systems' documents
   are different texts: nothing in a study links "the same input summarised by each system",
   which a paired test needs. It assumes documents are exchangeable between the systems under
   the null hypothesis (the same distribution of the figure).

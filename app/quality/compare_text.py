@@ -10,12 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from app.quality.report_text import plain_console
-
-
-def _number(value: float, digits: int) -> str:
-    text = f"{value:.{digits}f}"
-    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # no "-0.00"
+from app.quality.report_text import fixed, plain_console
 
 
 def ci_parts(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") -> tuple[str, str]:
@@ -24,10 +19,10 @@ def ci_parts(figure: Mapping[str, Any] | None, digits: int = 2, unit: str = "") 
     if not figure or figure.get("value") is None:
         return "–", ""
     scale = 100 if unit else 1
-    value = _number(scale * figure["value"], digits) + unit
+    value = fixed(scale * figure["value"], digits) + unit
     if figure.get("low") is None or figure.get("high") is None:
         return value, ""
-    low, high = (_number(scale * figure[k], digits) for k in ("low", "high"))
+    low, high = (fixed(scale * figure[k], digits) for k in ("low", "high"))
     return value, f"[{low}, {high}]"
 
 
@@ -91,6 +86,11 @@ def format_comparison(result: Mapping[str, Any], *, width: int = 160) -> str:
         console.print(
             f"{result['documents_left_out']} documents left out (too few submitted workers, "
             "or no done review)."
+        )
+    if result.get("vote_rank_documents"):
+        console.print(
+            f"{result['vote_rank_documents']} documents imported by vote rank: counted at "
+            "every K (a rank no error reached is a clean document there)."
         )
     if not result["systems"]:
         console.print("No documents to compare.")

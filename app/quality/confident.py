@@ -28,7 +28,6 @@ gets ``recall: None`` and a ``reason``, never a made-up figure.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -151,13 +150,6 @@ def confident_thresholds(
             continue
         out[category["id"]] = {"threshold": None, "detector_precision": None, "reason": reason}
     return out
-
-
-def main_version(suggestions: Iterable[Span], versions: Mapping[int, str]) -> str | None:
-    """The detector version most of ``suggestions`` came from (``versions``: ref -> version)."""
-    counts = Counter(versions.get(s.ref or -1) for s in suggestions)
-    counts.pop(None, None)
-    return counts.most_common(1)[0][0] if counts else None
 
 
 def confident_recall(

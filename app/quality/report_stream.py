@@ -1,4 +1,5 @@
-"""The counted work of a study for its report, a batch of whole documents at a time (issue 34).
+"""The counted work of a study for its report, a batch of whole documents at a time,
+so that its memory does not grow with the study.
 
 Four streamed statements (server-side cursors on Postgres, :func:`app.quality.work.stream`)
 walk the counted documents in order: the documents, their segments, the live annotations

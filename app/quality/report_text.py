@@ -20,8 +20,16 @@ def _row(table: Table, *cells: Any) -> None:
     table.add_row(*(Text(str(cell)) for cell in cells))
 
 
+def fixed(value: float, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals, never "-0.00": a negative value that rounds to
+    zero reads 0.00 (its sign says nothing at that precision). The one number format of the
+    text reports and, as the ``fixed`` filter, of the researchers' pages."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
 def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "–" if value is None else fixed(value, digits)
 
 
 def _pct(value: float | None) -> str:
@@ -29,20 +37,17 @@ def _pct(value: float | None) -> str:
 
 
 def _print_quality(console: Console, rows: list[Mapping[str, Any]]) -> None:
-    """The workers by rank: estimated P, R and F1 with their bases, marks per 100 words."""
-    table = Table(title="Worker quality (estimated; rank 1 = best F1)")
-    for column in ("rank", "worker", "P", "R", "F1", "from", "marks/100 words"):
+    """Estimated P, R and F1 with their bases, marks per 100 words (not a ranking: the rows
+    keep the report's order, the rank by expected F1)."""
+    table = Table(title="Estimated precision, recall and F1 (not a ranking)")
+    for column in ("worker", "P", "R", "F1", "from", "marks/100 words"):
         table.add_column(column)
-    order = sorted(
-        rows, key=lambda r: ((r.get("quality") or {}).get("rank") or 10**9, r["worker_id"])
-    )
-    for row in order:
+    for row in rows:
         q = row.get("quality") or {}
         bases = f"P: {q.get('precision_basis') or '–'}; R: {q.get('recall_basis') or '–'}"
         rate = _num(q.get("marks_per_100_words"), 1)
         _row(
             table,
-            str(q.get("rank") or "–"),
             row["worker_id"],
             _num(q.get("precision")),
             _num(q.get("recall")),
@@ -131,7 +136,7 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
             )
         console.print(table)
 
-    workers = Table(title="Workers")
+    workers = Table(title="Workers, ranked by expected F1 (the rank: worker models below)")
     for column in (
         "worker",
         "docs",
@@ -198,6 +203,11 @@ def format_report(report: Mapping[str, Any], *, width: int = 120, max_documents:
     )
 
     agreement = report["agreement"]
+    votes = agreement.get("vote_ranks")
+    if votes:  # the agreement tables below are not inter-annotator agreement
+        console.print(
+            f"NOT INTER-ANNOTATOR AGREEMENT: {', '.join(votes['workers'])} are " + votes["note"]
+        )
     table = Table(
         title=f"Agreement: Krippendorff's alpha / two-agree % "
         f"({agreement['workers']} workers, {agreement['documents']} shared documents)"
@@ -366,14 +376,16 @@ def _unitized(
     if rated:
         table = Table(
             title=f"Worker models over {models.get('units')} {models.get('unit')} units "
-            "(expected F1, the models' order; Dawid-Skene sensitivity / specificity; MACE competence)"
+            "(expected F1, the rank; Dawid-Skene sensitivity / specificity; MACE competence: "
+            "agreement with the majority, not a ranking)"
         )
-        for column in ("worker", "expected F1", "sensitivity", "specificity", "competence"):
+        for column in ("rank", "worker", "expected F1", "sensitivity", "specificity", "MACE"):
             table.add_column(column)
         for w in rated:
             r = w["reliability"]
             _row(
                 table,
+                str(w.get("rank") or "–"),
                 w["worker_id"],
                 *(
                     _num(r.get(k))

@@ -1,4 +1,5 @@
-"""The report's worker rows, summed a batch of documents at a time (memory holds a batch).
+"""The report's worker rows, summed a batch of documents at a time, in memory that does
+not grow with the study.
 
 :class:`WorkerTally` takes the counted work batch by batch (:mod:`app.quality.report_stream`)
 and keeps per worker only sums: annotations, words of the documents done, the consensus

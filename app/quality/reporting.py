@@ -29,15 +29,18 @@ from app.quality.agreement import Agreement, groups_from_taxonomy
 from app.quality.attention import attention_report
 from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import confident_thresholds, gold_precision
+from app.quality.ranking import rank_rows
 from app.quality.report_stream import counted_batches
 from app.quality.report_text import format_report
 from app.quality.report_workers import WorkerTally
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.time_on_task import add_to_report
+from app.quality.vote_ranks import agreement_note
 from app.quality.work import (
     TRAINING_ROLES,
     Work,
     document_filter,
+    human_worker,
     is_counted,
     role,
     select_documents,
@@ -65,7 +68,9 @@ def study_report(
       count for any other status met), ``per_document``: a list in document order of
       ``document`` (external id), ``source``, ``role``, ``gold``, ``segments``, ``active``,
       ``submitted``, ``needed``, ``complete``.
-    * ``workers``: a list sorted by worker id of ``worker_id``, ``documents_done``
+    * ``workers``: a list in rank order (:func:`app.quality.ranking.rank_rows`: ``rank`` 1
+      the highest expected F1; workers without one after, by worker id) of ``worker_id``,
+      ``rank``, ``documents_done``
       (submitted assignments), ``documents_active``, ``annotations`` (live, submitted),
       ``segments`` (segments of the documents done), ``seconds_per_segment`` (median over
       the worker's submitted assignments of (submitted_at - created_at) / segments; None
@@ -85,11 +90,13 @@ def study_report(
       detector's dev ``detector_precision`` there, or ``threshold: None`` and a ``reason``.
     * each worker row also has ``active_seconds_per_segment`` and ``speeder``
       (:func:`app.quality.time_on_task.add_to_report`) and ``quality``: estimated precision,
-      recall and F1 with their bases, the rank by F1, marks per 100 words and
-      ``over_marking`` (:func:`app.quality.worker_quality.add_quality`).
+      recall and F1 with their bases, marks per 100 words and ``over_marking``
+      (:func:`app.quality.worker_quality.set_quality`); not a ranking.
     * ``agreement``: :func:`app.quality.agreement.agreement_report` over the submitted
       assignments, per taxonomy category and group, with ``per_document`` and ``per_pair``
-      (:func:`app.quality.agreement.agreement_breakdown`).
+      (:func:`app.quality.agreement.agreement_breakdown`), and ``vote_ranks``: None, or the
+      imported vote ranks among the workers, whose agreement is not inter-annotator
+      agreement (:func:`app.quality.vote_ranks.agreement_note`).
     * ``attention``: :func:`app.quality.attention.attention_report`: ``checks`` planted,
       ``documents`` carrying them, ``min_catch_rate`` (the flagging threshold or None) and
       ``workers``: {worker id: ``checks``, ``caught``, ``catch_rate``, ``flagged``} for each
@@ -134,7 +141,7 @@ def study_report(
     assignments = session.execute(
         select(*ASSIGNMENT_COLUMNS)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id, *document_filter(study, work))
+        .where(Assignment.study_id == study.id, human_worker(), *document_filter(study, work))
         .order_by(Assignment.id)
     ).all()
     submitted = [a for a in assignments if is_counted(a.status, work)]
@@ -196,7 +203,11 @@ def study_report(
         "workers": tally.rows(
             [*assignments, *fates], segment_counts, external, states, gold, gold_texts
         ),
-        "agreement": {**agreement.report(), **agreement.breakdown()},
+        "agreement": {
+            **agreement.report(),
+            **agreement.breakdown(),
+            "vote_ranks": agreement_note(session, study, work),  # not annotators: not IAA
+        },
         "categories": _distribution(counted, categories, category_ids),
         "detector": {"version": version, "confident": thresholds},
         "attention": attention_report(session, study),
@@ -211,6 +222,7 @@ def study_report(
         session, study, report, include_practice=include_practice, key=key.hexdigest(),
         fresh=fresh,
     )  # fmt: skip
+    rank_rows(report["workers"], lambda row: row.get("reliability"))  # the one ranking
     return report
 
 

@@ -24,6 +24,12 @@ new column or filter is one change here.
   one counts nowhere but on the pages about its worker (``Work(rejected=True)``: their
   attention-check rate and active time stay in view). An annotation is **live** until
   removed (:func:`is_live`).
+* Workers (the workers' layer): the **humans** by default; an LLM annotator of the study
+  (app/llm/, worker ID ``llm:<name>``) counts only when asked for: ``workers="llm:<name>"``
+  (``--layer llm:<name>``: that annotator's work alone) or ``workers="everyone"``
+  (``--include-llm``: the humans and every LLM annotator). So agreement, the worker
+  models, review candidates, progress and the default exports are the humans' own
+  (:func:`counted_workers`, :func:`human_worker`; docs/METRICS.md, "LLM annotators").
 * Documents: every document of the study but its **training phase** (``include_practice``
   keeps it): the gold documents of a study with a pass mark, served before real work by
   app/annotation/assigning.py. A document's **role** is ``practice`` (a training document
@@ -35,6 +41,7 @@ new column or filter is one change here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +59,10 @@ from sqlalchemy import (
     false,
     func,
     literal,
+    literal_column,
     null,
     select,
+    true,
 )
 from sqlalchemy.orm import Session
 
@@ -71,6 +80,9 @@ from app.models import (
 )
 
 WORKERS, ADJUDICATED, CONSENSUS = LAYERS = ("workers", "adjudicated", "consensus")
+LLM_PREFIX = "llm:"  # an LLM annotator's worker ID (app/llm/): never a human's
+LLM_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # what follows it
+HUMANS, EVERYONE = "humans", "everyone"  # Work.workers besides one annotator's "llm:<name>"
 MIN_POSTERIOR = 0.9  # the consensus layer's default: MACE's posterior of an error at least
 REVIEW_STATUSES = ("done", "any")
 ROLES = ("practice", "qualification", "check", "real")
@@ -90,10 +102,24 @@ class Work:
     in_progress: bool = False  # workers' layer: also the live annotations of active work
     min_posterior: float = MIN_POSTERIOR  # consensus layer: the posterior a unit needs
     rejected: bool = False  # workers' layer: also rejected assignments (pages about a worker)
+    workers: str = HUMANS  # workers' layer: humans, everyone, or one LLM annotator's ID
 
     def __post_init__(self) -> None:
+        if is_llm(self.layer):  # --layer llm:NAME: the workers' layer, one ID
+            object.__setattr__(self, "workers", self.layer)
+            object.__setattr__(self, "layer", WORKERS)
+        llm = is_llm(self.workers) and LLM_NAME.match(self.workers[len(LLM_PREFIX) :])
+        if self.workers not in (HUMANS, EVERYONE) and not llm:
+            raise InvalidInput(
+                f"unknown workers {self.workers!r} (use llm:<name>, a name of 1-64 letters, "
+                "digits, '_', '.' or '-')"
+            )
+        if self.workers != HUMANS and self.layer != WORKERS:
+            raise InvalidInput("--include-llm applies to the workers' layer only")
         if self.layer not in LAYERS:
-            raise InvalidInput(f"unknown layer {self.layer!r} (use {' or '.join(LAYERS)})")
+            raise InvalidInput(
+                f"unknown layer {self.layer!r} (use {', '.join(LAYERS)} or llm:<name>)"
+            )
         if self.review_status not in REVIEW_STATUSES:
             raise InvalidInput(
                 f"unknown review status {self.review_status!r} (use {' or '.join(REVIEW_STATUSES)})"
@@ -142,6 +168,7 @@ def assignment_filter(study: Study, work: Work) -> list[ColumnElement[bool]]:
     return [
         Assignment.study_id == study.id,
         Assignment.status.in_(statuses(work)),
+        counted_workers(work),
         *document_filter(study, work),
     ]
 
@@ -156,8 +183,38 @@ def select_in_hand(study: Study, work: Work, *selected: Any) -> Select:
         .join(Document, Document.id == Assignment.document_id)
         .join(Annotation, (Annotation.assignment_id == Assignment.id) & is_live())
         .where(Assignment.study_id == study.id, Assignment.status == ACTIVE)
-        .where(*document_filter(study, work))
+        .where(counted_workers(work), *document_filter(study, work))
     )
+
+
+def is_llm(worker_id: str) -> bool:
+    """Whether ``worker_id`` is an LLM annotator's: :func:`llm_worker`'s rule in Python, for
+    the rules that hold an ID rather than a row (tests/test_llm_worker_rules.py: both agree)."""
+    return worker_id.startswith(LLM_PREFIX)
+
+
+def llm_worker(worker_id: Any = Assignment.worker_id) -> ColumnElement[bool]:
+    """SQL: ``worker_id`` is an LLM annotator's. Its constants are spelt in the SQL (no
+    parameter: the arrival's prepared statements use it, app/annotation/arrival_sql.py), and
+    ``substr`` is case-sensitive on both databases where SQLite's ``LIKE`` is not."""
+    prefix = literal_column(f"'{LLM_PREFIX}'")
+    return (
+        func.substr(worker_id, literal_column("1"), literal_column(str(len(LLM_PREFIX)))) == prefix
+    )
+
+
+def human_worker(worker_id: Any = Assignment.worker_id) -> ColumnElement[bool]:
+    """SQL: ``worker_id`` is a human's (the figures', slots' and pages' default)."""
+    return ~llm_worker(worker_id)
+
+
+def counted_workers(work: Work) -> ColumnElement[bool]:
+    """SQL on ``Assignment``: the workers whose work counts for ``work``."""
+    if work.workers == HUMANS:
+        return human_worker()
+    if work.workers == EVERYONE:
+        return true()
+    return Assignment.worker_id == work.workers
 
 
 def has_pass_mark(study: Study) -> bool:

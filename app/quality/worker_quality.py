@@ -1,10 +1,10 @@
-"""A worker's estimated precision, recall and F1, the ranking by it, and the over-marking
-flag (report ``workers[i].quality``; docs/METRICS.md, "Worker quality: the figure that
-ranks").
+"""A worker's estimated precision, recall and F1 and the over-marking flag (report
+``workers[i].quality``; docs/METRICS.md, "Estimated precision, recall and F1"). They are
+shown beside the ranking figure, never as a ranking (:mod:`app.quality.ranking`).
 
 A recall estimate alone rewards marking everything: a worker who marks every word catches
-every confident suggestion (recall 1.000) and every gold error a word can match. So the
-figure that ranks workers pairs recall with precision, from the best evidence there is:
+every confident suggestion (recall 1.000) and every gold error a word can match. So recall
+is paired with precision, from the best evidence there is:
 
 * **gold documents** (the worker submitted some): the strict P and R against gold, exactly the
   report's ``gold.overall`` (and the qualification's F1, document by document);
@@ -16,10 +16,12 @@ figure that ranks workers pairs recall with precision, from the best evidence th
   (``confident_recall``), else from the consensus: of the candidates at least two *other*
   workers marked, the share the worker marked too (``consensus.recall``).
 
-F1 = 2PR / (P + R) when both exist (0 when both are 0). **Rank** 1 is the highest F1 (ties by
-worker id); a worker without an F1 has no rank. **Over-marking**: the worker's marks per 100
-words of the documents they submitted exceed :data:`OVER_MARKING` times the median of the
-other workers' figures (with at least one other worker).
+F1 off gold (:func:`estimated_f1`) = 2PR / (P + R) when both are defined (0 when both are 0);
+a worker without a mark has no precision and F1 0 (they found nothing); otherwise an
+undefined P or R leaves F1 undefined: a precision with no evidence is not a precision of 0.
+**Over-marking**: the worker's marks per 100 words of the documents they submitted exceed
+:data:`OVER_MARKING` times the median of the other workers' figures (with at least one
+other worker).
 
 The detector's confident *negatives* are not used for precision: suggestions are stored only
 above the hint threshold, so a sentence without one is not known to be error-free.
@@ -34,7 +36,6 @@ from typing import Any
 
 from app.quality.candidates import Mark, group_candidates
 from app.quality.scoring import Span, TextKey
-from app.quality.sentences import word_count
 
 OVER_MARKING = 3.0
 GOLD, CONSENSUS, CONFIDENT = "gold documents", "other workers", "confident suggestions"
@@ -90,28 +91,15 @@ def _ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _f1(precision: float | None, recall: float | None) -> float | None:
-    """2PR / (P + R), an undefined P or R counting as 0 (as the gold F1 does); None when
-    both are undefined."""
-    if precision is None and recall is None:
+def estimated_f1(precision: float | None, recall: float | None, marks: int) -> float | None:
+    """F1 from estimates: 2PR / (P + R) when both are defined (0 when both are 0); a worker
+    with no ``marks`` has no precision and scores 0 once R is defined (they found nothing);
+    else None: an estimate without evidence is unknown, not 0 ("– · 0.67 · –", not
+    "– · 0.67 · 0.00")."""
+    if recall is None or (precision is None and marks):
         return None
-    p, r = precision or 0.0, recall or 0.0
-    return 2 * p * r / (p + r) if p + r else 0.0
-
-
-def marks_per_100_words(
-    worker_spans: Mapping[str, Sequence[Span]],
-    done: Mapping[str, Sequence[str]],
-    texts: Mapping[TextKey, str],
-) -> dict[str, float | None]:
-    """Per worker: 100 × their marks / the words of the documents they submitted."""
-    words: dict[str, int] = defaultdict(int)
-    for (document, _), text in texts.items():
-        words[document] += word_count(text)
-    return {
-        worker: marks_rate(len(worker_spans.get(worker, [])), sum(words[d] for d in docs))
-        for worker, docs in done.items()
-    }
+    p = precision or 0.0
+    return 2 * p * recall / (p + recall) if p + recall else 0.0
 
 
 def marks_rate(marks: int, words: int) -> float | None:
@@ -130,33 +118,18 @@ def over_marking(rates: Mapping[str, float | None]) -> dict[str, bool]:
     return out
 
 
-def add_quality(
-    rows: list[dict[str, Any]],
-    worker_spans: Mapping[str, Sequence[Span]],
-    order: Mapping[str, Sequence[str]],
-    texts: Mapping[TextKey, str],
-    scopes: Mapping[str, str],
-) -> None:
-    """Set ``quality`` on each report worker row (``gold`` and ``confident_recall`` already
-    there): precision, recall, f1 with their bases, consensus counts, marks per 100 words,
-    over_marking and rank."""
-    done: dict[str, list[str]] = defaultdict(list)
-    for document, workers in order.items():
-        for worker in workers:
-            done[worker].append(document)
-    rates = marks_per_100_words(
-        worker_spans, {r["worker_id"]: done[r["worker_id"]] for r in rows}, texts
-    )
-    set_quality(rows, consensus(worker_spans, order, texts, scopes), rates)
-
-
 def set_quality(
     rows: list[dict[str, Any]],
     agreed: Mapping[str, Mapping[str, int]],
     rates: Mapping[str, float | None],
+    marks: Mapping[str, int] | None = None,
 ) -> None:
-    """:func:`add_quality` from its parts: each worker's :func:`consensus` counts and marks
-    per 100 words (the report sums both document batch by document batch)."""
+    """Set ``quality`` on each report worker row (``gold`` and ``confident_recall`` already
+    there): precision, recall, f1 with their bases, consensus counts, marks per 100 words and
+    over_marking, from each worker's :func:`consensus` counts, marks per 100 words
+    (:func:`marks_rate`) and ``marks`` (their marks on the documents they submitted; by
+    default each row's ``annotations``): the report sums them document batch by document
+    batch. Not a ranking (:mod:`app.quality.ranking`)."""
     flags = over_marking(rates)
     for row in rows:
         worker = row["worker_id"]
@@ -179,7 +152,8 @@ def set_quality(
             recall, recall_basis = (
                 (sure, CONFIDENT) if sure is not None else (together["recall"], CONSENSUS)
             )
-            f1, bases = _f1(precision, recall), (CONSENSUS, recall_basis)
+            made = row["annotations"] if marks is None else marks.get(worker, 0)
+            f1, bases = estimated_f1(precision, recall, made), (CONSENSUS, recall_basis)
         row["quality"] = {
             "precision": precision,
             "precision_basis": bases[0] if precision is not None else None,
@@ -189,11 +163,4 @@ def set_quality(
             "consensus": together,
             "marks_per_100_words": rates.get(worker),
             "over_marking": flags.get(worker, False),
-            "rank": None,
         }
-    ranked = sorted(
-        (r for r in rows if r["quality"]["f1"] is not None),
-        key=lambda r: (-r["quality"]["f1"], r["worker_id"]),
-    )
-    for n, row in enumerate(ranked, start=1):
-        row["quality"]["rank"] = n

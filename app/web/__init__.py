@@ -8,6 +8,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.csp import FRAMING_HEADERS, security_headers
 from app.errors import MarginaliaError
+from app.web.answers import LOST_DATABASE, error_body, too_large
 
 
 def trust_proxy(app: Flask) -> None:
@@ -25,19 +26,10 @@ def trust_proxy(app: Flask) -> None:
         )
 
 
-def _size(limit: int) -> str:
-    """A byte count as people say it: 32 MB, 64 KB."""
-    for unit, factor in (("MB", 1024 * 1024), ("KB", 1024)):
-        if limit >= factor and limit % factor == 0:
-            return f"{limit // factor} {unit}"
-    return f"{limit} bytes"
-
-
 def _refuse_nul():
-    """No database stores a NUL character and Postgres refuses one in a query (a 500, issue
-    26 row 9): a NUL in a path's values is the 404 of a thing that does not exist, as SQLite
+    """No database stores a NUL character and Postgres refuses one in a query (a 500): a NUL in a path's values is the 404 of a thing that does not exist, as SQLite
     answered, before any view runs. (Form and query fields are checked by their views, each
-    with its own message; JSON bodies by the API.)"""
+    with its own message; JSON bodies by app/web/answers.py.)"""
     if any("\x00" in str(v) for v in (request.view_args or {}).values()):
         abort(404)
 
@@ -47,16 +39,17 @@ def register(app: Flask) -> None:
     from flask_wtf.csrf import CSRFProtect
 
     from app.researchers.sessions import configure_sessions
-    from app.web import admin, api, assets, fast_lane, health, i18n, journey, pages
+    from app.web import admin, api, assets, health, i18n, journey, pages, worker_api
     from app.web.limits import limiter
 
-    fast_lane.install(app)
+    worker_api.install(app)
     trust_proxy(app)
     app.config.setdefault("RATELIMIT_STORAGE_URI", "memory://")
     limiter.init_app(app)
     csrf = CSRFProtect(app)
     csrf.exempt(api.bp)  # token-authenticated JSON, no cookies involved
     csrf.exempt(journey.bp)  # worker forms: no cookies; the token or arrival is the proof
+    csrf.exempt(pages.next_document)  # a worker form too: the token is the proof
     configure_sessions(app)
     app.before_request(_refuse_nul)
     app.register_blueprint(api.bp)
@@ -69,7 +62,7 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(MarginaliaError)
     def _marginalia_error(exc: MarginaliaError):
-        response = jsonify({**exc.details, "error": str(exc)})
+        response = jsonify(error_body(exc))
         if exc.status == 401:
             response.headers["WWW-Authenticate"] = 'Bearer realm="marginalia"'
         return response, exc.status
@@ -81,7 +74,7 @@ def register(app: Flask) -> None:
         # (the annotate page's outbox retries every 5xx). Anything else stays a 500.
         if not exc.connection_invalidated:
             raise exc
-        response = jsonify(error="the database connection was lost; nothing was stored, try again")
+        response = jsonify(error=LOST_DATABASE)
         response.headers["Retry-After"] = "1"
         return response, 503
 
@@ -89,9 +82,7 @@ def register(app: Flask) -> None:
     def _too_large(_exc):
         # Upload endpoints raise their own limit for this request (admin/blueprint.py).
         limit = request.max_content_length or app.config["MAX_CONTENT_LENGTH"]
-        return jsonify(
-            error=f"request body is larger than the limit of {_size(limit)} ({limit} bytes)"
-        ), 413
+        return jsonify(error=too_large(limit)), 413
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

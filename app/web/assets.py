@@ -118,7 +118,7 @@ def imported_modules(table: AssetTable, entry: str) -> tuple[str, ...]:
 def module_preloads(*entries: str) -> list[str]:
     """The hashed URLs of every module the entry modules import (the template helper, for
     ``<link rel="modulepreload">``): the browser fetches the whole graph at once instead of
-    one level of imports after another (issue 34)."""
+    one level of imports after another (a round trip per level)."""
     table = _table()
     names = dict.fromkeys(name for entry in entries for name in imported_modules(table, entry))
     return [url_for("assets.asset", digest=table.digest, filename=name) for name in names]

@@ -16,6 +16,7 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "status_error": N_("Not saved"),
     "status_error_detail": N_("Not saved: {detail}"),
     "segment_n": N_("segment {n}"),
+    "segments_n_m": N_("segments {n}–{m}"),
     "segment_word": N_("Segment"),
     "quote": N_("“{text}”"),
     "paired_prompt": N_("Now select the earlier text this relates to."),
@@ -167,4 +168,8 @@ SCRIPT_MESSAGES: dict[str, str] = {
     "kb_nothing_here": N_("No annotation here."),
     "kb_several_here": N_("Several annotations here: remove one in the list of annotations."),
     "kb_read_only": N_("This view is read-only."),
+    "kb_find_start": N_("Find: type the first letters of a word (Escape stops)"),
+    "kb_found": N_("{prefix}: {word}, {segment}"),
+    "kb_found_wrapped": N_("{prefix}: {word}, {segment} (from the start again)"),
+    "kb_find_none": N_("No word on screen starts with {prefix}"),
 }

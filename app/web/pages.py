@@ -4,8 +4,10 @@ Arrivals carry the platform's parameters (see :mod:`app.crowd.platforms`); worke
 identified by the assignment token in the URL only. A worker ID never brings an existing
 token back: only a proven return does (:mod:`app.annotation.admission`); a second arrival
 with an ID that has work in progress gets a page saying so, whose script looks for the
-token this browser kept and, if it has one, presents it (``?resume=<token>``). Worker pages of MTurk studies may be
-framed by the MTurk origins; every other page refuses framing.
+token this browser kept and, if it has one, presents it (``?resume=<token>``). Only the demo
+study's start page makes up an ID, for a browser that has none (``static/js/demo-start.js``).
+Worker pages of MTurk studies may be framed by the MTurk origins; every other page refuses
+framing. An arrival over the arrival limit gets :mod:`app.web.limit_page`'s page.
 """
 
 from __future__ import annotations
@@ -14,64 +16,54 @@ from flask import (
     Blueprint,
     abort,
     current_app,
-    make_response,
     redirect,
     render_template,
     request,
     url_for,
 )
-from flask_babel import gettext
+from flask_limiter import RateLimitExceeded
+from sqlalchemy import select
 
-from app.annotation import admission
-from app.annotation import assignments as service
+from app.annotation import admission, sessions
+from app.annotation.arrive import Arrived, arrive, release_stale
 from app.annotation.assigning import (
     NoDocumentsLeft,
-    ScreenedOut,
-    WorkInProgress,
-    assign,
     is_demo,
     preview_document,
 )
-from app.annotation.qualification import qualification, qualification_state, screen_out
+from app.annotation.connect import handle_of
+from app.annotation.qualification import qualification, qualification_state
 from app.annotation.reviews import Blocked
+from app.annotation.session_settings import session_rule
+from app.annotation.sessions import Continue, Open
 from app.crowd import platforms
-from app.csp import content_security_policy
 from app.db import begin_write, get_session
-from app.documents.language import N_, text_language
-from app.documents.lifecycle import StudyUnavailable, accepts_new_work
+from app.documents.journey import pending_stage
+from app.documents.language import text_language
+from app.documents.lifecycle import accepts_new_work
 from app.documents.studies import find_document, get_study
 from app.errors import MarginaliaError
 from app.models import Assignment, Study
 from app.researchers import access
 from app.researchers.accounts import current_researcher
 from app.web import journey
-from app.web.i18n import error_text, script_messages, use_study
+from app.web.i18n import script_messages, use_study
+from app.web.limit_page import too_many_arrivals
 from app.web.limits import ARRIVALS, arrival_limit, limiter
 from app.web.markdown import render_markdown
 
 bp = Blueprint("pages", __name__)
 
 
-@bp.after_request
-def _no_store(response):
-    """Worker pages carry tokens (in the URL, the Location, the page): never cache them."""
-    response.headers["Cache-Control"] = "no-store"
-    return response
+bp.after_request(journey.no_store)
+# An arrival over the limit (here and at the consent post) gets a worker page, not werkzeug's.
+for blueprint in (bp, journey.bp):
+    blueprint.register_error_handler(RateLimitExceeded, too_many_arrivals)
 
 
 @bp.get("/")
 def home():
     return render_template("home.html")
-
-
-def _worker_page(body, status: int, study: Study | None, assignment: Assignment | None = None):
-    """A response whose CSP lets the MTurk origins frame it when the work is MTurk's."""
-    response = make_response(body, status)
-    ancestors = platforms.frame_ancestors(study, assignment)
-    response.headers["Content-Security-Policy"] = content_security_policy(ancestors)
-    if ancestors == "'none'":
-        response.headers["X-Frame-Options"] = "DENY"
-    return response
 
 
 def _mturk_origins() -> tuple[str, ...]:
@@ -95,7 +87,7 @@ def _preview(study: Study, document, **researcher_preview):
         text_lang=text_lang,
         **researcher_preview,
     )
-    return _worker_page(body, 200, study)
+    return journey.worker_page(body, 200, study)
 
 
 def _researcher_preview(session, study: Study, external_id: str):
@@ -106,50 +98,20 @@ def _researcher_preview(session, study: Study, external_id: str):
         if researcher is not None:
             error = "?document= shows a document to the study's researchers only"
         body = render_template("start.html", study=study, error=error)
-        return _worker_page(body, 403, study)
+        return journey.worker_page(body, 403, study)
     try:
         document = find_document(session, study, external_id)
     except MarginaliaError as exc:
         body = render_template("start.html", study=study, error=str(exc))
-        return _worker_page(body, exc.status, study)
+        return journey.worker_page(body, exc.status, study)
     return _preview(study, document, researcher=True, document_id=document.external_id)
-
-
-PLATFORM_NAMES = {
-    "prolific": "Prolific",
-    "mturk": "Mechanical Turk",
-    "generic": N_("the task page"),
-}
-
-
-def _screened_out(session, study: Study, worker_id: str, platform: str, assignment=None):
-    """The training phase's end for a worker who did not reach the pass mark: the study's
-    screen-out return (:func:`app.crowd.platforms.screen_out_url`), never real work."""
-    state = qualification_state(session, study, worker_id)
-    rule = qualification(study)
-    body = render_template(
-        "screened_out.html",
-        title=study.title or study.slug,
-        url=platforms.screen_out_url(study),
-        platform=platform,
-        platform_name=gettext(PLATFORM_NAMES.get(platform, PLATFORM_NAMES["generic"])),
-        best_f1=state.best_f1,
-        min_f1=rule.min_f1 if rule else None,
-    )
-    return _worker_page(body, 200, study, assignment)
-
-
-def _work_in_progress(study: Study, worker_id: str, exc: WorkInProgress, tried: bool):
-    body = render_template(
-        "resume.html", study=study, worker_id=worker_id, error=error_text(exc), tried=tried
-    )
-    return _worker_page(body, exc.status, study)
 
 
 @bp.get("/s/<slug>")
 @limiter.shared_limit(arrival_limit, scope=ARRIVALS)
 def start(slug: str):
-    """Resume a proven return, else start new work under the study's policy."""
+    """Resume a proven return, else start new work under the study's policy: a new session
+    (with the consent proof the URL carries), or the next training document of the visit's."""
     session = begin_write(get_session())
     try:
         study = get_study(session, slug)
@@ -164,14 +126,16 @@ def start(slug: str):
         arrival = platforms.read_arrival(request.args, mturk_origins=_mturk_origins())
     except MarginaliaError as exc:
         session.rollback()
-        return _worker_page(
+        return journey.worker_page(
             render_template("start.html", study=study, error=str(exc)), exc.status, study
         )
     if arrival is None:
         session.rollback()
         if not accepts_new_work(study):
             return journey.return_page(study, "generic", "unavailable")
-        return _worker_page(render_template("start.html", study=study, error=None), 200, study)
+        # the demo's page gives a browser with no ID its own (static/js/demo-start.js)
+        body = render_template("start.html", study=study, error=None, demo=is_demo(study))
+        return journey.worker_page(body, 200, study)
     if arrival.preview:
         if not accepts_new_work(study):
             session.rollback()
@@ -189,65 +153,52 @@ def start(slug: str):
                 session, study, visit, platform_data=arrival.platform_data
             )
         else:
-            stop = journey.before_new_work(session, study, arrival)
+            stop = journey.before_new_work(study, arrival)
             if stop is not None:
                 session.rollback()
                 return stop
-            assignment = assign(
-                session,
+            assignment = arrive(
+                handle_of(session),
                 study,
                 arrival.worker_id,
                 platform=arrival.platform,
                 platform_data=arrival.platform_data,
+                session=_session_of(visit),
             )
-    except WorkInProgress as exc:
-        session.rollback()
-        return _work_in_progress(study, arrival.worker_id, exc, tried=bool(resume_token))
-    except ScreenedOut:  # out of practice attempts: the platform's screen-out return
-        session.rollback()
-        # (practice work submitted before screened_out existed gets the status now)
-        screen_out(session, study, arrival.worker_id)
-        answer = _screened_out(session, study, arrival.worker_id, arrival.platform)
-        session.commit()
-        return answer
-    except NoDocumentsLeft as exc:
-        session.rollback()
-        if is_demo(study):  # the demo has places for everyone, not every document for one ID
-            error = gettext(
-                "you have done every document of the demo with this worker ID: start again "
-                "with another ID, or make the demo anew with `marginalia demo --reset`"
-            )
-            body = render_template("start.html", study=study, error=error)
-            return _worker_page(body, exc.status, study)
-        return journey.return_page(study, arrival.platform, "no_places", exc.status)
-    except Blocked as exc:  # 409, a page with the platform's return
-        # (a worker a researcher blocked is told no document is left for them, as on Prolific)
-        session.rollback()
-        return journey.return_page(study, arrival.platform, "no_places", exc.status)
-    except StudyUnavailable:  # a proven return whose abandoned slot went to someone else
-        session.rollback()
-        return journey.return_page(study, arrival.platform, "unavailable")
     except MarginaliaError as exc:
         session.rollback()
-        return _worker_page(
-            render_template("start.html", study=study, error=str(exc)), exc.status, study
-        )
+        return journey.refusal_page(session, study, arrival, exc, tried=bool(resume_token))
+    return _opened(session, study, arrival, assignment)
+
+
+def _session_of(visit: Assignment | None) -> Open | Continue:
+    """The session an arrival opens (with the consent proof its URL carries), or the one of
+    the proven visit it goes on from (a training document done)."""
+    if visit is not None and visit.session_id is not None:
+        return Continue(visit.session_id)
+    return Open(journey.consent_proof())
+
+
+def _opened(session, study: Study, arrival, assignment: Assignment | Arrived):
+    """An arrival's answer once it has its assignment: its page (or its done page)."""
     if assignment.status == "rejected":  # a researcher rejected this work: nothing to resume
         session.rollback()
         return journey.return_page(study, arrival.platform, "no_places", Blocked.status)
     session.commit()
     if assignment.status in ("submitted", "screened_out"):
         return redirect(url_for("pages.done", token=assignment.token))
-    return redirect(url_for("pages.annotate", token=assignment.token))
+    answer = redirect(url_for("pages.annotate", token=assignment.token))
+    if isinstance(assignment, Arrived) and assignment.release is not None:
+        # new work, and this process is due to release the study's stale holds
+        engine, due = current_app.extensions["db_engine"], assignment.release
+        answer.call_on_close(lambda: release_stale(engine, due))
+    return answer
 
 
 @bp.get("/a/<token>")
 def annotate(token: str):
     session = get_session()
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     text_dir, text_lang = text_language(study, assignment.document.meta)
     use_study(study)  # the message table below is in the study's language
@@ -262,22 +213,21 @@ def annotate(token: str):
         text_dir=text_dir,
         text_lang=text_lang,
         messages=script_messages(),
+        session_position=sessions.position(handle_of(session), assignment),
     )
-    return _worker_page(body, 200, assignment.study, assignment)
+    return journey.worker_page(body, 200, assignment.study, assignment)
 
 
 @bp.get("/a/<token>/done")
 def done(token: str):
-    """Completion: continue (qualification), post back to MTurk, go to Prolific, or a code."""
+    """After a submit: continue (training), the questions pending, the session's next
+    document, then the code (MTurk's post back, Prolific's completion URL, or shown)."""
     session = begin_write(get_session())
-    try:
-        assignment = service.get_assignment(session, token)
-    except MarginaliaError:
-        abort(404)
+    assignment = journey.assignment_or_404(session, token)
     study = assignment.study
     use_study(study)
     if assignment.status == "screened_out":  # the screen-out return, never a code
-        answer = _screened_out(
+        answer = journey.screened_out_page(
             session, study, assignment.worker_id, assignment.platform, assignment
         )
         session.commit()
@@ -297,20 +247,37 @@ def done(token: str):
                 rule=qualification(study),
                 practice=assignment.document.is_practice,
                 score=(assignment.scores or {}).get("gold", {}).get("overall", {}),
-                next_url=platforms.continue_url(
-                    assignment, url_for("pages.start", slug=study.slug)
-                ),
+                next_url=url_for("pages.next_document", token=token),
             )
-            return _worker_page(body, 200, study, assignment)
-        answer = _screened_out(
+            return journey.worker_page(body, 200, study, assignment)
+        answer = journey.screened_out_page(
             session, study, assignment.worker_id, assignment.platform, assignment
         )
         session.commit()
         return answer
+    found = sessions.give_code_when_due(handle_of(session), assignment)
     session.commit()
-    questions = journey.questionnaire_page(session, assignment)
+    finished = found is None or found.finished
+    questions = journey.questionnaire_page(session, assignment, ends_session=finished)
     if questions is not None:
         return questions
+    if not finished:  # the session's next document
+        body = render_template(
+            "session_next.html",
+            study=study,
+            title=study.title,
+            done=found.submitted,
+            of=found.documents,
+            next_url=url_for("pages.next_document", token=token),
+        )
+        return journey.worker_page(body, 200, study, assignment)
+    session.refresh(assignment)  # the code given out above
+    return _code_page(study, assignment, found)
+
+
+def _code_page(study: Study, assignment: Assignment, found: sessions.Facts | None):
+    """The end of a session: MTurk's post back, Prolific's completion URL, or the code; a
+    session that ended early says so first."""
     form = platforms.mturk_submit_form(assignment)
     if form is not None:
         action, fields = form
@@ -322,11 +289,80 @@ def done(token: str):
             fields=fields,
             code=assignment.completion_code,
         )
-        return _worker_page(body, 200, study, assignment)
+        return journey.worker_page(body, 200, study, assignment)
     url = platforms.completion_url(assignment)
-    if url and assignment.platform == "prolific":
+    early = found is not None and found.ended_early
+    if url and assignment.platform == "prolific" and not early:
         return redirect(url)
     body = render_template(
-        "done.html", study=study, code=assignment.completion_code, title=study.title
+        "done.html",
+        study=study,
+        code=assignment.completion_code,
+        title=study.title,
+        ended_early=early,
+        done=found.submitted if found else None,
+        of=found.documents if found else None,
+        url=url if assignment.platform == "prolific" else None,
     )
-    return _worker_page(body, 200, study, assignment)
+    return journey.worker_page(body, 200, study, assignment)
+
+
+@bp.post("/a/<token>/next")
+def next_document(token: str):
+    """The next document of the token's session (its token is the proof: no cookie), once
+    its questions are answered: after a training document, or a real one while the session
+    has room. No document left: a session with work done ends early where the study allows
+    a shorter one (its code on the done page), else the platform's return."""
+    session = begin_write(get_session())
+    assignment = journey.assignment_or_404(session, token)
+    study = assignment.study
+    use_study(study)
+    db = handle_of(session)
+    found = sessions.facts(db, study, assignment.session_id) if assignment.session_id else None
+    training = _continues(assignment)
+    waiting = pending_stage(session, assignment, ends_session=False)
+    if assignment.status != "submitted" or (
+        not training and (found is None or found.finished or waiting is not None)
+    ):
+        session.rollback()
+        return redirect(url_for("pages.done", token=token))
+    going = _active_in(session, found)
+    if going is not None:  # opened already (a second click, a retry): that document
+        session.rollback()
+        return redirect(url_for("pages.annotate", token=going))
+    arrival = platforms.arrival_of(assignment)
+    visit = Continue(found.id) if found else Open(journey.consent_proof())
+    try:
+        arrived = arrive(
+            db,
+            study,
+            assignment.worker_id,
+            platform=assignment.platform,
+            platform_data=dict(assignment.platform_data or {}),
+            session=visit,
+        )
+    except sessions.SessionComplete:
+        session.rollback()
+        return redirect(url_for("pages.done", token=token))
+    except NoDocumentsLeft as exc:
+        session.rollback()
+        if found is not None and found.submitted and session_rule(study).shorter:
+            sessions.end_early(handle_of(begin_write(session)), found.id)
+            session.commit()
+            return redirect(url_for("pages.done", token=token))
+        return journey.refusal_page(session, study, arrival, exc)
+    except MarginaliaError as exc:
+        session.rollback()
+        return journey.refusal_page(session, study, arrival, exc)
+    return _opened(session, study, arrival, arrived)
+
+
+def _active_in(session, found: sessions.Facts | None) -> str | None:
+    """The token of the session's active document, if it has one."""
+    if found is None:
+        return None
+    return session.scalar(
+        select(Assignment.token).where(
+            Assignment.session_id == found.id, Assignment.status == "active"
+        )
+    )

@@ -1,4 +1,4 @@
-"""detector versions with their confident thresholds; paired spans across segments (issue 11)
+"""detector versions with their confident thresholds; paired spans across segments
 
 Revision ID: 0004_scores
 Revises: 0003_import_jobs

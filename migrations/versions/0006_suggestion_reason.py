@@ -1,4 +1,4 @@
-"""suggestion reason and paired earlier span (the LLM detector, issue 16)
+"""suggestion reason and paired earlier span (the LLM detector)
 
 Revision ID: 0006_suggestion_reason
 Revises: 0005_worker_slots

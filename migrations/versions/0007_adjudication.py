@@ -1,4 +1,4 @@
-"""the adjudicated layer and per-document review status (issue 14)
+"""the adjudicated layer and per-document review status
 
 Revision ID: 0007_adjudication
 Revises: 0006_suggestion_reason

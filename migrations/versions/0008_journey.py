@@ -1,4 +1,4 @@
-"""study status (lifecycle), consents and questionnaire answers (issue 13, the worker's journey)
+"""study status (lifecycle), consents and questionnaire answers (the worker's journey)
 
 Revision ID: 0008_journey
 Revises: 0007_adjudication

@@ -1,4 +1,4 @@
-"""segment times, worker reviews and their action log (issue 13: time on task, worker
+"""segment times, worker reviews and their action log (time on task, worker
 management)
 
 Revision ID: 0009_worker_ops

@@ -1,4 +1,4 @@
-"""practice feedback per segment and attention checks (issue 13, training)
+"""practice feedback per segment and attention checks (training)
 
 Revision ID: 0010_training
 Revises: 0009_worker_ops

@@ -1,4 +1,4 @@
-"""indexes for an arrival's reads under its study's lock (issue 17)
+"""indexes for an arrival's reads under its study's lock
 
 Neither covers a column the per-action writes change, so those UPDATEs stay heap-only (HOT).
 The study's active assignments are found through (study_id, status), not a partial index on

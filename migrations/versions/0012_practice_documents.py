@@ -1,4 +1,5 @@
-"""practice documents apart from the qualification test (issue 26 row 3)
+"""practice documents apart from the qualification test (a
+document that gave practice feedback must never be graded, or its answers are harvested)
 
 ``documents.is_practice``: a gold document of a study with a pass mark that teaches (its
 answer key shown segment by segment) and is never graded. Every gold document stored before

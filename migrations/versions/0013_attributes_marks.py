@@ -1,4 +1,4 @@
-"""annotation attributes and multi-label marks (issue 28)
+"""annotation attributes and multi-label marks
 
 ``annotations.attributes`` and ``adjudicated_errors.attributes``: the values a category's
 declared attributes took (JSON object, NULL when none). ``annotations.mark``: in a taxonomy

@@ -1,6 +1,6 @@
 """figure jobs: a study's slow figures (γ, unitizing α, MACE, Dawid-Skene) computed by the
 worker and cached per counted-work state, and the consensus units they produce (MACE's posterior per
-marked sentence unit: the ``consensus`` export layer) (issue 32)
+marked sentence unit: the ``consensus`` export layer)
 
 Revision ID: 0014_figure_jobs
 Revises: 0013_attributes_marks

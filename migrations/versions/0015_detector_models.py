@@ -1,4 +1,4 @@
-"""detectors learned from a study's curated work (issue 30)
+"""detectors learned from a study's curated work
 
 ``detector_models``: a model folder's ``head.json`` and model card, stored for the study
 that uses it (``marginalia study detector SLUG DIR``); the study points to it in

@@ -1,4 +1,4 @@
-"""the served report (issue 34): a study's change log (``work_changes``, a row per write that
+"""the served report: a study's change log (``work_changes``, a row per write that
 changes its counted work) and the whole report stored on its ``figure_jobs`` row, so the
 dashboard and report.json serve the last computation instead of recomputing it per request
 

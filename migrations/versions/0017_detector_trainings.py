@@ -1,4 +1,4 @@
-"""a study's learned detector retrained as its curated work grows (issue 30)
+"""a study's learned detector retrained as its curated work grows
 
 ``detector_trainings``: one row per retraining (``marginalia study detector SLUG
 --retrain-every N``), queued when the study's curated documents reach the last training's

@@ -1,4 +1,4 @@
-"""the served report's digest (issue 34): what the dashboard shows of a study's stored report
+"""the served report's digest: what the dashboard shows of a study's stored report
 (the per-document and per-pair lists cut to the rows it draws), stored beside the whole report
 so a big study's dashboard reads kilobytes, not the whole report
 

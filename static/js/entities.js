@@ -110,7 +110,7 @@ function entityItem(e, reveal) {
  * with its mentions so far. `reveal(entity)`, if given, runs before the first mention is
  * looked for (the annotate page draws its segment if it is not drawn). The items are kept
  * from call to call and only those whose text changes are touched: a book-length document
- * has hundreds of entities by its end (issue 34).
+ * has hundreds of entities by its end.
  */
 export function renderEntityPanel(list, { entities, mentions, current, reveal = null }) {
   let panel = panels.get(list);

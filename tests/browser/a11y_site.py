@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
+from app.annotation.consent import required_hash, sign
+from app.annotation.session_settings import configure_sessions
 from app.crowd import platforms
 from app.db import session_scope
 from app.documents import journey
@@ -51,6 +53,10 @@ def _arrive(client, url: str) -> str:
     answer = client.get(url)
     assert answer.status_code == 302, answer.data[:300]
     return answer.headers["Location"].split("/a/")[1].split("/")[0]
+
+
+def _prolific_params(pid: str) -> dict[str, str]:
+    return {"PROLIFIC_PID": pid, "STUDY_ID": "st1", "SESSION_ID": f"se-{pid}"}
 
 
 def _mark(client, token: str, segment: int, text: str, category: str, paired=None) -> None:
@@ -101,6 +107,7 @@ def build(app) -> Site:
     make_study(app, slug="hits", documents=[("h-1", STORY)])
     make_study(app, slug="arabic", documents=[("ar-1", ARABIC)])
     make_study(app, slug="paused", documents=[("x-1", STORY)])
+    make_study(app, slug="many", documents=[("m-1", STORY), ("m-2", STORY)])
     with app.app_context(), session_scope() as session:
         create_researcher(session, EMAIL, PASSWORD, role="admin")
         studies = {s.slug: s for s in session.scalars(select(Study))}
@@ -114,24 +121,31 @@ def build(app) -> Site:
         journey.set_definition(lights, QUESTIONNAIRE, "q.yaml")
         journey.set_instructions(lights, "Read **each** segment before you mark it.")
         _suggestions(session, lights.id)
-        for pid in ("P-hints", "P-narrow", "P-done", "P-read", "P-two"):
-            journey.record_consent(session, lights, pid, agreed=True)
+        # these participants agreed: their links carry the proof the consent form gives
+        digest = required_hash(lights)
+        proofs = {
+            pid: sign(app.secret_key, lights.id, digest, _prolific_params(pid))
+            for pid in ("P-hints", "P-narrow", "P-done", "P-read", "P-two")
+        }
         studies["plain"].title = "Plain stories"
         studies["arabic"].title = "قصص المنارة"
         studies["arabic"].settings = {**(studies["arabic"].settings or {}), "lang": "ar"}
         studies["paused"].status = "paused"
+        configure_sessions(studies["many"], documents=2)
         platforms.configure_study(studies["hits"], platform="mturk")
 
     client = app.test_client()
-    prolific = "/s/lights?STUDY_ID=st1&SESSION_ID=se-{pid}&PROLIFIC_PID={pid}"
-    hints = _arrive(client, prolific.format(pid="P-hints"))
+    prolific = "/s/lights?STUDY_ID=st1&SESSION_ID=se-{pid}&PROLIFIC_PID={pid}&consent={proof}"
+    hints = _arrive(client, prolific.format(pid="P-hints", proof=proofs["P-hints"]))
     _mark(client, hints, 1, "rescues", "InconE", paired=(0, "keeps the lighthouse"))
     _mark(client, hints, 0, "Pim", "CharE")
     site.tokens["hints"] = hints
-    site.tokens["narrow"] = _arrive(client, prolific.format(pid="P-narrow"))
+    site.tokens["narrow"] = _arrive(
+        client, prolific.format(pid="P-narrow", proof=proofs["P-narrow"])
+    )
     site.tokens["arabic"] = _arrive(client, "/s/arabic?worker_id=w-ar")
     for pid in ("P-done", "P-read", "P-two"):
-        token = _arrive(client, prolific.format(pid=pid))
+        token = _arrive(client, prolific.format(pid=pid, proof=proofs[pid]))
         _mark(client, token, 0, "lighthouse", "RefE")
         _mark(client, token, 1, "Wren rescues", "CharE")
         assert client.post(f"/api/assignments/{token}/submit").status_code == 200
@@ -140,6 +154,10 @@ def build(app) -> Site:
     assert client.post(f"/api/assignments/{plain}/submit").status_code == 200
     site.tokens["plain-done"] = plain
     site.tokens["plain-open"] = _arrive(client, "/s/plain?worker_id=w-open")
+    # a session of two documents, the first submitted: the page offering the next
+    many = _arrive(client, "/s/many?worker_id=w-many")
+    assert client.post(f"/api/assignments/{many}/submit").status_code == 200
+    site.tokens["session-next"] = many
     site.tokens["practice"] = _arrive(client, "/s/train?worker_id=w-practice")
     # one failed practice attempt: the qualification page says "try again"
     failed = _arrive(client, "/s/train?worker_id=w-fail")

@@ -98,6 +98,7 @@ PAGES = [
     Page("questionnaire", "/a/{P-done}/done"),
     Page("questionnaire-error", "/a/{P-two}/done", prepare=_questionnaire_error),
     Page("done", "/a/{plain-done}/done"),
+    Page("session-next", "/a/{session-next}/done"),
     Page("qualification-try-again", "/a/{failed}/done"),
     Page("screened-out", "/a/{screened-out}/done"),
     Page("returned-paused", "/s/paused?worker_id=w-late"),

@@ -1,5 +1,5 @@
 """The dashboard's agreement and worker views with γ, unitizing α and the worker models
-computed (issue 32), in Chromium: two SNaC dev documents with their three annotators as
+computed, in Chromium: two SNaC dev documents with their three annotators as
 workers; the figures job's numbers on the dashboard (the γ table, the pair heat map, the
 worker models' line and the consensus link), on the Workers page and on a worker's page;
 auto-accept by posterior from the review list, counted then confirmed;
@@ -69,15 +69,21 @@ def test_agreement_and_worker_views(app, live_server, pw_page, artifacts):
     assert consensus["worker-0"] < consensus["worker-1"] < consensus["worker-2"]
     assert consensus["worker-2"] > 0.99  # 0.995
     expected = {row["worker_id"]: row["reliability"]["expected_f1"] for row in report["workers"]}
-    # the expected F1 leads the cell (the models' figure to order workers by), MACE below it
-    cell = page.locator('#worker-table tr[data-worker="worker-0"] td.competence').inner_text()
-    assert cell.startswith(f"{expected['worker-0']:.2f}"), cell
-    assert f"MACE {competence['worker-0']:.2f}" in cell, cell
+    # the expected F1 ranks (its cell: the rank, then the figure); MACE's competence is on
+    # the Workers page, as agreement with the majority
+    row = page.locator('#worker-table tr[data-worker="worker-0"]')
+    assert row.locator("td.ranking").inner_text().startswith(f"#2 {expected['worker-0']:.2f}")
+    ranked = sorted(expected, key=lambda w: (-expected[w], w))
+    rows = page.locator("#worker-table tbody tr").all()
+    assert [r.get_attribute("data-worker") for r in rows] == ranked
     shoot(page, artifacts, "dashboard", "agreement", "workers")
     page.goto(f"{live_server.url}/admin/studies/agree/workers")
-    cell = page.locator('#workers-table tr[data-worker="worker-1"] td.competence').inner_text()
-    assert cell.startswith(f"{expected['worker-1']:.2f}"), cell
-    assert f"{competence['worker-1']:.2f} ·" in cell, cell
+    row = page.locator('#workers-table tr[data-worker="worker-1"]')
+    assert row.locator(".expected-f1").inner_text() == f"{expected['worker-1']:.2f}"
+    cell = row.locator("td.competence").inner_text()
+    assert cell == f"{competence['worker-1']:.2f} · {consensus['worker-1']:.2f}", cell
+    rows = page.locator("#workers-table tbody tr").all()
+    assert [r.get_attribute("data-worker") for r in rows] == ranked
     shoot(page, artifacts, "workers-models")
     page.goto(f"{live_server.url}/admin/studies/agree/worker?id=worker-2")
     assert page.inner_text("#mace-competence") == f"{competence['worker-2']:.2f}"

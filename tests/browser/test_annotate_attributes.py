@@ -1,5 +1,5 @@
-"""Issue 28: on the annotate page a worker gives one mark several categories (keys toggle
-them in a multi-label taxonomy), answers its attributes with the keyboard, links it to
+"""Attributes and multi-label marks: on the annotate page a worker gives one mark several
+categories (keys toggle them in a multi-label taxonomy), answers its attributes with the keyboard, links it to
 another span, and the mark is stored as one; screenshots at 1440, 1024 and 390 px."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #12 in Chromium, on a 26-segment SNaC summary: at 1440, 1024 and 390 px a worker
+"""A long summary in Chromium, on a 26-segment SNaC summary: at 1440, 1024 and 390 px a worker
 selects a span and reaches the category and Add without scrolling the page; hints are applied
 only by their button (a double-click selects the word); Esc in the comment keeps the form;
 n / p move between segments (not while typing); an exact duplicate is refused with a message;

@@ -63,6 +63,9 @@ def test_paired_span_across_a_segment_break(app, live_server, pw_page):
     # the earlier span is highlighted in both segments of the context box
     pieces = page.locator("#context [data-paired]").all_inner_texts()
     assert "".join(pieces) == "She growstaller and shorter."
+    # the annotation list says where it lies: both segments, not the first alone
+    label = page.locator("#annotation-list .annot-paired-label").inner_text()
+    assert label.strip() == "earlier (segments 1–2):", label
 
 
 def test_a_selection_across_segments_is_refused_for_the_marked_span(app, live_server, pw_page):

@@ -1,4 +1,4 @@
-"""Any character and any script (issue 33) in Chromium, on SQLite and Postgres.
+"""Any character and any script in Chromium, on SQLite and Postgres.
 
 Offsets stay Unicode code points end to end while the page works in UTF-16: spans after
 emoji (astral, skin tones, ZWJ families, flags), combining marks, astral letters and Chinese
@@ -201,8 +201,11 @@ def test_arabic_is_laid_out_right_to_left_and_marked_either_way(
     wait_saved(page)
     page.keyboard.press("n")
     page.wait_for_selector('.cur-text .seg-text[data-seg="1"]')
-    # A paired span back into the context, by keyboard, right to left.
-    keyboard(page, "End", "Enter", "4", "ArrowUp", "ArrowUp", "ArrowUp", "Shift+End", "Enter")
+    # A paired span back into the context, by keyboard, right to left (End twice: the first
+    # sentence's end, then the segment's).
+    keyboard(
+        page, "End", "End", "Enter", "4", "ArrowUp", "ArrowUp", "ArrowUp", "Shift+End", "Enter"
+    )
     assert page.input_value("#paired-field") == "يزورها أخوها طارق في الربيع"
     page.keyboard.press("Control+Enter")
     wait_saved(page)

@@ -1,4 +1,4 @@
-"""Issue 32 in Chromium: one document's auto-accept by the consensus posterior on its review
+"""Consensus review in Chromium: one document's auto-accept by the consensus posterior on its review
 page (counted first, the researcher's confirmation, then written), on the five-sentence case
 of tests/test_consensus_cli.py; the page screenshotted at 1440, 1024 and 390 px."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 (the worker's journey) in Chromium over real HTTP: a Prolific worker consents,
+"""The worker's journey in Chromium over real HTTP: a Prolific worker consents,
 annotates, answers the questionnaires and is returned to Prolific; a paused study's arrival
 page and the no-documents-left page return workers too. Prolific is a stand-in: Playwright
 answers every request to app.prolific.com and records it (no network)."""

@@ -1,4 +1,4 @@
-"""Issue 16's acceptance: an ExtEval study, the LLM backend against a local stand-in
+"""LLM hints end to end: an ExtEval study, the LLM backend against a local stand-in
 chat-completions server, hints with their reasons on the annotate page (text, never HTML),
 and the recall against suggestions in the study report."""
 

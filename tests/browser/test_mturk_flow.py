@@ -1,4 +1,4 @@
-"""Acceptance (issue 5) in Chromium: an MTurk preview URL shows read-only text and an accepted
+"""MTurk in Chromium: an MTurk preview URL shows read-only text and an accepted
 assignment posts back, through a real form POST, to a local stand-in for MTurk's
 externalSubmit (AWS closed Mechanical Turk on 2026-09-30)."""
 

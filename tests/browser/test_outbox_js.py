@@ -1,4 +1,4 @@
-"""static/js/outbox.js run in Chromium against a stand-in server (issue 17, the page's
+"""static/js/outbox.js run in Chromium against a stand-in server (the page's
 requests): deferred hint events ride in the next position update, unsent position updates
 coalesce without losing a second or an event, the server's 200-ids limit is kept, and a
 position refused for its events still goes without them."""

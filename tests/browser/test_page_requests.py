@@ -1,4 +1,4 @@
-"""Issue 17, the page's requests, in Chromium over the 26-segment SNaC summary: a document
+"""The page's requests, in Chromium over the 26-segment SNaC summary: a document
 costs fewer requests (a segment view's hint events ride in the next move's position update;
 no heartbeat within a minute of a stored write) and every event and measured second still
 reaches the server: unsent position updates coalesce in the outbox (seconds summed per

@@ -1,4 +1,4 @@
-"""Issue 13's acceptance, the whole paid-study loop in Chromium over real HTTP: a worker arriving
+"""The whole paid-study loop in Chromium over real HTTP: a worker arriving
 from Prolific consents, fails a practice document once (feedback on the missed span), passes the
 second attempt, annotates a real document carrying an attention check (and misses it), answers
 the questionnaires and is returned to Prolific; the researcher sees the worker's time, catch
@@ -134,9 +134,23 @@ def body(texts: list[str], segment: int, text: str, category: str) -> dict:
     }
 
 
+def consent_proof(client, worker: str) -> str:
+    """What the study's consent form answers to ``worker``'s agreement: the proof an arrival
+    through the API carries (the API gives no work without it)."""
+    import re
+
+    page = client.get(f"/s/{SLUG}", query_string={"worker_id": worker}).get_data(as_text=True)
+    token = re.search(r'name="consent_token" value="([^"]+)"', page)[1]
+    form = {"worker_id": worker, "decision": "agree", "consent_token": token}
+    agreed = client.post(f"/s/{SLUG}/consent", data=form)
+    return re.search(r"[?&]consent=([^&]+)", agreed.headers["Location"])[1]
+
+
 def api_work(client, worker: str, texts: list[str], marks) -> tuple[str, str]:
-    """An arrival through the JSON API: the next document for ``worker``, marked, submitted."""
-    answer = client.post("/api/assignments", json={"study": SLUG, "worker_id": worker})
+    """An arrival through the JSON API with the worker's consent: the next document for
+    ``worker``, marked, submitted."""
+    arrival = {"study": SLUG, "worker_id": worker, "consent": consent_proof(client, worker)}
+    answer = client.post("/api/assignments", json=arrival)
     assert answer.status_code in (200, 201), answer.get_json()
     token = answer.get_json()["token"]
     for mark in marks:
@@ -157,7 +171,8 @@ def api_qualify(client, worker: str) -> None:
 
 def arrive_api(client, worker: str) -> int:
     """The status of an arrival through the JSON API (201: a document was given)."""
-    return client.post("/api/assignments", json={"study": SLUG, "worker_id": worker}).status_code
+    arrival = {"study": SLUG, "worker_id": worker, "consent": consent_proof(client, worker)}
+    return client.post("/api/assignments", json=arrival).status_code
 
 
 def busy(page, seconds: float) -> None:
@@ -302,7 +317,7 @@ def test_paid_study_end_to_end(app, client, database_url, live_server, pw_page, 
     page.click("#submit-button")
     page.wait_for_selector("#qualification")
     assert "Not quite yet" in page.inner_text("#qualification")
-    assert "F1 0.50" in page.inner_text("#qualification")  # P 1/2, R 1/2
+    assert "F1" not in page.inner_text("#qualification")  # P 1/2, R 1/2: failed, no score
 
     # Qualification, attempt 2 (the other document): everything found.
     page.click("#continue-link")

@@ -1,15 +1,15 @@
-"""Issue 27's acceptance: the paid-study walk of a new researcher, in Chromium over real HTTP,
-on SQLite and Postgres, asserting each numbered item's fixed behaviour.
+"""The paid-study walk of a new researcher, in Chromium over real HTTP, on SQLite and Postgres:
+each step that once went wrong for a researcher doing it for the first time, asserted.
 
 The researcher makes a Prolific study in the New study form (pass mark, attempts, screen-out
 URL, check flag, speeder threshold), uploads practice documents (gold), real documents with
-planted attention checks, and a SNaC file without a tick (item 9: each upload says what it
-did). Workers: ``careful`` (catches the checks, comments), ``lazy`` (misses them),
-``speeder`` (too fast), ``out`` (fails the practice: screened out, item 4 and issue 26 row 11),
+planted attention checks, and a SNaC file without a tick (each upload says what it did with
+every part of the file). Workers: ``careful`` (catches the checks, comments), ``lazy`` (misses
+them), ``speeder`` (too fast), ``out`` (fails the practice: screened out, with no completion code),
 all through the API, and ``browser`` in Chromium (practice with feedback, a real document, an
-annotation edited in place). Then the dashboard (item 7), the Workers and worker pages (items
-4, 5, 10), the review with one document's auto-accept (item 2) and curation with comments by
-selection (item 8), the curated and Hugging Face exports (item 6). Screenshots at 1440, 1024
+annotation edited in place). Then the dashboard, the Workers and worker pages, the review with
+one document's auto-accept and curation with comments by selection, the curated and Hugging
+Face exports. Screenshots at 1440, 1024
 and 390 px of the dashboard, the Workers page, a worker page, the Settings page and the
 review page, each checked: nothing overflows its box, no two labels of a chart overlap.
 """
@@ -184,7 +184,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     base = live_server.url
 
-    # --- the researcher sets the study up in the web admin (item 10: the New study form) --
+    # --- the researcher sets the study up in the web admin (the New study form) -----------
     log_in(page, base, EMAIL, PASSWORD)
     page.goto(f"{base}/admin/studies/new")
     page.fill('input[name="slug"]', SLUG)
@@ -201,7 +201,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     submit_form(page, "#new-study-form button[type=submit]")
     assert page.url.endswith(f"/admin/studies/{SLUG}")
 
-    # item 9: each upload says what it did with every part of the file
+    # each upload says what it did with every part of the file
     for name, data, tick in (
         ("practice.json", PRACTICE, "practice"),
         ("qualify.json", QUALIFY, "gold"),
@@ -244,13 +244,13 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     # the aside document is no part of this study's walk
     with page.expect_navigation():
         page.locator('#document-table tr[data-document="aside-1"] button').click()
-    # item 10: one Settings page, holding what the New study form set
+    # one Settings page, holding what the New study form set
     page.goto(f"{base}/admin/studies/{SLUG}/settings")
     assert page.input_value('input[name="qualification_f1"]') == "0.5"
     assert page.input_value('input[name="screen_out_url"]') == OUT
     assert page.input_value('input[name="min_seconds_per_segment"]') == "3"
     shoot(page, shots, "settings")
-    # item 10: the preview shows the practice document first
+    # the preview shows the practice document first, as workers meet it
     page.goto(f"{base}/admin/studies/{SLUG}/preview")
     assert page.locator("#preview-practice h2").inner_text() == "3. Practice first (practice-1)"
 
@@ -268,7 +268,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     work(client, "out", [])  # the practice document
     text = QUALIFY["qualify-1"]["0"]["text"]
     failed = work(client, "out", [body(text, "Tom", "RefE")])  # F1 0: out of its one attempt
-    # issue 26 row 11: no code for a screened-out worker, the screen-out return instead
+    # no code for a screened-out worker (it would pay them), the screen-out return instead
     assert failed["completion_code"] is None and failed["screened_out"] is True
     assert arrive(client, "out") is not None  # back to their done page: the screen-out page
     done_page = client.get(f"/a/{failed['token']}/done").get_data(as_text=True)
@@ -336,14 +336,14 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
         ).all()
         assert [tuple(m) for m in marks] == [("browser", "submitted")]
 
-    # --- the dashboard (items 4, 7) ------------------------------------------------------------
+    # --- the dashboard --------------------------------------------------------------------------
     page.goto(f"{base}/admin/studies/{SLUG}")
     assert page.locator("#screened-out-count").inner_text() == "1"
     out_row = page.locator('#worker-table tr[data-worker="out"]')
     assert out_row.get_attribute("data-state") == "screened_out"
     assert "screened out" in out_row.inner_text()
     assert "speeder" in page.locator('#worker-table tr[data-worker="speeder"]').inner_text()
-    # item 7: the workers table fits its box at 1440 px (gold P/R/F1 were off-screen)
+    # the workers table fits its box at 1440 px (gold P/R/F1 were off-screen)
     fits = page.evaluate("""() => {
       const wrap = document.querySelector('#worker-table').closest('.table-wrap');
       return [wrap.scrollWidth, wrap.clientWidth];
@@ -353,7 +353,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     assert page.locator("#agreement-per-pair tbody tr").count() >= 2
     shoot(page, shots, "dashboard")
 
-    # --- the Workers page and a worker page (items 4, 5, 10) -----------------------------------
+    # --- the Workers page and a worker page -----------------------------------------------------
     page.goto(f"{base}/admin/studies/{SLUG}/workers?state=screened_out")
     assert [
         r.get_attribute("data-worker") for r in page.locator("#workers-table tbody tr").all()
@@ -375,7 +375,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     submit_form(page, "#action-reject")
     assert asked and asked[-1].startswith("Reject lazy?")
     assert "rejected" in page.locator(".page-head").inner_text()
-    # item 7: a rejected worker is tagged in the dashboard's table and chart (the chart of gold
+    # a rejected worker is tagged in the dashboard's table and chart (the chart of gold
     # F1 needs the practice documents counted: this study's only gold)
     page.goto(f"{base}/admin/studies/{SLUG}?include_practice=1")
     lazy_row = page.locator('#worker-table tr[data-worker="lazy"]')
@@ -386,7 +386,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     page.goto(f"{base}/admin/studies/{SLUG}/worker?id=lazy")
     submit_form(page, "#action-approve")
     head = page.locator(".page-head").inner_text()
-    assert "approved" in head and "blocked" not in head  # item 5
+    assert "approved" in head and "blocked" not in head  # approve lifts reject's block
     with app.app_context(), session_scope() as session:
         review = session.scalar(select(WorkerReview).where(WorkerReview.worker_id == "lazy"))
         assert (review.status, review.blocked) == ("approved", False)
@@ -394,7 +394,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     assert "unblocks them unless you blocked them yourself" in page.inner_text("#manage")
     shoot(page, shots, "worker")
 
-    # --- review: one document's auto-accept, curation with comments (items 2, 8) ---------------
+    # --- review: one document's auto-accept, curation with comments -----------------------------
     page.goto(f"{base}/admin/studies/{SLUG}/review/document?document=story-1")
     page.wait_for_selector("#review[data-ready]")
     lanes = page.locator("#lane-filter .lane").all_inner_texts()
@@ -435,7 +435,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     page.click("#mark-done")
     page.wait_for_selector("#review-status.status-done")
 
-    # --- the curated export keeps the comments; the dataset zip works (items 6, 8) -------------
+    # --- the curated export keeps the comments; the dataset zip works ---------------------------
     curated = page.request.get(f"{base}/admin/studies/{SLUG}/export.csv?layer=adjudicated").text()
     rows = {r["span_text"]: r["comment"] for r in csv.DictReader(io.StringIO(curated))}
     assert rows == {

@@ -1,5 +1,5 @@
-"""Acceptance (issue 5) in Chromium: a researcher logs in, creates a study, uploads documents
-and watches progress change while a Prolific worker annotates in a second browser context
+"""The researcher's first study in Chromium: a researcher logs in, creates a study, uploads
+documents and watches progress change while a Prolific worker annotates in a second browser context
 and is redirected to the completion URL (the MTurk half is in test_mturk_flow.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acceptance (issue 14) in Chromium: SNaC dev's book_175b13 (26 segments) replayed through
+"""Review and adjudication in Chromium: SNaC dev's book_175b13 (26 segments) replayed through
 the API as three workers; a researcher walks the disagreements by keyboard, accepts two,
 rejects one, edits the boundary of one, adds one, marks the document done. The adjudicated
 export holds exactly those errors at the right offsets, and the workers' scores against it

@@ -1,5 +1,5 @@
-"""Issue 13 items 3 and 4 in Chromium: the annotate page measures active time and sends it
-with its position updates; the researcher's worker pages show it; rejecting the worker takes
+"""Time on task and worker management in Chromium: the annotate page measures active time and
+sends it with its position updates; the researcher's worker pages show it; rejecting the worker takes
 their work out of the exports and the agreement figures and gives their slot to the next
 worker. Screenshots of the worker pages at 1440, 1024 and 390 px wide."""
 
@@ -140,7 +140,7 @@ def test_time_is_measured_shown_and_reject_reopens_the_slot(app, client, live_se
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click("#action-reject")
     page.wait_for_selector(".flash-ok")
-    assert asked and "Reject reader-1?" in asked[0]  # Reject asks first (issue 27 item 10)
+    assert asked and "Reject reader-1?" in asked[0]  # Reject asks first
     page.fill("textarea[name=note]", "Marked nothing on segment 3; fast.")
     page.click("#action-note")
     page.wait_for_selector("#worker-log")

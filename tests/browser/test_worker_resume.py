@@ -1,4 +1,4 @@
-"""Resume in Chromium (issue #10): the browser that opened an assignment gets it back from
+"""Resume in Chromium: the browser that opened an assignment gets it back from
 the study link (the token it kept in localStorage); another browser with the same worker ID
 gets the "work in progress in another browser" page, never the token; the annotate page's
 heartbeat marks the slot as engaged."""

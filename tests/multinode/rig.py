@@ -265,6 +265,7 @@ def _start_router(rig: Rig, check_ms: int) -> None:
         "global\n  maxconn 1000\n"
         "defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n"
         "  timeout server 30s\n  retries 3\n  option redispatch 1\n"
+        "  option http-buffer-request\n  timeout http-request 10s\n"
         "  retry-on conn-failure\n  option forwardfor\n"
         f"frontend web\n  bind 127.0.0.1:{rig.router_port}\n  default_backend nodes\n"
         "backend nodes\n  balance roundrobin\n  option httpchk GET /healthz\n"

@@ -75,22 +75,19 @@ def change_password():
     new, again = request.form.get("new", ""), request.form.get("again", "")
     client = request.remote_addr or "unknown"
     db = get_session()
-    if throttle.throttled(db, me.email, client):
-        db.rollback()
+    attempt = throttle.attempt(db, me.email, client)  # counted before the check
+    if attempt is None:
         return _page(error=THROTTLED, status=429)
-    if (
-        not (storable(current) and storable(new))
-        or auth.authenticate(db, me.email, current) is None
-    ):
-        db.rollback()
-        db = begin_write(db)
-        throttle.record_failure(db, me.email, client)
-        db.commit()
-        return _page(error="The current password is wrong; nothing changed.", status=400)
-    if new != again:
-        db.rollback()
-        return _page(error="The two new passwords differ; nothing changed.", status=400)
+    right = storable(current) and storable(new)
+    right = right and auth.authenticate(db, me.email, current) is not None
     db.rollback()
+    if not right:  # the attempt stays counted as a failure
+        return _page(error="The current password is wrong; nothing changed.", status=400)
+    db = begin_write(db)
+    throttle.succeeded(db, attempt)
+    db.commit()
+    if new != again:
+        return _page(error="The two new passwords differ; nothing changed.", status=400)
     db = begin_write(db)
     try:
         auth.set_password(db, me.email, new)  # ends every other session

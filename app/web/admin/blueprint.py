@@ -22,19 +22,6 @@ from app.researchers.accounts import current_researcher
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 
-EXPORT_TYPES = {
-    # Werkzeug adds "; charset=utf-8" to text/* mimetypes itself, not to application/*.
-    "csv": ("text/csv", "csv"),
-    "jsonl": ("application/x-ndjson; charset=utf-8", "jsonl"),
-    "snac": ("application/json; charset=utf-8", "json"),
-    "thresh": ("application/json; charset=utf-8", "thresh.json"),
-    "labelstudio": ("application/zip", "labelstudio.zip"),
-    "brat": ("application/zip", "brat.zip"),
-    "parquet": ("application/zip", "hf-dataset.zip"),
-    "assignments-csv": ("text/csv", "assignments.csv"),
-    "assignments-jsonl": ("application/x-ndjson; charset=utf-8", "assignments.jsonl"),
-}
-
 TAXONOMY_DIR = PROJECT_ROOT / "taxonomies"
 MAX_GRID_DOCUMENTS = 600
 

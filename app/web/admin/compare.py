@@ -4,7 +4,7 @@ pairwise tests (:mod:`app.quality.compare`, docs/METRICS.md "Comparing systems")
 The computation runs in the request, bounded: the page and its JSON use
 :data:`WEB_RESAMPLES` resamples (the command line's default is 9,999), and the page leaves
 out the pairs' per-category tests it does not show. On SNaC dev that is about 0.5 s, on 600
-documents about 4 s on the shared 2-core box (docs/PERFORMANCE.md, "Comparing systems"): no
+documents about 4 s on the shared 2-core box (docs/PERFORMANCE.md, "The study's figures"): no
 longer than the dashboard's own report of the same study. ``marginalia compare`` gives the
 full computation. The figure is
 matplotlib's SVG shown as an ``<img>`` from a ``data:`` URL: an image cannot run script, and
@@ -19,6 +19,7 @@ from typing import Any
 from flask import jsonify, render_template, request
 
 from app.db import get_session
+from app.documents.numbers import whole_number
 from app.errors import InvalidInput
 from app.models import Study
 from app.quality.compare_text import as_figure, ci_parts, describe, p_value, system_name
@@ -36,9 +37,7 @@ def _options(study: Study) -> dict[str, Any]:
     raw = (request.args.get("min_workers") or "").strip()
     min_workers = None
     if raw and layer == "workers":
-        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-            raise InvalidInput("K (workers who marked an error) must be a whole number 1 to 1000")
-        min_workers = int(raw)
+        min_workers = whole_number(raw, "K (workers who marked an error)", 1, 1000)
     return {
         "layer": layer,
         "min_workers": min_workers,

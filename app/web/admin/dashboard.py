@@ -16,13 +16,17 @@ from flask import (
 
 from app.crowd import platforms
 from app.db import begin_write, get_session
-from app.formats import IMPORT_FORMATS
+from app.formats import DOWNLOADS, IMPORT_FORMATS
 from app.models import Researcher, Study
+from app.quality.report_text import fixed
 from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
-from app.web.admin.blueprint import EXPORT_TYPES, MAX_GRID_DOCUMENTS, bp, study_or_404
+from app.web.admin.blueprint import MAX_GRID_DOCUMENTS, bp, study_or_404
 from app.web.admin.progress import live_progress
+
+# numbers on the researchers' pages: ``value|fixed(2)``, never "-0.00" (report_text.fixed)
+bp.add_app_template_filter(fixed, "fixed")
 
 
 def include_practice() -> bool:
@@ -136,6 +140,7 @@ def render_dashboard(
     sharing_error: str | None = None,
     status: int = 200,
 ):
+    from app.quality.pay import time_and_pay
     from app.quality.served import served_digest
 
     db = get_session()
@@ -167,8 +172,9 @@ def render_dashboard(
         sharing_error=sharing_error,
         sharing=sharing_summary(db, study),
         researcher=auth.current_researcher(),
-        export_types=EXPORT_TYPES,
+        downloads=DOWNLOADS,
         include_practice=practice,
+        pay=time_and_pay(db, study),
     )
     return body, status
 

@@ -1,5 +1,7 @@
-"""Exports of a study's annotations streamed as downloads; formats of several files (brat,
-Label Studio, the Hugging Face dataset) as one zip."""
+"""Exports of a study's annotations streamed as downloads, every format of
+:data:`app.formats.DOWNLOADS` (the dashboard links each); formats of several files (brat,
+Label Studio, the Hugging Face dataset) as one zip of the files ``marginalia export --out``
+writes."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from app.db import get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import (
     ASSIGNMENT_FORMATS,
+    DOWNLOADS,
     EXPORT_FORMATS,
     FILE_SET_FORMATS,
     check_writer,
@@ -22,9 +25,9 @@ from app.formats import (
 )
 from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
-from app.quality.work import MIN_POSTERIOR, WORKERS, Work
+from app.quality.work import EVERYONE, HUMANS, MIN_POSTERIOR, WORKERS, Work
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import EXPORT_TYPES, bp, study_or_404
+from app.web.admin.blueprint import bp, study_or_404
 
 
 def _flag(name: str) -> bool:
@@ -32,10 +35,10 @@ def _flag(name: str) -> bool:
 
 
 def work_from_args() -> Work:
-    """The counted work a download asks for: ``?layer=workers|adjudicated|consensus``,
+    """The counted work a download asks for: ``?layer=workers|adjudicated|consensus|llm:NAME``,
     ``?include_practice=1``, ``?review_status=done|any`` (adjudicated layer),
-    ``?include_in_progress=1`` (workers' layer), ``?min_posterior=P`` (consensus layer);
-    InvalidInput for anything else."""
+    ``?include_in_progress=1`` and ``?include_llm=1`` (workers' layer), ``?min_posterior=P``
+    (consensus layer); InvalidInput for anything else."""
     posterior = request.args.get("min_posterior")
     try:
         min_posterior = MIN_POSTERIOR if posterior is None else float(posterior)
@@ -47,7 +50,19 @@ def work_from_args() -> Work:
         review_status=request.args.get("review_status", "done"),
         in_progress=_flag("include_in_progress"),
         min_posterior=min_posterior,
+        workers=EVERYONE if _flag("include_llm") else HUMANS,
     )
+
+
+def file_name(slug: str, work: Work) -> str:
+    """The download's name: the slug, then the layer and whose work when not the humans'
+    (``demo.adjudicated``, ``demo.llm-gpt``, ``demo.with-llm``)."""
+    name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
+    if work.workers == EVERYONE:
+        return f"{name}.with-llm"
+    if work.workers != HUMANS:  # llm:NAME, a name of letters, digits, '_', '.', '-'
+        return f"{name}.{work.workers.replace(':', '-')}"
+    return name
 
 
 @bp.get("/studies/<slug>/export.<fmt>")
@@ -57,7 +72,7 @@ def export(slug: str, fmt: str):
         abort(404)
     db = get_session()
     study = study_or_404(db, slug)
-    mimetype, extension = EXPORT_TYPES[fmt]
+    mimetype, extension, _ = DOWNLOADS[fmt]
     try:
         work = work_from_args()
     except MarginaliaError as exc:
@@ -66,9 +81,9 @@ def export(slug: str, fmt: str):
         return Response(
             f"{fmt} has one row per assignment: no layer or filters\n", 400, mimetype="text/plain"
         )
-    name = slug if work.layer == WORKERS else f"{slug}.{work.layer}"
+    name = file_name(slug, work)
     if fmt in FILE_SET_FORMATS:
-        # A true stream (issue 34): the zip is written as the work is read, a chunk at a
+        # A true stream: the zip is written as the work is read, a chunk at a
         # time, after the answer has begun (server-side cursors opened in the view would not
         # outlive its session's end on the web front), so what would refuse is asked first.
         try:

@@ -10,12 +10,14 @@ from flask import current_app, has_app_context
 from sqlalchemy import func, select
 
 from app.detection import import_jobs
+from app.llm.runs import recent_runs
 from app.models import Annotation, Assignment, Document, FigureJob, Study, changes
 from app.quality.work import (
     ACTIVE,
     SUBMITTED,
     Work,
     document_filter,
+    human_worker,
     is_practice,
     role,
     select_documents,
@@ -37,7 +39,7 @@ def study_progress(db, studies: list[Study]) -> dict[int, dict[str, int]]:
     for sid, status, count in db.execute(
         select(Assignment.study_id, Assignment.status, func.count())
         .join(Document, Document.id == Assignment.document_id)
-        .where(counted)
+        .where(counted, human_worker())
         .group_by(Assignment.study_id, Assignment.status)
     ):
         if sid in found:
@@ -106,7 +108,7 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
     for doc_id, status, n in db.execute(
         select(Assignment.document_id, Assignment.status, func.count())
         .join(Document, Document.id == Assignment.document_id)
-        .where(*document_filter(study, work))
+        .where(human_worker(), *document_filter(study, work))
         .group_by(Assignment.document_id, Assignment.status)
     ):
         per_doc[doc_id][status] += n
@@ -145,10 +147,11 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
             FigureJob.study_id == study.id, FigureJob.include_practice.is_(include_practice)
         )
     ).first()
+    llm_runs = recent_runs(db, study.id, limit=3)  # their progress moves the fingerprint too
     fingerprint = "-".join(
         str(v)
         for v in (len(documents), *assignments.values(), annotations["submitted"], *(stored or ()))
-    )
+    ) + "".join(f"-{r['id']}.{r['finished']}.{r['stage']}" for r in llm_runs)
     return {
         "study": study.slug,
         "include_practice": include_practice,
@@ -164,6 +167,7 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
         },
         "per_document": documents,
         "imports": import_jobs.recent(db, study.id),
+        "llm_runs": llm_runs,
         "fingerprint": fingerprint,
         "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -12,7 +12,8 @@ from __future__ import annotations
 from flask import flash, jsonify, redirect, render_template, request, url_for
 
 from app.db import begin_write, get_session
-from app.documents.studies import find_document
+from app.documents.numbers import MAX_ID, finite_number, whole_number
+from app.documents.studies import MAX_ANNOTATORS, find_document
 from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import Document
 from app.quality import adjudication
@@ -103,7 +104,7 @@ def add_error(slug: str):
     return _write(slug, adjudication.add_error)
 
 
-@bp.post("/studies/<slug>/review/errors/<int:row_id>")
+@bp.post(f"/studies/<slug>/review/errors/<int(max={MAX_ID}):row_id>")  # a larger id: 404
 @auth.login_required
 def change_error(slug: str, row_id: int):
     return _write(
@@ -123,20 +124,14 @@ def _counted_documents(db, study) -> list:
 
 
 def _min_workers(value) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("the number of workers must be a whole number") from None
+    return whole_number(value, "the number of workers", 1, MAX_ANNOTATORS)
 
 
 def _min_posterior(value) -> float | None:
     """The consensus's minimum posterior of an auto-accept by posterior (None: by votes)."""
     if value in (None, ""):
         return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("the minimum posterior must be a number from 0 to 1") from None
+    return finite_number(value, "the minimum posterior", 0, 1)
 
 
 @bp.post("/studies/<slug>/review/auto-accept")

@@ -31,21 +31,21 @@ def login():
             email, password = "", ""  # no database can store it: a plain failure
         client = request.remote_addr or "unknown"
         db = get_session()
-        if throttle.throttled(db, email, client):
+        attempt = throttle.attempt(db, email, client)  # counted before the check
+        if attempt is None:
             return render_template("admin/login.html", error=THROTTLED), 429
         researcher = auth.authenticate(db, email, password)
         researcher_id = researcher.id if researcher is not None else None
         db.rollback()
-        db = begin_write(db)
         if researcher_id is not None:
+            db = begin_write(db)
+            throttle.succeeded(db, attempt)
             researcher = db.get(Researcher, researcher_id)
             researcher.last_login_at = utcnow()
             db.commit()
             auth.log_in(researcher)
             return redirect(safe_next(request.args.get("next")))
-        throttle.record_failure(db, email, client)
-        db.commit()
-        error = "Wrong e-mail or password."
+        error = "Wrong e-mail or password."  # the attempt stays counted as a failure
     return render_template("admin/login.html", error=error), 401 if error else 200
 
 

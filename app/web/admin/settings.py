@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from app.annotation import pausing, timing
+from app.annotation import pausing, session_settings, timing
 from app.crowd import platforms
 from app.crowd.returns import REASONS, return_codes
 from app.db import begin_write, get_session
 from app.detection import learned_models
 from app.documents import journey
+from app.documents.numbers import MAX_ID, whole_number
 from app.errors import InvalidInput, MarginaliaError
+from app.llm.annotators import annotators
 from app.models import Study
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
@@ -27,6 +29,7 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         "admin/settings.html",
         study=study,
         settings=platforms.describe(study),
+        sessions=session_settings.describe(study),
         time_settings=timing.describe(study),
         instructions=journey.instructions(study),
         questionnaire=(study.settings or {}).get("journey_source", ""),
@@ -39,6 +42,7 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         researcher=auth.current_researcher(),
         detector_models=learned_models.models_of(db, study),
         chosen_model=learned_models.chosen_model(db, study),
+        llm_annotators=annotators(study),
     )
     return body, status
 
@@ -126,6 +130,29 @@ def pause_settings(slug: str):
     return settings_saved(slug, "Pause rule saved." if rule else "No pause rule.", "pause")
 
 
+@bp.post("/studies/<slug>/settings/sessions")
+@auth.login_required
+def session_settings_form(slug: str):
+    """Documents per session, a shorter session, the reward per session
+    (app/annotation/session_settings.py): an empty reward removes it."""
+    db = begin_write(get_session())
+    study = study_or_404(db, slug)
+    form = request.form
+    try:
+        session_settings.configure_sessions(
+            study,
+            documents=form.get("documents_per_session", ""),
+            shorter=form.get("allow_shorter_session") == "1",
+            reward=form.get("reward") or None,
+            **({"currency": form["currency"]} if (form.get("reward") or "").strip() else {}),
+        )
+        db.commit()
+    except MarginaliaError as exc:
+        db.rollback()
+        return render_settings(study, error=str(exc), section="sessions", status=exc.status)
+    return settings_saved(slug, "Sessions and pay saved.", "sessions")
+
+
 @bp.post("/studies/<slug>/settings/detector")
 @auth.login_required
 def choose_detector(slug: str):
@@ -135,9 +162,8 @@ def choose_detector(slug: str):
     study = study_or_404(db, slug)
     raw = (request.form.get("model") or "").strip()
     try:
-        if raw and not raw.isdigit():
-            raise InvalidInput("choose the shipped detector or one of the stored models")
-        queued = learned_models.use_model(db, study, int(raw) if raw else None)
+        model = whole_number(raw, "the model", 1, MAX_ID) if raw else None
+        queued = learned_models.use_model(db, study, model)
         db.commit()
     except MarginaliaError as exc:
         db.rollback()

@@ -14,13 +14,18 @@ from flask import Response, abort, flash, redirect, render_template, request, ur
 from sqlalchemy import select
 
 from app.annotation import reviews, timing
+from app.annotation.session_list import session_rows
+from app.annotation.session_settings import session_rule
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.spreadsheet import safe_row
 from app.models import Annotation, Assignment, Document, Segment, Study
+from app.quality.assignment_scores import best_gold_f1, gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
+from app.quality.ranking import rank_rows
 from app.quality.time_on_task import segment_seconds, worker_times
+from app.quality.work import human_worker
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.settings import render_settings, settings_saved
@@ -47,13 +52,13 @@ CSV_COLUMNS = (
 CONTEXT_CHARS = 60
 
 
-def _gold_f1(assignment: Assignment) -> float | None:
-    return (((assignment.scores or {}).get("gold") or {}).get("overall") or {}).get("f1")
-
-
 def worker_rows(db, study: Study) -> list[dict[str, Any]]:
-    """One row per worker ID that has an assignment in the study, sorted by ID."""
-    assignments = db.scalars(select(Assignment).where(Assignment.study_id == study.id)).all()
+    """One row per human worker ID that has an assignment in the study, in rank order (the
+    one ranking, :mod:`app.quality.ranking`: by expected F1, then the unranked by ID); an LLM
+    annotator is no crowd worker (app/llm/)."""
+    assignments = db.scalars(
+        select(Assignment).where(Assignment.study_id == study.id, human_worker())
+    ).all()
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
     rates = catch_rates(db, study, work=WITH_REJECTED)  # one strict-matching pass
@@ -61,6 +66,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     gold = set(
         db.scalars(select(Document.id).where(Document.study_id == study.id, Document.is_gold))
     )
+    scored = gold_documents(db, study)
     models, _ = stored_reliability(db, study)
     by_worker: dict[str, list[Assignment]] = defaultdict(list)
     for a in assignments:
@@ -68,7 +74,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     rows = []
     for worker_id in sorted(by_worker):
         mine = by_worker[worker_id]
-        f1s = [f for a in mine if (f := _gold_f1(a)) is not None]
+        f1s = [(a.document_id, gold_f1(db, a, scored)) for a in mine]
         verdict = verdicts.get(worker_id)
         time = times.get(worker_id, {})
         data = [a.platform_data or {} for a in mine]
@@ -92,7 +98,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
                 "median": time.get("median_seconds_per_segment"),
                 "active_seconds": time.get("active_seconds"),
                 "speeder": bool(time.get("speeder")),
-                "gold_f1": max(f1s) if f1s else None,
+                "gold_f1": best_gold_f1(f1s, scored),
                 "catch_rate": rates[worker_id].rate if worker_id in rates else None,
                 "model": models.get(worker_id),
                 "check_flagged": worker_id in flagged,
@@ -101,6 +107,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
                 "note": verdict.note if verdict else "",
             }
         )
+    rank_rows(rows, lambda row: row["model"])
     return rows
 
 
@@ -119,10 +126,20 @@ def workers(slug: str):
     study = study_or_404(db, slug)
     state = _state_filter()
     rows = worker_rows(db, study)
+    by_id = request.args.get("sort") == "id"  # else the default: by rank
+    if by_id:
+        rows.sort(key=lambda row: row["worker_id"])
+    sessions = session_rows(db, study)
     return render_template(
         "admin/workers.html",
         study=study,
+        sessions=sessions,
+        session_states={
+            "counts": Counter(s.state for s in sessions),
+            "documents": session_rule(study).documents,
+        },
         rows=[r for r in rows if state in (None, r["state"])],
+        by_id=by_id,
         states=Counter(r["state"] for r in rows),
         state=state,
         models_at=stored_reliability(db, study)[1],
@@ -141,7 +158,7 @@ def workers_csv(slug: str):
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for r in worker_rows(db, study):
+    for r in sorted(worker_rows(db, study), key=lambda row: row["worker_id"]):
         if state in (None, r["state"]):
             writer.writerow(
                 safe_row(
@@ -212,6 +229,7 @@ def worker(slug: str):
         .order_by(Assignment.id)
     ).all()
     seconds = segment_seconds(db, [a.id for a, _ in assignments])
+    scored = gold_documents(db, study)
     spans = worker_spans(db, [a.id for a, _ in assignments])
     labels = {c["id"]: c.get("label") or c["id"] for c in study.taxonomy.get("categories", [])}
     return render_template(
@@ -223,7 +241,7 @@ def worker(slug: str):
                 "assignment": a,
                 "document": external_id,
                 "seconds": seconds.get(a.id, {}),
-                "gold_f1": _gold_f1(a),
+                "gold_f1": gold_f1(db, a, scored),
                 "recall": ((a.scores or {}).get("suggestions") or {}).get("recall"),
                 "spans": spans.get(a.id, []),
             }

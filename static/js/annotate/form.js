@@ -16,9 +16,9 @@ import {
   pairedPrompt,
   quote,
   root,
-  segLabel,
   setHint,
   snapSpan,
+  spanSegments,
   spanText,
   state,
   typingInField,
@@ -218,7 +218,7 @@ export function renderForm() {
     el.pairedPrompt.textContent = f.paired ? "" : pairedPrompt(pairing());
     el.pairedPrompt.hidden = Boolean(f.paired);
     el.pairedField.value = f.paired ? spanText(f.paired) : "";
-    el.pairedSegment.textContent = f.paired ? ` · ${segLabel(f.paired.segment)}` : "";
+    el.pairedSegment.textContent = f.paired ? ` · ${spanSegments(f.paired)}` : "";
     el.clearPaired.disabled = !f.paired;
   }
   el.addButton.disabled = !formReady();

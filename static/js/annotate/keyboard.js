@@ -1,18 +1,21 @@
 // Marking without a mouse. The text area (#text-area, one tab stop) holds a keyboard cursor
 // over the segments on screen (the context and the current segment): the arrow keys move it
-// by word and Shift with them extends the selection, up and down by sentence, Home and End
-// to the segment's ends; Enter or Space takes the selection as the span, or as the earlier,
-// paired span while a paired category waits for one (applySelection, the path a mouse
-// selection takes); Delete removes the annotation under the cursor. Category keys, Ctrl+Enter,
-// Escape and n / p work as everywhere on the page. Each move is said in #kb-status, a polite
-// live region. Words are the browser's (Intl.Segmenter: Chinese moves by word, an emoji
-// family or a letter with its accents is one stop), offsets UTF-16 like the rest of the page;
-// in right-to-left text the left arrow goes forward.
+// by word and Shift with them extends the selection, up and down by sentence; Home and End
+// go to the start and end of the cursor's sentence, and pressed there to the segment's;
+// "/" then the first letters of a word jumps to the next word on screen starting with them
+// (type-ahead; typeahead.js says why "/"). Enter or Space takes the selection as the span,
+// or as the earlier, paired span while a paired category waits for one (applySelection, the
+// path a mouse selection takes); Delete removes the annotation under the cursor. Category keys,
+// Ctrl+Enter, Escape and n / p work as everywhere on the page. Each move is said in
+// #kb-status, a polite live region. Words are the browser's (Intl.Segmenter: Chinese moves
+// by word, an emoji family or a letter with its accents is one stop), offsets UTF-16 like
+// the rest of the page; in right-to-left text the left arrow goes forward.
 
 import { t } from "../i18n.js";
 import { sentences, wordStops } from "../offsets.js";
 import { applySelection, awaitingPaired } from "./selection.js";
 import { TEXT_LANG, el, page, quote, segLabel, state } from "./state.js";
+import { extend, fold, nextMatch, target } from "./typeahead.js";
 
 const stopsCache = new Map(); // segment -> [{start, end}] (UTF-16)
 
@@ -188,6 +191,18 @@ function sentenceEdge(p, step) {
   return sentenceStart(p, -1);
 }
 
+/** Home: the first word of the head's sentence; already there, the segment's first word. */
+function sentenceHome(p) {
+  const { all, at } = sentenceAt(p);
+  return p.index > all[at].first ? point(p.segment, all[at].first) : firstOf(p.segment);
+}
+
+/** End: the last word of the head's sentence; already there, the segment's last word. */
+function sentenceEnd(p) {
+  const { all, at } = sentenceAt(p);
+  return p.index < all[at].last ? point(p.segment, all[at].last) : lastOf(p.segment);
+}
+
 function isRtl(segment) {
   const node = el.textArea.querySelector(`.seg-text[data-seg="${segment}"]`);
   return Boolean(node) && getComputedStyle(node).direction === "rtl";
@@ -210,8 +225,8 @@ function move(e) {
   } else if (key === "ArrowUp") {
     head = extend ? sentenceEdge(kb.head, -1) : sentenceStart(kb.head, -1);
     kind = extend ? "word" : "sentence";
-  } else if (key === "Home") head = firstOf(kb.head.segment);
-  else if (key === "End") head = lastOf(kb.head.segment);
+  } else if (key === "Home") head = sentenceHome(kb.head);
+  else if (key === "End") head = sentenceEnd(kb.head);
   if (!head) {
     const forward = ["ArrowRight", "ArrowDown", "End"].includes(key);
     say(t(forward ? "kb_end" : "kb_start"));
@@ -241,19 +256,127 @@ function remove() {
   say(el.formHint.textContent);
 }
 
+// --- type-ahead ("/" then the first letters of a word) ------------------------------------
+
+let finding = null; // while a find runs: {run} (typeahead.js's run, null before a letter)
+const foldedCache = new Map(); // segment -> its stops' words, folded
+
+/** The segments on screen, first to last: the context drawn and the current segment. */
+function segmentsOnScreen() {
+  let first = Math.min(state.current, state.kb.head.segment);
+  for (const node of el.textArea.querySelectorAll(".seg-text[data-seg]")) {
+    first = Math.min(first, Number(node.dataset.seg));
+  }
+  const out = [];
+  for (let s = first; s <= state.current; s += 1) out.push(s);
+  return out;
+}
+
+/** The words on screen in reading order: their points and folded texts, and a point's index. */
+function wordsOnScreen() {
+  const points = [];
+  const words = [];
+  const base = new Map();
+  for (const segment of segmentsOnScreen()) {
+    if (!foldedCache.has(segment)) {
+      const text = state.texts[segment];
+      foldedCache.set(segment, stops(segment).map((w) => fold(text.slice(w.start, w.end), TEXT_LANG)));
+    }
+    base.set(segment, points.length);
+    foldedCache.get(segment).forEach((word, index) => {
+      points.push(point(segment, index));
+      words.push(word);
+    });
+  }
+  return { points, words, indexOf: (p) => base.get(p.segment) + p.index };
+}
+
+/** The text's words in a line of the interface's language, each in its own direction (a
+ * Unicode isolate): a Hebrew word and its prefix stay in their order in an English line. */
+const isolated = (text) => `\u2068${text}\u2069`;
+
+function startFind() {
+  finding = { run: null };
+  page.renderText();
+  say(t("kb_find_start"));
+}
+
+function stopFind() {
+  finding = null;
+}
+
+/** Look for the run's prefix; the cursor goes to the match, and the status says where. */
+function findRun() {
+  const { run } = finding;
+  if (!run) {
+    say(t("kb_find_start"));
+    return;
+  }
+  const { points, words, indexOf } = wordsOnScreen();
+  const { prefix, from } = target(run, state.kb.head);
+  const found = words.length ? nextMatch(words, prefix, indexOf(from)) : null;
+  if (!found) {
+    say(t("kb_find_none", { prefix: quote(isolated(run.prefix)) }));
+    return;
+  }
+  const at = points[found.index];
+  setCursor({ anchor: at, head: at });
+  const word = isolated(textOf(rangeOf(state.kb)));
+  const where = { prefix: quote(isolated(run.prefix)), word, segment: segLabel(at.segment) };
+  say(t(found.wrapped ? "kb_found_wrapped" : "kb_found", where));
+}
+
+const IGNORED = ["Shift", "Control", "Alt", "AltGraph", "Meta", "CapsLock", "Dead", "Process", "Unidentified"];
+
+/** A key while a find runs. Letters (any one character but Space and "/"), Backspace and
+ * Escape are the find's, and no other part of the page sees them (no category key, no n);
+ * "/" starts it anew; a modifier alone changes nothing; any other key ends it and goes on
+ * as always. True when the find took the key. */
+function findKey(e) {
+  if (IGNORED.includes(e.key)) return true;
+  const letter = !e.ctrlKey && !e.metaKey && !e.altKey && [...e.key].length === 1 && e.key !== " ";
+  if (!letter && e.key !== "Backspace" && e.key !== "Escape") {
+    stopFind();
+    return false;
+  }
+  e.preventDefault();
+  e.stopPropagation();
+  if (e.key === "Escape") {
+    stopFind();
+    announce("word", state.kb);
+  } else if (e.key === "/") startFind();
+  else if (e.key === "Backspace") {
+    const { run } = finding;
+    const letters = run ? [...run.prefix].slice(0, -1) : [];
+    if (run && letters.length === 0) setCursor({ anchor: run.from, head: run.from });
+    finding.run = letters.length ? { ...run, prefix: letters.join(""), last: Date.now() } : null;
+    findRun();
+  } else {
+    const folded = fold(e.key, TEXT_LANG);
+    if (!folded) return true; // a mark alone adds nothing to a prefix
+    finding.run = extend(finding.run, folded, state.kb.head, Date.now());
+    findRun();
+  }
+  return true;
+}
+
 function onKey(e) {
-  if (e.target !== el.textArea || !state.data || e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.target !== el.textArea || !state.data) return;
+  if (finding && state.kb && findKey(e)) return;
+  if (e.altKey || e.ctrlKey || e.metaKey) return;
   const moves = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"];
   const acts = ["Enter", " ", "Delete"];
-  if (!moves.includes(e.key) && !acts.includes(e.key)) return;
+  const find = e.key === "/";
+  if (!moves.includes(e.key) && !acts.includes(e.key) && !find) return;
   // After a click in the text, Space and Enter keep their usual meaning (Space scrolls)
-  // until an arrow key brings the cursor out.
+  // until an arrow key (or "/") brings the cursor out.
   if (acts.includes(e.key) && !el.textArea.classList.contains("kb-active")) return;
   e.preventDefault();
   el.textArea.classList.add("kb-active");
   state.kb = startingPoint();
   if (!state.kb) return;
-  if (moves.includes(e.key)) move(e);
+  if (find) startFind();
+  else if (moves.includes(e.key)) move(e);
   else if (state.readOnly) say(t("kb_read_only"));
   else if (e.key === "Delete") remove();
   else take();
@@ -290,6 +413,22 @@ export function wireKeyboard() {
     pressed = true;
     document.addEventListener("pointerup", () => (pressed = false), { once: true });
     el.textArea.classList.remove("kb-active");
+    stopFind();
   });
-  el.textArea.addEventListener("blur", () => say(""));
+  // Leaving the text empties the status line, which then takes no room: never under a
+  // pressed pointer, or the page would shift between the press and the release and the
+  // release miss what was pressed (Submit, below the text). Emptied once the click is out.
+  let pointerDown = false;
+  document.addEventListener("pointerdown", () => (pointerDown = true), { capture: true });
+  for (const name of ["pointerup", "pointercancel"]) {
+    document.addEventListener(name, () => (pointerDown = false), { capture: true });
+  }
+  const leftText = () => {
+    if (document.activeElement !== el.textArea) say("");
+  };
+  el.textArea.addEventListener("blur", () => {
+    stopFind();
+    if (!pointerDown) leftText();
+    else document.addEventListener("pointerup", () => setTimeout(leftText, 0), { once: true });
+  });
 }

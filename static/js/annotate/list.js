@@ -5,7 +5,18 @@
 
 import { clear, h, setVar } from "../dom.js";
 import { t } from "../i18n.js";
-import { el, labelsOf, page, quote, segLabel, setHint, state, textAttrs, uuid } from "./state.js";
+import {
+  el,
+  labelsOf,
+  page,
+  quote,
+  segLabel,
+  setHint,
+  spanSegments,
+  state,
+  textAttrs,
+  uuid,
+} from "./state.js";
 
 let editingKey = null; // the annotation whose categories / attributes / comment are being changed
 
@@ -57,7 +68,7 @@ export function renderList() {
               h(
                 "span",
                 { class: "annot-paired-label" },
-                t(linked ? "linked_in" : "earlier_in", { segment: segLabel(a.paired.segment) }),
+                t(linked ? "linked_in" : "earlier_in", { segment: spanSegments(a.paired) }),
               ),
               h("q", textAttrs(), a.paired.text),
             )

@@ -4,11 +4,17 @@
 // height it needs (the page scrolls, no inner letterbox); moving to a segment scrolls the
 // page so the current segment starts at the top of the window.
 //
-// A book-length document has thousands of segments (issue 34): the context draws only what
-// is seen. After a move it holds the CONTEXT_WINDOW segments before the current one (and any
-// earlier one the page needs on screen: the keyboard cursor's, a pending paired span's);
-// a "show earlier" button above them draws CONTEXT_WINDOW more, and presses itself when the
-// page is scrolled up to it (the reading position stays put). showSegment(i) draws back to
+// A book-length document has thousands of segments: the context draws only what is seen.
+// After a move it holds the CONTEXT_WINDOW segments before the current one (and any earlier
+// one the page needs on screen: the keyboard cursor's, a pending paired span's); a "show
+// earlier" button above them draws CONTEXT_WINDOW more, and presses itself when the reader
+// scrolls up to within NEAR pixels of it (the reading position stays put). Only the reader's
+// scroll upwards does (one within READER_SCROLL_MS of a wheel, a touch, a scrolling key or a
+// press on the scrollbar): the page's own scrolls (to the current segment, keeping the
+// reading position, an entity's smooth scroll still running after a move) and its layout
+// never do, so a reader who has not scrolled up has exactly the window, whatever the fonts
+// and the window's height (an IntersectionObserver pressed it on load whenever the window's
+// segments were shorter than the viewport). showSegment(i) draws back to
 // segment i (the jump menu, an entity's first mention). Each drawn segment keeps its ranges'
 // signature and is redrawn only when they change, and the ranges come from per-segment
 // indexes: a move, a selection or an add costs the same at segment 1,500 as at segment 1.
@@ -28,7 +34,11 @@ let from = 0; // the first context segment drawn
 let drawnFor = -1; // the current segment `from` was set for
 let current = { segment: -1, signature: null };
 let more = null; // the "show earlier" button
-let watcher = null; // presses it when scrolled near
+const NEAR = 300; // px above the viewport within which a scroll upwards presses it
+let lastScrollY = 0; // the page's scroll position as last seen or set here
+const READER_SCROLL_MS = 1000; // how long after the reader's input a scroll is the reader's
+let readerInputAt = -Infinity; // when the reader last did something that scrolls
+const SCROLLING_KEYS = new Set(["PageUp", "PageDown", "ArrowUp", "ArrowDown", "Home", "End", " "]);
 
 function indexMentions() {
   indexed = state.data;
@@ -166,18 +176,49 @@ function renderMore() {
   if (!more) {
     more = h("button", { type: "button", class: "btn btn-quiet ctx-more", onclick: () => showEarlier() });
     el.context.prepend(more);
-    if ("IntersectionObserver" in window) {
-      watcher = new IntersectionObserver((seen) => {
-        if (seen.some((e) => e.isIntersecting) && !more.hidden) showEarlier();
-      }, { rootMargin: "300px 0px 0px 0px" });
-      watcher.observe(more);
-    }
+    lastScrollY = window.scrollY;
+    watchReaderInput();
+    window.addEventListener("scroll", pressWhenScrolledUpNear, { passive: true });
   }
   more.hidden = from === 0;
   if (from > 0) {
     const first = Math.max(0, from - CONTEXT_WINDOW);
     more.textContent = t("context_earlier", { first: first + 1, last: from });
   }
+}
+
+/** Note the reader's inputs that scroll the page: the wheel, a touch, a scrolling key, a
+ * press on the page's scrollbar (outside the document's client area). */
+function watchReaderInput() {
+  const note = () => {
+    readerInputAt = performance.now();
+  };
+  const passive = { passive: true };
+  window.addEventListener("wheel", note, passive);
+  window.addEventListener("touchmove", note, passive);
+  window.addEventListener("keydown", (e) => SCROLLING_KEYS.has(e.key) && note(), passive);
+  window.addEventListener(
+    "pointerdown",
+    (e) => {
+      const root = document.documentElement;
+      if (e.clientX >= root.clientWidth || e.clientY >= root.clientHeight) note();
+    },
+    passive,
+  );
+}
+
+/** The reader scrolled up to the button: press it. */
+function pressWhenScrolledUpNear() {
+  const y = window.scrollY;
+  const up = y < lastScrollY && performance.now() - readerInputAt < READER_SCROLL_MS;
+  lastScrollY = y;
+  if (up && !more.hidden && more.getBoundingClientRect().bottom > -NEAR) showEarlier();
+}
+
+/** Scroll the page itself: not the reader's scroll (see pressWhenScrolledUpNear). */
+function scrollItself(scroll) {
+  scroll();
+  lastScrollY = window.scrollY;
 }
 
 /** Draw CONTEXT_WINDOW more segments above the context, the reading position kept. */
@@ -187,7 +228,9 @@ function showEarlier() {
   const top = anchor ? anchor.node.getBoundingClientRect().top : 0;
   from = Math.max(0, from - CONTEXT_WINDOW);
   renderText();
-  if (anchor && anchor.node.isConnected) window.scrollBy(0, anchor.node.getBoundingClientRect().top - top);
+  if (anchor && anchor.node.isConnected) {
+    scrollItself(() => window.scrollBy(0, anchor.node.getBoundingClientRect().top - top));
+  }
 }
 
 /** Draw the context back to segment `i` (if it is not drawn yet); its block, or null. */
@@ -232,5 +275,7 @@ export function renderText({ scrollContext = false } = {}) {
   const f = state.form;
   root.classList.toggle("awaiting-paired", Boolean(pairKind() && f.span && !f.paired));
   page.renderHints(state.readOnly ? [] : page.visibleSuggestions());
-  if (scrollContext && state.current > 0) el.currentHeading.scrollIntoView({ block: "start" });
+  if (scrollContext && state.current > 0) {
+    scrollItself(() => el.currentHeading.scrollIntoView({ block: "start" }));
+  }
 }

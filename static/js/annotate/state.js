@@ -162,6 +162,11 @@ export function findDuplicate(body) {
 }
 
 export const segLabel = (i) => t("segment_n", { n: i + 1 });
+/** Where a span lies: "segment 3", or "segments 3–4" for an earlier span across a break. */
+export const spanSegments = (span) =>
+  span.end_segment === undefined || span.end_segment === null || span.end_segment === span.segment
+    ? segLabel(span.segment)
+    : t("segments_n_m", { n: span.segment + 1, m: span.end_segment + 1 });
 export const quote = (text) => t("quote", { text });
 
 export function setHint(target, message, tone = "info") {
