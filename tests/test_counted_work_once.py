@@ -30,7 +30,8 @@ ALLOWED = {
     "app/documents/journey.py": "the questionnaire after a worker's own submit",
     "app/documents/lifecycle.py": "a document may be removed only while nobody worked on it",
     "app/web/pages.py": "the worker's pages: which page an assignment's status shows",
-    "app/web/assignment_read.py": "the worker's own part of an assignment (their live marks)",
+    "app/llm/annotate.py": "an LLM annotator's own run: whether its assignment is still open",
+    "app/llm/annotators.py": "an LLM annotator's own run: how many documents it has submitted",
     "app/web/admin/workers.py": "a worker's page: their qualification attempts and own marks",
     "app/web/admin/lifecycle.py": "the Manage page: removable documents and the preview's first",
 }

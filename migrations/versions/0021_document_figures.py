@@ -2,8 +2,8 @@
 the observed disorders of its alignments), cached per the document's counted-work state, so a
 submission recomputes one document's figures instead of the study's
 
-Revision ID: 0019_document_figures
-Revises: 0018_report_digest
+Revision ID: 0021_document_figures
+Revises: 0020_work_sessions
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_document_figures"
-down_revision = "0018_report_digest"
+revision = "0021_document_figures"
+down_revision = "0020_work_sessions"
 branch_labels = None
 depends_on = None
 
