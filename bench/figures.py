@@ -1,4 +1,4 @@
-"""How long the figure job's slow figures take: γ and unitizing α
+"""How long the figure job's slow figures take, computed from nothing: γ and unitizing α
 (``unitized_report``) and the worker models (``worker_models``), on the synthetic study of
 bench/agreement_breakdown.py (DOCUMENTS documents of 8 segments, 3 of 30 workers each).
 
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agreement_breakdown import CATEGORIES, study  # noqa: E402
 
+from app.quality.document_figures import unitized_report  # noqa: E402
 from app.quality.reliability import worker_models  # noqa: E402
-from app.quality.unitizing import unitized_report  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):

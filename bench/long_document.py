@@ -6,8 +6,11 @@ Two workers: one at segment 1, one at segment 1,500. For each: the first paint (
 to the current segment drawn), the DOM's element count, and, 15 times each, the time from
 the key to the next painted frame of a move to the next segment (``n``), a selection in
 the current segment (mouse up) and an add (a category, then Ctrl+Enter), plus the handler's
-own synchronous time. Acceptance: a move or an add at segment 1,500 within 1.5 times its
-time at segment 1.
+own synchronous time. The first paint is measured on the page's own clock, from the
+navigation's start to the frame the current segment is drawn in: once with an empty browser
+cache (cold) and five times again (warm: the modules cached, as on a worker's next document;
+the median). Acceptance: a move or an add at segment 1,500 within 1.5 times its time at
+segment 1; the first paint warm under 200 ms.
 
     .venv/bin/python bench/long_document.py [--segments 2000] [--at 1500] [--json]
 """
@@ -130,19 +133,44 @@ def place(app, server_url: str, worker: str, segment: int) -> str:
     return token
 
 
-def measure(page, url: str) -> dict:
-    started = time.perf_counter()
+PAINTED = """
+(() => {
+  // installed before the page's own scripts: the frame after the current segment's text is
+  // in the page (its paint), on the page's clock
+  const seen = () => document.querySelector("#annotate:not(.is-loading) .cur-text .seg-text");
+  const observer = new MutationObserver(() => {
+    if (!seen()) return;
+    observer.disconnect();
+    requestAnimationFrame(() => { window.__painted = performance.now(); });
+  });
+  observer.observe(document, { childList: true, subtree: true, attributes: true });
+})();
+"""
+
+
+def first_paint(page, url: str) -> tuple[float, float]:
+    """From the navigation's start to the frame the current segment is painted in (the
+    page's own clock, so the test's round trips do not count), and DOMContentLoaded."""
     page.goto(url)
-    page.wait_for_selector("#annotate:not(.is-loading)")
-    page.wait_for_selector(".cur-text .seg-text")
-    first_paint = (time.perf_counter() - started) * 1000
+    page.wait_for_function("() => window.__painted !== undefined")
+    painted = page.evaluate("() => window.__painted")
     nav = page.evaluate(
         "() => { const n = performance.getEntriesByType('navigation')[0];"
-        " return {dcl: n.domContentLoadedEventEnd}; }"
+        " return {start: n.startTime, dcl: n.domContentLoadedEventEnd}; }"
     )
+    return painted - nav["start"], nav["dcl"]
+
+
+def measure(page, url: str) -> dict:
+    cold, dcl = first_paint(page, url)  # the browser's cache empty: every module fetched
+    warm = sorted(
+        first_paint(page, url)[0] for _ in range(5)
+    )  # modules cached, as a worker's next page
     found: dict = {
-        "first_paint_ms": round(first_paint, 1),
-        "dom_content_loaded_ms": round(nav["dcl"], 1),
+        "first_paint_ms": round(cold, 1),
+        "first_paint_warm_ms": round(statistics.median(warm), 1),
+        "first_paint_warm_all_ms": [round(x, 1) for x in warm],
+        "dom_content_loaded_ms": round(dcl, 1),
         "elements": page.evaluate("() => document.getElementsByTagName('*').length"),
         "context_segments_drawn": page.evaluate(
             "() => document.querySelectorAll('#context .ctx-seg').length"
@@ -193,6 +221,7 @@ def main() -> int:
             for label, segment in (("segment_1", 0), (f"segment_{args.at}", args.at - 1)):
                 token = place(app, server.url, f"bench-{stamp}-{segment}", segment)
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.add_init_script(PAINTED)
                 results[label] = measure(page, f"{server.url}/a/{token}")
                 print(label, json.dumps(results[label]))
                 page.close()

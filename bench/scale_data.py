@@ -1,4 +1,4 @@
-"""The scale benchmarks' data: a synthetic Thresh file of a crowd study of a given size, a
+"""Big-study benchmark data: a synthetic Thresh file of a crowd study of a given size, a
 2,000-segment document (bench/long_document.py) and a Postgres cluster kept under
 bench/out/scale/ between runs (for the scale benchmark, withdrawn with the maintained
 figures until they are merged with main's figure jobs).
@@ -117,18 +117,55 @@ def thresh_entries(annotations: int, seed: int = 34):
         }
 
 
-def write_thresh(path: Path, annotations: int) -> dict[str, int]:
-    """Write the file (streamed, one entry at a time); its counts."""
+def panel_entries(documents: int, raters: int = 10, marks: int = 20, *, per_rater: bool = False):
+    """A panel study's Thresh entries: every document done by the same ``raters`` raters,
+    each marking ``marks`` spans (the big-study check's shape: 1,000 documents x 10 raters x
+    20 marks). ``per_rater``: one entry per rater and document (``metadata.rater``, as
+    Thresh's MQM data has them; merged into one document on import), else one entry per
+    document whose edits name their ``annotators``."""
+    rng = random.Random(7)
+    texts = summaries()
+    names = [f"rater-{r:02d}" for r in range(raters)]
+    for d in range(documents):
+        segments = texts[d % len(texts)]
+        starts, at = [], 0
+        for text in segments:
+            starts.append(at)
+            at += len(text) + 2
+        words = [_word_ranges(t) for t in segments]
+        real = [_error(rng, starts, words) for _ in range(12)]
+        target = "\n\n".join(segments)
+        merged: dict[tuple, dict[str, Any]] = {}
+        for name in names:
+            mine: dict[tuple, dict[str, Any]] = {}
+            while len(mine) < marks:
+                error = rng.choice(real) if rng.random() < 0.5 else _error(rng, starts, words)
+                mine.setdefault((json.dumps(error["output_idx"]), error["category"]), error)
+            if per_rater:
+                edits = [{"id": n, **e} for n, e in enumerate(mine.values())]
+                entry = {"id": f"doc-{d:06d}-{name}", "source": f"item {d}", "target": target}
+                yield {**entry, "metadata": {"rater": name}, "edits": edits}
+                continue
+            for key, error in mine.items():
+                merged.setdefault(key, {**error, "annotators": []})["annotators"].append(name)
+        if not per_rater:
+            edits = [{"id": n, **e} for n, e in enumerate(merged.values())]
+            yield {"id": f"doc-{d:06d}", "source": "", "target": target, "edits": edits}
+
+
+def write_thresh(path: Path, annotations: int = 0, *, entries: Any = None) -> dict[str, int]:
+    """Write the file (streamed, one entry at a time): ``thresh_entries(annotations)`` or
+    the given ``entries``; its counts."""
     path.parent.mkdir(parents=True, exist_ok=True)
     marks = documents = 0
     with path.open("w", encoding="utf-8") as out:
         out.write("[\n")
-        for n, entry in enumerate(thresh_entries(annotations)):
+        for n, entry in enumerate(entries or thresh_entries(annotations)):
             out.write((",\n" if n else "") + json.dumps(entry, ensure_ascii=False))
             documents += 1
-            marks += sum(len(e["annotators"]) for e in entry["edits"])
+            marks += sum(len(e.get("annotators") or [1]) for e in entry["edits"])
         out.write("\n]\n")
-    return {"documents": documents, "annotations": marks, "bytes": path.stat().st_size}
+    return {"entries": documents, "annotations": marks, "bytes": path.stat().st_size}
 
 
 def long_document(segments: int = 2000) -> list[str]:

@@ -112,7 +112,14 @@ def run_import_worker(app) -> dict[str, int]:
 
     factory = app.extensions["db_sessionmaker"]
     with app.app_context():
-        stats = work(factory, None, once=True, load_nlp=nlp_loader(app.config.get("SPACY_MODEL")))
+        stats = work(
+            factory,
+            None,
+            once=True,
+            load_nlp=nlp_loader(app.config.get("SPACY_MODEL")),
+            figures=False,  # the imports queue only, as ``--queue imports`` runs
+            trainings=False,
+        )
     outcomes = {k.removeprefix("imports_"): int(v) for k, v in stats.items() if "imports" in k}
     outcomes["done"] = outcomes.pop("imports")
     return {outcome: n for outcome, n in outcomes.items() if n}

@@ -39,6 +39,7 @@ def mark(app, worker: str, document: str, texts: list[str], submit: bool = True)
 @pytest.fixture
 def big(app, admin):  # noqa: F811 - the fixtures above
     """Fourteen documents, each by three workers who agree on some and not on others."""
+    app.config["FIGURES_GAMMA_SECONDS"] = 0  # γ off: this is the report's path (γ: elsewhere)
     make_study(app, documents=DOCS, annotators_per_doc=3)
     for n, (document, _) in enumerate(DOCS):
         mark(app, "w1", document, ["Anna"])

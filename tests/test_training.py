@@ -369,7 +369,7 @@ def test_catch_rate_per_worker_hand_computed(app, client, cli, tmp_path):
     assert "Attention checks (3 in 2 documents; flagged below 50%)" in text
     assert "67%" in text and "FLAGGED" in text
     as_json = cli("report", "demo", "--json", "--stored-figures")  # γ: test_reliability
-    assert json.loads(as_json.output)["attention"]["workers"]["B"]["flagged"] is True
+    assert json.loads(as_json.stdout)["attention"]["workers"]["B"]["flagged"] is True
 
 
 def test_checks_upload_from_the_admin_and_dashboard_table(app, client, cli, tmp_path):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.quality.document_figures import unitized_report
 from app.quality.scoring import Span
-from app.quality.unitizing import Unit, alpha_disorders, unitized_report, unitizing_alpha
+from app.quality.unitizing import Unit, alpha_disorders, unitizing_alpha
 
 
 def test_krippendorffs_2004_example():

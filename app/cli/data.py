@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def import_command(
     source: str | None,
 ) -> None:
     """Load documents (a file; for brat a folder or zip) into a study in one transaction, and
-    say what became of every part of the file (a big Thresh file read and stored in batches)."""
+    say what became of every part of the file (a big file read and stored in batches)."""
     gold = gold or practice
     if gold and checks:
         raise InvalidInput("--checks cannot be combined with --gold or --practice")
@@ -80,7 +81,8 @@ def import_command(
     from flask import current_app
 
     from app.db import session_scope
-    from app.documents.studies import analyse_entities, get_study, import_documents
+    from app.documents import staged
+    from app.documents.studies import get_study
     from app.formats import parse_document_batches
 
     batches = parse_document_batches(
@@ -91,35 +93,22 @@ def import_command(
         as_work=as_work,
         source=source,
     )
-    documents = next(batches)
+    with session_scope() as session:
+        study = get_study(session, slug)
+    first = next(batches)  # a file refused by its first entry fails before spaCy is loaded
     nlp = None
     if not no_ner:
         from app.entities import load_pipeline
 
         nlp = load_pipeline(current_app.config["SPACY_MODEL"])
-    with session_scope() as session:
-        study = get_study(session, slug)
-        entities = analyse_entities(study, documents, nlp, progress=True)
-    # A fresh session: its first statement takes SQLite's write lock (begin_write), so the
-    # bulk insert neither waits on spaCy nor fails on a concurrent annotation save. A big
-    # Thresh file comes in batches (app/formats/streamed.py), each stored before the next
-    # is read, all in this one transaction: all or nothing still.
-    with session_scope() as session:
-        result = None
-        while documents:
-            stored = import_documents(
-                session,
-                study,
-                documents,
-                gold=gold,
-                checks=checks,
-                practice=practice,
-                nlp=nlp,
-                entities=entities,
-            )
-            result = stored if result is None else result + stored
-            documents = next(batches, [])
-            entities = analyse_entities(study, documents, nlp) if documents else []
+    # The file read, analysed and prepared a batch at a time with no lock held, then stored
+    # in one transaction (app/documents/staged.py): all or nothing, memory one batch. A fresh
+    # session: its first statement takes SQLite's write lock (begin_write), so the inserts
+    # neither wait on spaCy nor fail on a concurrent annotation save.
+    options = {"gold": gold, "checks": checks, "practice": practice, "nlp": nlp}
+    every = itertools.chain([first], batches)
+    with staged.prepare(study, every, **options) as spill, session_scope() as session:
+        result = staged.store(session, study, spill)
     counts = {**dataclasses.asdict(result), "gold": gold and not checks, "checks": checks}
     click.echo("imported " + ", ".join(import_summary(counts, "cli")))
     if practice and not (study.settings or {}).get("qualification"):

@@ -118,22 +118,72 @@ def study_create(
     help="Count the practice documents of a training phase too (left out by default).",
 )
 @click.option(
+    "--wait",
+    "wait",
+    is_flag=False,
+    flag_value=600.0,
+    default=None,
+    type=click.FloatRange(min=0),
+    metavar="[SECONDS]",
+    help="When the work changed since the stored report, wait (up to SECONDS, 600 by "
+    "default) for `marginalia worker` to bring the report and its slow figures current.",
+)
+@click.option(
     "--stored-figures",
     is_flag=True,
-    help="Show the stored γ, unitizing α and worker models (current or stale, as their state "
-    "says) instead of computing them when the work changed.",
+    hidden=True,
+    help="Kept for scripts: the slow figures are always the stored ones.",
 )
 @with_app
-def report_command(slug: str, as_json: bool, include_practice: bool, stored_figures: bool) -> None:
-    """Progress, per-worker scores and agreement of a study (its real documents)."""
+def report_command(
+    slug: str, as_json: bool, include_practice: bool, wait: float | None, stored_figures: bool
+) -> None:
+    """Progress, per-worker scores and agreement of a study (its real documents): the stored
+    report when the work has not changed since the worker computed it, else the report now
+    with γ and the worker models as last computed (their state and age say so), or, with
+    --wait, the worker's new one."""
     from app.db import session_scope
     from app.documents.studies import get_study
-    from app.quality.reporting import format_report, study_report
+    from app.errors import InvalidInput
+    from app.quality.reporting import format_report
+    from app.quality.served import command_report
+
+    def computing(stored: dict) -> None:
+        said = "none is stored yet" if stored["state"] == "none" else (
+            f"the work changed since the stored one ({stored['computed_at']})"
+        )  # fmt: skip
+        click.echo(
+            f"note: {said}: computing the report now, with γ and the worker models as the "
+            "worker last stored them (--wait: the worker's new report)",
+            err=True,
+        )
 
     with session_scope() as session:
         study = get_study(session, slug)
-        report = study_report(
-            session, study, include_practice=include_practice, compute_figures=not stored_figures
+        try:
+            report = command_report(
+                session,
+                study,
+                include_practice=include_practice,
+                wait=wait,
+                computing=computing,
+                as_text=as_json,
+            )
+        except TimeoutError as exc:
+            raise InvalidInput(
+                f"the report was not brought current within {wait:g} s (its job: {exc}): is "
+                "`marginalia worker` running?"
+            ) from None
+    if isinstance(report, str):  # the stored report's JSON, current: printed as stored
+        click.echo(report)
+        return
+    unitized = report["agreement"].get("unitized") or {}
+    if unitized.get("state") not in (None, "current"):
+        click.echo(
+            f"note: γ and the worker models are {unitized.get('state')} (computed "
+            f"{unitized.get('computed_at') or 'never'}): `marginalia worker` brings them "
+            "current; `--wait` waits for it",
+            err=True,
         )
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False, default=str))

@@ -30,6 +30,7 @@ from app.errors import InvalidInput
 from app.models import Assignment, Document
 from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.figures import stored_reliability
+from app.quality.work import Work, assignment_filter
 
 FIGURES = ("gold-f1", "expected-f1")
 CENT = Decimal("0.01")
@@ -55,9 +56,8 @@ def document_bonuses(
         select(Assignment, Document.is_gold)
         .join(Document, Document.id == Assignment.document_id)
         .where(
-            Assignment.study_id == study.id,
             Assignment.platform == "prolific",
-            Assignment.status == "submitted",
+            *assignment_filter(study, Work()),  # the real documents submitted
         )
         .order_by(Assignment.worker_id, Assignment.id)
     )

@@ -219,8 +219,10 @@ def describe(job: ImportJob) -> dict[str, Any]:
     elif job.status == "failed":
         message = f"Import failed: {job.error or 'unknown error'}"
     elif job.status == "running":
-        if job.total_documents is None:
-            message = "Reading the file"
+        if job.total_documents is None:  # a big file is read, analysed and prepared in batches
+            message = "Reading the file" + (
+                f": {job.processed_documents} documents so far" if job.processed_documents else ""
+            )
         elif job.processed_documents >= job.total_documents:
             message = f"Storing {job.total_documents} documents"
         else:

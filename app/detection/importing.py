@@ -9,24 +9,18 @@ transaction that also marks the job done, so they appear all at once or not at a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.db import begin_write
 from app.detection import import_jobs
 from app.detection.queue import is_transient
-from app.documents.storing import prepare_import, store_prepared
-from app.documents.studies import analyse_entities
-from app.entities.results import DocumentEntities
+from app.documents import staged
 from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import ImportJob, Study
 
 log = logging.getLogger(__name__)
-
-# Documents analysed between two progress reports (each report is a short write).
-PROGRESS_EVERY = 50
 
 NlpLoader = Callable[[], Any]
 
@@ -41,77 +35,56 @@ def _options(job: ImportJob) -> tuple[int | None, bool, bool]:
     )
 
 
-def _parse(job: ImportJob) -> list[Any]:
-    from app.formats import parse_documents
+def _batches(job: ImportJob) -> Iterator[list[Any]]:
+    """The uploaded file's documents in batches: a big one read an entry at a time from its
+    bytes (app/formats/streamed.py), never parsed whole."""
+    from app.formats import parse_document_batches
 
     per_segment, gold, _ = _options(job)
-    as_work = bool((job.options or {}).get("as_work"))
-    source = (job.options or {}).get("source")  # the upload form's source, if given
-    if job.format == "brat" or job.filename.endswith(".zip"):  # a folder's files, zipped
-        return parse_documents(
-            job.filename,
-            job.format,
-            sentences_per_segment=per_segment,
-            gold=gold,
-            archive=job.payload,
-            as_work=as_work,
-            source=source,
-        )
-    try:
-        text = job.payload.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{job.filename}: is not UTF-8 text") from None
-    return parse_documents(
+    return parse_document_batches(
         job.filename,
         job.format,
         sentences_per_segment=per_segment,
         gold=gold,
-        text=text,
-        as_work=as_work,
-        source=source,
+        as_work=bool((job.options or {}).get("as_work")),
+        source=(job.options or {}).get("source"),  # the upload form's source, if given
+        payload=job.payload,
     )
 
 
-def _entities(
-    session: Session, job: ImportJob, study: Study, documents: list[Any], nlp: Any
-) -> list[Any]:
-    """Entity cues document chunk by chunk, reporting progress after each chunk."""
-    results: list[Any] = []
-    for start in range(0, len(documents), PROGRESS_EVERY):
-        chunk = documents[start : start + PROGRESS_EVERY]
-        found = analyse_entities(study, chunk, nlp)
-        results.extend(found or [None] * len(chunk))
-        import_jobs.report_progress(session, job, start + len(chunk))
-    if all(r is None for r in results):
-        return []
-    return [r if r is not None else DocumentEntities() for r in results]
-
-
 def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[str, Any]:
-    """Parse, analyse and store one claimed job; returns its counts (raises on failure)."""
+    """Parse, analyse and store one claimed job; returns its counts (raises on failure).
+    The two phases of :mod:`app.documents.staged`: the file read, analysed and prepared a
+    batch at a time without a lock (progress reported as it goes), then stored in one
+    transaction that also marks the job done."""
     study = session.get(Study, job.study_id)
     # End the read without expiring the loaded job and study (a rollback would, and the
     # next attribute read would start a read that SQLite cannot later turn into a write).
     session.commit()
     if study is None:
         raise InvalidInput("the study was deleted")
-    documents = _parse(job)
-    import_jobs.report_progress(session, job, 0, total=len(documents))
     _, gold, ner = _options(job)
     nlp = load_nlp() if ner else None
-    entities = _entities(session, job, study, documents, nlp)
     checks = bool((job.options or {}).get("checks"))
     practice = bool((job.options or {}).get("practice"))
-    prepared = prepare_import(
-        study, documents, gold=gold, entities=entities, checks=checks, practice=practice
-    )
-    if session.in_transaction():
-        session.commit()  # nothing pending: ends any read, so the write starts with the lock
-    begin_write(session)
-    study = session.get(Study, job.study_id)
-    if study is None:
-        raise InvalidInput("the study was deleted")
-    result = store_prepared(session, study, prepared)
+    import_jobs.report_progress(session, job, 0)
+    with staged.prepare(
+        study,
+        _batches(job),
+        gold=gold,
+        checks=checks,
+        practice=practice,
+        nlp=nlp,
+        progress=lambda done: import_jobs.report_progress(session, job, done),
+    ) as spill:
+        import_jobs.report_progress(session, job, spill.documents, total=spill.documents)
+        if session.in_transaction():
+            session.commit()  # nothing pending: the write starts with the lock
+        study = session.get(Study, job.study_id)
+        session.commit()
+        if study is None:
+            raise InvalidInput("the study was deleted")
+        result = staged.store(session, study, spill)
     counts = {
         "documents": result.documents,
         "segments": result.segments,
@@ -129,7 +102,7 @@ def run_import(session: Session, job: ImportJob, load_nlp: NlpLoader) -> dict[st
         "check_documents": result.check_documents,
         "skipped_pairs": result.skipped_pairs,
         "entities": result.entities,
-        "ner_available": nlp is not None or bool(entities),
+        "ner_available": result.ner_available,
         "detection_jobs": result.detection_jobs,
         "lock_seconds": round(result.lock_seconds, 2),
     }

@@ -27,6 +27,7 @@ from app.detection.learned_models import detector_for
 from app.detection.queue import is_transient
 from app.llm import steps as llm_steps
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
+from app.quality.figure_jobs import queue_changed
 from app.quality.figure_jobs import run_next as run_figures
 from model_server.interface import DetectionStats, at_hint_level
 
@@ -157,8 +158,9 @@ def work(
 
     Import jobs (when ``load_nlp`` is given) go first, then detection jobs (when
     ``detector`` is not None), then an LLM annotator's document or calibration (with
-    ``llm``: app/llm/steps.py), then a study's slow figures (with ``figures``:
-    app/quality/figures.py), then a retraining of a study's learned detector (with
+    ``llm``: app/llm/steps.py), then keeping each study's report and slow figures current
+    (with ``figures``: a job queued for each study whose counted work changed,
+    app/quality/figure_jobs.py; ``once``: at once, not debounced), then a retraining of a study's learned detector (with
     ``trainings``: app/detection/retraining.py). One bad document or file never stops the loop: its error is
     recorded (and, for detection or a transient import error, retried later).
     """
@@ -174,6 +176,7 @@ def work(
                 claimed = llm_steps.run_next(session_factory, name)
             if not claimed and figures:
                 with session_factory() as session:
+                    queue_changed(session, at_once=once)  # studies whose work changed
                     claimed = run_figures(session, name)
             if not claimed and trainings:
                 with session_factory() as session:

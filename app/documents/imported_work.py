@@ -11,8 +11,11 @@ Label Studio ``predictions`` become detector suggestions (detector ``import:<mod
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from app.documents.attributes import check_attributes, coerce_attributes
@@ -23,6 +26,7 @@ from app.errors import InvalidInput
 from app.models import Annotation, Assignment, Study, Suggestion, utcnow
 
 IMPORTED_PLATFORM = "import"
+CHUNK_ROWS = 5000
 VOTE_RANK = "vote_rank"  # platform_data key of an imported worker that is a vote rank
 MAX_WORKER_ID_CHARS = 200  # as for workers arriving through the API
 MAX_COMMENT_CHARS = 5_000
@@ -191,9 +195,14 @@ def store_imported_work(
     session: Session, study: Study, document_ids: list[int], documents: list[DocumentInput]
 ) -> ImportedWork:
     """Store each document's imported annotations and suggestions (caller commits; the
-    spans were checked by :func:`check_spans` before the write transaction began)."""
+    spans were checked by :func:`check_spans` before the write transaction began). Bulk
+    inserts of plain rows (no ORM object per row: a panel's batch holds tens of thousands of
+    marks); the caller marks the study's change log (a Core write)."""
     counts = ImportedWork()
     moment = utcnow()
+    assignments: list[dict] = []
+    marked: list[list[ImportedSpan]] = []  # each assignment's spans, in the same order
+    suggestions: list[dict] = []
     for document_id, document in zip(document_ids, documents, strict=True):
         by_worker: dict[str, list[ImportedSpan]] = {}
         for span in document.work:
@@ -201,69 +210,100 @@ def store_imported_work(
         for worker_id in document.empty_workers:
             by_worker.setdefault(worker_id, [])
         for worker_id, spans in by_worker.items():
-            assignment = Assignment(
-                token=_token(),
-                study_id=study.id,
-                document_id=document_id,
-                worker_id=worker_id,
-                platform=IMPORTED_PLATFORM,
-                # a vote rank is not an annotator: compare counts its documents at every K,
-                # and the report says agreement among vote ranks is not inter-annotator
-                platform_data={"imported": True}
-                | ({VOTE_RANK: True} if worker_id in document.vote_workers else {}),
-                status="submitted",
-                current_segment=max((s.segment for s in spans), default=0),
-                submitted_at=moment,
-                created_at=moment,
-                last_seen_at=moment,
-                engaged_at=moment,
+            assignments.append(
+                {
+                    "token": _token(),
+                    "study_id": study.id,
+                    "document_id": document_id,
+                    "worker_id": worker_id,
+                    "platform": IMPORTED_PLATFORM,
+                    # a vote rank is not an annotator: compare counts its documents at every
+                    # K, and the report says agreement among vote ranks is not inter-annotator
+                    "platform_data": {"imported": True}
+                    | ({VOTE_RANK: True} if worker_id in document.vote_workers else {}),
+                    "status": "submitted",
+                    "current_segment": max((s.segment for s in spans), default=0),
+                    "scores": {},
+                    "submitted_at": moment,
+                    "created_at": moment,
+                    "last_seen_at": moment,
+                    "engaged_at": moment,
+                }
             )
-            rows = [_annotation(span, n, moment) for n, span in enumerate(spans)]
-            assignment.annotations = rows
-            session.add(assignment)
+            marked.append(spans)
             counts.assignments += 1
             counts.annotations += len(spans)
-            if any(span.also for span in spans):  # a multi-label mark: a row per category
-                session.flush()
-                for n, (span, row) in enumerate(zip(spans, rows, strict=True)):
-                    for k, label in enumerate(span.also, 1):
-                        extra = _annotation(span, n, moment)
-                        extra.category, extra.mark = label, row.id
-                        extra.client_id = f"import-{n}.{k}"
-                        assignment.annotations.append(extra)
-        session.add_all(
-            Suggestion(
-                document_id=document_id,
-                segment=s.segment,
-                start=s.start,
-                end=s.end,
-                text=s.text,
-                category=s.category,
-                score=s.score,
-                detector=s.detector[:100],
-                detector_version="imported",
-            )
+        suggestions.extend(
+            {
+                "document_id": document_id,
+                "segment": s.segment,
+                "start": s.start,
+                "end": s.end,
+                "text": s.text,
+                "category": s.category,
+                "score": s.score,
+                "detector": s.detector[:100],
+                "detector_version": "imported",
+            }
             for s in document.suggestions
         )
         counts.suggestions += len(document.suggestions)
+    ids = _inserted(session, Assignment, assignments)
+    rows = [
+        {"assignment_id": assignment_id, **_annotation(span, n, moment)}
+        for assignment_id, spans in zip(ids, marked, strict=True)
+        for n, span in enumerate(spans)
+    ]
+    spans = [span for found in marked for span in found]
+    if any(span.also for span in spans):  # a multi-label mark: a row per further category
+        heads = _inserted(session, Annotation, rows)
+        rows = [
+            {
+                **head_row,
+                "category": label,
+                "mark": head,
+                "client_id": f"{head_row['client_id']}.{k}",
+            }
+            for head, head_row, span in zip(heads, rows, spans, strict=True)
+            for k, label in enumerate(span.also, 1)
+        ]
+    for chunk in _chunks(rows):
+        session.execute(insert(Annotation), chunk)  # ORM: start/end → *_offset
+    for chunk in _chunks(suggestions):
+        session.execute(insert(Suggestion), chunk)
     return counts
 
 
-def _annotation(span: ImportedSpan, number: int, moment) -> Annotation:
+def _chunks(rows: list[dict], size: int = CHUNK_ROWS) -> Iterator[list[dict]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _inserted(session: Session, model: Any, rows: list[dict]) -> list[int]:
+    """Insert ``rows`` of ``model`` in chunks; their ids, in the rows' order."""
+    statement = insert(model).returning(model.id, sort_by_parameter_order=True)
+    ids: list[int] = []
+    for chunk in _chunks(rows):
+        ids.extend(session.scalars(statement, chunk))
+    return ids
+
+
+def _annotation(span: ImportedSpan, number: int, moment) -> dict:
     paired = span.paired
-    return Annotation(
-        segment=span.segment,
-        start=span.start,
-        end=span.end,
-        text=span.text,
-        category=span.category,
-        paired_segment=paired[0] if paired else None,
-        paired_start=paired[1] if paired else None,
-        paired_end=paired[2] if paired else None,
-        paired_text=paired[3] if paired else None,
-        paired_end_segment=span.paired_end_segment if paired else None,
-        comment=span.comment,
-        attributes=span.attributes or None,
-        client_id=f"import-{number}",
-        created_at=moment,
-    )
+    return {
+        "segment": span.segment,
+        "start": span.start,
+        "end": span.end,
+        "text": span.text,
+        "category": span.category,
+        "paired_segment": paired[0] if paired else None,
+        "paired_start": paired[1] if paired else None,
+        "paired_end": paired[2] if paired else None,
+        "paired_text": paired[3] if paired else None,
+        "paired_end_segment": span.paired_end_segment if paired else None,
+        "comment": span.comment,
+        "attributes": span.attributes or None,
+        "mark": None,
+        "client_id": f"import-{number}",
+        "created_at": moment,
+    }

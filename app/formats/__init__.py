@@ -14,10 +14,11 @@ workers) which ``--gold`` turns into gold spans instead.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy.orm import Session
 
@@ -116,8 +117,10 @@ def parse_documents(
     archive: bytes | None = None,
     as_work: bool = False,
     source: str | None = None,
+    bundle: tuple[str, dict[str, str] | None, str | None] | None = None,
 ) -> list[DocumentInput]:
-    """Read a document file (or ``text`` / zip ``archive`` standing for its content).
+    """Read a document file (or ``text`` / zip ``archive`` standing for its content;
+    ``bundle``: a zip's or folder's files as :func:`_read_bundle` read them already).
 
     ``gold``: the file's annotations become gold; ``as_work``: aggregate errors (SNaC) are
     kept as imported work by vote rank; else annotations no reader keeps are counted in
@@ -126,7 +129,9 @@ def parse_documents(
     path = Path(path)
     problem = Problem(str(path))
     source = checked_source(source) if source is not None else None
-    documents = _parse(path, problem, fmt, sentences_per_segment, gold, text, archive, as_work)
+    documents = _parse(
+        path, problem, fmt, sentences_per_segment, gold, text, archive, as_work, bundle
+    )
     if source is not None:
         for document in documents:
             document.meta["source"] = source
@@ -142,41 +147,85 @@ def parse_document_batches(
     as_work: bool = False,
     source: str | None = None,
     stream_bytes: int | None = None,
+    payload: bytes | None = None,
 ) -> Iterator[list[DocumentInput]]:
-    """:func:`parse_documents` in batches: a big Thresh file (:mod:`app.formats.streamed`,
-    ``stream_bytes`` or more) an entry at a time, each batch checked as a whole file's
-    documents are (an id twice in the file across batches too); any other file as one batch."""
+    """:func:`parse_documents` in batches: a big JSON or JSON Lines file (``stream_bytes``
+    or more: :data:`app.formats.streamed.STREAM_BYTES`) an entry at a time, whatever its
+    format (``auto`` included), each batch checked as a whole file's documents are (an id
+    twice in the file across batches too); a small file, a zip or a folder as one batch.
+    ``payload``: the file's bytes (an upload), ``path`` then only naming it."""
     path = Path(path)
-    if not streamed.streams(path, fmt, stream_bytes):
-        return iter(
-            [
-                parse_documents(
-                    path,
-                    fmt,
-                    sentences_per_segment=sentences_per_segment,
-                    gold=gold,
-                    as_work=as_work,
-                    source=source,
-                )
-            ]
-        )
-    return _batches(path, sentences_per_segment, gold, as_work, source)
+    options: dict[str, Any] = {"sentences_per_segment": sentences_per_segment, "gold": gold}
+    options.update(as_work=as_work, source=source)
+    if fmt == "brat" or path.suffix == ".zip" or (payload is None and path.is_dir()):
+        problem = Problem(str(path))
+        _check_format(fmt, gold, problem)
+        bundle = _read_bundle(path, problem, fmt, payload)
+        found, _, text = bundle
+        if text is None or not streamed.streams(len(text), found, TASKS_FILE, stream_bytes):
+            return iter([parse_documents(path, fmt, bundle=bundle, **options)])
+        data = text.encode("utf-8")  # the bundle's one JSON file, read an entry at a time
+        del text, bundle
+        return _batches(path, lambda: io.BytesIO(data), found, *options.values())
+    on_disk = path.stat().st_size if payload is None and path.is_file() else 0
+    size = len(payload) if payload is not None else on_disk  # none: refused below
+    if not streamed.streams(size, fmt, path.name, stream_bytes):
+        if payload is not None:
+            try:
+                options["text"] = payload.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInput(f"{path}: is not UTF-8 text") from None
+        return iter([parse_documents(path, fmt, **options)])
+
+    def opener() -> IO[bytes]:
+        return io.BytesIO(payload) if payload is not None else path.open("rb")
+
+    return _batches(path, opener, fmt, *options.values())
 
 
 def _batches(
-    path: Path, per_segment: int | None, gold: bool, as_work: bool, source: str | None
+    path: Path,
+    opener: streamed.Opener,
+    fmt: str,
+    per_segment: int | None,
+    gold: bool,
+    as_work: bool,
+    source: str | None,
 ) -> Iterator[list[DocumentInput]]:
     problem = Problem(str(path))
     source = checked_source(source) if source is not None else None
+    _check_format(fmt, gold, problem)
+    if fmt == "auto":
+        first = None if path.suffix == ".jsonl" else streamed.first_entry(opener, problem)
+        fmt = "jsonl" if first is None else detect_format(path, first)
+    whole = getattr(READERS[fmt], "WHOLE_TEXT", False)
+    _check_gold(fmt, gold, whole, per_segment, problem)
     seen: set[str] = set()
-    for documents in streamed.thresh_batches(path, problem, per_segment):
-        _finish(documents, problem, None, gold, as_work, seen=seen)
+    found = streamed.documents(opener, problem, READERS[fmt], per_segment)
+    for documents in streamed.batches(found):
+        _finish(documents, problem, None if whole else per_segment, gold, as_work, seen=seen)
         if source is not None:
             for document in documents:
                 document.meta["source"] = source
         yield documents
     if not seen:
         raise problem("contains no documents")
+
+
+def _check_format(fmt: str, gold: bool, problem: Problem) -> None:
+    if fmt not in IMPORT_FORMATS:
+        raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
+    if gold and fmt not in ("auto", *GOLD_FORMATS):
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+
+
+def _check_gold(
+    fmt: str, gold: bool, whole: bool, per_segment: int | None, problem: Problem
+) -> None:
+    if gold and fmt not in GOLD_FORMATS:
+        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
+    if gold and per_segment and not whole:
+        raise problem("--gold cannot be combined with --sentences-per-segment")
 
 
 def checked_source(source: str) -> str:
@@ -199,19 +248,16 @@ def _parse(
     text: str | None,
     archive: bytes | None,
     as_work: bool,
+    bundle: tuple[str, dict[str, str] | None, str | None] | None = None,
 ) -> list[DocumentInput]:
-    if fmt not in IMPORT_FORMATS:
-        raise problem(f"unknown format {fmt!r} (use {', '.join(IMPORT_FORMATS)})")
-    if gold and fmt not in ("auto", *GOLD_FORMATS):
-        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
-    if archive is not None or path.suffix == ".zip" or path.is_dir():
-        files = bundles.read_files(path, problem, archive)
-        if fmt == "auto":
-            fmt = "labelstudio" if TASKS_FILE in files else "brat"
-        if getattr(READERS[fmt], "READS_FILES", False):
+    _check_format(fmt, gold, problem)
+    if bundle is None and (archive is not None or path.suffix == ".zip" or path.is_dir()):
+        bundle = _read_bundle(path, problem, fmt, archive)
+    if bundle is not None:
+        fmt, files, text = bundle
+        if files is not None:
             documents = READERS[fmt].parse_files(files, problem, sentences_per_segment)
             return _finish(documents, problem, None, gold, as_work)
-        text = _one_json_file(files, problem)
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -224,16 +270,28 @@ def _parse(
         data = parse_json(text, problem)
     if fmt == "auto":
         fmt = detect_format(path, data)
-    if gold and fmt not in GOLD_FORMATS:
-        raise problem(f"--gold needs a file with annotations ({', '.join(GOLD_FORMATS)})")
     reader = READERS[fmt]
-    if getattr(reader, "WHOLE_TEXT", False):
+    whole = getattr(reader, "WHOLE_TEXT", False)
+    _check_gold(fmt, gold, whole, sentences_per_segment, problem)
+    if whole:
         documents = reader.parse(data, problem, sentences_per_segment)
         return _finish(documents, problem, None, gold, as_work)
-    if gold and sentences_per_segment:
-        raise problem("--gold cannot be combined with --sentences-per-segment")
     documents = reader.parse_text(text, problem) if fmt == "jsonl" else reader.parse(data, problem)
     return _finish(documents, problem, sentences_per_segment, gold, as_work)
+
+
+def _read_bundle(
+    path: Path, problem: Problem, fmt: str, archive: bytes | None
+) -> tuple[str, dict[str, str] | None, str | None]:
+    """A zip's or folder's files (at most ``bundles.MAX_TOTAL_BYTES`` unpacked): the format
+    (``auto``: Label Studio's when it holds ``tasks.json``, else brat), and the files for a
+    reader of files, else the one JSON file's text."""
+    files = bundles.read_files(path, problem, archive)
+    if fmt == "auto":
+        fmt = "labelstudio" if TASKS_FILE in files else "brat"
+    if getattr(READERS[fmt], "READS_FILES", False):
+        return fmt, files, None
+    return fmt, None, _one_json_file(files, problem)
 
 
 def _one_json_file(files: dict[str, str], problem: Problem) -> str:

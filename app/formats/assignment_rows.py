@@ -31,7 +31,7 @@ from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
 from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
-from app.quality.work import human_worker
+from app.quality.work import human_worker, is_live
 
 COLUMNS = (
     "study",
@@ -80,7 +80,7 @@ def _counts(session: Session, study: Study) -> tuple[dict, dict, dict]:
     live = dict(
         session.execute(
             select(Annotation.assignment_id, func.count())
-            .where(Annotation.assignment_id.in_(mine), Annotation.removed_at.is_(None))
+            .where(Annotation.assignment_id.in_(mine), is_live())
             .group_by(Annotation.assignment_id)
         ).all()
     )
@@ -114,7 +114,7 @@ def assignment_rows(session: Session, study: Study) -> Iterator[dict[str, Any]]:
     seconds = segment_seconds(session, [a.id for a, _ in assignments])
     times = worker_times(session, study)
     verdicts = reviews(session, study)
-    rates = catch_rates(session, study, statuses=WITH_REJECTED)
+    rates = catch_rates(session, study, work=WITH_REJECTED)
     answers = answers_by_assignment(session, study)
     models, _ = stored_reliability(session, study)
     gold = gold_documents(session, study)

@@ -3,8 +3,9 @@ annotation export out (one object per row with CONTRACT's columns, typed, nulls 
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from sqlalchemy.orm import Session
 
@@ -26,8 +27,15 @@ MIMETYPE, DOWNLOAD_AS, TITLE = "application/x-ndjson; charset=utf-8", "jsonl", "
 
 
 def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
-    documents = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    """A whole file's text (:func:`parse_lines` of its lines)."""
+    return list(parse_lines(enumerate(io.StringIO(text, newline=None), start=1), problem))
+
+
+def parse_lines(lines: Iterable[tuple[int, str]], problem: Problem) -> Iterator[DocumentInput]:
+    """The documents of ``(line number, line)`` pairs, one line at a time (a big file is
+    read so, app/formats/streamed.py); lines end at LF, CR or CRLF only (a JSON string may
+    hold U+2028)."""
+    for number, line in lines:
         if not line.strip():
             continue
         record = parse_json(line, problem, number)
@@ -35,10 +43,7 @@ def parse_text(text: str, problem: Problem) -> list[DocumentInput]:
             raise InvalidInput(f"{problem.source}:{number}: each line must be a JSON object")
         doc = document_id(record.get("id"), problem)
         meta = document_meta(record.get("meta") or {}, problem, doc)
-        documents.append(
-            DocumentInput(doc, segment_list(record.get("segments"), problem, doc), meta)
-        )
-    return documents
+        yield DocumentInput(doc, segment_list(record.get("segments"), problem, doc), meta)
 
 
 def export(

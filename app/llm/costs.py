@@ -24,9 +24,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.llm.annotators import costs as price_table
-from app.models import Assignment, LlmJob, LlmRun, Study
+from app.models import Assignment, Document, LlmJob, LlmRun, Study
 from app.quality.time_on_task import segment_seconds
-from app.quality.work import human_worker
+from app.quality.work import Work, assignment_filter
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -82,7 +82,8 @@ def human_costs(
             Assignment.created_at,
             Assignment.submitted_at,
         )
-        .where(Assignment.study_id == study.id, Assignment.status == "submitted", human_worker())
+        .join(Document, Document.id == Assignment.document_id)
+        .where(*assignment_filter(study, Work(include_practice=True)))  # the humans' submitted
         .order_by(Assignment.id)
     ).all()
     rows = [row for row in rows if row.document_id in documents]

@@ -192,3 +192,23 @@ class ConsensusUnit(Base):
     posterior: Mapped[float] = mapped_column(Float)
     marked: Mapped[int] = mapped_column(Integer)  # how many workers labelled it an error
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DocumentFigures(Base):
+    """One document's part of its study's slow figures (app/quality/document_figures.py):
+    its γ and unitizing α, the observed disorders of its alignments (the study's figures and
+    each pair of its workers) that the study's γ sums, cached per the document's counted-work
+    state (``key``, a hash of its texts, workers and marks, the taxonomy and the figures'
+    version), so one submission recomputes one document."""
+
+    __tablename__ = "document_figures"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), unique=True
+    )
+    key: Mapped[str] = mapped_column(String(64))
+    parts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

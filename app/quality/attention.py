@@ -21,13 +21,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
+from app.models import Assignment, Document, GoldError, Segment, Study
 from app.quality.matching import match
 from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
-from app.quality.work import human_worker
+from app.quality.work import Work, columns, select_work
 
-# A rejected worker's work leaves every figure, but the pages about them keep their rate.
-WITH_REJECTED = ("submitted", "rejected")
+# The work a catch rate reads (app/quality/work.py): the submitted work on any document (a
+# check sits in real work); a rejected worker's work leaves every figure, but the pages about
+# them keep their rate.
+SUBMITTED_WORK = Work(include_practice=True)
+WITH_REJECTED = Work(include_practice=True, rejected=True)
 
 
 @dataclass(frozen=True)
@@ -80,25 +83,27 @@ def caught_per_assignment(
     *,
     worker_id: str | None = None,
     checks: dict[int, list[Span]] | None = None,
-    statuses: tuple[str, ...] = ("submitted",),
+    work: Work = SUBMITTED_WORK,
 ) -> dict[int, tuple[str, int, int]]:
-    """{assignment id: (worker id, checks met, checks caught)} for the study's assignments
-    with one of ``statuses`` on documents carrying checks (one worker's, with
-    ``worker_id``): the hook for per-assignment rows (the assignment export)."""
+    """{assignment id: (worker id, checks met, checks caught)} for the study's assignments of
+    ``work`` (:mod:`app.quality.work`: submitted, or with :data:`WITH_REJECTED` rejected too)
+    on documents carrying checks (one worker's, with ``worker_id``): the hook for
+    per-assignment rows (the assignment export)."""
     if checks is None:
         checks = _check_spans(session, study)
     if not checks:
         return {}
-    query = select(Assignment).where(
-        Assignment.study_id == study.id,
-        Assignment.status.in_(statuses),
-        Assignment.document_id.in_(checks),
-        human_worker(),
-    )
+    sql = columns(study, work)
+    query = select_work(
+        study,
+        work,
+        *(sql[name].label(name) for name in ("assignment_id", "worker_id", "document_id")),
+        *(sql[name].label(name) for name in ("id", "segment", "start", "end", "category")),
+    ).where(Document.id.in_(checks))
     if worker_id is not None:
         query = query.where(Assignment.worker_id == worker_id)
-    assignments = session.scalars(query.order_by(Assignment.id)).all()
-    if not assignments:
+    rows = session.execute(query).all()
+    if not rows:
         return {}
     texts: dict[TextKey, str] = {
         (str(doc_id), index): text
@@ -109,29 +114,22 @@ def caught_per_assignment(
         )
     }
     marks: dict[int, list[Span]] = defaultdict(list)
-    for ann in session.execute(
-        select(
-            Annotation.assignment_id,
-            Annotation.segment,
-            Annotation.start,
-            Annotation.end,
-            Annotation.category,
-        )
-        .where(
-            Annotation.assignment_id.in_([a.id for a in assignments]),
-            Annotation.removed_at.is_(None),
-        )
-        .order_by(Annotation.id)
-    ):
-        marks[ann.assignment_id].append(ann)
+    owners: dict[int, tuple[str, int]] = {}
+    # in the order the marks were made; an assignment without a live mark is one empty row
+    for row in sorted(rows, key=lambda row: row.id or 0):
+        owners[row.assignment_id] = (row.worker_id, row.document_id)
+        if row.id is not None:
+            key = str(row.document_id)
+            marks[row.assignment_id].append(
+                Span(key, row.segment, row.start, row.end, row.category)
+            )
     scopes = scopes_from_taxonomy(study.taxonomy or {})
     result = {}
-    for a in assignments:
-        key = str(a.document_id)
-        spans = [Span(key, m.segment, m.start, m.end, m.category) for m in marks[a.id]]
-        planted = checks[a.document_id]
-        pairs = match(spans, planted, "strict", texts=texts, scopes=scopes)
-        result[a.id] = (a.worker_id, len(planted), len(pairs))
+    for assignment_id in sorted(owners):
+        worker, document_id = owners[assignment_id]
+        planted = checks[document_id]
+        pairs = match(marks[assignment_id], planted, "strict", texts=texts, scopes=scopes)
+        result[assignment_id] = (worker, len(planted), len(pairs))
     return result
 
 
@@ -141,15 +139,15 @@ def catch_rates(
     *,
     worker_id: str | None = None,
     checks: dict[int, list[Span]] | None = None,
-    statuses: tuple[str, ...] = ("submitted",),
+    work: Work = SUBMITTED_WORK,
 ) -> dict[str, CatchRate]:
     """{worker id: :class:`CatchRate`} for every worker who met a check (or one worker), over
-    their assignments with one of ``statuses``: submitted ones for the report and the
-    dashboard; :data:`WITH_REJECTED` for the worker pages and the assignment export."""
+    their assignments of ``work``: the submitted ones for the report and the dashboard;
+    :data:`WITH_REJECTED` for the worker pages and the assignment export."""
     threshold = min_catch_rate(study)
     met: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     per_assignment = caught_per_assignment(
-        session, study, worker_id=worker_id, checks=checks, statuses=statuses
+        session, study, worker_id=worker_id, checks=checks, work=work
     )
     for worker, planted, caught in per_assignment.values():
         met[worker][0] += planted

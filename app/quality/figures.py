@@ -1,16 +1,17 @@
-"""A study's slow figures: γ and unitizing α (:mod:`app.quality.unitizing`), MACE and
-Dawid-Skene (:mod:`app.quality.reliability`), computed from the counted work by a queued job
-and cached per counted-work state (docs/METRICS.md, "Unitized agreement", "Worker
-reliability"; docs/PERFORMANCE.md).
+"""A study's slow figures: γ and unitizing α (:mod:`app.quality.unitizing`, summed from each
+document's cached part by :mod:`app.quality.document_figures`), MACE and Dawid-Skene
+(:mod:`app.quality.reliability`), kept current by the worker and cached per counted-work state
+(docs/METRICS.md, "Unitized agreement", "Worker reliability"; docs/PERFORMANCE.md).
 
-* :func:`compute` is pure: the report's spans, texts and annotated documents in, the figures
-  out. :func:`state_key` hashes the same inputs (and :data:`VERSION`): the figures are
-  **current** while the key of the work now equals the key they were computed from.
-* :func:`cached` is the one cache (a ``figure_jobs`` row per study and practice setting):
-  it returns the stored figures and their state, and computes and stores them first when
-  asked to (``marginalia report``, the worker's job). A web request never computes: it shows
-  what is stored (current, or stale with the state saying so) and can queue a job
-  (:func:`enqueue`), which the worker loop runs (:func:`app.quality.figure_jobs.run_next`).
+* :class:`WorkKey` hashes what the figures read (and :data:`VERSION`), summed a document at a
+  time: the figures are **current** while the key of the work now equals the key they were
+  computed from (**partial** when some document's part or chance disorder was still to
+  compute when the job's time budget ran out: the job comes back for them).
+* :func:`add_to_report` puts the stored figures in the report with their state; given the
+  walk's :class:`Fresh` parts (the worker's figure job, :mod:`app.quality.figure_jobs`) it
+  brings them current first: the documents whose state changed are recomputed, the rest are
+  read from their cache, then the study's sums and the models' fit. A web request or
+  ``marginalia report`` never computes them: they show what is stored, with its age.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import hashlib
 import json
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flask import current_app, has_app_context
@@ -29,39 +30,22 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
-from app.quality.reliability import worker_models
+from app.quality.document_figures import UnitizedFigures
+from app.quality.document_parts import document_digests, slots_of
+from app.quality.reliability import Labels, fit
 from app.quality.scoring import Span, TextKey
-from app.quality.unitizing import unitized_report
 
 log = logging.getLogger(__name__)
-VERSION = "2"  # change when a figure's definition changes: every stored figure goes stale
-BUDGET = 20 * 60.0  # seconds of γ per computation; the γ figures after it are left out
+# change when a figure's definition changes: every stored figure goes stale (3: the study's
+# and the pairs' γ summed from each document's alignment, app/quality/corpus_gamma.py)
+VERSION = "3"
+BUDGET = 20 * 60.0  # seconds of γ per job; the parts after it are left for the next job
 
 
-def compute(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]],
-    scopes: Mapping[str, str],
-    budget: float = BUDGET,
-) -> dict[str, Any]:
-    """``{"unitized": unitized_report(...), "models": worker_models(...)}`` of the work;
-    ``budget``: seconds of γ (config ``FIGURES_GAMMA_SECONDS``)."""
-    spans = list(spans)
-    unitized = unitized_report(
-        spans,
-        texts,
-        annotated,
-        categories=categories,
-        groups=groups,
-        scopes=scopes,
-        budget=budget,
-    )
-    models = worker_models(spans, texts, annotated, categories=categories, scopes=scopes)
-    return {"unitized": unitized, "models": models}
+def budget() -> float:
+    """Seconds of γ per job (config ``FIGURES_GAMMA_SECONDS``)."""
+    config = current_app.config if has_app_context() else {}  # a library call: the default
+    return float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
 
 
 class WorkKey:
@@ -86,23 +70,13 @@ class WorkKey:
         spans: Iterable[Span],
         texts: Mapping[TextKey, str],
         annotated: Mapping[str, Iterable[str]],
-    ) -> None:
-        """Add one batch of whole documents (``annotated`` naming the batch's documents)."""
-        parts: dict[str, list[Any]] = defaultdict(lambda: [[], [], []])
-        for key in texts:
-            parts[key[0]][0].append([*key, texts[key]])
-        for worker, docs in annotated.items():
-            for doc in set(docs):
-                parts[doc][1].append(worker)
-        for span in spans:
-            parts[span.document][2].append(
-                (span.document, span.segment, span.start or 0, span.end or 0)
-                + (span.category, span.source)
-            )
-        for doc, (doc_texts, workers, marks) in parts.items():
-            found = json.dumps([doc, sorted(doc_texts), sorted(workers), sorted(marks)])
-            digest = hashlib.sha256(found.encode()).digest()
+    ) -> dict[str, bytes]:
+        """Add one batch of whole documents (``annotated`` naming the batch's documents);
+        returns each document's digest (:func:`document_digests`)."""
+        digests = document_digests(spans, texts, annotated)
+        for digest in digests.values():
             self.total = (self.total + int.from_bytes(digest, "big")) % 2**256
+        return digests
 
     def hexdigest(self) -> str:
         return hashlib.sha256(self.head + self.total.to_bytes(32, "big")).hexdigest()
@@ -132,40 +106,87 @@ def _row(session: Session, study: Study, include_practice: bool) -> FigureJob | 
     )
 
 
-def cached(
+@dataclass
+class Fresh:
+    """What the figure job's walk gathers to bring the figures current: each document's part
+    (:class:`~app.quality.document_figures.UnitizedFigures`) and the models' labels
+    (:class:`~app.quality.reliability.Labels`)."""
+
+    unitized: UnitizedFigures
+    labels: Labels
+
+    def add(
+        self,
+        batch: Sequence[Any],
+        spans: list[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+        digests: Mapping[str, bytes],
+    ) -> None:
+        """One batch of the walk (its documents, their spans, texts, workers and digests)."""
+        ids = {document.external_id: document.id for document in batch}
+        self.unitized.add(spans, texts, annotated, digests, ids)
+        self.labels.add(spans, texts, annotated)
+
+
+def fresh(
     session: Session,
     study: Study,
-    include_practice: bool,
-    key: str,
-    make: Callable[[], dict[str, Any]] | None = None,
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The stored figures of the study and their state ``{"state": current | stale | none,
-    "job": the job's status or None, "computed_at", "seconds", "error"}``. With ``make``,
-    figures that are not current are computed by it first and stored (the session's read
-    transaction is committed before the write)."""
-    row = _row(session, study, include_practice)
-    if make is not None and (row is None or row.result_key != key):
-        started = time.monotonic()
-        result = make()
-        seconds = round(time.monotonic() - started, 3)
-        session.commit()
-        begin_write(session)
-        row = _row(session, study, include_practice) or FigureJob(
-            study_id=study.id, include_practice=include_practice, status="done"
-        )
-        row.result, row.result_key, row.seconds = result, key, seconds
-        row.finished_at = utcnow()
-        if row.status != "running":  # a running job marks itself done
-            row.status = "done"
-        session.add(row)
-        if not include_practice:
-            store_consensus(session, study, (result.get("models") or {}).get("posteriors", []))
-        session.commit()
+    key: WorkKey,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[str]],
+    scopes: Mapping[str, str],
+    submitted: Mapping[int, Sequence[Any]],
+) -> Fresh:
+    """A :class:`Fresh` for the report's walk; ``submitted``: each counted document's
+    submitted assignments (rows with ``worker_id``), which set the study's slots."""
+    m = slots_of(len({a.worker_id for a in rows}) for rows in submitted.values())
+    unitized = UnitizedFigures(
+        session, study, categories, groups, scopes, key.head, m, budget=budget()
+    )
+    return Fresh(unitized, Labels(categories, scopes))
+
+
+def state(row: FigureJob | None, key: str) -> str:
+    """``current``, ``partial``, ``stale`` or ``none`` (module docstring)."""
     if row is None or row.result is None:
-        state = "none"
-    else:
-        state = "current" if row.result_key == key else "stale"
-    return (row.result if row is not None else None), {"state": state, **job_state(row)}
+        return "none"
+    if row.result_key != key:
+        return "stale"
+    missing = ((row.result or {}).get("unitized") or {}).get("missing") or 0
+    return "partial" if missing else "current"
+
+
+def bring_current(
+    session: Session, study: Study, include_practice: bool, key: str, fresh: Fresh
+) -> None:
+    """Compute the figures of the work keyed ``key`` from ``fresh`` (the documents' parts
+    computed or read, the chance disorders and the models' fit reused while their inputs are
+    the same) and store them; the session's read transaction is committed first."""
+    started = time.monotonic()
+    row = _row(session, study, include_practice)
+    previous = (row.result if row is not None else None) or {}
+    cache = {"chances": previous.get("chances") or {}, "pairs": previous.get("pairs") or {}}
+    unitized, used = fresh.unitized.report(cache)
+    same_work = row is not None and row.result_key == key  # a partial run's second part
+    models = previous.get("models") if same_work and previous.get("models") else None
+    refitted = models is None
+    if refitted:
+        models = fit(fresh.labels)
+    seconds = round(time.monotonic() - started, 3)
+    session.commit()
+    begin_write(session)
+    row = _row(session, study, include_practice) or FigureJob(
+        study_id=study.id, include_practice=include_practice, status="done", attempts=0
+    )
+    row.result = {"unitized": unitized, "models": models, **used}
+    row.result_key, row.seconds, row.finished_at = key, seconds, utcnow()
+    if row.status != "running":  # a running job marks itself done
+        row.status = "done"
+    session.add(row)
+    if refitted and not include_practice:
+        store_consensus(session, study, (models or {}).get("posteriors", []))
+    session.commit()
 
 
 def job_state(row: FigureJob | None) -> dict[str, Any]:
@@ -174,7 +195,7 @@ def job_state(row: FigureJob | None) -> dict[str, Any]:
     stored = row is not None and row.result is not None
     return {
         "job": row.status if row is not None else None,
-        "computed_at": row.finished_at.isoformat() if stored and row.finished_at else None,
+        "computed_at": _aware(row.finished_at).isoformat() if stored and row.finished_at else None,
         "seconds": row.seconds if row is not None else None,
         "error": (row.last_error or "").splitlines()[-1][:300] if row and row.last_error else None,
     }
@@ -198,63 +219,61 @@ def store_consensus(session: Session, study: Study, posteriors: list[dict[str, A
 
 
 def enqueue(
-    session: Session, study: Study, include_practice: bool, *, figures: bool = True
+    session: Session, study: Study, include_practice: bool, *, run_after: Any = None
 ) -> FigureJob:
-    """Queue the study's report and, with ``figures``, its slow figures (a no-op while a job
-    is queued or running, but for asking a queued job for the figures too); caller commits."""
+    """Queue the study's report and figures to be brought current (no sooner than
+    ``run_after``, default now; a no-op while a job is running, and a queued one only moves
+    earlier); caller commits."""
+    when = run_after or utcnow()
     row = _row(session, study, include_practice)
     if row is None:
         row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
         session.add(row)
-    elif row.status in ("queued", "running"):
-        if figures and row.status == "queued":
-            row.with_figures, row.run_after = True, utcnow()
+    elif row.status == "running":
         return row
-    row.status, row.attempts, row.run_after, row.last_error = "queued", 0, utcnow(), None
-    row.with_figures = figures
+    elif row.status == "queued":
+        row.run_after = min(_aware(row.run_after), when)
+        return row
+    row.status, row.attempts, row.run_after, row.last_error = "queued", 0, when, None
+    row.with_figures = True
     session.flush()
     return row
+
+
+def _aware(moment: Any) -> Any:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=utcnow().tzinfo)
 
 
 def add_to_report(
     session: Session,
     study: Study,
     report: dict[str, Any],
-    spans: list[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
     *,
     include_practice: bool,
-    compute_figures: bool,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]],
-    scopes: Mapping[str, str],
-    key: str | None = None,
+    key: str,
+    fresh: Fresh | None = None,
 ) -> None:
-    """The stored figures into the report (computed first with ``compute_figures``):
-    ``agreement.gamma``, ``agreement.unitized_alpha``, ``agreement.pairs``, ``gamma`` and
-    ``unitized_alpha`` on each ``agreement.per_document`` row, ``agreement.unitized`` (the
-    state, seed, samples, slots), ``agreement.worker_models`` (the models' set-up) and
-    ``reliability`` on each worker row (None without figures). ``key``: the work's
-    :func:`state_key` when the caller has it (the report sums it a batch at a time: then
-    ``spans``, ``texts`` and ``annotated`` are read only with ``compute_figures``)."""
-    options = {"categories": categories, "groups": groups, "scopes": scopes}
-    key = key or state_key(spans, texts, annotated, **options)
-    config = current_app.config if has_app_context() else {}  # a library call: the default
-    budget = float(config.get("FIGURES_GAMMA_SECONDS", BUDGET))
-    make = (
-        (lambda: compute(spans, texts, annotated, **options, budget=budget))
-        if compute_figures
-        else None
-    )
-    result, state = cached(session, study, include_practice, key, make)
-    unitized, models = (result or {}).get("unitized") or {}, (result or {}).get("models") or {}
+    """The stored figures into the report (brought current first from ``fresh``, the figure
+    job's walk): ``agreement.gamma``, ``agreement.unitized_alpha``, ``agreement.pairs``,
+    ``gamma`` and ``unitized_alpha`` on each ``agreement.per_document`` row,
+    ``agreement.unitized`` (the state, seed, samples, slots, what was left out or is still
+    to compute), ``agreement.worker_models`` (the models' set-up) and ``reliability`` on each
+    worker row (None without figures). ``key``: the work's :class:`WorkKey`."""
+    if fresh is not None:
+        bring_current(session, study, include_practice, key, fresh)
+    row = _row(session, study, include_practice)
+    result = (row.result if row is not None else None) or {}
+    unitized, models = result.get("unitized") or {}, result.get("models") or {}
     agreement = report["agreement"]
     agreement["gamma"] = unitized.get("gamma")
     agreement["unitized_alpha"] = unitized.get("unitized_alpha")
     agreement["pairs"] = unitized.get("pairs")
-    setup = ("seed", "samples", "precision", "study", "skipped")
-    agreement["unitized"] = {**state, **{name: unitized.get(name) for name in setup}}
+    setup = ("seed", "samples", "precision", "study", "skipped", "missing")
+    agreement["unitized"] = {
+        "state": state(row, key),
+        **job_state(row),
+        **{name: unitized.get(name) for name in setup},
+    }
     agreement["worker_models"] = {k: v for k, v in models.items() if k != "posteriors"} or None
     by_document = {row["document"]: row for row in unitized.get("per_document", [])}
     for row in agreement.get("per_document", []):

@@ -26,8 +26,9 @@ from sqlalchemy.orm import Session
 
 from app.annotation.session_list import session_rows
 from app.annotation.session_settings import session_rule
-from app.annotation.sessions import DONE, training
+from app.annotation.sessions import training
 from app.models import Assignment, Document, SegmentTime
+from app.quality.work import Work, assignment_filter
 
 
 def active_seconds(db: Session, study: Any) -> dict[int, float]:
@@ -53,7 +54,7 @@ def time_and_pay(db: Session, study: Any) -> dict[str, Any]:
     done = db.execute(
         select(Assignment.id, Document.is_gold)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.study_id == study.id, Assignment.status.in_(DONE))
+        .where(*assignment_filter(study, Work(rejected=True)))  # done: submitted or rejected later
     ).all()
     per_document = [
         seconds[row.id] for row in done if row.id in seconds and not (row.is_gold and in_training)

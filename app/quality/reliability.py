@@ -32,16 +32,22 @@ so a queued job can call it (:mod:`app.quality.figures`).
 from __future__ import annotations
 
 import warnings
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from app.quality.agreement import _prepare
 from app.quality.scoring import Span, TextKey, sentence_bounds
 
 SEED = 0
-RESTARTS = 3
+# crowd-kit starts every restart from the same point with a fixed seed (its initial spamming
+# and theta are drawn from a generator made anew from ``random_state``): more restarts repeat
+# the first one's figures exactly (tests/test_reliability.py), at their cost
+RESTARTS = 1
 ITERATIONS = 50
 MAX_LABELS = 1_000_000  # beyond it the models are not fitted (a job's bound)
 
@@ -87,6 +93,32 @@ def unit_labels(
     return units, labels
 
 
+class Labels:
+    """The models' units and labels of the counted work, a batch of whole documents at a time
+    (the report's walk: :func:`unit_labels` of each batch), kept as compact arrays so a study
+    of a million labels is held in tens of megabytes."""
+
+    def __init__(self, categories: Sequence[str], scopes: Mapping[str, str] | None = None):
+        self.categories, self.scopes = list(categories), scopes
+        self.units: list[tuple[str, int, int, int, str]] = []
+        self.tasks, self.coders, self.values = array("l"), array("l"), array("b")
+        self.names: dict[str, int] = {}
+
+    def add(
+        self,
+        spans: Iterable[Span],
+        texts: Mapping[TextKey, str],
+        annotated: Mapping[str, Iterable[str]],
+    ) -> None:
+        units, labels = unit_labels(spans, texts, annotated, self.categories, self.scopes)
+        base = len(self.units)
+        self.units.extend(units)
+        for (unit, worker), label in labels.items():
+            self.tasks.append(base + unit)
+            self.coders.append(self.names.setdefault(worker, len(self.names)))
+            self.values.append(label)
+
+
 def worker_models(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
@@ -95,17 +127,25 @@ def worker_models(
     categories: Sequence[str],
     scopes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """:func:`fit` of the work's :class:`Labels` (the work in one batch)."""
+    labels = Labels(categories, scopes)
+    labels.add(spans, texts, annotated)
+    return fit(labels)
+
+
+def fit(found: Labels) -> dict[str, Any]:
     """MACE and Dawid-Skene over the sentence units: ``{"unit": "sentence", "units",
     "labels", "error_prior", "workers": {worker: {"competence", "consensus_f1", "expected_f1",
     "sensitivity", "specificity", "units"}},
     "posteriors": [{"document", "segment", "start", "end", "category", "posterior",
     "marked"}], "seed", "restarts", "iterations", "reason"}``; ``workers`` is empty and
     ``reason`` says why when the models cannot be fitted."""
-    units, labels = unit_labels(spans, texts, annotated, categories, scopes)
+    units = found.units
+    values = set(found.values)
     out: dict[str, Any] = {
         "unit": "sentence",
         "units": len(units),
-        "labels": len(labels),
+        "labels": len(found.values),
         "error_prior": None,
         "workers": {},
         "posteriors": [],
@@ -114,20 +154,24 @@ def worker_models(
         "iterations": ITERATIONS,
         "reason": None,
     }
-    if not labels:
+    if not found.values:
         out["reason"] = "no document has two workers' submitted work"
-    elif set(labels.values()) != {0, 1}:
+    elif values != {0, 1}:
         out["reason"] = "every label is the same: nothing to tell workers apart by"
-    elif len(labels) > MAX_LABELS:
-        out["reason"] = f"{len(labels)} labels: more than {MAX_LABELS} are not modelled"
+    elif len(found.values) > MAX_LABELS:
+        out["reason"] = f"{len(found.values)} labels: more than {MAX_LABELS} are not modelled"
     if out["reason"]:
         return out
     import pandas as pd
     from crowdkit.aggregation import MACE, DawidSkene
 
+    names = np.array(list(found.names), dtype=object)
     frame = pd.DataFrame(
-        [(unit, worker, label) for (unit, worker), label in labels.items()],
-        columns=["task", "worker", "label"],
+        {
+            "task": np.asarray(found.tasks, dtype=np.int64),
+            "worker": names[np.asarray(found.coders)],
+            "label": np.asarray(found.values, dtype=np.int64),
+        }
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # crowd-kit's pandas deprecations

@@ -333,9 +333,15 @@ def _unitized(
         console.print(f"γ and unitizing α: {state.get('state', 'none')} (not computed)")
         return
     study = state.get("study") or {}
+    when = (
+        f"computed {str(state['computed_at'])[:16].replace('T', ' ')} UTC; "
+        if state.get("computed_at")
+        else ""
+    )
+    missing = f", {state['missing']} parts still to compute" if state.get("missing") else ""
     table = Table(
-        title=f"Unitized agreement: γ [range] / unitizing α ({state.get('state')}; "
-        f"{study.get('documents')} documents x {study.get('annotators')} workers, "
+        title=f"Unitized agreement: γ [range] / unitizing α ({state.get('state')}{missing}; "
+        f"{when}{study.get('documents')} documents x {study.get('annotators')} workers, "
         f"{study.get('left_out')} left out; seed {state.get('seed')})"
     )
     for column in ("category", "γ", "uα"):

@@ -29,6 +29,7 @@ from app.quality.scoring import (
     suggestion_recall,
 )
 from app.quality.sentences import word_count
+from app.quality.work import in_hand, is_counted
 from app.quality.worker_quality import consensus, marks_rate, set_quality
 
 CONSENSUS_KEYS = ("confirmed", "marks", "caught", "agreed")
@@ -161,7 +162,7 @@ class WorkerTally:
             by_worker[a.worker_id].append(a)
         rows, rates = [], {}
         for worker_id in sorted(by_worker):
-            done = [a for a in by_worker[worker_id] if a.status == "submitted"]
+            done = [a for a in by_worker[worker_id] if is_counted(a.status)]
             rates_of = []
             for a in done:
                 seconds = _seconds(a.created_at, a.submitted_at)
@@ -171,9 +172,7 @@ class WorkerTally:
                 {
                     "worker_id": worker_id,
                     "documents_done": len(done),
-                    "documents_active": sum(
-                        1 for a in by_worker[worker_id] if a.status == "active"
-                    ),
+                    "documents_active": sum(1 for a in by_worker[worker_id] if in_hand(a.status)),
                     "annotations": self.marks[worker_id],
                     "segments": sum(segment_counts.get(a.document_id, 0) for a in done),
                     "seconds_per_segment": statistics.median(rates_of) if rates_of else None,

@@ -41,6 +41,7 @@ from app.quality.work import (
     Work,
     document_filter,
     human_worker,
+    is_counted,
     role,
     select_documents,
 )
@@ -109,7 +110,8 @@ def study_report(
     * ``booookscore``: ``workers`` and ``adjudicated`` (the layer of documents whose review
       is done), each :func:`app.quality.booookscore.booookscore`.
     * the worker's figures (:func:`app.quality.figures.add_to_report`): γ, unitizing α,
-      the worker models, as last computed (``compute_figures``: computed first).
+      the worker models, as last computed (``compute_figures``: brought current first, the
+      figure job's part).
     """
     taxonomy = study.taxonomy or {}
     category_ids = [cat["id"] for cat in taxonomy.get("categories", [])]
@@ -142,7 +144,7 @@ def study_report(
         .where(Assignment.study_id == study.id, human_worker(), *document_filter(study, work))
         .order_by(Assignment.id)
     ).all()
-    submitted = [a for a in assignments if a.status == "submitted"]
+    submitted = [a for a in assignments if is_counted(a.status, work)]
     # every worker's state from all their assignments; a worker the counted work leaves out
     # (screened out on practice, or rejected) still gets a row, counting nothing, tagged
     states = worker_states(session, study)
@@ -170,22 +172,21 @@ def study_report(
     groups = groups_from_taxonomy(taxonomy)
     agreement = Agreement(category_ids, groups=groups, scopes=scopes)
     categories: dict[str, Counter[str]] = defaultdict(Counter)
-    # the worker's figures' state key is summed a batch at a time; their computation (the
-    # figure job's, compute_figures) reads the whole work
+    # the slow figures' state key is summed a batch at a time; the figure job
+    # (compute_figures) brings each document's part current as the walk passes it
     key = figures.WorkKey(categories=category_ids, groups=groups, scopes=scopes)
-    every: list[Span] = []
-    all_texts: dict[TextKey, str] = {}
-    annotated: dict[str, set[str]] = defaultdict(set)
+    fresh = (
+        figures.fresh(session, study, key, category_ids, groups, scopes, by_document)
+        if compute_figures
+        else None
+    )
     for batch in counted_batches(session, study, work):
         spans, done, texts = tally.add(batch, by_document)
         batch_spans = [s for found in spans.values() for s in found]
         agreement.add(batch_spans, texts, done)
-        key.add(batch_spans, texts, done)
-        if compute_figures:
-            every.extend(batch_spans)
-            all_texts.update(texts)
-            for worker, docs in done.items():
-                annotated[worker].update(docs)
+        digests = key.add(batch_spans, texts, done)
+        if fresh is not None:
+            fresh.add(batch, batch_spans, texts, done, digests)
         for doc in batch:
             categories[doc.source].update(row.category for row in doc.marks)
 
@@ -218,9 +219,8 @@ def study_report(
     }
     add_to_report(session, study, report["workers"], include_practice=include_practice)
     figures.add_to_report(
-        session, study, report, every, all_texts, dict(annotated), categories=category_ids,
-        scopes=scopes, groups=groups, include_practice=include_practice,
-        compute_figures=compute_figures, key=key.hexdigest(),
+        session, study, report, include_practice=include_practice, key=key.hexdigest(),
+        fresh=fresh,
     )  # fmt: skip
     rank_rows(report["workers"], lambda row: row.get("reliability"))  # the one ranking
     return report

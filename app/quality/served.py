@@ -15,6 +15,8 @@ the figure job (:mod:`app.quality.figure_jobs`) with its state, never an O(study
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,10 +25,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
-from app.models import Annotation, Assignment, FigureJob, Study, changes, utcnow
+from app.models import Annotation, FigureJob, Study, changes, utcnow
 from app.quality.digest import digest
 from app.quality.figures import enqueue, job_state
 from app.quality.reporting import study_report
+from app.quality.work import Work, select_work
 
 INLINE_ANNOTATIONS = 5000
 REFRESH_SECONDS = 30.0
@@ -42,14 +45,9 @@ def is_small(session: Session, study: Study, limit: int | None = None) -> bool:
     limit = int(
         _setting("REPORT_INLINE_ANNOTATIONS", INLINE_ANNOTATIONS) if limit is None else limit
     )
+    everything = Work(include_practice=True)  # the study's submitted work, any document
     found = (
-        select(Annotation.id)
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == "submitted",
-            Annotation.removed_at.is_(None),
-        )
+        select_work(study, everything, Annotation.id, marks_only=True, ordered=False)
         .limit(limit + 1)
         .subquery()
     )
@@ -90,14 +88,12 @@ def state(row: FigureJob | None, change: int, now: datetime) -> dict[str, Any]:
 
 
 def queue(session: Session, study: Study, include_practice: bool, row: FigureJob | None) -> None:
-    """Queue a recomputation of the report (not of the slow figures), debounced."""
+    """Queue a recomputation of the report and its figures, debounced."""
     refresh = _setting("REPORT_REFRESH_SECONDS", REFRESH_SECONDS)
     wait = max(refresh, (row.report_seconds or 0.0) if row is not None else 0.0)
     finished = _aware(row.report_at) if row is not None else None
     after = finished + timedelta(seconds=wait) if finished is not None else None
-    job = enqueue(session, study, include_practice, figures=False)
-    if after is not None and job.status == "queued" and job.run_after < after:
-        job.run_after = after
+    enqueue(session, study, include_practice, run_after=max(after, utcnow()) if after else None)
 
 
 def served_report(
@@ -195,3 +191,61 @@ def store(
     row.digest = json.dumps(digest(report), ensure_ascii=False, default=str)
     row.report_change, row.report_at, row.report_seconds = change, utcnow(), round(seconds, 3)
     session.add(row)
+
+
+def read_current(
+    session: Session, study: Study, *, include_practice: bool
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The stored report and its ``served`` state when it is current (no change to the
+    counted work since it was computed: one index look-up, no read of the work), else None
+    and the state (a recomputation queued as for the dashboard)."""
+    text, found = stored_text(session, study, include_practice=include_practice)
+    if text is None or found["state"] != "current":
+        return None, found
+    return json.loads(text), found
+
+
+def figures_done(report: dict[str, Any] | None) -> bool:
+    """Whether a report's slow figures are current (not stale, partial or none)."""
+    unitized = ((report or {}).get("agreement") or {}).get("unitized") or {}
+    return unitized.get("state") == "current"
+
+
+def command_report(
+    session: Session,
+    study: Study,
+    *,
+    include_practice: bool,
+    wait: float | None = None,
+    poll: float = 1.0,
+    computing: Callable[[dict[str, Any]], None] | None = None,
+    as_text: bool = False,
+) -> dict[str, Any] | str:
+    """What ``marginalia report`` prints (docs/CONTRACT.md), never a silent recomputation of
+    the slow figures: the stored report when the counted work has not changed since it was
+    computed; else, with ``wait`` seconds, the one the worker stores meanwhile (its figures
+    brought current; :class:`TimeoutError` when it does not come); else the report computed
+    now with the slow figures as last stored (their state and age in
+    ``agreement.unitized``; ``computing`` is told the stored report's state first). ``served``
+    says which (``stored`` or ``inline``). ``as_text``: a current stored report comes as its
+    JSON text, never parsed (megabytes at a million annotations)."""
+    deadline = None if wait is None else time.monotonic() + wait
+    if as_text and deadline is None:
+        text, found = stored_text(session, study, include_practice=include_practice)
+        if text is not None and found["state"] == "current":
+            return text
+    while True:
+        report, found = read_current(session, study, include_practice=include_practice)
+        if report is not None and (deadline is None or figures_done(report)):
+            return report
+        if deadline is None:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(found.get("job") or "none")
+        session.commit()  # a fresh read at the next look
+        time.sleep(poll)
+    if computing is not None:
+        computing(found)
+    report = study_report(session, study, include_practice=include_practice)
+    report["served"] = inline()
+    return report

@@ -21,9 +21,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, SegmentTime, Study
-from app.quality.work import Work, document_filter, stream
+from app.quality.work import Work, assignment_filter, document_filter, stream
 
-COUNTED = ("submitted", "rejected")
+# The pages about a worker count their rejected work's time too (app/quality/work.py)
+COUNTED = Work(rejected=True)
 
 
 def segment_seconds(session: Session, assignment_ids: Iterable[int]) -> dict[int, dict[int, float]]:
@@ -57,14 +58,13 @@ def worker_times(
     session: Session,
     study: Study,
     *,
-    statuses: tuple[str, ...] = COUNTED,
-    include_practice: bool = False,
+    work: Work = COUNTED,
 ) -> dict[str, dict[str, Any]]:
     """Worker ID -> ``median_seconds_per_segment``, ``active_seconds`` (total), ``measured``
-    (segments counted), ``speeder``; over their assignments with one of ``statuses`` on the
-    documents that count (:func:`app.quality.work.document_filter`: not the practice
-    documents of a training phase unless ``include_practice``)."""
-    counting = document_filter(study, Work(include_practice=include_practice))
+    (segments counted), ``speeder``; over their assignments of ``work`` (:mod:`app.quality.work`:
+    submitted, and rejected by default; not on the practice documents of a training phase
+    unless ``work.include_practice``)."""
+    counting = document_filter(study, work)
     counts = dict(
         session.execute(
             select(Segment.document_id, func.count())
@@ -84,7 +84,7 @@ def worker_times(
         )
         .join(SegmentTime, SegmentTime.assignment_id == Assignment.id)
         .join(Document, Document.id == Assignment.document_id)
-        .where(Assignment.status.in_(statuses), *counting)
+        .where(*assignment_filter(study, work))
         .order_by(Assignment.id)
     )
     values: dict[str, list[float]] = defaultdict(list)
@@ -110,7 +110,7 @@ def add_to_report(
     session: Session, study: Study, workers: list[dict[str, Any]], *, include_practice: bool = False
 ) -> None:
     """The report's worker rows gain ``active_seconds_per_segment`` (median) and ``speeder``."""
-    times = worker_times(session, study, statuses=("submitted",), include_practice=include_practice)
+    times = worker_times(session, study, work=Work(include_practice=include_practice))
     for row in workers:
         found = times.get(row["worker_id"], {})
         row["active_seconds_per_segment"] = found.get("median_seconds_per_segment")

@@ -38,10 +38,9 @@ import logging
 import math
 import os
 import sys
-import time
 import warnings
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -182,6 +181,15 @@ def pygamma_classes():
     return CombinedCategoricalDissimilarity, Continuum
 
 
+@functools.cache
+def dissimilarity() -> Any:
+    """``CombinedCategoricalDissimilarity(alpha=1, beta=1)``, one per process: pygamma compiles
+    its numba functions in the constructor (~0.2-0.8 s each time), and it holds no state of a
+    continuum (categories come with the continuum's arrays)."""
+    CombinedCategoricalDissimilarity, _ = pygamma_classes()
+    return CombinedCategoricalDissimilarity(alpha=1, beta=1)
+
+
 def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
     """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
     ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
@@ -189,14 +197,13 @@ def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | 
         return None
     from pyannote.core import Segment as Interval
 
-    CombinedCategoricalDissimilarity, Continuum = pygamma_classes()
+    _, Continuum = pygamma_classes()
 
     continuum = Continuum()
     for annotator in annotators:
         continuum.add_annotator(annotator)
     for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
         continuum.add(u.annotator, Interval(u.start, u.end), u.category)
-    dissimilarity = CombinedCategoricalDissimilarity(alpha=1, beta=1)
     np.random.seed(SEED)
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)  # "CBC solver not installed. Using GLPK." per sample
@@ -204,7 +211,7 @@ def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | 
         with warnings.catch_warnings(), np.errstate(all="ignore"), _solver_output_dropped():
             warnings.simplefilter("ignore", RuntimeWarning)  # a sample without disorder
             found = continuum.compute_gamma(
-                dissimilarity, n_samples=SAMPLES, precision_level=PRECISION, fast=True
+                dissimilarity(), n_samples=SAMPLES, precision_level=PRECISION, fast=True
             )
             value, (low, high) = float(found.gamma), found.approx_gamma_range
     finally:
@@ -260,127 +267,3 @@ def _laid(
                 out.append(Unit(names[u.annotator], at + u.start, at + u.end, u.category))
         at += lengths[doc]
     return out, at
-
-
-class _Clock:
-    """The time budget of one computation: γ figures after it are skipped (``None``)."""
-
-    def __init__(self, budget: float | None):
-        self.deadline = None if budget is None else time.monotonic() + budget
-        self.skipped = 0
-
-    def gamma(self, units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
-        late = self.deadline is not None and time.monotonic() > self.deadline
-        if units and (late or len(annotators) > MAX_ANNOTATORS or len(units) > MAX_UNITS):
-            self.skipped += 1
-            return None
-        return gamma(units, annotators)
-
-
-def unitized_report(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-    scopes: Mapping[str, str] | None = None,
-    budget: float | None = None,
-) -> dict[str, Any]:
-    """γ and uα per category, per group and over all categories, per document and per pair.
-
-    Returns ``{"gamma": {"per_category", "per_group", "all"}`` (each value ``{"gamma", "low",
-    "high", "samples"}`` or None), ``"unitized_alpha": {"per_category", "per_group", "all"}``
-    (floats or None), ``"study": {"annotators", "documents", "left_out"}``,
-    ``"per_document": [{"document", "workers", "gamma", "unitized_alpha"}]``, ``"pairs":
-    {"workers": [...], "gamma": matrix, "unitized_alpha": matrix, "documents": matrix}``
-    (row and column i are workers[i]; None where undefined or on the diagonal),
-    ``"seed"``, ``"samples"``, ``"precision"``, ``"skipped"`` (γ figures left out when
-    ``budget`` seconds had run out).
-    """
-    clock = _Clock(budget)
-    units, lengths, workers = document_units(spans, texts, annotated, scopes)
-    counts = Counter(len(names) for names in workers.values() if len(names) >= 2)
-    m = max(counts, key=lambda n: (counts[n], n)) if counts else 0
-    entered = [doc for doc in sorted(workers) if m and len(workers[doc]) >= m]
-    slots = [f"slot {i + 1}" for i in range(m)]
-    rename = {doc: dict(zip(workers[doc][:m], slots, strict=True)) for doc in entered}
-    laid, total = _laid(entered, units, lengths, rename)
-    wanted = {"all": set(categories)} | {f"group:{g}": set(c) for g, c in (groups or {}).items()}
-    wanted |= {f"category:{c}": {c} for c in categories}
-    gammas, alphas = {}, {}
-    for name, cats in wanted.items():
-        chosen = [u for u in laid if u.category in cats]
-        gammas[name] = clock.gamma(chosen, slots)
-        alphas[name] = unitizing_alpha(chosen, slots, total)
-
-    def split(values: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "per_category": {c: values[f"category:{c}"] for c in categories},
-            "per_group": {g: values[f"group:{g}"] for g in groups or {}},
-            "all": values["all"],
-        }
-
-    every = set(categories)
-    per_document = []
-    for doc in sorted(workers):
-        names = workers[doc]
-        if len(names) < 2:
-            continue
-        chosen = [u for u in units.get(doc, []) if u.category in every]
-        per_document.append(
-            {
-                "document": doc,
-                "workers": len(names),
-                "gamma": clock.gamma(chosen, names),
-                "unitized_alpha": unitizing_alpha(chosen, names, lengths[doc]),
-            }
-        )
-    return {
-        "gamma": split(gammas),
-        "unitized_alpha": split(alphas),
-        "study": {
-            "annotators": m,
-            "documents": len(entered),
-            "left_out": len(workers) - len(entered),
-        },
-        "per_document": per_document,
-        "pairs": _pairs(units, lengths, workers, every, clock),
-        "seed": SEED,
-        "samples": SAMPLES,
-        "precision": PRECISION,
-        "skipped": clock.skipped,
-    }
-
-
-def _pairs(
-    units: Mapping[str, list[Unit]],
-    lengths: Mapping[str, int],
-    workers: Mapping[str, list[str]],
-    every: set[str],
-    clock: _Clock,
-) -> dict[str, Any]:
-    """The per-pair matrices: γ, uα and shared documents of each two workers."""
-    names = sorted({w for docs in workers.values() for w in docs if len(docs) >= 2})
-    index = {w: i for i, w in enumerate(names)}
-    size = len(names)
-    matrix: dict[str, list[list[Any]]] = {
-        key: [[None] * size for _ in range(size)] for key in ("gamma", "unitized_alpha")
-    }
-    shared: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for doc, docs_workers in sorted(workers.items()):
-        for i, first in enumerate(docs_workers):
-            for second in docs_workers[i + 1 :]:
-                shared[(first, second)].append(doc)
-    documents = [[0] * size for _ in range(size)]
-    for (first, second), docs in sorted(shared.items()):
-        rename = {doc: {first: first, second: second} for doc in docs}
-        laid, total = _laid(docs, units, lengths, rename)
-        laid = [u for u in laid if u.category in every]
-        i, j = index[first], index[second]
-        value = clock.gamma(laid, [first, second])
-        alpha = unitizing_alpha(laid, [first, second], total)
-        matrix["gamma"][i][j] = matrix["gamma"][j][i] = value
-        matrix["unitized_alpha"][i][j] = matrix["unitized_alpha"][j][i] = alpha
-        documents[i][j] = documents[j][i] = len(docs)
-    return {"workers": names, **matrix, "documents": documents}

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from app.documents.imported_work import IMPORTED_PLATFORM, VOTE_RANK
 from app.models import Assignment, Document, Study
-from app.quality.work import Work, document_filter
+from app.quality.work import Work, assignment_filter
 
 NOT_IAA = (
     "imported vote ranks, not annotators: worker k marks what at least k annotators marked, "
@@ -38,10 +38,8 @@ def vote_rank_workers(session: Session, study: Study, work: Work) -> dict[int, s
         select(Assignment.document_id, Assignment.worker_id, Assignment.platform_data)
         .join(Document, Document.id == Assignment.document_id)
         .where(
-            Assignment.study_id == study.id,
             Assignment.platform == IMPORTED_PLATFORM,
-            Assignment.status == "submitted",
-            *document_filter(study, work),
+            *assignment_filter(study, Work(include_practice=work.include_practice)),
         )
     )
     found: dict[int, set[str]] = defaultdict(set)

@@ -18,6 +18,12 @@ new column or filter is one change here.
   app/quality/reliability.py) that some worker marked and whose MACE posterior is at least
   ``min_posterior`` (default :data:`MIN_POSTERIOR`), as the study's figures were last
   computed (app/quality/figures.py), worker ``consensus``; one row per unit, no empty rows.
+* Assignments: the work of a **submitted** assignment counts (:func:`is_counted`, the one
+  rule, for SQL :func:`assignment_filter` and for rows already read); an **active** one is
+  work in hand (:func:`in_hand`: progress counts, the in-progress count); a **rejected**
+  one counts nowhere but on the pages about its worker (``Work(rejected=True)``: their
+  attention-check rate and active time stay in view). An annotation is **live** until
+  removed (:func:`is_live`).
 * Workers (the workers' layer): the **humans** by default; an LLM annotator of the study
   (app/llm/, worker ID ``llm:<name>``) counts only when asked for: ``workers="llm:<name>"``
   (``--layer llm:<name>``: that annotator's work alone) or ``workers="everyone"``
@@ -83,6 +89,7 @@ ROLES = ("practice", "qualification", "check", "real")
 TRAINING_ROLES = ROLES[:2]  # the training phase: out of the counted work by default
 UNREVIEWED = "unreviewed"  # the review status of a document without a review row
 CHUNK_ROWS = 2_000
+SUBMITTED, ACTIVE, REJECTED = "submitted", "active", "rejected"
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ class Work:
     review_status: str = "done"  # adjudicated layer: "done" or "any"
     in_progress: bool = False  # workers' layer: also the live annotations of active work
     min_posterior: float = MIN_POSTERIOR  # consensus layer: the posterior a unit needs
+    rejected: bool = False  # workers' layer: also rejected assignments (pages about a worker)
     workers: str = HUMANS  # workers' layer: humans, everyone, or one LLM annotator's ID
 
     def __post_init__(self) -> None:
@@ -120,10 +128,63 @@ class Work:
             raise InvalidInput("--review-status applies to the adjudicated layer only")
         if self.layer != WORKERS and self.in_progress:
             raise InvalidInput("--include-in-progress applies to the workers' layer only")
+        if self.layer != WORKERS and self.rejected:
+            raise InvalidInput("rejected work is of the workers' layer only")
         if not 0.0 <= self.min_posterior <= 1.0:
             raise InvalidInput("the consensus layer's minimum posterior is a number from 0 to 1")
         if self.layer != CONSENSUS and self.min_posterior != MIN_POSTERIOR:
             raise InvalidInput("--min-posterior applies to the consensus layer only")
+
+
+def statuses(work: Work) -> tuple[str, ...]:
+    """The statuses of the assignments whose live annotations are ``work`` (workers' layer)."""
+    return (
+        (SUBMITTED,)
+        + ((ACTIVE,) if work.in_progress else ())
+        + ((REJECTED,) if work.rejected else ())
+    )
+
+
+def is_counted(status: str | None, work: Work | None = None) -> bool:
+    """Whether an assignment of ``status`` (a row already read) is counted work: the Python
+    twin of :func:`assignment_filter`'s status condition."""
+    return status in statuses(work or Work())
+
+
+def in_hand(status: str | None) -> bool:
+    """Whether an assignment of ``status`` is work in hand (active: not counted yet)."""
+    return status == ACTIVE
+
+
+def is_live() -> ColumnElement[bool]:
+    """SQL: the ``Annotation`` in the query is live (not removed)."""
+    return Annotation.removed_at.is_(None)
+
+
+def assignment_filter(study: Study, work: Work) -> list[ColumnElement[bool]]:
+    """WHERE conditions on ``Assignment`` (joined to its ``Document``): the study's
+    assignments whose work counts for ``work`` (workers' layer), on the documents that
+    count."""
+    return [
+        Assignment.study_id == study.id,
+        Assignment.status.in_(statuses(work)),
+        counted_workers(work),
+        *document_filter(study, work),
+    ]
+
+
+def select_in_hand(study: Study, work: Work, *selected: Any) -> Select:
+    """``selected`` over the live annotations of the study's active assignments (work in
+    hand, not counted yet) on the documents that count for ``work``: the dashboard's
+    in-progress count."""
+    return (
+        select(*selected)
+        .select_from(Assignment)
+        .join(Document, Document.id == Assignment.document_id)
+        .join(Annotation, (Annotation.assignment_id == Assignment.id) & is_live())
+        .where(Assignment.study_id == study.id, Assignment.status == ACTIVE)
+        .where(counted_workers(work), *document_filter(study, work))
+    )
 
 
 def is_llm(worker_id: str) -> bool:
@@ -295,27 +356,23 @@ def select_work(
     *selected: Any,
     document_id: int | None = None,
     marks_only: bool = False,
+    ordered: bool = True,
 ) -> Select:
     """``selected`` (columns of :func:`columns`, or any SQL over the same tables) over the
     counted work, in export order: documents by position, then (workers) assignments in
     order, then segment, start and id. ``marks_only``: no empty rows; ``document_id``: one
-    document's work."""
+    document's work; ``ordered=False``: no ORDER BY (a count, an existence test)."""
     if work.layer == WORKERS:
-        live = (Annotation.assignment_id == Assignment.id) & Annotation.removed_at.is_(None)
+        mine = (Annotation.assignment_id == Assignment.id) & is_live()
         query = (
             select(*selected)
             .select_from(Assignment)
             .join(Document, Document.id == Assignment.document_id)
         )
-        query = query.join(Annotation, live) if marks_only else query.outerjoin(Annotation, live)
-        if work.in_progress:
-            query = query.where(
-                Assignment.status.in_(("submitted", "active")),
-                Annotation.id.is_not(None) | (Assignment.status == "submitted"),
-            )
-        else:
-            query = query.where(Assignment.status == "submitted")
-        query = query.where(Assignment.study_id == study.id, counted_workers(work))
+        query = query.join(Annotation, mine) if marks_only else query.outerjoin(Annotation, mine)
+        query = query.where(*assignment_filter(study, work))
+        if work.in_progress:  # an active assignment without a live mark is not a row
+            query = query.where(Annotation.id.is_not(None) | (Assignment.status != ACTIVE))
         order: tuple[Any, ...] = (
             Assignment.id,
             Annotation.segment,
@@ -339,10 +396,11 @@ def select_work(
             reviewed = reviewed.where(DocumentReview.status == "done")
         query = query.where(reviewed.exists())
         order = (row.segment, row.start, row.id)
-    query = query.where(*document_filter(study, work))
+    if work.layer != WORKERS:  # the workers' layer has them in assignment_filter
+        query = query.where(*document_filter(study, work))
     if document_id is not None:
         query = query.where(Document.id == document_id)
-    return query.order_by(Document.position, Document.id, *order)
+    return query.order_by(Document.position, Document.id, *order) if ordered else query
 
 
 def select_documents(study: Study, work: Work, *selected: Any) -> Select:

@@ -46,6 +46,25 @@ export function converter(text) {
   };
 }
 
+/**
+ * The converters of many texts, each made the first time it is asked for (`found[i]`): a
+ * book-length document's 2,000 tables are not built before its first paint, only those of
+ * the segments drawn or marked.
+ */
+export function converters(texts) {
+  const made = [];
+  return new Proxy(made, {
+    get(target, key) {
+      if (typeof key === "string" && /^\d+$/.test(key)) {
+        const i = Number(key);
+        if (i < texts.length && target[i] === undefined) target[i] = converter(texts[i]);
+        return target[i];
+      }
+      return key === "length" ? texts.length : Reflect.get(target, key);
+    },
+  });
+}
+
 const WORD = /^[\p{L}\p{N}\p{M}]$/u;
 const SPACE = /^\s$/u;
 const PUNCTUATION = /^[\p{P}\s]*$/u;

@@ -220,5 +220,7 @@ def queue_figures(slug: str):
     study = study_or_404(db, slug)
     enqueue(db, study, include_practice())
     db.commit()
-    flash("γ, unitizing α and the worker models are queued: the worker computes them.", "ok")
+    flash(
+        "γ, unitizing α and the worker models are queued: the worker brings them up to date.", "ok"
+    )
     return redirect(url_for("admin.dashboard", slug=slug, _anchor="unitized"))

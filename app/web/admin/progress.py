@@ -13,55 +13,55 @@ from app.detection import import_jobs
 from app.llm.runs import recent_runs
 from app.models import Annotation, Assignment, Document, FigureJob, Study, changes
 from app.quality.work import (
+    ACTIVE,
+    SUBMITTED,
     Work,
     document_filter,
     human_worker,
     is_practice,
     role,
     select_documents,
+    select_in_hand,
+    select_work,
 )
 
 
 def study_progress(db, studies: list[Study]) -> dict[int, dict[str, int]]:
     """Documents that count (not a training phase's practice documents) and their
     assignments (active, submitted) per study."""
-    progress = {s.id: {"documents": 0, "active": 0, "submitted": 0} for s in studies}
+    found: dict[int, dict[str, int]] = {s.id: defaultdict(int) for s in studies}
     counted = ~is_practice(studies)
     for sid, count in db.execute(
         select(Document.study_id, func.count()).where(counted).group_by(Document.study_id)
     ):
-        if sid in progress:
-            progress[sid]["documents"] = count
+        if sid in found:
+            found[sid]["documents"] = count
     for sid, status, count in db.execute(
         select(Assignment.study_id, Assignment.status, func.count())
         .join(Document, Document.id == Assignment.document_id)
         .where(counted, human_worker())
         .group_by(Assignment.study_id, Assignment.status)
     ):
-        if sid in progress and status in ("active", "submitted"):
-            progress[sid][status] = count
-    return progress
+        if sid in found:
+            found[sid][status] = count
+    names = {"documents": "documents", ACTIVE: "active", SUBMITTED: "submitted"}
+    return {
+        sid: {key: counts[name] for name, key in names.items()} for sid, counts in found.items()
+    }
 
 
-def _live_annotations(db, study: Study, work: Work, status: str) -> int:
-    """Live annotations in the study's ``status`` assignments over the documents that count."""
-    return db.scalar(
-        select(func.count())
-        .select_from(Assignment)
-        .join(Annotation, Annotation.assignment_id == Assignment.id)
-        .join(Document, Document.id == Assignment.document_id)
-        .where(
-            Assignment.study_id == study.id,
-            Assignment.status == status,
-            Annotation.removed_at.is_(None),
-            human_worker(),
-            *document_filter(study, work),
-        )
-    )
+def _count(db, query) -> int:
+    return db.scalar(select(func.count()).select_from(query.subquery()))
+
+
+def _in_hand_annotations(db, study: Study, work: Work) -> int:
+    """Live annotations in the study's active assignments over the documents that count."""
+    return _count(db, select_in_hand(study, work, Annotation.id))
 
 
 def _submitted_annotations(db, study: Study, work: Work) -> int:
-    """:func:`_live_annotations` of the submitted assignments, counted once per study state.
+    """The live annotations of the counted work (:func:`app.quality.work.select_work`, the
+    report's), counted once per study state.
 
     The count changes only with the study's counted work, and every such write is in its
     change log (app/models/changes.py), so it is kept per process under the last change and
@@ -78,7 +78,7 @@ def _submitted_annotations(db, study: Study, work: Work) -> int:
     kept = memo.get(key)
     if kept is not None and kept[0] == change:
         return kept[1]
-    count = _live_annotations(db, study, work, "submitted")
+    count = _count(db, select_work(study, work, Annotation.id, marks_only=True, ordered=False))
     memo[key] = (change, count)
     return count
 
@@ -114,8 +114,8 @@ def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[s
         per_doc[doc_id][status] += n
         counts[status] += n
     annotations = {
-        "active": _live_annotations(db, study, work, "active"),
-        "submitted": _submitted_annotations(db, study, work),
+        ACTIVE: _in_hand_annotations(db, study, work),
+        SUBMITTED: _submitted_annotations(db, study, work),
     }
     needed = study.annotators_per_doc
     documents = [

@@ -61,7 +61,7 @@ def worker_rows(db, study: Study) -> list[dict[str, Any]]:
     ).all()
     times = worker_times(db, study)
     verdicts = reviews.reviews(db, study)
-    rates = catch_rates(db, study, statuses=WITH_REJECTED)  # one strict-matching pass
+    rates = catch_rates(db, study, work=WITH_REJECTED)  # one strict-matching pass
     flagged = {w for w, r in rates.items() if r.flagged}
     gold = set(
         db.scalars(select(Document.id).where(Document.study_id == study.id, Document.is_gold))

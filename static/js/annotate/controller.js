@@ -6,7 +6,7 @@ import { append, byId, clear, h } from "../dom.js";
 import { renderEntityPanel } from "../entities.js";
 import { t } from "../i18n.js";
 import { renderInstructions, renderSources } from "../instructions.js";
-import { converter } from "../offsets.js";
+import { converters } from "../offsets.js";
 import { Outbox, requestJson } from "../outbox.js";
 import { buildCategoryButtons, renderForm } from "./form.js";
 import { flashAnnotation, renderList } from "./list.js";
@@ -15,6 +15,7 @@ import { renderText } from "./segments.js";
 import {
   API,
   TOKEN,
+  afterPaint,
   clampSegment,
   el,
   emptyForm,
@@ -106,7 +107,7 @@ export async function load() {
   }
   state.data = data;
   state.texts = data.document.segments.map((s) => s.text);
-  state.conv = state.texts.map((t) => converter(t));
+  state.conv = converters(state.texts); // each segment's table made when first needed
   state.readOnly = Boolean(data.read_only);
   state.current = clampSegment(data.current_segment || 0);
   for (const c of data.taxonomy.categories) state.categories.set(c.id, c);
@@ -190,8 +191,14 @@ function enterReadOnly(message) {
 let entitiesFor = null; // [data, current] the entity panel was drawn for
 
 function renderEntities() {
-  // the panel depends on the current segment only: drawn again on a move, not on every add
+  // the panel depends on the current segment only: drawn again on a move, not on every add;
+  // its first drawing (hundreds of names deep in a book) waits until the text is painted
   if (entitiesFor && entitiesFor[0] === state.data && entitiesFor[1] === state.current) return;
+  if (entitiesFor === null) {
+    entitiesFor = [null, -1];
+    afterPaint(renderEntities);
+    return;
+  }
   entitiesFor = [state.data, state.current];
   const n = renderEntityPanel(el.entityList, {
     entities: state.data.entities || [],

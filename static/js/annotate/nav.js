@@ -8,6 +8,7 @@ import {
   API,
   DONE_URL,
   TOKEN,
+  afterPaint,
   clampSegment,
   el,
   page,
@@ -136,7 +137,27 @@ export function wireNav() {
 
 /** The jump menu lists the earlier segments and the current one: kept from move to move,
  * only the options that change touched (a long document has thousands). */
+const JUMP_AT_ONCE = 100; // more options than this wait until the text is painted
+let jumpWaiting = false;
+
 export function renderJump() {
+  // deep in a book the menu holds a segment per option: thousands of elements, filled
+  // after the first paint, not before it
+  const missing = state.current + 2 - el.segmentJump.options.length;
+  if (jumpWaiting) return;
+  if (missing > JUMP_AT_ONCE) {
+    jumpWaiting = true;
+    el.segmentJump.hidden = state.current === 0;
+    afterPaint(() => {
+      jumpWaiting = false;
+      fillJump();
+    });
+    return;
+  }
+  fillJump();
+}
+
+function fillJump() {
   const menu = el.segmentJump;
   if (menu.options.length === 0) menu.append(new Option(t("jump_prompt"), ""));
   const wanted = state.current + 2; // the prompt, then segments 0 .. current

@@ -179,6 +179,14 @@ export function showStatus(kind, detail) {
   el.saveStatus.textContent = kind === "error" && detail ? t("status_error_detail", { detail }) : t(`status_${kind}`);
 }
 
+/**
+ * Run `fn` once the next frame has been painted: work that nothing on the first screen
+ * needs (a long jump menu, the entity panel) goes after the text is on screen.
+ */
+export function afterPaint(fn) {
+  requestAnimationFrame(() => setTimeout(fn, 0));
+}
+
 export function clampSegment(i) {
   return Math.max(0, Math.min(Number(i) || 0, state.texts.length - 1));
 }
