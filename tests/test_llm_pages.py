@@ -71,3 +71,13 @@ def test_unknown_annotators_and_bad_requests(app, admin):  # noqa: F811
     add_annotator(app, "demo", "http://127.0.0.1:9/v1")
     view = admin.get("/admin/studies/demo/llm/gpt").get_data(as_text=True)
     assert 'id="no-calibration"' in view
+
+
+def test_the_calibration_view_never_writes_minus_zero():
+    """A figure that rounds to zero from below reads 0.00, as on every researcher's page
+    (the view printed "-0.00" for a category's α of -0.001)."""
+    from app.web.admin.llm import ci
+
+    assert ci({"value": -0.001, "low": -0.004, "high": 0.002}) == ("0.00", "0.00–0.00")
+    assert ci({"value": -0.2, "low": -0.3, "high": -0.1}) == ("-0.20", "-0.30–-0.10")
+    assert ci({"value": None}) == ("–", "")

@@ -18,6 +18,7 @@ from app.llm import ALL
 from app.llm.annotators import annotators
 from app.llm.runs import latest_calibration, queue_run, recent_runs
 from app.models import Document, LlmJob, LlmRun, Study
+from app.quality.report_text import fixed
 from app.researchers import accounts as auth
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.settings import render_settings
@@ -26,13 +27,13 @@ MAX_PROBLEMS = 200
 
 
 def ci(entry: dict[str, Any] | None, digits: int = 2) -> tuple[str, str]:
-    """(value, "low–high") of an interval, "–" when undefined."""
+    """(value, "low–high") of an interval, "–" when undefined; never "-0.00" (:func:`fixed`)."""
     if not entry or entry.get("value") is None:
         return "–", ""
-    value = f"{entry['value']:.{digits}f}"
+    value = fixed(entry["value"], digits)
     if entry.get("low") is None or entry.get("high") is None:
         return value, ""
-    return value, f"{entry['low']:.{digits}f}–{entry['high']:.{digits}f}"
+    return value, f"{fixed(entry['low'], digits)}–{fixed(entry['high'], digits)}"
 
 
 def columns(result: dict[str, Any]) -> list[dict[str, Any]]:
