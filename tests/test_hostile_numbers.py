@@ -258,8 +258,7 @@ def test_a_likert_point_in_other_digits_or_5000_digits_is_a_400(app, client, poi
     make_study(app)
     _study(app, questionnaire=QUESTIONNAIRE)
     app.config["PROPAGATE_EXCEPTIONS"] = False
-    consent(client, PROLIFIC, "agree")
-    token = _token(client.get("/s/demo", query_string=PROLIFIC))
+    token = _token(client.get(consent(client, PROLIFIC, "agree").headers["Location"]))
     assert client.post(f"/api/assignments/{token}/submit").status_code == 200
     before = db_snapshot(app)
     url = f"/a/{token}/questionnaire"
