@@ -8,7 +8,7 @@ submit, whatever the study's rules, is this one function.
 2. The all-segments-seen rule when the study sets it (:func:`app.annotation.timing.require_seen`).
 3. When the study scores suggestions (``hidden`` or ``shown``, the default): the worker's
    recall over the document's suggestions
-   (:func:`app.quality.assignment_scores.score_against_suggestions`: one read, with how often
+   (:func:`app.annotation.assignment_scores.score_against_suggestions`: one read, with how often
    the live annotations changed).
 4. The guarded write (:func:`app.annotation.hot_sql.submit_statements`, one pair): status,
    times, the code kept or given (:func:`_code`: none for a qualification attempt, none yet
@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any
 
 from app.annotation import assignments, hot_sql, timing
+from app.annotation.assignment_scores import score_against_suggestions
 from app.annotation.assignments import (
     NO_SUCH_TOKEN,
     TOKEN_PATTERN,
@@ -55,7 +56,6 @@ from app.crowd.platforms import after_submit_redirect
 from app.documents.journey import asks_after_study
 from app.errors import NotFound
 from app.models import Assignment, Document, Study
-from app.quality.assignment_scores import score_against_suggestions
 
 ATTEMPTS = 5  # writes lost to a concurrent change before the client is asked to retry
 
