@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from app.crowd.platforms import DEFAULT_QUALIFICATION_ATTEMPTS
 from app.models import Assignment, Document, Study, changes
 from app.rules.work import is_llm
 
-DEFAULT_QUALIFICATION_ATTEMPTS = 2
 # The statuses of a practice assignment that used an attempt.
 ATTEMPTED = ("submitted", "screened_out")
 

@@ -52,8 +52,8 @@ from app.annotation.handle import Handle
 from app.annotation.qualification import qualifying, screen_out
 from app.annotation.refusals import TryAgain
 from app.annotation.sessions import code_withheld, facts, release_code
-from app.crowd.platforms import after_submit_redirect
-from app.documents.journey import asks_after_study
+from app.crowd.platforms import completion_url
+from app.documents.journey import asks_after_study, has_questions
 from app.errors import NotFound
 from app.models import Assignment, Document, Study
 
@@ -210,3 +210,17 @@ def _read(db: Handle, token: str) -> tuple[Assignment, _Session]:
         study=study,
         document=document,
     ), session
+
+
+def after_submit_redirect(assignment: Assignment) -> str | None:
+    """Where the browser goes right after submitting (the API's ``redirect_url``).
+
+    None sends it to ``/a/<token>/done``: MTurk work (the done page posts the form back)
+    and qualification documents (the done page scores them and lets the worker go on).
+    Else the study's completion URL, if any.
+    """
+    if qualifying(assignment):
+        return None
+    if has_questions(assignment.study):  # the done page asks them first
+        return None
+    return completion_url(assignment)
