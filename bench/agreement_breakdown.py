@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.quality.agreement import agreement_breakdown, agreement_report  # noqa: E402
-from app.quality.scoring import Span  # noqa: E402
+from app.rules.scoring import Span  # noqa: E402
 
 WORDS = [
     "the",

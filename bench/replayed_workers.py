@@ -33,8 +33,8 @@ NAMES = {
 def estimated_f1(study: Replayed) -> dict[str, float | None]:
     """The estimated F1 of the report (app/quality/worker_quality.py) without gold or
     suggestions: consensus precision and recall."""
-    from app.quality.scoring import Span
     from app.quality.worker_quality import add_quality
+    from app.rules.scoring import Span
 
     spans: dict[str, list[Span]] = {w: [] for w in WORKERS}
     for n, s in enumerate(study.all_spans, start=1):

@@ -1,6 +1,6 @@
 """A study's curated work as plain data, for the detector learned from it.
 
-The app reads a study's documents and the work that counts (``app/quality/work.py``) and
+The app reads a study's documents and the work that counts (``app/rules/work.py``) and
 hands them over as these values (``app.detection.study_data.read_study``); ``model_server``
 never imports the app, so the command line asks a registered reader
 (:func:`set_study_reader`) for them, as it asks the cluster finder for entity clusters.

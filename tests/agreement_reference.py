@@ -19,7 +19,7 @@ import numpy as np
 
 from app.quality.agreement import NORMALISED, _prepare
 from app.quality.agreement_units import merge_ranges, unit_bounds
-from app.quality.scoring import Span, TextKey
+from app.rules.scoring import Span, TextKey
 
 
 @dataclass(frozen=True)

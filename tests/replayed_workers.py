@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.quality.scoring import Span, TextKey, precision_recall_f1
 from app.quality.sentences import WORD_PATTERN
+from app.rules.scoring import Span, TextKey, precision_recall_f1
 
 CATEGORIES = ("CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE")
 SCOPES = {"SceneE": "sentence"}  # as taxonomies/snac.yaml

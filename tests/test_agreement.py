@@ -25,7 +25,7 @@ import pytest
 
 from app.documents.taxonomy import load_taxonomy
 from app.quality.agreement import NORMALISED, agreement_report, groups_from_taxonomy
-from app.quality.scoring import Span, sentence_bounds, token_bounds
+from app.rules.scoring import Span, sentence_bounds, token_bounds
 from tests.agreement_reference import (
     UnitCounts,
     krippendorff_alpha,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.quality.agreement import agreement_breakdown, agreement_report
-from app.quality.scoring import Span
+from app.rules.scoring import Span
 
 TEXT = "Anna met Bob today"  # four tokens
 

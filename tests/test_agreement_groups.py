@@ -10,7 +10,7 @@ workers, every other token 0 for both → two-agree 1 of 1 and α = 1.0 (perfect
 from __future__ import annotations
 
 from app.quality.agreement import agreement_report
-from app.quality.spans import Span
+from app.rules.spans import Span
 
 TEXT = "Anna sings. Bob dances."
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from app.quality import figures
 from app.quality.agreement import Agreement, agreement_breakdown, agreement_report
 from app.quality.agreement_counts import add_units, alpha_from_counts, stat_of
-from app.quality.scoring import Span
+from app.rules.scoring import Span
 from tests.agreement_reference import UnitCounts, krippendorff_alpha, two_agree
 
 TEXTS = ["Anna met Bob today.", "He left. She stayed home", "Rain fell on the quiet town"]

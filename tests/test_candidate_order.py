@@ -15,7 +15,7 @@ import random
 
 from app.documents.taxonomy import load_taxonomy
 from app.quality.candidates import Mark, group_candidates
-from app.quality.scoring import scopes_from_taxonomy
+from app.rules.scoring import scopes_from_taxonomy
 from tests.conftest import REPO, shared_file
 from tests.test_snac_roundtrip import plan_marks
 

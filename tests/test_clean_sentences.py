@@ -6,7 +6,7 @@ well), a paired category's earlier span touches nothing."""
 from __future__ import annotations
 
 from app.quality.sentences import error_places, sentence_counts
-from app.quality.spans import Span
+from app.rules.spans import Span
 
 TEXTS = {
     ("d", 0): "Ann met Bo. Bo left. Cy won.",  # sentences 0..11, 12..20, 21..28

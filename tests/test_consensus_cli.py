@@ -24,7 +24,7 @@ from app.models import (
     WorkerAction,
     WorkerReview,
 )
-from app.quality.figures import stored_reliability
+from app.rules.stored_figures import stored_reliability
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import annotation_body, cli_in_process, open_token
 

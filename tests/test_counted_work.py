@@ -387,7 +387,7 @@ def test_a_practice_document_and_a_qualification_document_have_their_own_roles(a
     (``practice``), the other gold documents grade (``qualification``); both are out of
     the counted work by default and back with ``include_practice``."""
     from app.documents.studies import import_documents
-    from app.quality.work import role, select_documents
+    from app.rules.work import role, select_documents
 
     with app.app_context(), session_scope() as session:
         row = session.scalar(select(Study))

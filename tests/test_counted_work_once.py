@@ -1,4 +1,4 @@
-"""The work that counts is read once (app/quality/work.py): no other module decides by an
+"""The work that counts is read once (app/rules/work.py): no other module decides by an
 assignment's status, a document's practice flag or an annotation's removal which work is
 study data. A scan of ``app/`` with ``ast`` finds every such comparison, in SQL
 (``Assignment.status == …``, ``.in_(…)``, ``Document.is_practice.is_(…)``,
@@ -20,12 +20,12 @@ COUNTING = {"submitted", "active"}  # what counts, and the work in hand
 FILTERS = {"in_", "not_in", "notin_", "is_", "is_not", "isnot", "__eq__", "__ne__"}
 
 ALLOWED = {
-    "app/quality/work.py": "the one reader of the counted work",
+    "app/rules/work.py": "the one reader of the counted work",
     "app/annotation/": "the worker's actions and the assignment's lifecycle (the policy, the "
     "rules of open, add and submit on live assignments and marks, practice feedback, the "
     "qualification's attempts, the pause rule, reviews' reject and approve): what a worker "
     "may do next, never what a figure counts",
-    "app/quality/assignment_scores.py": "one assignment scored at its own submit",
+    "app/annotation/assignment_scores.py": "one assignment scored at its own submit",
     "app/models/changes.py": "the change log: an active assignment's marks are not yet work",
     "app/documents/journey.py": "the questionnaire after a worker's own submit",
     "app/documents/lifecycle.py": "a document may be removed only while nobody worked on it",
@@ -97,7 +97,7 @@ def test_only_the_allowed_modules_decide_what_counts():
         for node in ast.walk(tree):
             if _decides(node):
                 found.append(f"{name}:{node.lineno}: {ast.unparse(node)[:80]}")
-    assert not found, "read the counted work through app/quality/work.py:\n" + "\n".join(found)
+    assert not found, "read the counted work through app/rules/work.py:\n" + "\n".join(found)
 
 
 def test_the_allow_list_names_modules_that_exist_and_still_need_it():

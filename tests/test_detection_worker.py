@@ -161,11 +161,12 @@ def test_one_bad_document_never_stops_the_worker(app, database_url):
 
 
 def test_a_document_that_keeps_killing_its_worker_fails_after_max_attempts(app, database_url):
-    """The import queue's give-up rule (app/detection/queue.py) holds for detection too: a
+    """The import queue's give-up rule (app/queue.py) holds for detection too: a
     job whose workers died MAX_ATTEMPTS times is failed for good, not claimed forever."""
     from sqlalchemy import update
 
-    from app.detection import jobs, queue
+    from app import queue
+    from app.detection import jobs
     from app.detection.worker import work
     from app.models import utcnow
 

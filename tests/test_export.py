@@ -12,7 +12,7 @@ import pytest
 from app.formats import iter_export
 from app.formats.rows import CSV_COLUMNS
 from app.models import Annotation, Assignment
-from app.quality.work import CHUNK_ROWS, Work
+from app.rules.work import CHUNK_ROWS, Work
 from tests.conftest import BACKENDS, REPO, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, export_text, span
 

@@ -14,7 +14,7 @@ from app.formats.csv_postgres import postgres_csv_lines
 from app.formats.rows import OPTIONAL_COLUMNS, column_names, row_values
 from app.formats.spreadsheet import safe_row, spreadsheet_safe
 from app.models import AdjudicatedError, DocumentReview
-from app.quality.work import Work
+from app.rules.work import Work
 from tests.conftest import make_database_url, make_study
 
 pytestmark = pytest.mark.postgres
@@ -125,7 +125,7 @@ def test_server_formatted_csv_is_byte_identical(app, client):
 
     from app.documents.studies import get_study
 
-    # Both paths read the one statement of app.quality.work: the same bytes for every layer,
+    # Both paths read the one statement of app.rules.work: the same bytes for every layer,
     # filter and optional column (w"3 never submitted: only with in-progress work).
     works = [
         (Work(), ()),

@@ -119,7 +119,7 @@ def test_zipped_downloads_stream_and_match_the_files(app, client, admin, monkeyp
     """The zip comes out as the work is read (server-side cursors on Postgres, a row per
     fetch here) and holds exactly the export's files."""
     from app.formats import bundles, iter_export_files
-    from app.quality import work
+    from app.rules import work
 
     annotated(app, client)
     monkeypatch.setattr(work, "CHUNK_ROWS", 1)  # every row its own fetch from the cursor

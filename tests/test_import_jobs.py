@@ -19,11 +19,12 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, func, inspect, select, update
 from sqlalchemy.exc import OperationalError
 
+from app import queue
 from app.db import session_scope
-from app.detection import import_jobs, queue
-from app.detection.queue import is_transient
+from app.detection import import_jobs
 from app.errors import InvalidInput
 from app.models import Base, Document, Entity, GoldError, ImportJob, Segment, utcnow
+from app.queue import is_transient
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import run_import_worker
 

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from app.formats import iter_export_files, parse_documents
 from app.formats.bundles import write_folder
 from app.models import Annotation, Assignment, Document
-from app.quality.work import Work
+from app.rules.work import Work
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import api_add, open_token
 

@@ -147,7 +147,7 @@ def test_a_pairs_alpha_is_the_reports_token_alpha(found):
     and over all (SceneE widened to its sentences in both)."""
     from app.llm.agreeing import alpha_sums
     from app.quality.agreement import agreement_report
-    from app.quality.spans import Span
+    from app.rules.spans import Span
 
     spans = []
     for worker, key, start, width, category in found:
@@ -172,8 +172,8 @@ def test_a_pairs_alpha_is_the_reports_token_alpha(found):
 
 def test_gamma_pairs_lay_shared_documents_end_to_end():
     from app.llm.agreeing import GammaClock, lay_pair, pairwise_gamma
-    from app.quality.spans import Span
     from app.quality.unitizing import Unit, document_units
+    from app.rules.spans import Span
 
     texts = {("a", 0): "Anna met Bob.", ("b", 0): "Carl left. Dora came."}
     spans = [

@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from app.quality.spans import sentence_bounds
+from app.rules.spans import sentence_bounds
 from tests.conftest import REPO, shared_file
 from tests.llm_annotating import add_annotator, run_annotator
 from tests.llm_standin import Reply, standin
@@ -24,7 +24,7 @@ def test_the_models_booookscore_beside_the_humans(app):
     from app.formats import parse_documents
     from app.llm.runs import latest_calibration
     from app.quality.booookscore import booookscore
-    from app.quality.work import Work
+    from app.rules.work import Work
 
     path = shared_file("booookscore", "summary-gpt4-4096-hier.json")
     taxonomy = REPO / "taxonomies" / "booookscore.yaml"

@@ -1,5 +1,5 @@
 """An LLM annotator is a worker of the study but no crowd worker, on SQLite and Postgres: its
-worker ID (``llm:NAME``) is one rule in two forms that agree (app/quality/work.py); nobody
+worker ID (``llm:NAME``) is one rule in two forms that agree (app/rules/work.py); nobody
 else opens it, neither an arrival nor a researcher's key; it takes no human's slot on
 either way an arrival takes one (the fewest-taken choice, a named document); the pass mark
 and the pause rule, which judge crowd workers, leave it alone while still judging the
@@ -80,7 +80,7 @@ IDS = st.one_of(
 )
 @given(worker_ids=st.lists(IDS, min_size=1, max_size=8))
 def test_the_python_and_sql_forms_of_the_llm_rule_agree(app, worker_ids):
-    from app.quality.work import human_worker, is_llm, llm_worker
+    from app.rules.work import human_worker, is_llm, llm_worker
 
     with app.app_context(), session_scope() as session:
         for worker_id in [*TRICKY, *worker_ids]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.quality.matching import eligible, match, sentence_labels, token_iou
-from app.quality.scoring import Span, precision_recall_f1
+from app.rules.matching import eligible, match, sentence_labels, token_iou
+from app.rules.scoring import Span, precision_recall_f1
 
 #       0         1         2         3         4         5
 #       012345678901234567890123456789012345678901234567890123

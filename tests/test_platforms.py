@@ -459,6 +459,7 @@ def test_cli_create_hits_refuses_a_plain_http_base_url(app, database_url, monkey
 
 
 def test_after_submit_redirect_sends_qualification_and_mturk_work_to_the_done_page(app, client):
+    from app.annotation.submit import after_submit_redirect
     from app.documents.studies import import_documents
     from app.formats import DocumentInput, GoldSpan
 
@@ -486,7 +487,7 @@ def test_after_submit_redirect_sends_qualification_and_mturk_work_to_the_done_pa
             assert row.document.external_id == "gold-1"
             if platform:
                 row.platform = platform
-            answer = platforms.after_submit_redirect(row)
+            answer = after_submit_redirect(row)
             session.rollback()
             return answer
 

@@ -26,8 +26,8 @@ from app.documents.studies import create_study, get_study, import_documents
 from app.formats import parse_documents
 from app.models import Annotation, Assignment, Document, Segment
 from app.quality.reporting import study_report
-from app.quality.scoring import Span, precision_recall_f1, scopes_from_taxonomy
 from app.quality.sentences import WORD_PATTERN
+from app.rules.scoring import Span, precision_recall_f1, scopes_from_taxonomy
 from tests.conftest import BACKENDS, REPO, make_database_url, shared_file
 from tests.helpers import export_text
 from tests.test_snac_roundtrip import plan_marks

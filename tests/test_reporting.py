@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
+from app.annotation.assignment_scores import score_against_gold
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.models import (
     Annotation,
@@ -30,9 +31,8 @@ from app.models import (
     Study,
     Suggestion,
 )
-from app.quality.assignment_scores import score_against_gold
 from app.quality.reporting import format_report, study_report
-from app.quality.scoring import sentence_bounds
+from app.rules.scoring import sentence_bounds
 from tests.conftest import shared_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -711,7 +711,7 @@ def test_gold_documents_calibrate_an_uncalibrated_version_hand_computed():
     """9 of 10 IncomCoref suggestions on gold documents were right (0.90 >= 0.9): all its
     IncomCoref suggestions are confident; IncomDisco had 2 there (< 5): uncalibrated."""
     from app.quality.confident import confident_recall, confident_thresholds
-    from app.quality.spans import Span
+    from app.rules.spans import Span
 
     taxonomy = {"categories": [{"id": "IncomCoref"}, {"id": "IncomDisco"}, {"id": "Other"}]}
     on_gold = {"IncomCoref": (9, 10), "IncomDisco": (2, 2)}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.documents.taxonomy import load_taxonomy
-from app.quality.scoring import (
+from app.rules.scoring import (
     Span,
     locate_spans,
     matches,

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from app.documents.locating import at_word_boundaries
-from app.quality.scoring import Span, precision_recall_f1, scopes_from_taxonomy
+from app.rules.scoring import Span, precision_recall_f1, scopes_from_taxonomy
 from tests.conftest import REPO, shared_file
 
 CATEGORIES = ["CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE"]

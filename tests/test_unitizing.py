@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from app.quality.document_figures import unitized_report
-from app.quality.scoring import Span
 from app.quality.unitizing import Unit, alpha_disorders, unitizing_alpha
+from app.rules.scoring import Span
 
 
 def test_krippendorffs_2004_example():

@@ -17,8 +17,8 @@ import pytest
 from app.db import session_scope
 from app.documents.studies import get_study
 from app.quality.reporting import study_report
-from app.quality.scoring import widen_to_sentences
 from app.quality.unitizing import SEED, Unit
+from app.rules.scoring import widen_to_sentences
 from tests.conftest import shared_file
 from tests.test_adjudication_snac import replay_snac_dev
 from tests.test_document_figures import by_hand, laid_end_to_end

@@ -201,8 +201,8 @@ def test_consensus_figures_by_hand():
     (w3). w1: 1 of 2 marks confirmed, 1 of 1 candidate two others marked → P 0.5, R 1, F1
     2/3; w2: P 1, R 1; w3 as w1. Marks per 100 words 200/7, 100/7, 200/7: nobody over 3 × the
     others' median. Not a ranking: no rank is set."""
-    from app.quality.scoring import Span
     from app.quality.worker_quality import consensus, marks_rate, set_quality
+    from app.rules.scoring import Span
 
     text = "Anna met Bob at the old mill."
     marks = {"w1": ["Anna", "Bob"], "w2": ["Anna"], "w3": ["Anna", "mill"]}

@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.models import Assignment, Document, Segment, Study, WorkerReview
-from app.quality.work import human_worker
+from app.rules.work import human_worker
 
 TAKEN = ("active", "submitted")
 
@@ -120,7 +120,7 @@ _BLOCKED = exists().where(
 
 def takes_slot() -> tuple[Any, ...]:
     """The one rule of a taken slot: a human's assignment, active or submitted (an LLM
-    annotator's takes none: its work stays out of the humans' figures, app/quality/work.py).
+    annotator's takes none: its work stays out of the humans' figures, app/rules/work.py).
     Its constants are spelt in the SQL, so prebuilt statements carry it too."""
     return Assignment.status.in_([_sql_text(status) for status in TAKEN]), human_worker()
 

@@ -42,12 +42,11 @@ from sqlalchemy.orm import Session
 
 from app.annotation import arrival_sql
 from app.annotation.qualification import qualification
+from app.crowd.platforms import DEFAULT_ABANDON_MINUTES, DEFAULT_HOLD_MINUTES
 from app.documents.language import N_
 from app.errors import Conflict
 from app.models import Document, Study
 
-DEFAULT_ABANDON_MINUTES = 45
-DEFAULT_HOLD_MINUTES = 5
 CONDITIONS = ("assisted", "unassisted")
 TAKEN = arrival_sql.TAKEN  # the statuses that take a document's slot
 

@@ -23,7 +23,7 @@ from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
 from app.models import Annotation, Assignment, Document, Study, isoformat
-from app.quality.work import LLM_PREFIX, is_llm
+from app.rules.work import LLM_PREFIX, is_llm
 
 MAX_WORKER_ID_CHARS = 200
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"

@@ -34,7 +34,7 @@ from app.annotation import hot_sql
 from app.annotation.handle import Handle
 from app.documents.taxonomy import categories_by_id
 from app.models import Document, Entity, EntityMention, Segment, Study
-from app.quality.scoring import scopes_from_taxonomy
+from app.rules.scoring import scopes_from_taxonomy
 
 MAX_TOKENS = 65536
 MAX_DOCUMENTS = 4096

@@ -106,7 +106,7 @@ MARK_CHANGES = (
     "SELECT COUNT(*) + COUNT(removed_at) FROM annotations WHERE assignment_id = :assignment_id"
 )
 
-# The submit's scoring reads (app/quality/assignment_scores.py), one round trip: the
+# The submit's scoring reads (app/annotation/assignment_scores.py), one round trip: the
 # document's suggestions (kind 0, in (segment, start, id) order); the assignment's live
 # annotations (kind 1, in id order), only when there are suggestions (else the score reads
 # nothing more); and MARK_CHANGES (kind 2, in ``id``), which the scored write reads again.

@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
 from app.models import Assignment, Study, WorkerAction, WorkerReview
-from app.quality.work import is_llm
+from app.rules.stored_figures import stored_reliability
+from app.rules.work import is_llm
 
 ACTOR = "pause rule"
 MAX_AFTER = 10_000
@@ -129,8 +130,6 @@ def check(session: Session, study: Study, workers: Iterable[str] | None = None) 
     rule = pause_rule(study)
     if rule is None:
         return []
-    from app.quality.figures import stored_reliability
-
     if workers is None:
         workers = session.scalars(
             select(Assignment.worker_id)

@@ -13,7 +13,7 @@ are also limited per client address (``PRACTICE_RATE_LIMIT``, app/web/limits.py)
 client cycling worker IDs is slowed. Here, segment by segment: the worker asks to *check* a
 segment (``POST /api/assignments/<token>/practice/<n>``) once their marks for it are sent;
 the answer compares their live spans in that segment with the segment's gold errors under the
-**strict** rule of :mod:`app.quality.matching` and lists
+**strict** rule of :mod:`app.rules.matching` and lists
 
 * ``found``: their spans matched one-to-one to a gold error;
 * ``missed``: gold errors no span of theirs matched, with the category's definition;
@@ -41,8 +41,8 @@ from sqlalchemy.orm import Session
 
 from app.annotation.qualification import qualification
 from app.models import Assignment, PracticeCheck
-from app.quality.matching import match
-from app.quality.scoring import Span
+from app.rules.matching import match
+from app.rules.scoring import Span
 
 FROZEN = (
     "you have checked your marks on this practice segment: they can no longer be changed. "

@@ -26,7 +26,7 @@ from app.annotation.practice import feedback
 from app.annotation.qualification import qualification
 from app.errors import Conflict, NotFound
 from app.models import Annotation, Assignment, Document, GoldError, PracticeCheck, Study
-from app.quality.scoring import Span
+from app.rules.scoring import Span
 
 MAX_SEGMENT = 2**31 - 1
 _a, _s, _d = Assignment.__table__.c, Study.__table__.c, Document.__table__.c

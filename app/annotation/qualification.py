@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from app.crowd.platforms import DEFAULT_QUALIFICATION_ATTEMPTS
 from app.models import Assignment, Document, Study, changes
-from app.quality.work import is_llm
+from app.rules.work import is_llm
 
-DEFAULT_QUALIFICATION_ATTEMPTS = 2
 # The statuses of a practice assignment that used an attempt.
 ATTEMPTED = ("submitted", "screened_out")
 
@@ -64,7 +64,7 @@ def score_gold(session: Session, assignment: Assignment) -> dict[str, Any] | Non
     scores = dict(assignment.scores or {})
     if (scores.get("gold") or {}).get("rule") == "strict":
         return scores["gold"]  # scores from before the one-to-one strict rule are redone
-    from app.quality.assignment_scores import score_against_gold
+    from app.annotation.assignment_scores import score_against_gold
 
     result = score_against_gold(session, assignment)
     scores["gold"] = result

@@ -8,7 +8,7 @@ submit, whatever the study's rules, is this one function.
 2. The all-segments-seen rule when the study sets it (:func:`app.annotation.timing.require_seen`).
 3. When the study scores suggestions (``hidden`` or ``shown``, the default): the worker's
    recall over the document's suggestions
-   (:func:`app.quality.assignment_scores.score_against_suggestions`: one read, with how often
+   (:func:`app.annotation.assignment_scores.score_against_suggestions`: one read, with how often
    the live annotations changed).
 4. The guarded write (:func:`app.annotation.hot_sql.submit_statements`, one pair): status,
    times, the code kept or given (:func:`_code`: none for a qualification attempt, none yet
@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any
 
 from app.annotation import assignments, hot_sql, timing
+from app.annotation.assignment_scores import score_against_suggestions
 from app.annotation.assignments import (
     NO_SUCH_TOKEN,
     TOKEN_PATTERN,
@@ -51,11 +52,10 @@ from app.annotation.handle import Handle
 from app.annotation.qualification import qualifying, screen_out
 from app.annotation.refusals import TryAgain
 from app.annotation.sessions import code_withheld, facts, release_code
-from app.crowd.platforms import after_submit_redirect
-from app.documents.journey import asks_after_study
+from app.crowd.platforms import completion_url
+from app.documents.journey import asks_after_study, has_questions
 from app.errors import NotFound
 from app.models import Assignment, Document, Study
-from app.quality.assignment_scores import score_against_suggestions
 
 ATTEMPTS = 5  # writes lost to a concurrent change before the client is asked to retry
 
@@ -210,3 +210,17 @@ def _read(db: Handle, token: str) -> tuple[Assignment, _Session]:
         study=study,
         document=document,
     ), session
+
+
+def after_submit_redirect(assignment: Assignment) -> str | None:
+    """Where the browser goes right after submitting (the API's ``redirect_url``).
+
+    None sends it to ``/a/<token>/done``: MTurk work (the done page posts the form back)
+    and qualification documents (the done page scores them and lets the worker go on).
+    Else the study's completion URL, if any.
+    """
+    if qualifying(assignment):
+        return None
+    if has_questions(assignment.study):  # the done page asks them first
+        return None
+    return completion_url(assignment)

@@ -62,9 +62,9 @@ def worker_command(
 
     from app.detection import import_jobs, jobs
     from app.detection.importing import nlp_loader
-    from app.detection.queue import status_counts as queue_counts
     from app.detection.worker import work
     from app.models import LlmJob
+    from app.queue import status_counts as queue_counts
 
     factory = current_app.extensions["db_sessionmaker"]
     if health:

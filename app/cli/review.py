@@ -41,7 +41,7 @@ def auto_accept_command(
     from app.documents.studies import find_document, get_study
     from app.models import Document
     from app.quality.adjudication import auto_accept
-    from app.quality.work import Work, select_documents
+    from app.rules.work import Work, select_documents
 
     left_out = 0
     with session_scope() as session:

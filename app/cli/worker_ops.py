@@ -229,9 +229,9 @@ def _amounts(paid: list[tuple[str, Any]]) -> str:
 
 
 def _per_document(session, study, rate, by: str | None, workers: tuple[str, ...]):
-    """The per-document bonuses printed (see app/crowd/bonuses.py), by Prolific study; None
+    """The per-document bonuses printed (see app/quality/bonuses.py), by Prolific study; None
     when there is nothing to pay."""
-    from app.crowd.bonuses import document_bonuses, total
+    from app.quality.bonuses import document_bonuses, total
 
     if by is None:
         raise InvalidInput("--per-document needs --by gold-f1 or --by expected-f1")

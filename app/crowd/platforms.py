@@ -26,7 +26,6 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.documents.journey import has_questions
 from app.documents.text import identifier_problem, text_problem
 from app.errors import InvalidInput
 from app.models import Assignment, Study
@@ -177,22 +176,6 @@ def completion_url(assignment: Assignment) -> str | None:
     return url.replace("{code}", assignment.completion_code or "")
 
 
-def after_submit_redirect(assignment: Assignment) -> str | None:
-    """Where the browser goes right after submitting (the API's ``redirect_url``).
-
-    None sends it to ``/a/<token>/done``: MTurk work (the done page posts the form back)
-    and qualification documents (the done page scores them and lets the worker go on).
-    Else the study's completion URL, if any.
-    """
-    from app.annotation.qualification import qualifying
-
-    if qualifying(assignment):
-        return None
-    if has_questions(assignment.study):  # the done page asks them first
-        return None
-    return completion_url(assignment)
-
-
 def screen_out_url(study: Study) -> str | None:
     """Where a worker screened out by the training phase is sent: the study's screen-out URL
     (on Prolific a completion URL whose code has the *screened out* action, e.g.
@@ -227,6 +210,11 @@ UNSET: Any = object()
 DEFAULT_MAX_HINTS_PER_SEGMENT = 3
 DEFAULT_MIN_HINT_SCORE = 0.0
 MAX_HINTS_LIMIT = 50
+# The defaults of the settings written here and read by the worker's actions
+# (app/annotation/assigning.py, qualification.py): they live where the settings do.
+DEFAULT_ABANDON_MINUTES = 45
+DEFAULT_HOLD_MINUTES = 5
+DEFAULT_QUALIFICATION_ATTEMPTS = 2
 
 
 def _check_url(url: str, what: str = "completion URL") -> str:
@@ -265,8 +253,6 @@ def configure_study(
     ``qualification_f1=None`` turns qualification mode off; any value in (0, 1] turns it on.
     Raises :class:`InvalidInput` (changing nothing) on a bad value.
     """
-    from app.annotation.qualification import DEFAULT_QUALIFICATION_ATTEMPTS
-
     settings = dict(study.settings or {})
     new_platform = study.platform if platform is UNSET else platform
     if new_platform not in PLATFORMS:
@@ -383,8 +369,6 @@ def hint_limits(study: Study) -> tuple[int, float]:
 
 def describe(study: Study) -> dict[str, Any]:
     """The study's platform and assignment settings with their defaults filled in."""
-    from app.annotation.assigning import DEFAULT_ABANDON_MINUTES, DEFAULT_HOLD_MINUTES
-
     settings = study.settings or {}
     return {
         "platform": study.platform,

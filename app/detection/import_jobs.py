@@ -1,7 +1,7 @@
 """The import queue: uploaded document files waiting for the worker, kept in the database.
 
 A web request only validates cheap things and calls :func:`enqueue`; the worker claims the
-job (the claim rule both queues share: ``app/detection/queue.py``), reports progress
+job (the claim rule both queues share: ``app/queue.py``), reports progress
 with :func:`report_progress`, keeps it claimed with :class:`KeepAlive` (a heartbeat every
 30 s, even while spaCy or the store runs) and ends it with
 :func:`mark_done` inside the transaction that stores the documents, or with :func:`fail`
@@ -19,8 +19,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, defer
 
+from app import queue
 from app.db import begin_write
-from app.detection import queue
 from app.documents.import_report import import_summary
 from app.errors import Conflict
 from app.models import ImportJob, isoformat, utcnow

@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.detection import import_jobs
-from app.detection.queue import is_transient
 from app.documents import staged
 from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import ImportJob, Study
+from app.queue import is_transient
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The detection job queue: one job per document waiting for the detector.
 
-The claim, backoff and give-up rules are the import queue's too (``app/detection/queue.py``);
+The claim, backoff and give-up rules are the import queue's too (``app/queue.py``);
 a detection job's worker counts as dead once its claim is older than ``STALE_AFTER`` (a
 document takes seconds, so it needs no heartbeat). The last error is recorded.
 """
@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app import queue
 from app.db import begin_write
-from app.detection import queue
 from app.models import DetectionJob, utcnow
 
 STALE_AFTER = timedelta(minutes=15)

@@ -28,8 +28,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app import queue
 from app.db import begin_write
-from app.detection import queue
 from app.errors import InvalidInput
 from app.models import DetectorTraining, Study, utcnow
 

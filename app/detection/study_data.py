@@ -1,6 +1,6 @@
 """A study's curated work as the learned detector's training data: the plain
 values of :mod:`model_server.study_data`, read through the one reader of the work that
-counts (:mod:`app.quality.work`) and the candidate rule of the review
+counts (:mod:`app.rules.work`) and the candidate rule of the review
 (:mod:`app.quality.candidates`).
 
 Layers (``marginalia detector train --study SLUG --layer ...``):
@@ -28,7 +28,7 @@ from app.documents.studies import MAX_ANNOTATORS
 from app.errors import InvalidInput
 from app.models import Document, GoldError, Segment, Study
 from app.quality.review_state import candidates_of
-from app.quality.work import ADJUDICATED, WORKERS, Work, columns, select_documents, select_work
+from app.rules.work import ADJUDICATED, WORKERS, Work, columns, select_documents, select_work
 from model_server.study_data import LabelledSpan, StudyData, StudyDocument, categories_of
 
 LAYERS = (ADJUDICATED, WORKERS, "gold")

@@ -24,11 +24,11 @@ from app.detection import importing, jobs, retraining
 from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
-from app.detection.queue import is_transient
 from app.llm import steps as llm_steps
 from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
 from app.quality.figure_jobs import queue_changed
 from app.quality.figure_jobs import run_next as run_figures
+from app.queue import is_transient
 from model_server.interface import DetectionStats, at_hint_level
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Placing a span known only by its text (SNaC gold) at offsets in a segment.
 
 The one locate rule, shared by import (``studies.import_documents``) and scoring
-(``app.quality.scoring.locate_spans``):
+(``app.rules.scoring.locate_spans``):
 
 * an **occurrence** of a needle is an exact match in the text, or failing any, a
   case-insensitive one in which any run of whitespace in the needle matches any run of

@@ -45,7 +45,7 @@ from app.formats import (
 from app.formats.records import DocumentInput, GoldSpan, Problem, parse_json
 from app.formats.rows import check_columns
 from app.models import Study
-from app.quality.work import LAYERS, Work
+from app.rules.work import LAYERS, Work
 
 MAX_SOURCE_CHARS = 100  # documents.source
 READERS: dict[str, ModuleType] = {
@@ -360,7 +360,7 @@ def gold_from_work(document: DocumentInput) -> list[GoldSpan]:
 
 
 def as_work(work: Work | str) -> Work:
-    """A :class:`~app.quality.work.Work`, or a layer's name for that layer's defaults."""
+    """A :class:`~app.rules.work.Work`, or a layer's name for that layer's defaults."""
     return Work(layer=work) if isinstance(work, str) else work
 
 
@@ -371,7 +371,7 @@ def iter_export(
     work: Work | str = "workers",
     extra_columns: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """Text chunks of the study's counted work (:mod:`app.quality.work`) in ``fmt`` (a
+    """Text chunks of the study's counted work (:mod:`app.rules.work`) in ``fmt`` (a
     one-file format; the formats of several files, ``FILE_SET_FORMATS``, come from
     :func:`iter_export_files`). ``work``: the layer and filters (a layer's name: its
     defaults). ``extra_columns`` (csv and jsonl only): optional columns of

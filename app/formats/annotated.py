@@ -1,6 +1,6 @@
 """The counted work grouped by document, for the writers that write a document at a time
 (snac, thresh, labelstudio, brat, parquet): each document that counts with its text and its
-workers' marks, merged from three streamed statements of :mod:`app.quality.work`."""
+workers' marks, merged from three streamed statements of :mod:`app.rules.work`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.formats.wholetext import Layout, layout_of
 from app.models import Document, Study, isoformat
-from app.quality.work import (
+from app.rules.work import (
     Work,
     columns,
     role,

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.annotation.assignment_scores import gold_documents, gold_f1
 from app.annotation.reviews import reviews
 from app.documents.journey import answers_by_assignment
 from app.models import (
@@ -27,11 +28,10 @@ from app.models import (
     SuggestionEvent,
     isoformat,
 )
-from app.quality.assignment_scores import gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
-from app.quality.figures import stored_reliability
 from app.quality.time_on_task import segment_seconds, worker_times
-from app.quality.work import human_worker, is_live
+from app.rules.stored_figures import stored_reliability
+from app.rules.work import human_worker, is_live
 
 COLUMNS = (
     "study",

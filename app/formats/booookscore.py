@@ -34,7 +34,7 @@ from app.formats.annotated import Mark, annotated_documents, grouped
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id
 from app.formats.wholetext import Layout, Place, place, split
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "booookscore"
 MIMETYPE, DOWNLOAD_AS, TITLE = (

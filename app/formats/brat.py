@@ -40,7 +40,7 @@ from app.formats.annotated import Mark, annotated_documents, grouped
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import CROSSING, Layout, place, split
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "brat"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "brat.zip", "brat (zip)"

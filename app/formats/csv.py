@@ -13,7 +13,7 @@ from app.formats.csv_postgres import postgres_csv_lines
 from app.formats.rows import column_names, row_values
 from app.formats.spreadsheet import safe_row
 from app.models import Study
-from app.quality.work import CHUNK_ROWS, Work
+from app.rules.work import CHUNK_ROWS, Work
 
 NAME = "csv"
 MIMETYPE, DOWNLOAD_AS, TITLE = "text/csv", "csv", "CSV"

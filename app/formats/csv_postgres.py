@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.formats.rows import export_columns
 from app.formats.spreadsheet import ESCAPE, FORMULA_STARTS
 from app.models import Study
-from app.quality.work import CHUNK_ROWS, Work, select_work
+from app.rules.work import CHUNK_ROWS, Work, select_work
 
 
 def _python_quotes(char: str) -> bool:
@@ -55,7 +55,7 @@ def postgres_csv_lines(
 ) -> Iterator[list[str]] | None:
     """On Postgres (psycopg2): the CSV rows formatted by the server from the very statement
     the csv module path reads (:func:`app.formats.rows.export_columns` over
-    :func:`app.quality.work.select_work`), CHUNK_ROWS lines at a time from a server-side
+    :func:`app.rules.work.select_work`), CHUNK_ROWS lines at a time from a server-side
     cursor; the same bytes as the csv module writes, about five times faster. None on other
     databases."""
     connection = session.connection()

@@ -19,7 +19,7 @@ from app.errors import InvalidInput
 from app.formats.annotated import AnnotatedDocument
 from app.models import Study
 from app.quality.served import served_report
-from app.quality.work import Work
+from app.rules.work import Work
 
 DEFAULT_LICENSE = "unknown"
 LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")  # e.g. cc-by-4.0, mit, other

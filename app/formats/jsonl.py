@@ -20,7 +20,7 @@ from app.formats.records import (
 )
 from app.formats.rows import annotation_rows
 from app.models import Study
-from app.quality.work import CHUNK_ROWS, Work
+from app.rules.work import CHUNK_ROWS, Work
 
 NAME = "jsonl"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/x-ndjson; charset=utf-8", "jsonl", "JSONL"

@@ -39,7 +39,7 @@ from app.formats.wholetext import (
     split,
 )
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "labelstudio"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "labelstudio.zip", "Label Studio (zip)"

@@ -1,5 +1,5 @@
 """A Hugging Face dataset folder: ``data/annotations.parquet`` (one row per counted
-annotation, app/quality/work.py), ``data/documents.parquet`` and a ``README.md`` dataset card.
+annotation, app/rules/work.py), ``data/documents.parquet`` and a ``README.md`` dataset card.
 
 Readable by ``datasets.load_dataset("parquet", data_files=...)`` or by the card's
 ``configs``. Needs pyarrow, a runtime dependency (``pyproject.toml``): ``make run`` installs it.
@@ -19,7 +19,7 @@ from app.errors import InvalidInput
 from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.dataset_card import Tally, dataset_card
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "parquet"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/zip", "hf-dataset.zip", "Hugging Face dataset (zip)"

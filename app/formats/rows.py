@@ -1,5 +1,5 @@
 """The exported rows (CONTRACT's CSV columns) of the counted work, shared by the csv (both
-paths) and jsonl exports: the columns as SQL over :func:`app.quality.work.select_work`,
+paths) and jsonl exports: the columns as SQL over :func:`app.rules.work.select_work`,
 streamed from a server-side cursor on Postgres in chunks, constant memory for a million rows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.documents.attributes import attribute_ids
 from app.errors import InvalidInput
 from app.models import Study, isoformat
-from app.quality.work import ADJUDICATED, CONSENSUS, Work, columns, select_work, stream
+from app.rules.work import ADJUDICATED, CONSENSUS, Work, columns, select_work, stream
 
 CSV_COLUMNS = (
     "study",

@@ -18,7 +18,7 @@ from app.formats import json_stream
 from app.formats.annotated import annotated_documents
 from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "snac"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/json; charset=utf-8", "json", "SNaC JSON"

@@ -25,7 +25,7 @@ from app.formats.annotated import AnnotatedDocument, annotated_documents
 from app.formats.records import DocumentInput, ImportedSpan, Problem, document_id, group_marks
 from app.formats.wholetext import Layout, place, split
 from app.models import Study
-from app.quality.work import Work
+from app.rules.work import Work
 
 NAME = "thresh"
 MIMETYPE, DOWNLOAD_AS, TITLE = "application/json; charset=utf-8", "thresh.json", "Thresh JSON"

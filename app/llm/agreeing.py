@@ -30,8 +30,8 @@ import numpy as np
 from app.llm import ALL
 from app.quality.agreement import pairable_units
 from app.quality.compare_stats import _percentile_interval
-from app.quality.spans import Span, TextKey
 from app.quality.unitizing import Unit, document_units, gamma
+from app.rules.spans import Span, TextKey
 
 
 def alpha_sums(

@@ -34,7 +34,7 @@ from app.llm.annotators import Annotator, from_setting
 from app.llm.answers import DatabaseCache
 from app.llm.store import open_llm_assignment, store_marks, submit_llm_assignment
 from app.models import Assignment, Document, LlmJob, LlmRun, Study
-from app.quality.spans import sentence_bounds
+from app.rules.spans import sentence_bounds
 from model_server import llm_annotate, llm_booookscore
 from model_server.llm_annotate import SegmentMarks
 from model_server.llm_client import ChatClient, Completion

@@ -27,13 +27,13 @@ from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput
 from app.models import Assignment, Study
-from app.quality.work import LLM_NAME, LLM_PREFIX
+from app.rules.work import LLM_NAME, LLM_PREFIX
 from model_server.llm_client import ClientSettings
 
 SETTING, COSTS = "llm_annotators", "llm_costs"
 PRESETS = ("taxonomy", "booookscore")
 STRUCTURED = ("json_schema", "json_object")
-NAME = LLM_NAME  # the part of its worker ID after llm: (app/quality/work.py)
+NAME = LLM_NAME  # the part of its worker ID after llm: (app/rules/work.py)
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 IDENTITY = ("base_url", "model", "temperature", "preset", "structured", "batch", "max_context")
 

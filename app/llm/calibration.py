@@ -3,10 +3,10 @@ figures of every human of the study and of the humans pooled (docs/METRICS.md, "
 annotators"). Computed by the worker when a run ends (app/llm/steps.py) and stored with the
 run; the calibration view and ``marginalia llm calibration`` show the stored figures.
 
-The work is the study's counted documents (app/quality/work.py: no training phase), the
+The work is the study's counted documents (app/rules/work.py: no training phase), the
 annotator's submitted assignments and the humans'. Per category and over all categories:
 
-* **gold**: strict P/R/F1 (app/quality/scoring.py) on the gold documents each one did;
+* **gold**: strict P/R/F1 (app/rules/scoring.py) on the gold documents each one did;
 * **consensus**: strict P/R/F1 against the humans' consensus, **leave one out**: on a
   document with two humans or more, for each human h the reference is the candidate
   errors (app/quality/candidates.py) that at least K of the *other* humans marked (K: a
@@ -42,8 +42,8 @@ from app.quality.candidates import Mark, group_candidates, study_marks
 from app.quality.compare_stats import CONFIDENCE, interval
 from app.quality.figures import BUDGET
 from app.quality.reporting import gold_documents
-from app.quality.scoring import Span, TextKey, precision_recall_f1, scopes_from_taxonomy
-from app.quality.work import (
+from app.rules.scoring import Span, TextKey, precision_recall_f1, scopes_from_taxonomy
+from app.rules.work import (
     EVERYONE,
     LLM_PREFIX,
     Work,

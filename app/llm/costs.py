@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from app.llm.annotators import costs as price_table
 from app.models import Assignment, Document, LlmJob, LlmRun, Study
 from app.quality.time_on_task import segment_seconds
-from app.quality.work import Work, assignment_filter
+from app.rules.work import Work, assignment_filter
 
 
 def _aware(moment: datetime | None) -> datetime | None:

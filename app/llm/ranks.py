@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.models import Study
 from app.quality.booookscore import booookscore
 from app.quality.compare import compare_systems
-from app.quality.work import Work
+from app.rules.work import Work
 
 RESAMPLES = 200  # the comparisons' intervals are not shown here: only their values
 FIGURES = {"errors_per_100_words": False, "clean_sentence_share": True}  # higher is better?

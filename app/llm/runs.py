@@ -1,4 +1,4 @@
-"""The LLM annotators' queue on the worker (the claim rules of app/detection/queue.py): a
+"""The LLM annotators' queue on the worker (the claim rules of app/queue.py): a
 run (``llm_runs``) is one ``marginalia llm annotate`` or one press of the Settings page's
 button, with one job per document (``llm_jobs``); once no job of a run is left to do, the
 run itself is queued for its calibration (app/llm/calibration.py).
@@ -17,12 +17,12 @@ from typing import Any
 from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 
+from app import queue
 from app.db import begin_write
-from app.detection import queue
 from app.errors import InvalidInput
 from app.llm.annotators import Annotator
 from app.models import Document, LlmJob, LlmRun, Study, utcnow
-from app.quality.work import Work, select_documents
+from app.rules.work import Work, select_documents
 
 STALE_AFTER = timedelta(minutes=30)  # a document's requests may take minutes
 UNFINISHED = ("queued", "running")
@@ -37,7 +37,7 @@ def queue_run(
     requested_by: str | None = None,
 ) -> LlmRun:
     """Queue the annotator over ``documents`` (external ids; default: every document that
-    counts, app/quality/work.py) in the caller's write transaction; the caller commits."""
+    counts, app/rules/work.py) in the caller's write transaction; the caller commits."""
     if documents:
         found = dict(
             session.execute(

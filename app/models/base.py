@@ -58,7 +58,7 @@ class SpanColumns:
 
 
 class QueueColumns:
-    """The columns the worker's queues claim by (app/detection/queue.py, the one claim rule):
+    """The columns the worker's queues claim by (app/queue.py, the one claim rule):
     status (queued, running, done, failed), attempts, when it may run next, who claimed it
     and when, when it finished."""
 

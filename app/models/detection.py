@@ -90,7 +90,7 @@ class DetectorTraining(QueueColumns, Base):
     """A retraining of a study's learned detector as its curated work grows
     (``marginalia study detector SLUG --retrain-every N``; app/detection/retraining.py): queued
     when the study's curated documents reach the last training's count + N, run by a worker
-    (the queue rules of app/detection/queue.py), which stores the new model and makes the study
+    (the queue rules of app/queue.py), which stores the new model and makes the study
     use it. ``documents``: the curated documents counted when it was queued; ``model_id``: the
     model it made."""
 
@@ -144,7 +144,7 @@ class FigureJob(QueueColumns, Base):
     """A study's slow figures (γ, unitizing α, MACE, Dawid-Skene: app/quality/figures.py), one
     row per study and practice setting: the job that computes them and their cache.
 
-    ``status``: queued, running, done or failed (the queue rules of app/detection/queue.py).
+    ``status``: queued, running, done or failed (the queue rules of app/queue.py).
     ``result`` is the last computation and ``result_key`` the counted-work state it was made
     from (a hash): the figures are current while it equals the state's key now."""
 
@@ -176,7 +176,7 @@ class ConsensusUnit(Base):
     """A unit of the worker models (a sentence under a category) some worker marked, with
     MACE's posterior that it is an error, as the study's last figure job computed it
     (app/quality/figures.py, counted work without practice): the ``consensus`` export layer
-    is the units at or above a posterior (app/quality/work.py)."""
+    is the units at or above a posterior (app/rules/work.py)."""
 
     __tablename__ = "consensus_units"
 

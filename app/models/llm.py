@@ -23,7 +23,7 @@ class LlmRun(Base):
     temperature, preset; never a key: only the name of the environment variable holding it).
     ``status``: ``waiting`` while its documents' jobs run, then ``queued`` for the
     calibration, ``running``, ``done`` or ``failed`` (the queue rules of
-    app/detection/queue.py); ``calibration`` is the figures it computed (app/llm/calibration.py)."""
+    app/queue.py); ``calibration`` is the figures it computed (app/llm/calibration.py)."""
 
     __tablename__ = "llm_runs"
 

@@ -1,1 +1,2 @@
-"""Quality: span matching, assignment scores, agreement and the study report."""
+"""Quality: agreement, reliability, adjudication and the study report (the span and
+counted-work rules they read are in app/rules/)."""

@@ -4,8 +4,8 @@ Set-up, for N workers and the documents each of them annotated (submitted):
 
 * **Units** are, per segment, its tokens (level ``token``), its sentences (``sentence``) or
   the segment itself (``segment``); tokens and sentences come from the regular expressions
-  of :mod:`app.quality.scoring` (:func:`~app.quality.scoring.token_bounds`,
-  :func:`~app.quality.scoring.sentence_bounds`).
+  of :mod:`app.rules.scoring` (:func:`~app.rules.scoring.token_bounds`,
+  :func:`~app.rules.scoring.sentence_bounds`).
 * **Value** of a unit for a worker and a category (or a group of categories, or ``all``
   categories): 1 when one of the worker's spans of that category overlaps the unit
   (half-open ranges intersect), else 0; *missing* when the worker did not annotate the
@@ -52,7 +52,7 @@ from app.quality.agreement_units import (
     merge_ranges,
     numbers,
 )
-from app.quality.scoring import Span, TextKey, widen_to_sentences
+from app.rules.scoring import Span, TextKey, widen_to_sentences
 
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"

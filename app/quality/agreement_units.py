@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.quality.spans import Span, TextKey, sentence_bounds, token_bounds
+from app.rules.spans import Span, TextKey, sentence_bounds, token_bounds
 
 
 def unit_bounds(text: str, level: str) -> Sequence[tuple[int, int]]:

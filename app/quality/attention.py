@@ -2,7 +2,7 @@
 and each worker's catch rate of them (``docs/METRICS.md``, *Attention checks*).
 
 A check is **caught** by an assignment when one of the worker's live spans matches it under
-the strict rule of :mod:`app.quality.matching` (same segment and category, token IoU >= 0.5,
+the strict rule of :mod:`app.rules.matching` (same segment and category, token IoU >= 0.5,
 one-to-one). A worker's **catch rate** = checks caught / checks met, over the checks of the
 documents of their *submitted* assignments (the worker pages and the assignment export also
 count *rejected* ones, as they do for time: a rejected worker's catch rate stays in view);
@@ -22,11 +22,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, GoldError, Segment, Study
-from app.quality.matching import match
-from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
-from app.quality.work import Work, columns, select_work
+from app.rules.matching import match
+from app.rules.scoring import Span, TextKey, scopes_from_taxonomy
+from app.rules.work import Work, columns, select_work
 
-# The work a catch rate reads (app/quality/work.py): the submitted work on any document (a
+# The work a catch rate reads (app/rules/work.py): the submitted work on any document (a
 # check sits in real work); a rejected worker's work leaves every figure, but the pages about
 # them keep their rate.
 SUBMITTED_WORK = Work(include_practice=True)
@@ -86,7 +86,7 @@ def caught_per_assignment(
     work: Work = SUBMITTED_WORK,
 ) -> dict[int, tuple[str, int, int]]:
     """{assignment id: (worker id, checks met, checks caught)} for the study's assignments of
-    ``work`` (:mod:`app.quality.work`: submitted, or with :data:`WITH_REJECTED` rejected too)
+    ``work`` (:mod:`app.rules.work`: submitted, or with :data:`WITH_REJECTED` rejected too)
     on documents carrying checks (one worker's, with ``worker_id``): the hook for
     per-assignment rows (the assignment export)."""
     if checks is None:

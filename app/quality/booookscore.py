@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from app.models import Document, Study
 from app.quality.candidates import PAIRED_FIELDS
 from app.quality.sentences import category_kinds, error_places, sentence_counts
-from app.quality.spans import Span, TextKey
-from app.quality.work import Work, columns, select_documents, select_segments, select_work, stream
+from app.rules.spans import Span, TextKey
+from app.rules.work import Work, columns, select_documents, select_segments, select_work, stream
 
 SPAN_COLUMNS = ("document_id", "worker_id", "id", "segment", "start", "end", "category")
 

@@ -7,8 +7,8 @@ Definitions (``docs/METRICS.md``, "Candidate errors"):
   ``workers`` argument; a worker missing from it after those, by id), each worker's marks by
   (start, end, id); each worker's marks join the candidates built so far through a maximum
   one-to-one matching
-  (:func:`app.quality.matching.maximum_matching`) in which a mark may join a candidate when
-  it is **strict-eligible** (:func:`app.quality.matching.eligible`: token IoU ≥ 0.5, sentence
+  (:func:`app.rules.matching.maximum_matching`) in which a mark may join a candidate when
+  it is **strict-eligible** (:func:`app.rules.matching.eligible`: token IoU ≥ 0.5, sentence
   IoU for sentence-scope categories) with *every* mark already in it; a mark left over
   starts a new candidate. So a candidate holds at most one mark per worker, and any two of
   its marks would match each other under the scores' strict rule;
@@ -37,9 +37,9 @@ from sqlalchemy.orm import Session
 
 from app.annotation.values import MAX_COMMENT_CHARS
 from app.models import Document, Study
-from app.quality.matching import eligible, maximum_matching
-from app.quality.spans import Span, TextKey
-from app.quality.work import Work, columns, select_work, stream
+from app.rules.matching import eligible, maximum_matching
+from app.rules.spans import Span, TextKey
+from app.rules.work import Work, columns, select_work, stream
 
 PAIRED_FIELDS = (
     "paired_segment",
@@ -160,7 +160,7 @@ def _workers_and_marks(rows: Sequence[Any]) -> tuple[list[str], list[Mark]]:
 
 def document_marks(session: Session, document: Document) -> tuple[list[str], list[Mark]]:
     """The submitted workers (assignment order) and their live marks (creation order): the
-    document's counted work (:mod:`app.quality.work`), whatever its role."""
+    document's counted work (:mod:`app.rules.work`), whatever its role."""
     query = _mark_query(document.study, Work(include_practice=True), document.id)
     return _workers_and_marks(session.execute(query).all())
 

@@ -4,7 +4,7 @@ test (``marginalia compare``, the Compare page; docs/METRICS.md, "Comparing syst
 
 * A document's **system** is its ``source`` (set at import: ``--source``, a file's column, or
   the id's prefix; docs/FORMATS.md).
-* The **documents** compared are those that count (:mod:`app.quality.work`: practice left
+* The **documents** compared are those that count (:mod:`app.rules.work`: practice left
   out) and that the layer covers: on the workers' layer those with at least ``K`` submitted
   assignments (fewer could never reach ``K`` votes, so they would only dilute the figures),
   and those imported by vote rank at every ``K`` (a clean document is evidence too:
@@ -29,10 +29,10 @@ from app.errors import InvalidInput
 from app.models import Document, Study
 from app.quality import compare_stats
 from app.quality.candidates import PAIRED_FIELDS, group_candidates, study_marks
-from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.sentences import category_kinds, error_places, sentence_counts, word_count
 from app.quality.vote_ranks import vote_rank_workers
-from app.quality.work import (
+from app.rules.scoring import Span, TextKey, scopes_from_taxonomy
+from app.rules.work import (
     ADJUDICATED,
     WORKERS,
     Work,

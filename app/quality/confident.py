@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from app.quality.matching import match
-from app.quality.scoring import locate_spans
-from app.quality.spans import Span, TextKey
+from app.rules.matching import match
+from app.rules.scoring import locate_spans
+from app.rules.spans import Span, TextKey
 
 Calibrations = Mapping[str, Mapping[str, Any]]
 """detector version -> its calibration (``{}`` when it has none)."""

@@ -46,7 +46,6 @@ from app.quality.document_parts import (
     slots_of,
     wanted_figures,
 )
-from app.quality.scoring import Span, TextKey
 from app.quality.unitizing import (
     PRECISION,
     SAMPLES,
@@ -56,6 +55,7 @@ from app.quality.unitizing import (
     document_units,
     unitizing_alpha,
 )
+from app.rules.scoring import Span, TextKey
 
 STORE_EVERY = 30.0  # seconds between two writes of the parts computed meanwhile
 

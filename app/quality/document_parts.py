@@ -14,8 +14,8 @@ from itertools import combinations
 from typing import Any
 
 from app.quality import corpus_gamma
-from app.quality.scoring import Span, TextKey
 from app.quality.unitizing import MAX_ANNOTATORS, MAX_UNITS, Unit, gamma, unitizing_alpha
+from app.rules.scoring import Span, TextKey
 
 
 def document_digests(

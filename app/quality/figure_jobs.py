@@ -28,9 +28,9 @@ from flask import current_app, has_app_context
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app import queue
 from app.annotation import pausing
 from app.db import begin_write
-from app.detection import queue
 from app.models import Document, DocumentFigures, FigureJob, Study, WorkChange, changes, utcnow
 from app.quality import served
 from app.quality.figures import enqueue, job_state

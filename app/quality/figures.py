@@ -33,7 +33,8 @@ from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
 from app.quality.document_figures import UnitizedFigures
 from app.quality.document_parts import document_digests, slots_of
 from app.quality.reliability import Labels, fit
-from app.quality.scoring import Span, TextKey
+from app.rules.scoring import Span, TextKey
+from app.rules.stored_figures import figure_row
 
 log = logging.getLogger(__name__)
 # change when a figure's definition changes: every stored figure goes stale (3: the study's
@@ -98,14 +99,6 @@ def state_key(
     return key.hexdigest()
 
 
-def _row(session: Session, study: Study, include_practice: bool) -> FigureJob | None:
-    return session.scalar(
-        select(FigureJob).where(
-            FigureJob.study_id == study.id, FigureJob.include_practice.is_(include_practice)
-        )
-    )
-
-
 @dataclass
 class Fresh:
     """What the figure job's walk gathers to bring the figures current: each document's part
@@ -164,7 +157,7 @@ def bring_current(
     computed or read, the chance disorders and the models' fit reused while their inputs are
     the same) and store them; the session's read transaction is committed first."""
     started = time.monotonic()
-    row = _row(session, study, include_practice)
+    row = figure_row(session, study, include_practice)
     previous = (row.result if row is not None else None) or {}
     cache = {"chances": previous.get("chances") or {}, "pairs": previous.get("pairs") or {}}
     unitized, used = fresh.unitized.report(cache)
@@ -176,7 +169,7 @@ def bring_current(
     seconds = round(time.monotonic() - started, 3)
     session.commit()
     begin_write(session)
-    row = _row(session, study, include_practice) or FigureJob(
+    row = figure_row(session, study, include_practice) or FigureJob(
         study_id=study.id, include_practice=include_practice, status="done", attempts=0
     )
     row.result = {"unitized": unitized, "models": models, **used}
@@ -225,7 +218,7 @@ def enqueue(
     ``run_after``, default now; a no-op while a job is running, and a queued one only moves
     earlier); caller commits."""
     when = run_after or utcnow()
-    row = _row(session, study, include_practice)
+    row = figure_row(session, study, include_practice)
     if row is None:
         row = FigureJob(study_id=study.id, include_practice=include_practice, attempts=0)
         session.add(row)
@@ -261,7 +254,7 @@ def add_to_report(
     worker row (None without figures). ``key``: the work's :class:`WorkKey`."""
     if fresh is not None:
         bring_current(session, study, include_practice, key, fresh)
-    row = _row(session, study, include_practice)
+    row = figure_row(session, study, include_practice)
     result = (row.result if row is not None else None) or {}
     unitized, models = result.get("unitized") or {}, result.get("models") or {}
     agreement = report["agreement"]
@@ -282,15 +275,3 @@ def add_to_report(
     competence = models.get("workers", {})
     for row in report["workers"]:
         row["reliability"] = competence.get(row["worker_id"])
-
-
-def stored_reliability(session: Session, study: Study) -> tuple[dict[str, Any], str | None]:
-    """Each worker's stored model figures (counted work, practice left out: as last
-    computed, current or not) and when they were computed (None: never)."""
-    row = _row(session, study, False)
-    if row is None or row.result is None:
-        return {}, None
-    models = row.result.get("models") or {}
-    return dict(models.get("workers") or {}), (
-        row.finished_at.isoformat() if row.finished_at else None
-    )

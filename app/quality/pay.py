@@ -28,7 +28,7 @@ from app.annotation.session_list import session_rows
 from app.annotation.session_settings import session_rule
 from app.annotation.sessions import training
 from app.models import Assignment, Document, SegmentTime
-from app.quality.work import Work, assignment_filter
+from app.rules.work import Work, assignment_filter
 
 
 def active_seconds(db: Session, study: Any) -> dict[int, float]:

@@ -6,7 +6,7 @@ A pure function of the counted work (the spans, texts and annotated documents of
 so a queued job can call it (:mod:`app.quality.figures`).
 
 * **Unit**: a (document, segment, sentence, category): the sentences of
-  :func:`app.quality.scoring.sentence_bounds`, for every category of the taxonomy, on the
+  :func:`app.rules.scoring.sentence_bounds`, for every category of the taxonomy, on the
   documents at least two workers submitted. A worker's **label** of a unit is 1 when one of
   their spans of that category overlaps the sentence, else 0; only the workers who submitted
   the document label its units.
@@ -26,7 +26,7 @@ so a queued job can call it (:mod:`app.quality.figures`).
   units are not errors); this figure, like F1, gives them 0.
 * **posterior** of a unit: MACE's probability that it is an error (label 1). The units at
   least one worker marked are returned with theirs; those at or above a threshold are the
-  ``consensus`` export layer (app/quality/work.py, default 0.9).
+  ``consensus`` export layer (app/rules/work.py, default 0.9).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from app.quality.agreement import _prepare
-from app.quality.scoring import Span, TextKey, sentence_bounds
+from app.rules.scoring import Span, TextKey, sentence_bounds
 
 SEED = 0
 # crowd-kit starts every restart from the same point with a fixed seed (its initial spamming

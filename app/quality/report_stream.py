@@ -1,9 +1,9 @@
 """The counted work of a study for its report, a batch of whole documents at a time,
 so that its memory does not grow with the study.
 
-Four streamed statements (server-side cursors on Postgres, :func:`app.quality.work.stream`)
+Four streamed statements (server-side cursors on Postgres, :func:`app.rules.work.stream`)
 walk the counted documents in order: the documents, their segments, the live annotations
-of their submitted assignments (:func:`app.quality.work.select_work`) and their detector
+of their submitted assignments (:func:`app.rules.work.select_work`) and their detector
 suggestions. They are merged document by document and handed out in batches of at most
 :data:`BATCH_DOCUMENTS` documents or about :data:`BATCH_MARKS` annotations, so the report
 holds one batch of the study's work at a time, never all of it.
@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Document, Study, Suggestion
-from app.quality.work import (
+from app.rules.work import (
     Work,
     columns,
     document_filter,

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from app.quality.agreement import LEVELS, NORMALISED
 from app.quality.digest import lowest_first
-from app.quality.work import TRAINING_ROLES
+from app.rules.work import TRAINING_ROLES
 
 
 def _row(table: Table, *cells: Any) -> None:

@@ -4,9 +4,9 @@ not grow with the study.
 :class:`WorkerTally` takes the counted work batch by batch (:mod:`app.quality.report_stream`)
 and keeps per worker only sums: annotations, words of the documents done, the consensus
 counts (:func:`app.quality.worker_quality.consensus`), each document's suggestion and
-confident recall (merged by :func:`app.quality.scoring.merge_suggestion_recall` and
+confident recall (merged by :func:`app.rules.scoring.merge_suggestion_recall` and
 :func:`app.quality.confident.merge_confident_recall`), and their spans on gold documents
-(few: scored at the end by :func:`app.quality.scoring.precision_recall_f1`). Every figure is
+(few: scored at the end by :func:`app.rules.scoring.precision_recall_f1`). Every figure is
 the one the functions give over the whole study at once: none of them pairs spans of two
 documents.
 """
@@ -21,16 +21,16 @@ from typing import Any
 
 from app.quality.confident import confident_recall, merge_confident_recall
 from app.quality.report_stream import CountedDocument
-from app.quality.scoring import (
+from app.quality.sentences import word_count
+from app.quality.worker_quality import consensus, marks_rate, set_quality
+from app.rules.scoring import (
     Span,
     TextKey,
     merge_suggestion_recall,
     precision_recall_f1,
     suggestion_recall,
 )
-from app.quality.sentences import word_count
-from app.quality.work import in_hand, is_counted
-from app.quality.worker_quality import consensus, marks_rate, set_quality
+from app.rules.work import in_hand, is_counted
 
 CONSENSUS_KEYS = ("confirmed", "marks", "caught", "agreed")
 

@@ -1,6 +1,6 @@
 """The study report behind ``marginalia report SLUG [--json]``: built from the database.
 
-The work counts as :mod:`app.quality.work` reads it (live annotations of *submitted*
+The work counts as :mod:`app.rules.work` reads it (live annotations of *submitted*
 assignments, practice documents left out unless ``include_practice``) everywhere in the
 report; active assignments appear only in the progress counts.
 """
@@ -33,10 +33,10 @@ from app.quality.ranking import rank_rows
 from app.quality.report_stream import counted_batches
 from app.quality.report_text import format_report
 from app.quality.report_workers import WorkerTally
-from app.quality.scoring import Span, TextKey, scopes_from_taxonomy
 from app.quality.time_on_task import add_to_report
 from app.quality.vote_ranks import agreement_note
-from app.quality.work import (
+from app.rules.scoring import Span, TextKey, scopes_from_taxonomy
+from app.rules.work import (
     TRAINING_ROLES,
     Work,
     document_filter,
@@ -59,7 +59,7 @@ def study_report(
     * ``study``: ``slug``, ``title``, ``taxonomy`` (name), ``taxonomy_version``,
       ``annotators_per_doc``, ``suggestions`` (off/shown/hidden).
     Every section but ``detector`` and ``attention`` covers the documents that count
-    (:func:`app.quality.work.document_filter`: not the practice documents of a training
+    (:func:`app.rules.work.document_filter`: not the practice documents of a training
     phase unless ``include_practice``).
 
     * ``progress``: ``documents`` (count), ``practice_documents`` (in the study, counted or
@@ -76,12 +76,12 @@ def study_report(
       the worker's submitted assignments of (submitted_at - created_at) / segments; None
       without any), ``conditions`` (sorted, e.g. assisted/unassisted), ``suggestion_recall``
       (the share of *all* suggestions marked, capped by the detector's precision:
-      :func:`app.quality.scoring.suggestion_recall` over the suggestions of the documents done,
+      :func:`app.rules.scoring.suggestion_recall` over the suggestions of the documents done,
       identical suggestions from repeated detector runs counted once),
       ``confident_recall`` (recall on the confident suggestions,
       :func:`app.quality.confident.confident_recall`) and ``gold`` (None unless the worker
       did gold documents, else ``documents`` plus
-      :func:`app.quality.scoring.precision_recall_f1`'s strict ``per_category`` and
+      :func:`app.rules.scoring.precision_recall_f1`'s strict ``per_category`` and
       ``overall``, ``lenient`` and ``sentence``) and ``state``
       (:func:`app.annotation.reviews.worker_state`: rejected, screened_out, active,
       submitted or abandoned).

@@ -27,8 +27,8 @@ from app.quality.candidates import (
     group_candidates,
     paired_json,
 )
-from app.quality.scoring import Span, TextKey, precision_recall_f1, scopes_from_taxonomy
-from app.quality.work import (
+from app.rules.scoring import Span, TextKey, precision_recall_f1, scopes_from_taxonomy
+from app.rules.work import (
     ADJUDICATED,
     Work,
     columns,
@@ -186,7 +186,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
 
 
 def review_progress(session: Session, study: Study) -> list[dict[str, Any]]:
-    """Per document that counts (:mod:`app.quality.work`), in order: submitted workers,
+    """Per document that counts (:mod:`app.rules.work`), in order: submitted workers,
     review status, accepted / rejected rows."""
     work = Work()
     documents = session.execute(

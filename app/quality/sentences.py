@@ -2,7 +2,7 @@
 score (docs/METRICS.md, "Clean sentences and BooookScore").
 
 * a **word** is a match of :data:`WORD_PATTERN`: the word tokens of
-  :data:`app.quality.spans.TOKEN_PATTERN` (a word with inner apostrophes); punctuation is
+  :data:`app.rules.spans.TOKEN_PATTERN` (a word with inner apostrophes); punctuation is
   not a word;
 * a **sentence** is one of the sentences the one splitter (:mod:`app.documents.segmenting`)
   finds in a segment;
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.quality.spans import Span, TextKey, sentence_bounds, sentence_ids
+from app.rules.spans import Span, TextKey, sentence_bounds, sentence_ids
 
 WORD_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*")
 END = 1 << 62  # "to the end of the segment", for a piece of a span across segment breaks

@@ -29,7 +29,7 @@ from app.models import Annotation, FigureJob, Study, changes, utcnow
 from app.quality.digest import digest
 from app.quality.figures import enqueue, job_state
 from app.quality.reporting import study_report
-from app.quality.work import Work, select_work
+from app.rules.work import Work, select_work
 
 INLINE_ANNOTATIONS = 5000
 REFRESH_SECONDS = 30.0

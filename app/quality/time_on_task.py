@@ -21,9 +21,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Assignment, Document, Segment, SegmentTime, Study
-from app.quality.work import Work, assignment_filter, document_filter, stream
+from app.rules.work import Work, assignment_filter, document_filter, stream
 
-# The pages about a worker count their rejected work's time too (app/quality/work.py)
+# The pages about a worker count their rejected work's time too (app/rules/work.py)
 COUNTED = Work(rejected=True)
 
 
@@ -61,7 +61,7 @@ def worker_times(
     work: Work = COUNTED,
 ) -> dict[str, dict[str, Any]]:
     """Worker ID -> ``median_seconds_per_segment``, ``active_seconds`` (total), ``measured``
-    (segments counted), ``speeder``; over their assignments of ``work`` (:mod:`app.quality.work`:
+    (segments counted), ``speeder``; over their assignments of ``work`` (:mod:`app.rules.work`:
     submitted, and rejected by default; not on the practice documents of a training phase
     unless ``work.include_practice``)."""
     counting = document_filter(study, work)

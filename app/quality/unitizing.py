@@ -51,7 +51,7 @@ import numpy as np
 
 from app.quality.agreement import _prepare
 from app.quality.agreement_units import merge_ranges
-from app.quality.scoring import Span, TextKey
+from app.rules.scoring import Span, TextKey
 
 SEED = 4577
 SAMPLES = 30

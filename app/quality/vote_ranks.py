@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from app.documents.imported_work import IMPORTED_PLATFORM, VOTE_RANK
 from app.models import Assignment, Document, Study
-from app.quality.work import Work, assignment_filter
+from app.rules.work import Work, assignment_filter
 
 NOT_IAA = (
     "imported vote ranks, not annotators: worker k marks what at least k annotators marked, "

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.quality.candidates import Mark, group_candidates
-from app.quality.scoring import Span, TextKey
+from app.rules.scoring import Span, TextKey
 
 OVER_MARKING = 3.0
 GOLD, CONSENSUS, CONFIDENT = "gold documents", "other workers", "confident suggestions"

@@ -236,7 +236,7 @@ def test_paid_study_walk(app, client, live_server, pw_browser, artifacts, databa
     assert qualify_row.inner_text() == "qualification"
     assert roles == {
         "practice-1": "practice",
-        "qualify-1": "qualification",  # the training phase's roles (app/quality/work.py)
+        "qualify-1": "qualification",  # the training phase's roles (app/rules/work.py)
         "story-1": "check",
         "story-2": "check",
         "aside-1": "real",

@@ -25,8 +25,8 @@ from app.formats import (
 )
 from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
-from app.quality.work import EVERYONE, HUMANS, MIN_POSTERIOR, WORKERS, Work
 from app.researchers import accounts as auth
+from app.rules.work import EVERYONE, HUMANS, MIN_POSTERIOR, WORKERS, Work
 from app.web.admin.blueprint import bp, study_or_404
 
 

@@ -17,15 +17,15 @@ from app.documents import journey, lifecycle
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.answers import iter_answers
 from app.models import Assignment, Document, GoldError, Study
-from app.quality.work import TRAINING_ROLES, has_pass_mark, role
 from app.researchers import accounts as auth
+from app.rules.work import TRAINING_ROLES, has_pass_mark, role
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.markdown import render_markdown
 
 MAX_LISTED_DOCUMENTS = 500
 
 
-# How the Manage page names a document's role (app/quality/work.py's, one place to read it):
+# How the Manage page names a document's role (app/rules/work.py's, one place to read it):
 ROLE_LABELS = {
     "practice": "practice (answers shown, never graded)",
     "qualification": "qualification",
@@ -46,7 +46,7 @@ def role_label(role_name: str, is_gold: bool, checks: int) -> str:
 
 
 def _documents(db, study: Study) -> list[dict]:
-    """The study's documents with their role (:func:`app.quality.work.role`) and what stops
+    """The study's documents with their role (:func:`app.rules.work.role`) and what stops
     their removal (first MAX_LISTED_DOCUMENTS)."""
     checks = dict(
         db.execute(

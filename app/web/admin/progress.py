@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.detection import import_jobs
 from app.llm.runs import recent_runs
 from app.models import Annotation, Assignment, Document, FigureJob, Study, changes
-from app.quality.work import (
+from app.rules.work import (
     ACTIVE,
     SUBMITTED,
     Work,
@@ -60,7 +60,7 @@ def _in_hand_annotations(db, study: Study, work: Work) -> int:
 
 
 def _submitted_annotations(db, study: Study, work: Work) -> int:
-    """The live annotations of the counted work (:func:`app.quality.work.select_work`, the
+    """The live annotations of the counted work (:func:`app.rules.work.select_work`, the
     report's), counted once per study state.
 
     The count changes only with the study's counted work, and every such write is in its
@@ -85,7 +85,7 @@ def _submitted_annotations(db, study: Study, work: Work) -> int:
 
 def live_progress(db, study: Study, *, include_practice: bool = False) -> dict[str, Any]:
     """Cheap counts for the dashboard's polling: assignments, documents, live annotations,
-    over the documents that count (:mod:`app.quality.work`; the practice documents of a
+    over the documents that count (:mod:`app.rules.work`; the practice documents of a
     training phase only with ``include_practice``).
 
     ``fingerprint`` changes whenever anything a researcher sees on the dashboard changes;

@@ -18,8 +18,8 @@ from app.errors import Conflict, InvalidInput, MarginaliaError
 from app.models import Document
 from app.quality import adjudication
 from app.quality.review_state import adjudicated_scores, review_json, review_progress
-from app.quality.work import Work, select_documents
 from app.researchers import accounts as auth
+from app.rules.work import Work, select_documents
 from app.web.admin.blueprint import bp, study_or_404
 
 
@@ -119,7 +119,7 @@ def set_status(slug: str):
 
 
 def _counted_documents(db, study) -> list:
-    """The study's documents that count (:mod:`app.quality.work`: practice left out)."""
+    """The study's documents that count (:mod:`app.rules.work`: practice left out)."""
     return list(db.scalars(select_documents(study, Work(), Document)))
 
 

@@ -14,19 +14,19 @@ from flask import Response, abort, flash, redirect, render_template, request, ur
 from sqlalchemy import select
 
 from app.annotation import reviews, timing
+from app.annotation.assignment_scores import best_gold_f1, gold_documents, gold_f1
 from app.annotation.session_list import session_rows
 from app.annotation.session_settings import session_rule
 from app.db import begin_write, get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats.spreadsheet import safe_row
 from app.models import Annotation, Assignment, Document, Segment, Study
-from app.quality.assignment_scores import best_gold_f1, gold_documents, gold_f1
 from app.quality.attention import WITH_REJECTED, catch_rates
-from app.quality.figures import stored_reliability
 from app.quality.ranking import rank_rows
 from app.quality.time_on_task import segment_seconds, worker_times
-from app.quality.work import human_worker
 from app.researchers import accounts as auth
+from app.rules.stored_figures import stored_reliability
+from app.rules.work import human_worker
 from app.web.admin.blueprint import bp, study_or_404
 from app.web.admin.settings import render_settings, settings_saved
 

@@ -1,5 +1,5 @@
 """Scoring one assignment's live annotations: recall against the detector's suggestions,
-precision/recall/F1 against gold errors. The maths lives in :mod:`app.quality.scoring`."""
+precision/recall/F1 against gold errors. The maths lives in :mod:`app.rules.scoring`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from app.annotation import hot_sql
 from app.annotation.cache import taxonomy_of, texts_of
 from app.annotation.handle import Handle
 from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
-from app.quality.scoring import (
+from app.rules.scoring import (
     Span,
     TextKey,
     precision_recall_f1,

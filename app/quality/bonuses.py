@@ -3,10 +3,10 @@ expected-f1``): each real document a Prolific worker submitted pays ``RATE`` tim
 of its quality, summed per worker and Prolific study (docs/METRICS.md, "Sessions, time and
 pay"):
 
-* ``gold-f1``: the document's gold F1 (:func:`app.quality.assignment_scores.gold_f1`, strict);
+* ``gold-f1``: the document's gold F1 (:func:`app.annotation.assignment_scores.gold_f1`, strict);
   a document without gold pays nothing;
 * ``expected-f1``: the worker's expected F1 (the worker models as last computed,
-  :func:`app.quality.figures.stored_reliability`), the same for each of their documents; a
+  :func:`app.rules.stored_figures.stored_reliability`), the same for each of their documents; a
   worker the models did not cover gets nothing.
 
 Training documents (practice and qualification) pay nothing here; rejected and screened-out
@@ -25,12 +25,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.annotation.assignment_scores import gold_documents, gold_f1
 from app.annotation.sessions import training
 from app.errors import InvalidInput
 from app.models import Assignment, Document
-from app.quality.assignment_scores import gold_documents, gold_f1
-from app.quality.figures import stored_reliability
-from app.quality.work import Work, assignment_filter
+from app.rules.stored_figures import stored_reliability
+from app.rules.work import Work, assignment_filter
 
 FIGURES = ("gold-f1", "expected-f1")
 CENT = Decimal("0.01")

@@ -1,9 +1,9 @@
 """One-to-one span matching under the strict and lenient rules, and the sentence projection.
 
-Spans are :class:`app.quality.scoring.Span`; offsets are code points into one segment, end
+Spans are :class:`app.rules.scoring.Span`; offsets are code points into one segment, end
 exclusive. Definitions (``docs/METRICS.md`` has the same words and worked examples):
 
-* **tokens** of a segment are the matches of :data:`app.quality.spans.TOKEN_PATTERN` (a word
+* **tokens** of a segment are the matches of :data:`app.rules.spans.TOKEN_PATTERN` (a word
   with inner apostrophes, or one punctuation character); a span *covers* a token when their
   ranges intersect. **Token IoU** of two spans = |tokens covered by both| / |tokens covered
   by either|.
@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from app.quality.spans import Span, TextKey, sentence_bounds, token_bounds
+from app.rules.spans import Span, TextKey, sentence_bounds, token_bounds
 
 RULES = ("strict", "lenient")
 MIN_IOU = 0.5

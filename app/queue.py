@@ -1,5 +1,7 @@
-"""The one claim rule of the worker's two queues, imports (``import_jobs.py``) and detection
-(``jobs.py``), both kept in the database (no broker to run).
+"""The one claim rule of the worker's queues, imports (``app/detection/import_jobs.py``) and
+detection (``app/detection/jobs.py``), also claimed by the figure jobs and the LLM runs, all
+kept in the database (no broker to run). It lives below the features, beside app/db.py, so
+that every feature hands long work to the one rule without importing another feature.
 
 A job is **runnable** when it is ``queued`` and its ``run_after`` has come, or ``running``
 with its liveness time (detection: ``claimed_at``; imports: ``heartbeat_at``) older than its

@@ -1,7 +1,7 @@
 """Scores of a worker's spans: P/R/F1 against gold (strict, lenient, sentence level) and
 recall against detector suggestions.
 
-* Matching is one-to-one (:mod:`app.quality.matching`): **strict** (same category, token
+* Matching is one-to-one (:mod:`app.rules.matching`): **strict** (same category, token
   IoU ≥ 0.5; sentence IoU ≥ 0.5 for sentence-scope categories) is the rule of the
   top-level figures and of qualification; **lenient** (same category, any overlap; a
   shared sentence for sentence-scope categories) is reported beside it.
@@ -9,7 +9,7 @@ recall against detector suggestions.
   matched gold spans of c / gold spans of c (with a one-to-one matching both numerators
   are the number of matched pairs); F1 = 2PR/(P+R). Overall figures pool the counts of
   every category (micro average).
-* **Sentence level** (our sentence projection, :func:`app.quality.matching.sentence_labels`):
+* **Sentence level** (our sentence projection, :func:`app.rules.matching.sentence_labels`):
   the same P/R/F1 over (sentence, category) labels instead of spans.
 * A **suggestion is caught** when the lenient matching pairs it with a worker span (one
   worker span catches at most one suggestion). Recall over suggestions = caught / suggestions.
@@ -26,8 +26,8 @@ from dataclasses import replace
 from typing import Any
 
 from app.documents.locating import locate
-from app.quality.matching import eligible, match, sentence_labels
-from app.quality.spans import (
+from app.rules.matching import eligible, match, sentence_labels
+from app.rules.spans import (
     TOKEN_PATTERN,
     Span,
     TextKey,
@@ -100,7 +100,7 @@ def matches(
     scopes: Mapping[str, str] | None = None,
     rule: str = "lenient",
 ) -> bool:
-    """Whether the pair is eligible under ``rule`` (:func:`app.quality.matching.eligible`)."""
+    """Whether the pair is eligible under ``rule`` (:func:`app.rules.matching.eligible`)."""
     return eligible(a, b, rule, texts=texts, scopes=scopes)
 
 
@@ -252,7 +252,7 @@ def suggestion_recall(
     """How many detector suggestions the worker caught, overall and per category.
 
     A suggestion is caught when the lenient one-to-one matching pairs it with a worker
-    span (:func:`app.quality.matching.match`). Pass the
+    span (:func:`app.rules.matching.match`). Pass the
     suggestions of the documents the worker did; suggestions at the same place (document,
     segment, start, end, category), e.g. from repeated detector runs, count once (the
     first one given is kept). Returns a JSON-ready dict::
