@@ -27,17 +27,9 @@ def _give_up(job: DetectionJob, now: datetime) -> None:
 
 def claim(session: Session, worker: str) -> DetectionJob | None:
     """Take the oldest runnable job (or a stale running one) and mark it running; commits."""
-    job = queue.claim(
-        session,
-        DetectionJob,
-        worker,
-        alive=DetectionJob.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up,
+    return queue.claim_committed(
+        session, DetectionJob, worker, stale_after=STALE_AFTER, give_up=_give_up
     )
-    if job is not None:
-        session.commit()
-    return job
 
 
 def complete(session: Session, job: DetectionJob) -> None:

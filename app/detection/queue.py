@@ -77,6 +77,26 @@ def claim(
         return job
 
 
+def claim_committed(
+    session: Session,
+    model: type[Job],
+    worker: str,
+    *,
+    stale_after: timedelta,
+    give_up: Callable[[Job, datetime], None],
+) -> Job | None:
+    """:func:`claim` for a queue whose jobs show they are alive only by ``claimed_at`` (no
+    heartbeat of their own) and set no field of their own when claimed, committed at once so
+    other workers see the job taken: the claim of the detection, training, figure and LLM
+    queues, written once."""
+    job = claim(
+        session, model, worker, alive=model.claimed_at, stale_after=stale_after, give_up=give_up
+    )
+    if job is not None:
+        session.commit()
+    return job
+
+
 def is_transient(exc: BaseException) -> bool:
     """Database trouble that a later attempt may not meet (a lock, a lost connection)."""
     if isinstance(exc, OperationalError):
