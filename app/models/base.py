@@ -30,6 +30,38 @@ def isoformat(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat()
 
 
+def span_place(span: Any) -> dict[str, Any]:
+    """Where a span stands and what it says (segment, offsets, text, category) under the names
+    of :class:`SpanColumns`: every JSON body and row insert that carries a span spells these
+    five keys this one way, whatever object (a row, a suggestion, an imported span) holds them."""
+    return {
+        "segment": span.segment,
+        "start": span.start,
+        "end": span.end,
+        "text": span.text,
+        "category": span.category,
+    }
+
+
+def span_columns(columns: Any) -> tuple[Any, ...]:
+    """The :func:`span_place` five of a table with :class:`SpanColumns`' columns (its ``.c``),
+    the offsets labelled with their mapped names: a Core select of spans reads these, so its
+    rows answer to the same names as the ORM objects."""
+    return (
+        columns.segment,
+        columns.start_offset.label("start"),
+        columns.end_offset.label("end"),
+        columns.text,
+        columns.category,
+    )
+
+
+def paired_columns(columns: Any) -> tuple[Any, ...]:
+    """The earlier span a span may be paired with (:class:`SpanColumns`' ``paired_*``, its
+    end segment aside), for a Core select beside :func:`span_columns`."""
+    return (columns.paired_segment, columns.paired_start, columns.paired_end, columns.paired_text)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
