@@ -8,7 +8,6 @@ from typing import Any
 from flask import (
     flash,
     redirect,
-    render_template,
     request,
     url_for,
 )
@@ -28,7 +27,7 @@ from app.errors import InvalidInput, MarginaliaError
 from app.models import Study
 from app.researchers import access
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import TAXONOMY_DIR, bp
+from app.web.admin.blueprint import TAXONOMY_DIR, bp, render_page
 from app.web.admin.progress import study_progress
 
 
@@ -43,12 +42,11 @@ def studies():
         if (s.status == "archived") == archived
     ]
     progress = study_progress(db, rows)
-    return render_template(
+    return render_page(
         "admin/studies.html",
         archived=archived,
         studies=rows,
         progress=progress,
-        researcher=auth.current_researcher(),
     )
 
 
@@ -158,12 +156,11 @@ def new_study():
             if warning:
                 flash(f"Warning: {warning}.", "warn")
             return redirect(url_for("admin.dashboard", slug=study.slug))
-    return render_template(
+    return render_page(
         "admin/new_study.html",
         error=error,
         taxonomies=shipped_taxonomies(),
         modes=SUGGESTION_MODES,
         platforms=platforms.PLATFORMS,
         form=request.form,
-        researcher=auth.current_researcher(),
     ), 400 if error else 200
