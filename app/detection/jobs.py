@@ -7,7 +7,7 @@ document takes seconds, so it needs no heartbeat). The last error is recorded.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -20,9 +20,7 @@ from app.models import DetectionJob, utcnow
 STALE_AFTER = timedelta(minutes=15)
 
 
-def _give_up(job: DetectionJob, now: datetime) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while detecting this document {job.attempts} times"
+_give_up = queue.gave_up("detecting this document")
 
 
 def claim(session: Session, worker: str) -> DetectionJob | None:

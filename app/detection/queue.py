@@ -77,6 +77,18 @@ def claim(
         return job
 
 
+def gave_up(doing: str) -> Callable[[Any, datetime], None]:
+    """A :func:`claim` ``give_up`` for a queue that keeps its error in ``last_error``: the job
+    failed, finished now, and the message says what the worker kept stopping while doing
+    (the one wording of the detection, training, figure and LLM queues)."""
+
+    def give_up(job: Any, now: datetime) -> None:
+        job.status, job.finished_at = "failed", now
+        job.last_error = f"the worker stopped while {doing} {job.attempts} times"
+
+    return give_up
+
+
 def claim_committed(
     session: Session,
     model: type[Job],

@@ -100,9 +100,7 @@ def queue_due(session: Session) -> int:
     return queued
 
 
-def _give_up(job: DetectorTraining, now: Any) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while training {job.attempts} times"
+_give_up = queue.gave_up("training")
 
 
 def run_next(session: Session, worker: str, *, check_every: float = CHECK_EVERY) -> bool:

@@ -73,14 +73,15 @@ def queue_run(
     return run
 
 
+_stopped_annotating = queue.gave_up("annotating this document")
+
+
 def _give_up_job(job: LlmJob, now: datetime) -> None:
-    job.status, job.outcome, job.finished_at = "failed", "failed", now
-    job.last_error = f"the worker stopped while annotating this document {job.attempts} times"
+    _stopped_annotating(job, now)
+    job.outcome = "failed"
 
 
-def _give_up_run(run: LlmRun, now: datetime) -> None:
-    run.status, run.finished_at = "failed", now
-    run.last_error = f"the worker stopped while calibrating {run.attempts} times"
+_give_up_run = queue.gave_up("calibrating")
 
 
 def claim_job(session: Session, worker: str) -> LlmJob | None:

@@ -42,9 +42,7 @@ SETTLE_SECONDS = 5.0  # a study's changes settle this long before its figures ar
 REFRESH_SECONDS = served.REFRESH_SECONDS
 
 
-def _give_up(job: FigureJob, now: Any) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while computing these figures {job.attempts} times"
+_give_up = queue.gave_up("computing these figures")
 
 
 def _report(
