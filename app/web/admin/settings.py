@@ -69,16 +69,19 @@ def _training_form(form) -> dict:
     return changes
 
 
-def _save(slug: str, section: str, apply, message) -> Any:
-    """:func:`change_study` from a Settings form: back to its ``section`` with
-    ``message(db, study, result)``, or the page with the error there."""
+def _save(slug: str, section: str, message, apply) -> Any:
+    """:func:`change_study` from a Settings form: back to its ``section`` with ``message``
+    (text, or ``message(db, study, result)`` when the outcome words it), or the page with
+    the error there."""
     return change_study(
         slug,
         apply,
         lambda study, exc: render_settings(
             study, error=str(exc), section=section, status=exc.status
         ),
-        lambda db, study, result: settings_saved(slug, message(db, study, result), section),
+        lambda db, study, result: settings_saved(
+            slug, message if isinstance(message, str) else message(db, study, result), section
+        ),
     )
 
 
@@ -115,7 +118,7 @@ def update_settings(slug: str):
             **_training_form(form),
         )
 
-    return _save(slug, "platform", apply, lambda *_: "Settings saved.")
+    return _save(slug, "platform", "Settings saved.", apply)
 
 
 @bp.post("/studies/<slug>/settings/pause")
@@ -126,14 +129,14 @@ def pause_settings(slug: str):
     return _save(
         slug,
         "pause",
+        lambda _db, study, _: (
+            "Pause rule saved." if pausing.pause_rule(study) else "No pause rule."
+        ),
         lambda _db, study: pausing.configure_pause(
             study,
             after=form.get("after", ""),
             min_expected_f1=form.get("min_expected_f1"),
             min_gold_f1=form.get("min_gold_f1"),
-        ),
-        lambda _db, study, _: (
-            "Pause rule saved." if pausing.pause_rule(study) else "No pause rule."
         ),
     )
 
@@ -147,6 +150,7 @@ def session_settings_form(slug: str):
     return _save(
         slug,
         "sessions",
+        "Sessions and pay saved.",
         lambda _db, study: session_settings.configure_sessions(
             study,
             documents=form.get("documents_per_session", ""),
@@ -154,7 +158,6 @@ def session_settings_form(slug: str):
             reward=form.get("reward") or None,
             **({"currency": form["currency"]} if (form.get("reward") or "").strip() else {}),
         ),
-        lambda *_: "Sessions and pay saved.",
     )
 
 
@@ -176,4 +179,4 @@ def choose_detector(slug: str):
         )
         return f"Suggestions come from {name}; {queued} documents queued for detection."
 
-    return _save(slug, "detector", apply, message)
+    return _save(slug, "detector", message, apply)
