@@ -79,6 +79,38 @@ def claim(
         return job
 
 
+def gave_up(doing: str) -> Callable[[Any, datetime], None]:
+    """A :func:`claim` ``give_up`` for a queue that keeps its error in ``last_error``: the job
+    failed, finished now, and the message says what the worker kept stopping while doing
+    (the one wording of the detection, training, figure and LLM queues)."""
+
+    def give_up(job: Any, now: datetime) -> None:
+        job.status, job.finished_at = "failed", now
+        job.last_error = f"the worker stopped while {doing} {job.attempts} times"
+
+    return give_up
+
+
+def claim_committed(
+    session: Session,
+    model: type[Job],
+    worker: str,
+    *,
+    stale_after: timedelta,
+    give_up: Callable[[Job, datetime], None],
+) -> Job | None:
+    """:func:`claim` for a queue whose jobs show they are alive only by ``claimed_at`` (no
+    heartbeat of their own) and set no field of their own when claimed, committed at once so
+    other workers see the job taken: the claim of the detection, training, figure and LLM
+    queues, written once."""
+    job = claim(
+        session, model, worker, alive=model.claimed_at, stale_after=stale_after, give_up=give_up
+    )
+    if job is not None:
+        session.commit()
+    return job
+
+
 def is_transient(exc: BaseException) -> bool:
     """Database trouble that a later attempt may not meet (a lock, a lost connection)."""
     if isinstance(exc, OperationalError):

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.annotation import hot_sql
 from app.annotation.cache import taxonomy_of, texts_of
 from app.annotation.handle import Handle
-from app.models import Annotation, Assignment, Document, GoldError, Segment, Study
+from app.models import Annotation, Assignment, Document, GoldError, Segment, Study, span_columns
 from app.rules.scoring import (
     Span,
     TextKey,
@@ -36,14 +36,7 @@ def worker_spans(session: Session, assignment: Assignment) -> list[Span]:
     return [
         Span(doc_key, a.segment, a.start, a.end, a.category, assignment.worker_id, a.text, a.id)
         for a in session.execute(  # rows, not ORM objects
-            select(
-                Annotation.id,
-                Annotation.segment,
-                Annotation.start.label("start"),
-                Annotation.end.label("end"),
-                Annotation.category,
-                Annotation.text,
-            )
+            select(Annotation.id, *span_columns(Annotation.__table__.c))
             .where(Annotation.assignment_id == assignment.id, Annotation.removed_at.is_(None))
             .order_by(Annotation.id)
         )

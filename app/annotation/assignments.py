@@ -22,7 +22,16 @@ from app.annotation.arrival_sql import INSERT_IF_NEW
 from app.annotation.values import MAX_ID as MAX_ID
 from app.documents.text import identifier_problem, storable
 from app.errors import Conflict, InvalidInput, NotFound
-from app.models import Annotation, Assignment, Document, Study, isoformat
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    Study,
+    isoformat,
+    paired_columns,
+    span_columns,
+    span_place,
+)
 from app.rules.work import LLM_PREFIX, is_llm
 
 MAX_WORKER_ID_CHARS = 200
@@ -195,6 +204,23 @@ def require_active(status: str) -> None:
         raise Conflict(f"this assignment is {status} and can no longer be changed")
 
 
+_marks = Annotation.__table__.c
+# What :func:`annotation_json` and :func:`marks_json` read of a live mark, for the Core
+# selects that read marks back (the page's payload, an edit).
+MARK_COLUMNS = (
+    _marks.id,
+    *span_columns(_marks),
+    *paired_columns(_marks),
+    _marks.paired_end_segment,
+    _marks.comment,
+    _marks.client_id,
+    _marks.suggestion_id,
+    _marks.created_at,
+    _marks.attributes,
+    _marks.mark,
+)
+
+
 def annotation_json(annotation: Annotation) -> dict[str, Any]:
     paired = None
     if annotation.paired_segment is not None:
@@ -208,11 +234,7 @@ def annotation_json(annotation: Annotation) -> dict[str, Any]:
             paired["end_segment"] = annotation.paired_end_segment
     out = {
         "id": annotation.id,
-        "segment": annotation.segment,
-        "start": annotation.start,
-        "end": annotation.end,
-        "text": annotation.text,
-        "category": annotation.category,
+        **span_place(annotation),
         "paired": paired,
         "comment": annotation.comment,
         "client_id": annotation.client_id,

@@ -25,6 +25,7 @@ import json
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -80,6 +81,16 @@ class Bounded(Generic[Value]):
             while len(self._items) > self.max_entries or self._bytes > self.max_bytes:
                 _, (_, dropped) = self._items.popitem(last=False)
                 self._bytes -= dropped
+
+    def get_or_load(self, key: Any, load: Callable[[], tuple[Value, int]]) -> Value:
+        """The value under ``key``, or the one ``load()`` reads (with its size), put there:
+        the read-through of every cache here. Two racing misses both load; the later put
+        stays (the same value)."""
+        found = self.get(key)
+        if found is None:
+            found, size = load()
+            self.put(key, found, size)
+        return found
 
     def drop(self, key: Any) -> None:
         with self._lock:
@@ -188,14 +199,12 @@ def segment_texts(session: Any, document_id: int) -> list[str]:
 
 
 def _entry(db: Handle, document_id: int, created_at: Any) -> DocumentEntry:
-    documents = cache_of(db.engine).documents
-    key = (document_id, created_at)
-    entry = documents.get(key)
-    if entry is None:
+    def load() -> tuple[DocumentEntry, int]:
         rows = db.run(_SEGMENT_TEXTS, {"document_id": document_id}, alone=True).all()
         entry = DocumentEntry([text for (text,) in rows])
-        documents.put(key, entry, entry.size)
-    return entry
+        return entry, entry.size
+
+    return cache_of(db.engine).documents.get_or_load((document_id, created_at), load)
 
 
 def texts_of(db: Handle, document_id: int, created_at: Any) -> list[str]:
@@ -230,10 +239,8 @@ _TAXONOMY = select(Study.taxonomy).where(Study.id == bindparam("study_id"))
 
 def taxonomy_of(db: Handle, study_id: int, taxonomy_hash: str) -> Taxonomy:
     """The study's taxonomy snapshot as the actions read it (cached by its hash)."""
-    taxonomies = cache_of(db.engine).taxonomies
-    key = (study_id, taxonomy_hash)
-    known = taxonomies.get(key)
-    if known is None:
+
+    def load() -> tuple[Taxonomy, int]:
         taxonomy = db.run(_TAXONOMY, {"study_id": study_id}, alone=True).scalar()
         text = dumps(taxonomy)
         known = Taxonomy(
@@ -242,8 +249,9 @@ def taxonomy_of(db: Handle, study_id: int, taxonomy_hash: str) -> Taxonomy:
             scopes_from_taxonomy(taxonomy),
             text,
         )
-        taxonomies.put(key, known, 2 * len(text))
-    return known
+        return known, 2 * len(text)
+
+    return cache_of(db.engine).taxonomies.get_or_load((study_id, taxonomy_hash), load)
 
 
 # --- a document's share of the read ---------------------------------------------------------

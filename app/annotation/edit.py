@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, select
 
 from app.annotation import hot_sql, refusals
 from app.annotation.add import add
-from app.annotation.assignments import MAX_ID, annotation_json
+from app.annotation.assignments import MARK_COLUMNS, MAX_ID, annotation_json
 from app.annotation.claims import keys_for
 from app.annotation.handle import Handle
 from app.annotation.remove import remove
@@ -30,26 +30,7 @@ from app.models import Annotation
 
 EDIT_FIELDS = frozenset(("category", "categories", "attributes", "comment", "client_id"))
 _columns = Annotation.__table__.c
-ANNOTATION = select(
-    _columns.id,
-    _columns.segment,
-    _columns.start_offset.label("start"),
-    _columns.end_offset.label("end"),
-    _columns.text,
-    _columns.category,
-    _columns.paired_segment,
-    _columns.paired_start,
-    _columns.paired_end,
-    _columns.paired_text,
-    _columns.paired_end_segment,
-    _columns.comment,
-    _columns.client_id,
-    _columns.suggestion_id,
-    _columns.created_at,
-    _columns.attributes,
-    _columns.mark,
-    _columns.removed_at,
-).where(
+ANNOTATION = select(*MARK_COLUMNS, _columns.removed_at).where(
     _columns.id == bindparam("annotation_id"),
     _columns.assignment_id == bindparam("assignment_id"),
 )

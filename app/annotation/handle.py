@@ -84,7 +84,6 @@ class Handle(ABC):
         """``statement`` with ``params``; ``alone``: committed as it runs when no
         transaction is open."""
 
-    @abstractmethod
     def pair(
         self,
         first: Executable | None,
@@ -95,7 +94,17 @@ class Handle(ABC):
     ) -> Result:
         """``first`` (a lock or a claim: its result is not read), then ``second``, whose result
         is returned; one round trip on Postgres. ``second`` runs after ``first`` took its
-        locks, with its own (later) snapshot, so it sees every write committed before them."""
+        locks, with its own (later) snapshot, so it sees every write committed before them.
+        Without ``first``, ``second`` alone (:meth:`run`) on either database."""
+        if first is None:
+            return self.run(second, params, alone=alone)
+        return self._pair(first, second, params, alone)
+
+    @abstractmethod
+    def _pair(
+        self, first: Executable, second: Executable, params: dict[str, Any], alone: bool
+    ) -> Result:
+        """:meth:`pair` with both statements, as this database sends them."""
 
     @abstractmethod
     def later(self, statement: Executable, params: dict[str, Any]) -> None:

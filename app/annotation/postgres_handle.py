@@ -140,16 +140,9 @@ class PostgresHandle(Handle):
         cursor.execute(self._sql((statement,), alone), _bound(statement, params))
         return _result(cursor)
 
-    def pair(
-        self,
-        first: Executable | None,
-        second: Executable,
-        params: dict[str, Any],
-        *,
-        alone: bool = False,
+    def _pair(
+        self, first: Executable, second: Executable, params: dict[str, Any], alone: bool
     ) -> Result:
-        if first is None:
-            return self.run(second, params, alone=alone)
         cursor = self.dbapi.cursor()
         sql = self._sql((first, second), alone)
         cursor.execute(sql, _bound(second, _bound(first, params)))

@@ -40,7 +40,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation.qualification import qualification
-from app.models import Assignment, PracticeCheck
+from app.models import Assignment, PracticeCheck, span_place
 from app.rules.matching import match
 from app.rules.scoring import Span
 
@@ -80,11 +80,7 @@ def payload(session: Session, assignment: Assignment) -> dict[str, Any]:
 def _describe(span: Span, categories: dict[str, dict[str, Any]]) -> dict[str, Any]:
     category = categories.get(span.category, {})
     return {
-        "segment": span.segment,
-        "start": span.start,
-        "end": span.end,
-        "text": span.text,
-        "category": span.category,
+        **span_place(span),
         "label": category.get("label", span.category),
     }
 

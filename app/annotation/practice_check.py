@@ -25,7 +25,15 @@ from app.annotation.handle import Handle
 from app.annotation.practice import feedback
 from app.annotation.qualification import qualification
 from app.errors import Conflict, NotFound
-from app.models import Annotation, Assignment, Document, GoldError, PracticeCheck, Study
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    GoldError,
+    PracticeCheck,
+    Study,
+    span_columns,
+)
 from app.rules.scoring import Span
 
 MAX_SEGMENT = 2**31 - 1
@@ -59,26 +67,26 @@ STORE = text(
     "VALUES (:assignment_id, :segment, :feedback, :now) "
     "ON CONFLICT (assignment_id, segment) DO NOTHING RETURNING id"
 ).bindparams(bindparam("feedback", type_=JSON), bindparam("now", type_=DateTime(timezone=True)))
+
+
+def _segment_spans(columns: Any, owner: str, counted: Any) -> Any:
+    """The spans of one segment of ``owner`` (a bound id column) that ``counted`` keeps, in
+    offset order: the gold errors and the worker's marks are compared on the same terms."""
+    return (
+        select(columns.id, *span_columns(columns))
+        .where(
+            columns[owner] == bindparam(owner),
+            columns.segment == bindparam("segment"),
+            counted,
+        )
+        .order_by(columns.start_offset, columns.id)
+    )
+
+
 _g = GoldError.__table__.c
-GOLD = (
-    select(_g.id, _g.segment, _g.start_offset, _g.end_offset, _g.category, _g.text)
-    .where(
-        _g.document_id == bindparam("document_id"),
-        _g.segment == bindparam("segment"),
-        _g.is_check.is_(False),
-    )
-    .order_by(_g.start_offset, _g.id)
-)
+GOLD = _segment_spans(_g, "document_id", _g.is_check.is_(False))
 _n = Annotation.__table__.c
-MARKS = (
-    select(_n.id, _n.segment, _n.start_offset, _n.end_offset, _n.category, _n.text)
-    .where(
-        _n.assignment_id == bindparam("assignment_id"),
-        _n.segment == bindparam("segment"),
-        _n.removed_at.is_(None),
-    )
-    .order_by(_n.start_offset, _n.id)
-)
+MARKS = _segment_spans(_n, "assignment_id", _n.removed_at.is_(None))
 
 
 def check(db: Handle, token: str, segment: int) -> dict[str, Any]:
@@ -106,11 +114,11 @@ def check(db: Handle, token: str, segment: int) -> dict[str, Any]:
     key = row.external_id
     document = {"document_id": row.document_id, "segment": segment}
     gold = [
-        Span(key, e.segment, e.start_offset, e.end_offset, e.category, "gold", e.text, e.id)
+        Span(key, e.segment, e.start, e.end, e.category, "gold", e.text, e.id)
         for e in db.run(GOLD, document).all()
     ]
     marks = [
-        Span(key, a.segment, a.start_offset, a.end_offset, a.category, "worker", a.text, a.id)
+        Span(key, a.segment, a.start, a.end, a.category, "worker", a.text, a.id)
         for a in db.run(MARKS, keys).all()
     ]
     answer = feedback(

@@ -21,14 +21,24 @@ from typing import Any, cast
 
 from sqlalchemy import bindparam, select
 
-from app.annotation.assignments import NO_SUCH_TOKEN, TOKEN_PATTERN, marks_json
+from app.annotation.assignments import MARK_COLUMNS, NO_SUCH_TOKEN, TOKEN_PATTERN, marks_json
 from app.annotation.cache import DocumentPart, document_part, dumps, taxonomy_of
 from app.annotation.handle import Handle
 from app.annotation.hint_events import pick_shown
 from app.annotation.qualification import qualification
 from app.crowd.platforms import hint_limits
 from app.errors import NotFound
-from app.models import Annotation, Assignment, Document, PracticeCheck, Study, Suggestion
+from app.models import (
+    Annotation,
+    Assignment,
+    Document,
+    PracticeCheck,
+    Study,
+    Suggestion,
+    paired_columns,
+    span_columns,
+    span_place,
+)
 
 _assignments = Assignment.__table__.c
 _studies = Study.__table__.c
@@ -62,25 +72,7 @@ ASSIGNMENT = (
     .where(_assignments.token == bindparam("token"))
 )
 ANNOTATIONS = (
-    select(
-        _annotations_t.id,
-        _annotations_t.segment,
-        _annotations_t.start_offset.label("start"),
-        _annotations_t.end_offset.label("end"),
-        _annotations_t.text,
-        _annotations_t.category,
-        _annotations_t.paired_segment,
-        _annotations_t.paired_start,
-        _annotations_t.paired_end,
-        _annotations_t.paired_text,
-        _annotations_t.paired_end_segment,
-        _annotations_t.comment,
-        _annotations_t.client_id,
-        _annotations_t.suggestion_id,
-        _annotations_t.created_at,
-        _annotations_t.attributes,
-        _annotations_t.mark,
-    )
+    select(*MARK_COLUMNS)
     .where(
         _annotations_t.assignment_id == bindparam("assignment_id"),
         _annotations_t.removed_at.is_(None),
@@ -90,17 +82,10 @@ ANNOTATIONS = (
 SUGGESTIONS = (
     select(
         _suggestions_t.id,
-        _suggestions_t.segment,
-        _suggestions_t.start_offset.label("start"),
-        _suggestions_t.end_offset.label("end"),
-        _suggestions_t.text,
-        _suggestions_t.category,
+        *span_columns(_suggestions_t),
         _suggestions_t.score,
         _suggestions_t.reason,
-        _suggestions_t.paired_segment,
-        _suggestions_t.paired_start,
-        _suggestions_t.paired_end,
-        _suggestions_t.paired_text,
+        *paired_columns(_suggestions_t),
     )
     .where(
         _suggestions_t.document_id == bindparam("document_id"),
@@ -138,11 +123,7 @@ def _suggestions(db: Handle, row: Any, study: Study) -> list[dict[str, Any]]:
     return [
         {
             "id": s.id,
-            "segment": s.segment,
-            "start": s.start,
-            "end": s.end,
-            "text": s.text,
-            "category": s.category,
+            **span_place(s),
             "score": s.score,
             "reason": s.reason or "",
             "paired": None

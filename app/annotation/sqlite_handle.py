@@ -38,16 +38,10 @@ class SQLiteHandle(Handle):
         rows = result.all() if result.returns_rows else []
         return Result(rows, result.rowcount)
 
-    def pair(
-        self,
-        first: Executable | None,
-        second: Executable,
-        params: dict[str, Any],
-        *,
-        alone: bool = False,
+    def _pair(
+        self, first: Executable, second: Executable, params: dict[str, Any], alone: bool
     ) -> Result:
-        if first is not None:
-            self.connection.execute(first, params)
+        self.connection.execute(first, params)
         return self.run(second, params)
 
     def later(self, statement: Executable, params: dict[str, Any]) -> None:

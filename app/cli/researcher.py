@@ -63,27 +63,16 @@ def researcher_set_role(email: str, role: str) -> None:
 @with_app
 def researcher_list() -> None:
     """Every researcher: e-mail, role, state, studies owned, API keys, last login."""
-    from sqlalchemy import func, select
-
     from app.db import session_scope
-    from app.models import ApiKey, isoformat
+    from app.models import isoformat
     from app.researchers.accounts import list_researchers
 
     with session_scope() as session:
-        live_keys = dict(
-            session.execute(
-                select(ApiKey.researcher_id, func.count())
-                .where(ApiKey.revoked_at.is_(None))
-                .group_by(ApiKey.researcher_id)
-            ).all()
-        )
         click.echo("email\trole\tstate\tstudies\tkeys\tlast_login")
-        for row, owned in list_researchers(session):
+        for row, owned, keys in list_researchers(session):
             state = "disabled" if row.disabled_at is not None else "active"
             last = isoformat(row.last_login_at) or "never"
-            click.echo(
-                f"{row.email}\t{row.role}\t{state}\t{owned}\t{live_keys.get(row.id, 0)}\t{last}"
-            )
+            click.echo(f"{row.email}\t{row.role}\t{state}\t{owned}\t{keys}\t{last}")
 
 
 def _set_disabled(email: str, disabled: bool) -> None:

@@ -7,7 +7,7 @@ document takes seconds, so it needs no heartbeat). The last error is recorded.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -20,24 +20,14 @@ from app.models import DetectionJob, utcnow
 STALE_AFTER = timedelta(minutes=15)
 
 
-def _give_up(job: DetectionJob, now: datetime) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while detecting this document {job.attempts} times"
+_give_up = queue.gave_up("detecting this document")
 
 
 def claim(session: Session, worker: str) -> DetectionJob | None:
     """Take the oldest runnable job (or a stale running one) and mark it running; commits."""
-    job = queue.claim(
-        session,
-        DetectionJob,
-        worker,
-        alive=DetectionJob.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up,
+    return queue.claim_committed(
+        session, DetectionJob, worker, stale_after=STALE_AFTER, give_up=_give_up
     )
-    if job is not None:
-        session.commit()
-    return job
 
 
 def complete(session: Session, job: DetectionJob) -> None:

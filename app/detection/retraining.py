@@ -100,9 +100,7 @@ def queue_due(session: Session) -> int:
     return queued
 
 
-def _give_up(job: DetectorTraining, now: Any) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while training {job.attempts} times"
+_give_up = queue.gave_up("training")
 
 
 def run_next(session: Session, worker: str, *, check_every: float = CHECK_EVERY) -> bool:
@@ -111,17 +109,11 @@ def run_next(session: Session, worker: str, *, check_every: float = CHECK_EVERY)
     if time.monotonic() - _last_check[0] >= check_every:
         _last_check[0] = time.monotonic()
         queue_due(session)
-    job = queue.claim(
-        session,
-        DetectorTraining,
-        worker,
-        alive=DetectorTraining.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up,
+    job = queue.claim_committed(
+        session, DetectorTraining, worker, stale_after=STALE_AFTER, give_up=_give_up
     )
     if job is None:
         return False
-    session.commit()
     job_id = job.id
     try:
         model_id = _train(session, job.study_id)

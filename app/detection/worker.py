@@ -25,7 +25,15 @@ from app.detection.clusters import stored_clusters
 from app.detection.importing import NlpLoader
 from app.detection.learned_models import detector_for
 from app.llm import steps as llm_steps
-from app.models import DetectionJob, DetectorVersion, Document, Study, Suggestion, changes
+from app.models import (
+    DetectionJob,
+    DetectorVersion,
+    Document,
+    Study,
+    Suggestion,
+    changes,
+    span_place,
+)
 from app.quality.figure_jobs import queue_changed
 from app.quality.figure_jobs import run_next as run_figures
 from app.queue import is_transient
@@ -41,11 +49,7 @@ def store_suggestions(session: Session, document: Document, rows: list[Any]) -> 
     session.add_all(
         Suggestion(
             document_id=document.id,
-            segment=r.segment,
-            start=r.start,
-            end=r.end,
-            text=r.text,
-            category=r.category,
+            **span_place(r),
             score=float(r.score),
             detector=r.detector,
             detector_version=r.detector_version,

@@ -23,7 +23,7 @@ from app.documents.locating import crossing_text, locate, locate_antecedent
 from app.documents.records import DocumentInput, GoldSpan, ImportedSpan
 from app.documents.text import storable
 from app.errors import InvalidInput
-from app.models import Annotation, Assignment, Study, Suggestion, utcnow
+from app.models import Annotation, Assignment, Study, Suggestion, span_place, utcnow
 
 IMPORTED_PLATFORM = "import"
 CHUNK_ROWS = 5000
@@ -236,11 +236,7 @@ def store_imported_work(
         suggestions.extend(
             {
                 "document_id": document_id,
-                "segment": s.segment,
-                "start": s.start,
-                "end": s.end,
-                "text": s.text,
-                "category": s.category,
+                **span_place(s),
                 "score": s.score,
                 "detector": s.detector[:100],
                 "detector_version": "imported",
@@ -291,11 +287,7 @@ def _inserted(session: Session, model: Any, rows: list[dict]) -> list[int]:
 def _annotation(span: ImportedSpan, number: int, moment) -> dict:
     paired = span.paired
     return {
-        "segment": span.segment,
-        "start": span.start,
-        "end": span.end,
-        "text": span.text,
-        "category": span.category,
+        **span_place(span),
         "paired_segment": paired[0] if paired else None,
         "paired_start": paired[1] if paired else None,
         "paired_end": paired[2] if paired else None,

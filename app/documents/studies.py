@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db import begin_write
@@ -16,7 +16,7 @@ from app.documents.storing import ImportResult, prepare_import, store_prepared
 from app.documents.taxonomy import load_taxonomy, taxonomy_hash
 from app.documents.text import storable, text_problem
 from app.errors import InvalidInput, NotFound
-from app.models import Document, Study
+from app.models import Document, Segment, Study
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,19 @@ def get_study(session: Session, slug: str) -> Study:
     if study is None:
         raise NotFound(f"no study {slug!r}")
     return study
+
+
+def segments_per_document(session: Session, study: Study) -> dict[int, int]:
+    """Each of the study's documents' number of segments, by document id (the report's
+    progress and time per segment, the assignment rows' export)."""
+    return dict(
+        session.execute(
+            select(Segment.document_id, func.count())
+            .join(Document, Document.id == Segment.document_id)
+            .where(Document.study_id == study.id)
+            .group_by(Segment.document_id)
+        ).all()
+    )
 
 
 def find_document(session: Session, study: Study, external_id: Any) -> Document:

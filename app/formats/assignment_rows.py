@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from app.annotation.assignment_scores import gold_documents, gold_f1
 from app.annotation.reviews import reviews
 from app.documents.journey import answers_by_assignment
+from app.documents.studies import segments_per_document
 from app.models import (
     Annotation,
     Assignment,
     Document,
-    Segment,
     Study,
     SuggestionEvent,
     isoformat,
@@ -91,14 +91,7 @@ def _counts(session: Session, study: Study) -> tuple[dict, dict, dict]:
         .group_by(SuggestionEvent.assignment_id, SuggestionEvent.event)
     ):
         events[aid][event] = n
-    segments = dict(
-        session.execute(
-            select(Segment.document_id, func.count())
-            .join(Document, Document.id == Segment.document_id)
-            .where(Document.study_id == study.id)
-            .group_by(Segment.document_id)
-        ).all()
-    )
+    segments = segments_per_document(session, study)
     return live, events, segments
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from app.formats.records import (
     DocumentInput,
     Problem,
-    document_id,
     document_meta,
+    keyed_documents,
     segment_list,
     segment_text,
 )
@@ -26,11 +26,9 @@ def looks_like(data: Any) -> bool:
 def parse(data: Any, problem: Problem) -> list[DocumentInput]:
     from app.entities import strip_entity_markup
 
-    if not isinstance(data, dict):
-        raise problem('falte format must be {"doc-id": {"sentences": [...]}}')
     documents = []
-    for raw_id, body in data.items():
-        doc = document_id(raw_id, problem)
+    shape = 'falte format must be {"doc-id": {"sentences": [...]}}'
+    for doc, body in keyed_documents(data, problem, shape):
         if not isinstance(body, dict) or "sentences" not in body:
             raise problem('must be an object with "sentences"', doc)
         raw_segments = segment_list(body["sentences"], problem, doc)

@@ -7,6 +7,7 @@ as one :class:`InvalidInput` message naming the file, document and segment.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from app.documents.records import (
@@ -67,6 +68,15 @@ def document_id(value: Any, problem: Problem) -> str:
     if bad:
         raise problem(f"document id {doc!r} {bad}")
     return doc
+
+
+def keyed_documents(data: Any, problem: Problem, shape: str) -> Iterator[tuple[str, Any]]:
+    """Each (checked document ID, body) of a file keyed by document ID (``{"doc-id": body}``,
+    the falte and SNaC layouts); ``shape`` words the layout when ``data`` is not an object."""
+    if not isinstance(data, dict):
+        raise problem(shape)
+    for raw_id, body in data.items():
+        yield document_id(raw_id, problem), body
 
 
 def document_meta(value: Any, problem: Problem, doc: str) -> dict[str, Any]:

@@ -16,7 +16,13 @@ from sqlalchemy.orm import Session
 from app.documents.records import gold_problem
 from app.formats import json_stream
 from app.formats.annotated import annotated_documents
-from app.formats.records import DocumentInput, GoldSpan, Problem, document_id, segment_text
+from app.formats.records import (
+    DocumentInput,
+    GoldSpan,
+    Problem,
+    keyed_documents,
+    segment_text,
+)
 from app.models import Study
 from app.rules.work import Work
 
@@ -66,11 +72,9 @@ def gold_errors(errors: Any, problem: Problem, doc: str, index: int) -> list[Gol
 
 
 def parse(data: Any, problem: Problem) -> list[DocumentInput]:
-    if not isinstance(data, dict):
-        raise problem('snac format must be {"doc-id": {"0": {"text": ..., "errors": [...]}}}')
     documents = []
-    for raw_id, body in data.items():
-        doc = document_id(raw_id, problem)
+    shape = 'snac format must be {"doc-id": {"0": {"text": ..., "errors": [...]}}}'
+    for doc, body in keyed_documents(data, problem, shape):
         if not isinstance(body, dict) or not body:
             raise problem('must be an object of segments {"0": {"text": ...}}', doc)
         try:

@@ -73,29 +73,22 @@ def queue_run(
     return run
 
 
+_stopped_annotating = queue.gave_up("annotating this document")
+
+
 def _give_up_job(job: LlmJob, now: datetime) -> None:
-    job.status, job.outcome, job.finished_at = "failed", "failed", now
-    job.last_error = f"the worker stopped while annotating this document {job.attempts} times"
+    _stopped_annotating(job, now)
+    job.outcome = "failed"
 
 
-def _give_up_run(run: LlmRun, now: datetime) -> None:
-    run.status, run.finished_at = "failed", now
-    run.last_error = f"the worker stopped while calibrating {run.attempts} times"
+_give_up_run = queue.gave_up("calibrating")
 
 
 def claim_job(session: Session, worker: str) -> LlmJob | None:
     """The oldest runnable document job, marked running and committed."""
-    job = queue.claim(
-        session,
-        LlmJob,
-        worker,
-        alive=LlmJob.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up_job,
+    return queue.claim_committed(
+        session, LlmJob, worker, stale_after=STALE_AFTER, give_up=_give_up_job
     )
-    if job is not None:
-        session.commit()
-    return job
 
 
 def anything_to_do(session: Session) -> bool:
@@ -125,17 +118,9 @@ def release_finished(session: Session) -> int:
 
 def claim_run(session: Session, worker: str) -> LlmRun | None:
     """The oldest run due its calibration, marked running and committed."""
-    run = queue.claim(
-        session,
-        LlmRun,
-        worker,
-        alive=LlmRun.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up_run,
+    return queue.claim_committed(
+        session, LlmRun, worker, stale_after=STALE_AFTER, give_up=_give_up_run
     )
-    if run is not None:
-        session.commit()
-    return run
 
 
 def end_job(session: Session, job_id: int, outcome: str, **fields: Any) -> None:

@@ -6,7 +6,15 @@ Offsets are Unicode code-point offsets into a segment's plain text, end exclusiv
 """
 
 from app.models.accounts import ApiKey, LoginFailure, Researcher, StudyCollaborator
-from app.models.base import NAMING_CONVENTION, Base, isoformat, utcnow
+from app.models.base import (
+    NAMING_CONVENTION,
+    Base,
+    isoformat,
+    paired_columns,
+    span_columns,
+    span_place,
+    utcnow,
+)
 from app.models.changes import WorkChange
 from app.models.detection import (
     ConsensusUnit,
@@ -65,5 +73,8 @@ __all__ = [
     "WorkChange",
     "WorkSession",
     "isoformat",
+    "paired_columns",
+    "span_columns",
+    "span_place",
     "utcnow",
 ]

@@ -21,10 +21,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, QueueColumns, utcnow
+from app.models.base import Base, PairedColumns, PlaceColumns, QueueColumns, utcnow
 
 
-class Suggestion(Base):
+class Suggestion(PlaceColumns, PairedColumns, Base):
     """A span the detector suspects, in one segment, under one of the study's categories."""
 
     __tablename__ = "suggestions"
@@ -33,19 +33,10 @@ class Suggestion(Base):
     document_id: Mapped[int] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), index=True
     )
-    segment: Mapped[int] = mapped_column(Integer)
-    start: Mapped[int] = mapped_column("start_offset", Integer)
-    end: Mapped[int] = mapped_column("end_offset", Integer)
-    text: Mapped[str] = mapped_column(Text)
-    category: Mapped[str] = mapped_column(String(100))
     score: Mapped[float] = mapped_column(Float, default=1.0)
     detector: Mapped[str] = mapped_column(String(100))
     detector_version: Mapped[str] = mapped_column(String(100))
     reason: Mapped[str | None] = mapped_column(Text)
-    paired_segment: Mapped[int | None] = mapped_column(Integer)
-    paired_start: Mapped[int | None] = mapped_column(Integer)
-    paired_end: Mapped[int | None] = mapped_column(Integer)
-    paired_text: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

@@ -12,10 +12,10 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, utcnow
+from app.models.base import Base, QueueColumns, utcnow
 
 
-class LlmRun(Base):
+class LlmRun(QueueColumns, Base):
     """One ``marginalia llm annotate`` (or the Settings page's button): an annotator over
     some documents of a study, then its calibration.
 
@@ -36,15 +36,9 @@ class LlmRun(Base):
     status: Mapped[str] = mapped_column(String(20), default="waiting", index=True)
     calibration: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     last_error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class LlmJob(Base):
+class LlmJob(QueueColumns, Base):
     """One document of a run. ``outcome``: ``annotated`` (its marks stored and the assignment
     submitted), ``skipped`` (the annotator had submitted it before) or ``failed`` (why in
     ``last_error``). Counts: ``marks`` stored, ``unlocated`` / ``ambiguous`` quotes,
@@ -59,7 +53,6 @@ class LlmJob(Base):
     document_id: Mapped[int] = mapped_column(
         ForeignKey("documents.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
     outcome: Mapped[str | None] = mapped_column(String(20))
     marks: Mapped[int] = mapped_column(Integer, default=0)
     unlocated: Mapped[int] = mapped_column(Integer, default=0)
@@ -76,12 +69,6 @@ class LlmJob(Base):
     answer_completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     answer_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     last_error: Mapped[str | None] = mapped_column(Text)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    claimed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    claimed_by: Mapped[str | None] = mapped_column(String(200))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class LlmAnswer(Base):

@@ -32,6 +32,7 @@ from app.models import (
     GoldError,
     changes,
     isoformat,
+    span_place,
     utcnow,
 )
 from app.quality.candidates import PAIRED_FIELDS, Candidate
@@ -409,11 +410,7 @@ def promote(session: Session, document: Document) -> int:
         session.add(
             GoldError(
                 document_id=document.id,
-                segment=row.segment,
-                start=row.start,
-                end=row.end,
-                text=row.text,
-                category=row.category,
+                **span_place(row),
                 votes=1,
                 antecedents=[row.paired_text] if row.paired_text is not None else [],
             )

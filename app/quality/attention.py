@@ -61,15 +61,21 @@ def min_catch_rate(study: Study) -> float | None:
     return None if value is None else float(value)
 
 
+def study_gold(session: Session, study: Study, *, checks: bool) -> Any:
+    """The study's gold errors in id order: its attention checks (``checks``) or the gold
+    errors that score workers; the two never mix (docs/METRICS.md)."""
+    return session.scalars(
+        select(GoldError)
+        .join(Document, GoldError.document_id == Document.id)
+        .where(Document.study_id == study.id, GoldError.is_check.is_(checks))
+        .order_by(GoldError.id)
+    )
+
+
 def _check_spans(session: Session, study: Study) -> dict[int, list[Span]]:
     """The study's attention checks by document id."""
     checks: dict[int, list[Span]] = defaultdict(list)
-    for err in session.scalars(
-        select(GoldError)
-        .join(Document, GoldError.document_id == Document.id)
-        .where(Document.study_id == study.id, GoldError.is_check.is_(True))
-        .order_by(GoldError.id)
-    ):
+    for err in study_gold(session, study, checks=True):
         key = str(err.document_id)
         checks[err.document_id].append(
             Span(key, err.segment, err.start, err.end, err.category, "check", err.text, err.id)

@@ -40,8 +40,8 @@ from app.quality.unitizing import (
     SEED,
     Unit,
     _solver_output_dropped,
+    continuum_of,
     dissimilarity,
-    pygamma_classes,
 )
 
 MAX_SAMPLES = 2_000  # pygamma's precision rule, bounded (a figure of a few units varies most)
@@ -134,14 +134,7 @@ def alignment_part(units: Sequence[Unit], annotators: Sequence[str]) -> list[flo
             for name in annotators
         )
         return [two_alignment(a, b), len(units)]
-    from pyannote.core import Segment as Interval
-
-    _, Continuum = pygamma_classes()
-    continuum = Continuum()
-    for annotator in annotators:
-        continuum.add_annotator(annotator)
-    for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
-        continuum.add(u.annotator, Interval(u.start, u.end), u.category)
+    continuum = continuum_of(units, annotators)
     with _quiet():
         alignment = _aligned(continuum, dissimilarity())
         total = float(alignment.disorder) * continuum.avg_num_annotations_per_annotator

@@ -42,9 +42,7 @@ SETTLE_SECONDS = 5.0  # a study's changes settle this long before its figures ar
 REFRESH_SECONDS = served.REFRESH_SECONDS
 
 
-def _give_up(job: FigureJob, now: Any) -> None:
-    job.status, job.finished_at = "failed", now
-    job.last_error = f"the worker stopped while computing these figures {job.attempts} times"
+_give_up = queue.gave_up("computing these figures")
 
 
 def _report(
@@ -93,17 +91,11 @@ def run_next(session: Session, worker: str) -> bool:
     """Claim one figure job and run it (the study's report with its figures brought
     current); False when none is runnable. A failure is recorded and retried after a
     backoff; figures left partial by the time budget queue the job again at once."""
-    job = queue.claim(
-        session,
-        FigureJob,
-        worker,
-        alive=FigureJob.claimed_at,
-        stale_after=STALE_AFTER,
-        give_up=_give_up,
+    job = queue.claim_committed(
+        session, FigureJob, worker, stale_after=STALE_AFTER, give_up=_give_up
     )
     if job is None:
         return False
-    session.commit()
     job_id, study_id, practice = job.id, job.study_id, job.include_practice
     try:
         partial = False

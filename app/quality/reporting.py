@@ -15,18 +15,18 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.annotation.reviews import worker_states
+from app.documents.studies import segments_per_document
 from app.models import (
     Assignment,
     DetectorVersion,
     Document,
-    GoldError,
     Segment,
     Study,
     Suggestion,
 )
 from app.quality import figures
 from app.quality.agreement import Agreement, groups_from_taxonomy
-from app.quality.attention import attention_report
+from app.quality.attention import attention_report, study_gold
 from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import confident_thresholds, gold_precision
 from app.quality.ranking import rank_rows
@@ -128,14 +128,7 @@ def study_report(
     counting = set(session.scalars(select_documents(study, work, Document.id)))
     counted = [doc for doc in documents if doc.id in counting]
     external = {doc.id: doc.external_id for doc in documents}
-    segment_counts: dict[int, int] = dict(
-        session.execute(
-            select(Segment.document_id, func.count())
-            .join(Document, Segment.document_id == Document.id)
-            .where(Document.study_id == study.id)
-            .group_by(Segment.document_id)
-        ).all()
-    )
+    segment_counts = segments_per_document(session, study)
 
     # assignments of the documents that count (every status: progress), as plain rows
     assignments = session.execute(
@@ -244,12 +237,7 @@ def gold_documents(
     attention checks), their gold spans and their texts: a few documents, kept whole."""
     external = {doc.id: doc.external_id for doc in documents}
     gold: dict[str, list[Span]] = defaultdict(list)
-    for err in session.scalars(
-        select(GoldError)
-        .join(Document, GoldError.document_id == Document.id)
-        .where(Document.study_id == study.id, GoldError.is_check.is_(False))
-        .order_by(GoldError.id)
-    ):
+    for err in study_gold(session, study, checks=False):
         doc = external[err.document_id]
         gold[doc].append(
             Span(doc, err.segment, err.start, err.end, err.category, "gold", err.text, err.id)

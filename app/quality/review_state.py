@@ -19,6 +19,7 @@ from app.models import (
     Study,
     Suggestion,
     isoformat,
+    span_place,
 )
 from app.quality.candidates import (
     PAIRED_FIELDS,
@@ -173,11 +174,7 @@ def review_json(session: Session, document: Document) -> dict[str, Any]:
         "suggestions": [
             {
                 "id": s.id,
-                "segment": s.segment,
-                "start": s.start,
-                "end": s.end,
-                "text": s.text,
-                "category": s.category,
+                **span_place(s),
                 "score": s.score,
             }
             for s in suggestions

@@ -190,20 +190,27 @@ def dissimilarity() -> Any:
     return CombinedCategoricalDissimilarity(alpha=1, beta=1)
 
 
-def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
-    """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
-    ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
-    if len(annotators) < 2 or not units:
-        return None
+def continuum_of(units: Sequence[Unit], annotators: Sequence[str]) -> Any:
+    """pygamma's ``Continuum`` of ``units``, added in one sorted order: γ and a document's
+    part of the corpus figure must read the same continuum, or their alignments (and so their
+    disorders) could differ by the order units were added in."""
     from pyannote.core import Segment as Interval
 
     _, Continuum = pygamma_classes()
-
     continuum = Continuum()
     for annotator in annotators:
         continuum.add_annotator(annotator)
     for u in sorted(units, key=lambda u: (u.annotator, u.start, u.end, u.category)):
         continuum.add(u.annotator, Interval(u.start, u.end), u.category)
+    return continuum
+
+
+def gamma(units: Sequence[Unit], annotators: Sequence[str]) -> dict[str, Any] | None:
+    """γ of ``units`` through pygamma-agreement (seeded; see the module docstring):
+    ``{"gamma", "low", "high", "samples"}``, or None when undefined."""
+    if len(annotators) < 2 or not units:
+        return None
+    continuum = continuum_of(units, annotators)
     np.random.seed(SEED)
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)  # "CBC solver not installed. Using GLPK." per sample

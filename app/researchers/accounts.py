@@ -21,7 +21,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from app.db import session_scope
 from app.documents.text import storable
 from app.errors import InvalidInput
-from app.models import Researcher, Study, utcnow
+from app.models import ApiKey, Researcher, Study, utcnow
 
 EMAIL_PATTERN = re.compile(r"^[^@\s]+@[^@\s]+$")
 MIN_PASSWORD_CHARS = 10
@@ -146,17 +146,18 @@ def delete_researcher(session: Session, email: str, reassign_to: str | None = No
     return len(owned)
 
 
-def list_researchers(session: Session) -> list[tuple[Researcher, int]]:
-    """Every researcher with the number of studies they own, by e-mail."""
-    owned = dict(
-        session.execute(
-            select(Study.owner_id, func.count())
-            .where(Study.owner_id.is_not(None))
-            .group_by(Study.owner_id)
-        ).all()
-    )
+def _count_by(session: Session, key: Any, counted: Any) -> dict[Any, int]:
+    """How many rows that ``counted`` keeps hold each value of ``key``."""
+    return dict(session.execute(select(key, func.count()).where(counted).group_by(key)).all())
+
+
+def list_researchers(session: Session) -> list[tuple[Researcher, int, int]]:
+    """Every researcher with the number of studies they own and of their live (not revoked)
+    API keys, by e-mail."""
+    owned = _count_by(session, Study.owner_id, Study.owner_id.is_not(None))
+    keys = _count_by(session, ApiKey.researcher_id, ApiKey.revoked_at.is_(None))
     researchers = session.scalars(select(Researcher).order_by(Researcher.email))
-    return [(r, owned.get(r.id, 0)) for r in researchers]
+    return [(r, owned.get(r.id, 0), keys.get(r.id, 0)) for r in researchers]
 
 
 def authenticate(db: Session, email: str, password: str) -> Researcher | None:

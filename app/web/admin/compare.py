@@ -18,13 +18,12 @@ from typing import Any
 
 from flask import jsonify, render_template, request
 
-from app.db import get_session
 from app.documents.numbers import whole_number
 from app.errors import InvalidInput
 from app.models import Study
 from app.quality.compare_text import as_figure, ci_parts, describe, p_value, system_name
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, session_and_study
 
 WEB_RESAMPLES = 2_000
 
@@ -93,8 +92,7 @@ def compare_page(slug: str):
     from app.quality.compare import compare_systems, default_min_workers
     from app.quality.compare_plot import figure_bytes
 
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     categories = (study.taxonomy or {}).get("categories", [])
     labels = {c["id"]: c["label"] for c in categories}
     error, result, figure = None, None, None
@@ -129,6 +127,5 @@ def compare_page(slug: str):
 def compare_json(slug: str):
     from app.quality.compare import compare_systems
 
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     return jsonify(compare_systems(db, study, resamples=WEB_RESAMPLES, **_options(study)))

@@ -9,7 +9,6 @@ from flask import (
     flash,
     jsonify,
     redirect,
-    render_template,
     request,
     url_for,
 )
@@ -22,7 +21,13 @@ from app.quality.report_text import fixed
 from app.researchers import access
 from app.researchers import accounts as auth
 from app.web import charts
-from app.web.admin.blueprint import MAX_GRID_DOCUMENTS, bp, study_or_404
+from app.web.admin.blueprint import (
+    MAX_GRID_DOCUMENTS,
+    bp,
+    render_page,
+    session_and_study,
+    study_or_404,
+)
 from app.web.admin.progress import live_progress
 
 # numbers on the researchers' pages: ``value|fixed(2)``, never "-0.00" (report_text.fixed)
@@ -151,7 +156,7 @@ def render_dashboard(
     categories = study.taxonomy.get("categories", [])
     chart_svgs = _charts(report, categories)
     labels = {c["id"]: c["label"] for c in categories}
-    body = render_template(
+    body = render_page(
         "admin/dashboard.html",
         study=study,
         report=report,
@@ -171,7 +176,6 @@ def render_dashboard(
         upload_error=upload_error,
         sharing_error=sharing_error,
         sharing=sharing_summary(db, study),
-        researcher=auth.current_researcher(),
         downloads=DOWNLOADS,
         include_practice=practice,
         pay=time_and_pay(db, study),
@@ -188,8 +192,7 @@ def dashboard(slug: str):
 @bp.get("/studies/<slug>/progress.json")
 @auth.login_required
 def progress_json(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     return jsonify(live_progress(db, study, include_practice=include_practice()))
 
 
@@ -198,8 +201,7 @@ def progress_json(slug: str):
 def report_json(slug: str):
     from app.quality.served import is_small, served_report, stored_text
 
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     if is_small(db, study):
         report, served = served_report(db, study, include_practice=include_practice())
         return jsonify({**report, "served": served})

@@ -12,7 +12,6 @@ from flask import (
     stream_with_context,
 )
 
-from app.db import get_session
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import (
     ASSIGNMENT_FORMATS,
@@ -27,7 +26,7 @@ from app.formats.bundles import zip_stream
 from app.formats.rows import check_columns
 from app.researchers import accounts as auth
 from app.rules.work import EVERYONE, HUMANS, MIN_POSTERIOR, WORKERS, Work
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, session_and_study
 
 
 def _flag(name: str) -> bool:
@@ -70,8 +69,7 @@ def file_name(slug: str, work: Work) -> str:
 def export(slug: str, fmt: str):
     if fmt not in EXPORT_FORMATS:
         abort(404)
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     mimetype, extension, _ = DOWNLOADS[fmt]
     try:
         work = work_from_args()

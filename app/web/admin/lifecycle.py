@@ -8,18 +8,26 @@ missing study); every change is a CSRF-checked POST.
 
 from __future__ import annotations
 
-from flask import Response, flash, redirect, render_template, request, url_for
+from typing import Any
+
+from flask import Response, flash, redirect, request, url_for
 from sqlalchemy import func, select
 
 from app.crowd.returns import REASONS, return_codes, set_return_code
-from app.db import begin_write, get_session
+from app.db import get_session
 from app.documents import journey, lifecycle
-from app.errors import InvalidInput, MarginaliaError
+from app.errors import InvalidInput
 from app.formats.answers import iter_answers
 from app.models import Assignment, Document, GoldError, Study
 from app.researchers import accounts as auth
 from app.rules.work import TRAINING_ROLES, has_pass_mark, role
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import (
+    bp,
+    change_study,
+    render_page,
+    session_and_study,
+    study_or_404,
+)
 from app.web.markdown import render_markdown
 
 MAX_LISTED_DOCUMENTS = 500
@@ -84,7 +92,7 @@ def _documents(db, study: Study) -> list[dict]:
 def render_manage(study: Study, *, error: str | None = None, section: str = "", status=200):
     db = get_session()
     counts = db.scalar(select(func.count()).where(Document.study_id == study.id)) or 0
-    body = render_template(
+    body = render_page(
         "admin/manage.html",
         study=study,
         documents=_documents(db, study),
@@ -97,7 +105,6 @@ def render_manage(study: Study, *, error: str | None = None, section: str = "", 
         actions=lifecycle.ACTIONS,
         error=error,
         error_section=section,
-        researcher=auth.current_researcher(),
     )
     return body, status
 
@@ -112,18 +119,17 @@ def _change(slug: str, section: str, apply, message: str, *, on_settings: bool =
     ``on_settings``) with the error if refused."""
     from app.web.admin.settings import render_settings, settings_saved
 
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
     page = render_settings if on_settings else render_manage
-    try:
-        apply(db, study)
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return page(study, error=str(exc), section=section, status=exc.status)
-    if on_settings:
-        return settings_saved(slug, message, section)
-    return _done(slug, message, f"#{section}")
+    return change_study(
+        slug,
+        apply,
+        lambda study, exc: page(study, error=str(exc), section=section, status=exc.status),
+        lambda *_: (
+            settings_saved(slug, message, section)
+            if on_settings
+            else _done(slug, message, f"#{section}")
+        ),
+    )
 
 
 @bp.get("/studies/<slug>/manage")
@@ -148,20 +154,22 @@ def change_status(slug: str):
 @bp.post("/studies/<slug>/delete")
 @auth.login_required
 def delete(slug: str):
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
-    try:
-        counts = lifecycle.delete_study(db, study, request.form.get("confirm", ""))
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_manage(study, error=str(exc), section="delete", status=exc.status)
-    flash(
-        f"Study {slug} deleted ({counts['documents']} documents, "
-        f"{counts['assignments']} assignments).",
-        "ok",
+    def deleted(_db, _study, counts: dict) -> Any:
+        flash(
+            f"Study {slug} deleted ({counts['documents']} documents, "
+            f"{counts['assignments']} assignments).",
+            "ok",
+        )
+        return redirect(url_for("admin.studies"))
+
+    return change_study(
+        slug,
+        lambda db, study: lifecycle.delete_study(db, study, request.form.get("confirm", "")),
+        lambda study, exc: render_manage(
+            study, error=str(exc), section="delete", status=exc.status
+        ),
+        deleted,
     )
-    return redirect(url_for("admin.studies"))
 
 
 @bp.post("/studies/<slug>/documents/remove")
@@ -233,13 +241,12 @@ def worker_preview(slug: str):
     first practice document (with a pass mark; then the qualification documents, named), the
     first real document, the questionnaires.
     Nothing is stored and no slot is taken."""
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     practice = _first(db, study, gold=True, practice=True) if has_pass_mark(study) else None
     graded = _first(db, study, gold=True) if has_pass_mark(study) else None
     document = _first(db, study, gold=False)
     definition = journey.definition(study)
-    return render_template(
+    return render_page(
         "admin/worker_preview.html",
         study=study,
         consent=render_markdown(definition.get("consent")),
@@ -251,15 +258,13 @@ def worker_preview(slug: str):
         document=document,
         segments=[s.text for s in document.segments] if document else [],
         journey=definition,
-        researcher=auth.current_researcher(),
     )
 
 
 @bp.get("/studies/<slug>/answers.csv")
 @auth.login_required
 def answers_csv(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     body = "".join(iter_answers(db, study, "csv"))
     return Response(
         body,

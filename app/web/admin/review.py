@@ -9,7 +9,9 @@ document is named by ``?document=`` (ids are untrusted text, any characters).
 
 from __future__ import annotations
 
-from flask import flash, jsonify, redirect, render_template, request, url_for
+from typing import Any
+
+from flask import flash, jsonify, redirect, request, url_for
 
 from app.db import begin_write, get_session
 from app.documents.numbers import MAX_ID, finite_number, whole_number
@@ -20,7 +22,7 @@ from app.quality import adjudication
 from app.quality.review_state import adjudicated_scores, review_json, review_progress
 from app.researchers import accounts as auth
 from app.rules.work import Work, select_documents
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, change_study, render_page, session_and_study, study_or_404
 
 
 def _who() -> str:
@@ -34,11 +36,10 @@ def _document(db, study):
 
 def _review_list(db, study, plan=None, min_workers: int = 2, status: int = 200, min_posterior=None):
     rows = review_progress(db, study)
-    return render_template(
+    return render_page(
         "admin/review_list.html",
         study=study,
         rows=rows,
-        researcher=auth.current_researcher(),
         counts={s: sum(1 for r in rows if r["status"] == s) for s in adjudication.STATUSES},
         plan=plan,
         min_workers=min_workers,
@@ -57,24 +58,21 @@ def review_list(slug: str):
 @bp.get("/studies/<slug>/review/document")
 @auth.login_required
 def review_page(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     document = _document(db, study)
     categories = study.taxonomy.get("categories", [])
-    return render_template(
+    return render_page(
         "admin/review.html",
         study=study,
         document=document,
         categories=categories,
-        researcher=auth.current_researcher(),
     )
 
 
 @bp.get("/studies/<slug>/review/state.json")
 @auth.login_required
 def review_state(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     return jsonify(review_json(db, _document(db, study)))
 
 
@@ -196,18 +194,19 @@ def auto_accept_document(slug: str):
 @bp.post("/studies/<slug>/review/promote")
 @auth.login_required
 def promote(slug: str):
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
-    try:
+    def apply(db, study) -> tuple[str, int]:
         document = _document(db, study)
-        count = adjudication.promote(db, document)
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
+        return document.external_id, adjudication.promote(db, document)
+
+    def refused(_study, exc: MarginaliaError) -> Any:
         flash(str(exc), "error")
         return redirect(url_for("admin.review_list", slug=slug))
-    flash(f"{document.external_id} is a gold document now, with {count} errors.", "ok")
-    return redirect(url_for("admin.review_list", slug=slug))
+
+    def promoted(_db, _study, done: tuple[str, int]) -> Any:
+        flash(f"{done[0]} is a gold document now, with {done[1]} errors.", "ok")
+        return redirect(url_for("admin.review_list", slug=slug))
+
+    return change_study(slug, apply, refused, promoted)
 
 
 @bp.get("/studies/<slug>/review/scores.json")

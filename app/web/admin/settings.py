@@ -6,26 +6,28 @@ error above the section that refused the change."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, request, url_for
+from typing import Any
+
+from flask import flash, redirect, request, url_for
 
 from app.annotation import pausing, session_settings, timing
 from app.crowd import platforms
 from app.crowd.returns import REASONS, return_codes
-from app.db import begin_write, get_session
+from app.db import get_session
 from app.detection import learned_models
 from app.documents import journey
 from app.documents.numbers import MAX_ID, whole_number
-from app.errors import InvalidInput, MarginaliaError
+from app.errors import InvalidInput
 from app.llm.annotators import annotators
 from app.models import Study
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, change_study, render_page, study_or_404
 from app.web.admin.dashboard import worker_links
 
 
 def render_settings(study: Study, *, error: str | None = None, section: str = "", status=200):
     db = get_session()
-    body = render_template(
+    body = render_page(
         "admin/settings.html",
         study=study,
         settings=platforms.describe(study),
@@ -39,7 +41,6 @@ def render_settings(study: Study, *, error: str | None = None, section: str = ""
         links=worker_links(study),
         error=error,
         error_section=section,
-        researcher=auth.current_researcher(),
         detector_models=learned_models.models_of(db, study),
         chosen_model=learned_models.chosen_model(db, study),
         llm_annotators=annotators(study),
@@ -68,13 +69,28 @@ def _training_form(form) -> dict:
     return changes
 
 
+def _save(slug: str, section: str, message, apply) -> Any:
+    """:func:`change_study` from a Settings form: back to its ``section`` with ``message``
+    (text, or ``message(db, study, result)`` when the outcome words it), or the page with
+    the error there."""
+    return change_study(
+        slug,
+        apply,
+        lambda study, exc: render_settings(
+            study, error=str(exc), section=section, status=exc.status
+        ),
+        lambda db, study, result: settings_saved(
+            slug, message if isinstance(message, str) else message(db, study, result), section
+        ),
+    )
+
+
 @bp.post("/studies/<slug>/settings")
 @auth.login_required
 def update_settings(slug: str):
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
     form = request.form
-    try:
+
+    def apply(_db, study: Study) -> None:
         minutes_raw = (form.get("abandon_after_minutes") or "").strip()
         f1_raw = (form.get("qualification_f1") or "").strip()
         attempts_raw = (form.get("qualification_attempts") or "").strip()
@@ -101,33 +117,28 @@ def update_settings(slug: str):
             **({"hints": form["hints"]} if form.get("hints") else {}),
             **_training_form(form),
         )
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_settings(study, error=str(exc), section="platform", status=exc.status)
-    return settings_saved(slug, "Settings saved.", "platform")
+
+    return _save(slug, "platform", "Settings saved.", apply)
 
 
 @bp.post("/studies/<slug>/settings/pause")
 @auth.login_required
 def pause_settings(slug: str):
     """The pause rule (app/annotation/pausing.py): both bars empty remove it."""
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
     form = request.form
-    try:
-        pausing.configure_pause(
+    return _save(
+        slug,
+        "pause",
+        lambda _db, study, _: (
+            "Pause rule saved." if pausing.pause_rule(study) else "No pause rule."
+        ),
+        lambda _db, study: pausing.configure_pause(
             study,
             after=form.get("after", ""),
             min_expected_f1=form.get("min_expected_f1"),
             min_gold_f1=form.get("min_gold_f1"),
-        )
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_settings(study, error=str(exc), section="pause", status=exc.status)
-    rule = pausing.pause_rule(study)
-    return settings_saved(slug, "Pause rule saved." if rule else "No pause rule.", "pause")
+        ),
+    )
 
 
 @bp.post("/studies/<slug>/settings/sessions")
@@ -135,22 +146,19 @@ def pause_settings(slug: str):
 def session_settings_form(slug: str):
     """Documents per session, a shorter session, the reward per session
     (app/annotation/session_settings.py): an empty reward removes it."""
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
     form = request.form
-    try:
-        session_settings.configure_sessions(
+    return _save(
+        slug,
+        "sessions",
+        "Sessions and pay saved.",
+        lambda _db, study: session_settings.configure_sessions(
             study,
             documents=form.get("documents_per_session", ""),
             shorter=form.get("allow_shorter_session") == "1",
             reward=form.get("reward") or None,
             **({"currency": form["currency"]} if (form.get("reward") or "").strip() else {}),
-        )
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_settings(study, error=str(exc), section="sessions", status=exc.status)
-    return settings_saved(slug, "Sessions and pay saved.", "sessions")
+        ),
+    )
 
 
 @bp.post("/studies/<slug>/settings/detector")
@@ -158,18 +166,17 @@ def session_settings_form(slug: str):
 def choose_detector(slug: str):
     """The suggestion model: the worker's own detector, or one of the study's stored learned
     models (``marginalia study detector``); its documents are queued for detection again."""
-    db = begin_write(get_session())
-    study = study_or_404(db, slug)
     raw = (request.form.get("model") or "").strip()
-    try:
+
+    def apply(db, study: Study) -> int:
         model = whole_number(raw, "the model", 1, MAX_ID) if raw else None
-        queued = learned_models.use_model(db, study, model)
-        db.commit()
-    except MarginaliaError as exc:
-        db.rollback()
-        return render_settings(study, error=str(exc), section="detector", status=exc.status)
-    chosen = learned_models.chosen_model(db, study)
-    name = "the shipped detector" if chosen is None else f"model {chosen.name} ({chosen.version})"
-    return settings_saved(
-        slug, f"Suggestions come from {name}; {queued} documents queued for detection.", "detector"
-    )
+        return learned_models.use_model(db, study, model)
+
+    def message(db, study: Study, queued: int) -> str:
+        chosen = learned_models.chosen_model(db, study)
+        name = (
+            "the shipped detector" if chosen is None else f"model {chosen.name} ({chosen.version})"
+        )
+        return f"Suggestions come from {name}; {queued} documents queued for detection."
+
+    return _save(slug, "detector", message, apply)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from flask import (
     flash,
     redirect,
-    render_template,
     request,
     url_for,
 )
@@ -28,7 +28,7 @@ from app.errors import InvalidInput, MarginaliaError
 from app.models import Study
 from app.researchers import access
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import TAXONOMY_DIR, bp
+from app.web.admin.blueprint import TAXONOMY_DIR, bp, render_page
 from app.web.admin.progress import study_progress
 
 
@@ -43,12 +43,11 @@ def studies():
         if (s.status == "archived") == archived
     ]
     progress = study_progress(db, rows)
-    return render_template(
+    return render_page(
         "admin/studies.html",
         archived=archived,
         studies=rows,
         progress=progress,
-        researcher=auth.current_researcher(),
     )
 
 
@@ -56,14 +55,22 @@ def shipped_taxonomies() -> list[str]:
     return sorted(p.name for p in TAXONOMY_DIR.glob("*.yaml"))
 
 
-def _int_field(name: str, label: str, default: int) -> int:
+def _form_number(name: str, default: Any, parse: Any, wrong: Callable[[str], str]) -> Any:
+    """The form's field ``name`` read by ``parse`` (``int``, ``float``), ``default`` when
+    empty; text ``parse`` refuses is bad input worded by ``wrong(text)``."""
     raw = (request.form.get(name) or "").strip()
     if not raw:
         return default
     try:
-        return int(raw)
+        return parse(raw)
     except ValueError:
-        raise InvalidInput(f"{label} must be a whole number, not {raw!r}") from None
+        raise InvalidInput(wrong(raw)) from None
+
+
+def _int_field(name: str, label: str, default: int) -> int:
+    return _form_number(
+        name, default, int, lambda raw: f"{label} must be a whole number, not {raw!r}"
+    )
 
 
 def _taxonomy_from_form() -> tuple[dict[str, Any] | None, Path | None]:
@@ -85,13 +92,9 @@ def _taxonomy_from_form() -> tuple[dict[str, Any] | None, Path | None]:
 
 
 def _number(name: str, label: str) -> float | None:
-    raw = (request.form.get(name) or "").strip()
-    if not raw:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidInput(f"{label} must be a number, not {raw[:40]!r}") from None
+    return _form_number(
+        name, None, float, lambda raw: f"{label} must be a number, not {raw[:40]!r}"
+    )
 
 
 def _common_settings() -> dict[str, Any]:
@@ -158,12 +161,11 @@ def new_study():
             if warning:
                 flash(f"Warning: {warning}.", "warn")
             return redirect(url_for("admin.dashboard", slug=study.slug))
-    return render_template(
+    return render_page(
         "admin/new_study.html",
         error=error,
         taxonomies=shipped_taxonomies(),
         modes=SUGGESTION_MODES,
         platforms=platforms.PLATFORMS,
         form=request.form,
-        researcher=auth.current_researcher(),
     ), 400 if error else 200

@@ -13,12 +13,12 @@ import zipfile
 from flask import flash, redirect, request, url_for
 from werkzeug.utils import secure_filename
 
-from app.db import begin_write, get_session
+from app.db import begin_write
 from app.detection import import_jobs
 from app.errors import InvalidInput, MarginaliaError
 from app.formats import IMPORT_FORMATS, checked_source
 from app.researchers import accounts as auth
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, session_and_study
 from app.web.admin.dashboard import render_dashboard
 
 
@@ -40,8 +40,7 @@ def _sentences_per_segment(raw: str) -> int | None:
 def upload_documents(slug: str):
     """Queue an uploaded document file for import (the formats and messages of ``marginalia
     import``, shown on the dashboard when the worker has read the file)."""
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     upload = request.files.get("file")  # read before the write lock is taken
     try:
         if upload is None or not upload.filename:

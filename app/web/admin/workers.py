@@ -10,7 +10,7 @@ import io
 from collections import Counter, defaultdict
 from typing import Any
 
-from flask import Response, abort, flash, redirect, render_template, request, url_for
+from flask import Response, abort, flash, redirect, request, url_for
 from sqlalchemy import select
 
 from app.annotation import reviews, timing
@@ -27,7 +27,7 @@ from app.quality.time_on_task import segment_seconds, worker_times
 from app.researchers import accounts as auth
 from app.rules.stored_figures import stored_reliability
 from app.rules.work import human_worker
-from app.web.admin.blueprint import bp, study_or_404
+from app.web.admin.blueprint import bp, render_page, session_and_study, study_or_404
 from app.web.admin.settings import render_settings, settings_saved
 
 DONE_MESSAGES = {
@@ -122,15 +122,14 @@ def _state_filter() -> str | None:
 @bp.get("/studies/<slug>/workers")
 @auth.login_required
 def workers(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     state = _state_filter()
     rows = worker_rows(db, study)
     by_id = request.args.get("sort") == "id"  # else the default: by rank
     if by_id:
         rows.sort(key=lambda row: row["worker_id"])
     sessions = session_rows(db, study)
-    return render_template(
+    return render_page(
         "admin/workers.html",
         study=study,
         sessions=sessions,
@@ -144,7 +143,6 @@ def workers(slug: str):
         state=state,
         models_at=stored_reliability(db, study)[1],
         time_settings=timing.describe(study),
-        researcher=auth.current_researcher(),
     )
 
 
@@ -152,8 +150,7 @@ def workers(slug: str):
 @auth.login_required
 def workers_csv(slug: str):
     """One row per worker (``?state=screened_out``: the IDs to screen out on Prolific)."""
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     state = _state_filter()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -216,8 +213,7 @@ def worker_spans(db, assignment_ids: list[int]) -> dict[int, list[dict[str, Any]
 @bp.get("/studies/<slug>/worker")
 @auth.login_required
 def worker(slug: str):
-    db = get_session()
-    study = study_or_404(db, slug)
+    db, study = session_and_study(slug)
     worker_id = request.args.get("id", "")
     row = next((r for r in worker_rows(db, study) if r["worker_id"] == worker_id), None)
     if row is None:
@@ -232,7 +228,7 @@ def worker(slug: str):
     scored = gold_documents(db, study)
     spans = worker_spans(db, [a.id for a, _ in assignments])
     labels = {c["id"]: c.get("label") or c["id"] for c in study.taxonomy.get("categories", [])}
-    return render_template(
+    return render_page(
         "admin/worker.html",
         study=study,
         row=row,
@@ -249,7 +245,6 @@ def worker(slug: str):
         ],
         labels=labels,
         log=reviews.action_log(db, study, worker_id),
-        researcher=auth.current_researcher(),
     )
 
 
