@@ -15,6 +15,7 @@ from app.db import session_scope
 from app.models import Document, Study
 from tests.conftest import BACKENDS, make_database_url, make_study
 from tests.helpers import annotation_body, api_add, open_token, run_import_worker
+from tests.llm_annotating import add_annotator
 from tests.routes import requests
 
 PASSWORD = "a long enough password"
@@ -225,7 +226,7 @@ def test_admin_sees_every_study_and_unowned_studies_only_admins(app, alice_study
 # What a study's routes read besides the slug: a real document of alpha (the review pages and
 # their writes look it up before anything else; the removal of one a worker annotated is
 # refused, not done), a real worker (the worker page), a format the export knows.
-STUDY_SAMPLES = {"slug": "alpha", "fmt": "csv"}
+STUDY_SAMPLES = {"slug": "alpha", "fmt": "csv", "name": "gpt"}  # name: the LLM annotator
 STUDY_QUERY = {"document": "secret-doc", "id": "w-alpha"}
 STUDY_FORM = {"document_id": "secret-doc"}
 
@@ -239,6 +240,8 @@ def test_every_study_route_answers_404_to_a_researcher_without_access(app, alice
     token = open_token(worker, "w-alpha", "secret-doc", "alpha")
     body = annotation_body(0, "unpublished", "CharE", texts=["Alice's unpublished text."])
     assert api_add(worker, token, body).status_code == 201
+    # an LLM annotator of the study, so that its pages' rules reach their view for Alice
+    add_annotator(app, "alpha", "http://127.0.0.1:9/v1", name=STUDY_SAMPLES["name"])
     routes = requests(app, "/admin", STUDY_SAMPLES, needs="slug")
     assert len(routes) >= 39, [url for _, _, url in routes]
     bob = logged_in(app, BOB)

@@ -101,7 +101,10 @@ def test_the_researcher_sees_sessions_pay_and_one_gold_f1(app, client, admin):
     assert re.search(r'id="hourly-rate">18\.00 GBP<', pay)
     workers = admin.get("/admin/studies/demo/workers").get_data(as_text=True)
     states = dict(
-        re.findall(r'<tr data-session="\d+" data-worker="(\w+)" data-state="(\w+)"', workers)
+        re.findall(
+            r'<tr data-session="\d+" data-session-worker="(\w+)" data-session-state="(\w+)"',
+            workers,
+        )
     )
     assert states == {"p1": "finished", "p2": "finished", "p3": "returned"}
     counts = re.search(r'id="session-states">(.*?)</p>', workers, re.S).group(1)

@@ -262,7 +262,7 @@ def test_sessions_of_three_documents(app, live_server, pw_browser, artifacts, da
     log_in(page, base, EMAIL, PASSWORD)
     page.goto(f"{base}/admin/studies/demo/workers")
     states = {
-        row.get_attribute("data-worker"): row.get_attribute("data-state")
+        row.get_attribute("data-session-worker"): row.get_attribute("data-session-state")
         for row in page.locator("#sessions-table tbody tr").all()
     }
     assert states == {"pA": "finished", "pB": "returned", "pC": "finished"}
