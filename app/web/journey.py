@@ -129,7 +129,7 @@ PLATFORM_NAMES = {
 }
 
 
-def screened_out_page(session, study: Study, worker_id: str, platform: str, assignment=None):
+def screened_out_page(study: Study, platform: str, assignment=None):
     """The training phase's end for a worker who did not reach the pass mark: the study's
     screen-out return (:func:`app.crowd.platforms.screen_out_url`), never real work. The
     page says failed, never the score: a score is an oracle a worker could question again
@@ -162,7 +162,7 @@ def refusal_page(session, study: Study, arrival: platforms.Arrival, exc, *, trie
     if isinstance(exc, ScreenedOut):  # out of practice attempts: the platform's screen-out
         # (practice work submitted before screened_out existed gets the status now)
         screen_out(session, study, arrival.worker_id)
-        answer = screened_out_page(session, study, arrival.worker_id, arrival.platform)
+        answer = screened_out_page(study, arrival.platform)
         session.commit()
         return answer
     if isinstance(exc, NoDocumentsLeft) and is_demo(study):

@@ -227,9 +227,7 @@ def done(token: str):
     study = assignment.study
     use_study(study)
     if assignment.status == "screened_out":  # the screen-out return, never a code
-        answer = journey.screened_out_page(
-            session, study, assignment.worker_id, assignment.platform, assignment
-        )
+        answer = journey.screened_out_page(study, assignment.platform, assignment)
         session.commit()
         return answer
     if assignment.status != "submitted":
@@ -246,13 +244,10 @@ def done(token: str):
                 state=state,
                 rule=qualification(study),
                 practice=assignment.document.is_practice,
-                score=(assignment.scores or {}).get("gold", {}).get("overall", {}),
                 next_url=url_for("pages.next_document", token=token),
             )
             return journey.worker_page(body, 200, study, assignment)
-        answer = journey.screened_out_page(
-            session, study, assignment.worker_id, assignment.platform, assignment
-        )
+        answer = journey.screened_out_page(study, assignment.platform, assignment)
         session.commit()
         return answer
     found = sessions.give_code_when_due(handle_of(session), assignment)
