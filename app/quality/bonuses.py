@@ -10,9 +10,11 @@ pay"):
   worker the models did not cover gets nothing.
 
 Training documents (practice and qualification) pay nothing here; rejected and screened-out
-work neither. Each worker's sum is rounded to the cent (half up); a worker whose sum is 0 is
-left out (Prolific takes no zero bonus). The command prints this table and the total before
-anything is sent, and pays only when run again with ``--confirm TOTAL`` naming that total.
+work neither: the counted-work rule (:func:`app.rules.work.assignment_filter`) leaves them
+out, and nothing here decides it again. Each worker's sum is rounded to the cent (half up); a
+worker whose sum is 0 is left out (Prolific takes no zero bonus). The command prints this
+table and the total before anything is sent, and pays only when run again with ``--confirm
+TOTAL`` naming that total.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.annotation.assignment_scores import gold_documents, gold_f1
-from app.annotation.sessions import training
 from app.errors import InvalidInput
 from app.models import Assignment, Document
 from app.rules.stored_figures import stored_reliability
@@ -53,11 +54,11 @@ def document_bonuses(
     if by not in FIGURES:
         raise InvalidInput(f"--by must be one of {', '.join(FIGURES)}")
     query = (
-        select(Assignment, Document.is_gold)
+        select(Assignment)
         .join(Document, Document.id == Assignment.document_id)
         .where(
             Assignment.platform == "prolific",
-            *assignment_filter(study, Work()),  # the real documents submitted
+            *assignment_filter(study, Work()),  # the real documents submitted: no training one
         )
         .order_by(Assignment.worker_id, Assignment.id)
     )
@@ -65,12 +66,9 @@ def document_bonuses(
         query = query.where(Assignment.worker_id.in_(workers))
     gold = gold_documents(session, study)
     models, _ = stored_reliability(session, study)
-    in_training = training(study)
     found: dict[tuple[str, str], Bonus] = {}
     sums: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
-    for assignment, is_gold in session.execute(query).all():
-        if is_gold and in_training:
-            continue
+    for assignment in session.scalars(query).all():
         where = (assignment.worker_id, (assignment.platform_data or {}).get("study_id") or "")
         if by == "gold-f1":
             figure = gold_f1(session, assignment, gold)

@@ -5,8 +5,9 @@ median session, so a researcher can set the documents per session and the reward
 hourly rate (Prolific asks for one).
 
 * **Per document**: each real document done (an assignment ``submitted`` or ``rejected`` of a
-  document that is not a training document) with any measured time: its active seconds
-  summed over its segments. The median of those, in minutes.
+  document that is not a training document: the counted-work rule,
+  :func:`app.rules.work.assignment_filter`, decides it alone) with any measured time: its
+  active seconds summed over its segments. The median of those, in minutes.
 * **Per session**: each finished session (:mod:`app.annotation.session_list`) with any
   measured time: the active seconds of every assignment in it summed (the training phase and
   a document left open included: the participant spent that time in the session). The
@@ -26,7 +27,6 @@ from sqlalchemy.orm import Session
 
 from app.annotation.session_list import session_rows
 from app.annotation.session_settings import session_rule
-from app.annotation.sessions import training
 from app.models import Assignment, Document, SegmentTime
 from app.rules.work import Work, assignment_filter
 
@@ -50,15 +50,12 @@ def _minutes(values: list[float]) -> float | None:
 def time_and_pay(db: Session, study: Any) -> dict[str, Any]:
     """The figures of the module's docstring, as the dashboard shows them."""
     seconds = active_seconds(db, study)
-    in_training = training(study)
-    done = db.execute(
-        select(Assignment.id, Document.is_gold)
+    done = db.scalars(  # done: submitted or rejected later; the training phase left out there
+        select(Assignment.id)
         .join(Document, Document.id == Assignment.document_id)
-        .where(*assignment_filter(study, Work(rejected=True)))  # done: submitted or rejected later
+        .where(*assignment_filter(study, Work(rejected=True)))
     ).all()
-    per_document = [
-        seconds[row.id] for row in done if row.id in seconds and not (row.is_gold and in_training)
-    ]
+    per_document = [seconds[assignment] for assignment in done if assignment in seconds]
     per_session = []
     for row in session_rows(db, study):
         measured = [seconds[a] for a in row.assignments if a in seconds]
