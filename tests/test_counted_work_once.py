@@ -3,8 +3,9 @@ assignment's status, a document's practice flag or an annotation's removal which
 study data. A scan of ``app/`` with ``ast`` finds every such comparison, in SQL
 (``Assignment.status == …``, ``.in_(…)``, ``Document.is_practice.is_(…)``,
 ``Annotation.removed_at.is_(None)``) or in Python on rows already read (``a.status ==
-"submitted"``, ``status in ("active", "submitted")``); a module outside the allow-list
-below fails the test with the line. The modules allowed are those whose job is the
+"submitted"``, ``status in ("active", "submitted")``), and whether a gold document is the
+training phase (a call to ``training``, ``has_pass_mark`` or ``qualification``; ``row.is_gold
+and …``); a module outside the allow-list below fails the test with the line. The modules allowed are those whose job is the
 assignment's lifecycle itself (what a worker may do next, not what the study's figures
 count), each named with its reason.
 """
@@ -18,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 STATUSES = {"submitted", "active", "rejected", "screened_out", "abandoned", "returned"}
 COUNTING = {"submitted", "active"}  # what counts, and the work in hand
 FILTERS = {"in_", "not_in", "notin_", "is_", "is_not", "isnot", "__eq__", "__ne__"}
+# whether a study's gold documents are its training phase: asking it is deciding what counts
+TRAINING_TESTS = {"training", "has_pass_mark", "qualification"}
 
 ALLOWED = {
     "app/rules/work.py": "the one reader of the counted work",
@@ -57,7 +60,12 @@ def _is_status_constant(node: ast.AST, statuses: set[str] = COUNTING) -> bool:
 
 
 def _decides(node: ast.AST) -> bool:
-    """Whether ``node`` filters by status, practice or removal."""
+    """Whether ``node`` filters by status, practice or removal: the training phase included,
+    asked in SQL or in Python (a call to the pass-mark test, or ``… is_gold and …``)."""
+    if isinstance(node, ast.Call) and _names(node.func)[-1:] in [[n] for n in TRAINING_TESTS]:
+        return True
+    if isinstance(node, ast.BoolOp) and any(_names(v)[-1:] == ["is_gold"] for v in node.values):
+        return True
     if isinstance(node, ast.Compare):
         sides = [node.left, *node.comparators]
         if any(_is_status_constant(side) for side in sides):
@@ -112,7 +120,9 @@ def test_the_allow_list_names_modules_that_exist_and_still_need_it():
 
 
 def test_the_scan_finds_what_it_is_for():
-    """Each kind of filter the reviewer found outside work.py is caught."""
+    """Each kind of filter the reviewer found outside work.py is caught, the Python skip of
+    training documents pay and the bonuses once kept behind the counted-work rule among
+    them."""
     samples = [
         'select(Annotation).where(Assignment.status == "submitted")',
         'query.where(Assignment.status.in_(("submitted", "rejected")))',
@@ -120,6 +130,9 @@ def test_the_scan_finds_what_it_is_for():
         "query.where(Annotation.removed_at.is_(None))",
         'done = [a for a in rows if a.status == "submitted"]',
         'ok = status in ("active", "submitted")',
+        "real = [s for r in rows if not (r.is_gold and in_training)]",
+        "in_training = training(study)",
+        "query.where(~is_practice([study])) if has_pass_mark(study) else query",
     ]
     for sample in samples:
         assert any(_decides(node) for node in ast.walk(ast.parse(sample))), sample
