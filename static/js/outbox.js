@@ -233,10 +233,21 @@ export class Outbox {
     this.kick(true);
   }
 
-  /** Send what is deferred now: a move's position update, and the hint events still
+  /** Send what is deferred now: a move's position update, with the hint events still
    * waiting for a move (on their own when no update takes them). */
   release() {
     if (!this.ops.some((o) => o.defer)) return;
+    const position = this.ops.find((o) => o.kind === "position" && o.defer && o !== this.inFlight);
+    if (position) {
+      const events = mergeEvents({}, position.events);
+      this.ops = this.ops.filter((o) => {
+        if (!(o.kind === "events" && o.defer)) return true;
+        if (overflows(events, { [o.event]: o.suggestions })) return true; // on its own
+        mergeEvents(events, { [o.event]: o.suggestions });
+        return false;
+      });
+      if (Object.keys(events).length) position.events = events;
+    }
     this.ops = this.ops.map((o) => (o.defer ? { ...o, defer: false } : o));
     this.#save();
     this.#schedule();

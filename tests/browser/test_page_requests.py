@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Assignment, SegmentTime, SuggestionEvent
-from tests.browser.helpers import open_assignment, progress_text, wait_loaded, wait_saved
+from tests.browser.helpers import hide_tab, open_assignment, progress_text, wait_loaded, wait_saved
 from tests.browser.test_annotate_long import first_word, make_long_study
 
 pytestmark = pytest.mark.browser
@@ -152,17 +152,6 @@ def outbox_ops(page) -> list[dict]:
     return page.evaluate(
         "() => JSON.parse(localStorage.getItem('marginalia.outbox.' +"
         " document.getElementById('annotate').dataset.token) || '[]')"
-    )
-
-
-def hide_tab(page) -> None:
-    """The tab goes to the background (the page's lifecycle: what waits is sent now)."""
-    page.evaluate(
-        """() => {
-            Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
-            document.dispatchEvent(new Event('visibilitychange'));
-            delete document.visibilityState;
-        }"""
     )
 
 
