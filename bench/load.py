@@ -5,7 +5,7 @@ segment by segment with human-like think time, adds annotations (about one per s
 quarter of them paired with an earlier span), takes some back, stores its position on every
 Next, sometimes reloads the page, and submits; then it takes another document. Its hint
 events, active seconds and heartbeats follow the page's request pattern (bench/page_pattern.py:
-``--pattern page``, the page now, or ``two-requests``, the page's older pattern), with
+``--pattern page``, the page now, or ``every-move`` and ``two-requests``, its older patterns), with
 ``--hints`` detector suggestions shown on each segment.
 
     .venv/bin/python bench/load.py --concurrency 50,150,300 --duration 60
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pattern",
         choices=PATTERNS,
         default="page",
-        help="the page's bookkeeping requests: now (page) or its older pattern (two-requests)",
+        help="the page's bookkeeping requests: now (page) or its older patterns",
     )
     parser.add_argument(
         "--hints", type=int, default=1, help="detector suggestions shown per segment (0: none)"

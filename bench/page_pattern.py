@@ -1,18 +1,22 @@
 """The annotate page's bookkeeping requests, as bench/load.py's simulated workers send them.
 
-Two patterns, so a run can count a document's requests both ways (the
-page once sent each hint event and heartbeat as a request of its own):
+Three patterns, so a run can count a document's requests each way:
 
-- ``page`` (the page now): a segment view's "shown" hints and a dismissal wait and ride in the
-  position update of the next move (``"events": {"shown": [...], "dismissed": [...]}``); the
-  submit's final position update (the last segment's active seconds) takes the last view's;
-  a heartbeat goes out on load and then only after a minute with no stored write;
-- ``two-requests`` (the page before): one "shown" batch (``POST …/suggestions/events``) per
-  segment view with hints, one request per dismissal, a heartbeat on load and then once a
-  minute while the worker acts.
+- ``page`` (the page now, static/js/outbox.js and presence.js): a move's position update is
+  deferred and later moves join it (their active seconds summed, their segments kept as
+  seen, the hint events of the views riding along) until ``POSITION_EVERY_S`` (30 s) after
+  the first of them, or until submit, which sends it first; the page's load sends no
+  heartbeat (its data read stamps the activity) and a heartbeat goes only after a minute
+  with no stored write. The page's timer sends a due update at once; the simulated worker,
+  whose requests share one connection in order, sends it at its next action (the same count
+  of requests per document);
+- ``every-move`` (the page before it): one position update per move, a heartbeat on load;
+- ``two-requests`` (the page before that): besides, one "shown" batch (``POST
+  …/suggestions/events``) per segment view with hints, one request per dismissal, and a
+  heartbeat once a minute while the worker acts, stored writes or not.
 
-Both send each move's position with the active seconds spent on the segment left (the
-simulated think time), as the page's timer measures them.
+Each sends the active seconds spent on the segment left (the simulated think time), as the
+page's timer measures them.
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ import time
 from collections import Counter
 from typing import Any
 
-PATTERNS = ("page", "two-requests")
+PATTERNS = ("page", "every-move", "two-requests")
 DISMISS_PROBABILITY = 0.1  # per segment view with hints: the worker dismisses one
 HEARTBEAT_EVERY_S = 60.0
+POSITION_EVERY_S = 30.0  # static/js/outbox.js's POSITION_EVERY_MS
 
 
 class PageBookkeeping:
-    """One document's hint events, active seconds and heartbeats, for one simulated tab.
+    """One document's hint events, active seconds, positions and heartbeats, for one
+    simulated tab.
 
     ``call(endpoint, method, path, expect, body)`` sends a request (the worker's caller,
     counting it); each method here returns what it sent through it."""
@@ -40,22 +46,28 @@ class PageBookkeeping:
         self.waiting: dict[str, list[int]] = {}
         self.active: dict[str, float] = {}
         self.last_beat = self.last_write = time.monotonic()
+        self.position: dict[str, Any] | None = None  # ``page``: the deferred update
+        self.due = 0.0
 
     async def loaded(self) -> None:
-        """The page (re)loaded: its heartbeat."""
+        """The page (re)loaded: its heartbeat (``page``: its data read stamped the activity)."""
         self.last_beat = time.monotonic()
-        await self.call("heartbeat", "POST", f"{self.base}/heartbeat", (204,), {})
+        if self.pattern != "page":
+            await self.call("heartbeat", "POST", f"{self.base}/heartbeat", (204,), {})
 
     async def interaction(self) -> None:
-        """The worker acts (a key, a click): a heartbeat if one is due."""
+        """The worker acts (a key, a click): a due position update, a heartbeat if one is due."""
         now = time.monotonic()
+        if self.position is not None and now >= self.due:
+            await self._send_position()
         since = now - (
             self.last_beat
             if self.pattern == "two-requests"
             else max(self.last_beat, self.last_write)
         )
         if since >= HEARTBEAT_EVERY_S:
-            await self.loaded()
+            self.last_beat = now
+            await self.call("heartbeat", "POST", f"{self.base}/heartbeat", (204,), {})
 
     def wrote(self) -> None:
         """An add or remove was stored (it stamps the worker's activity, as a heartbeat)."""
@@ -71,7 +83,7 @@ class PageBookkeeping:
             await self._event("dismissed", [rng.choice(self.hints[segment])])
 
     async def _event(self, event: str, ids: list[int]) -> None:
-        if self.pattern == "page":
+        if self.pattern != "two-requests":
             self.waiting.setdefault(event, []).extend(ids)
         elif event == "dismissed":
             await self.call(
@@ -92,21 +104,48 @@ class PageBookkeeping:
             self.active[key] = round(self.active.get(key, 0.0) + seconds, 1)
 
     async def move(self, segment: int) -> None:
-        """A move to ``segment``: the position update, with what waited for it."""
-        body: dict[str, Any] = {"segment": segment}
-        if self.active:
-            body["active"] = self.active
+        """A move to ``segment``: its position update, with what waited for it (``page``:
+        deferred, joining the one waiting)."""
+        if self.pattern != "page":
+            await self._send(self._take(segment, None))
+            return
+        if self.position is None:
+            self.due = time.monotonic() + POSITION_EVERY_S
+        self.position = self._take(segment, self.position)
+
+    def _take(self, segment: int, into: dict[str, Any] | None) -> dict[str, Any]:
+        """A position body for ``segment`` with the seconds and events measured since the
+        last one, joined to ``into`` (an update not yet sent) as the outbox coalesces."""
+        body: dict[str, Any] = {"segment": segment, "active": dict(self.active)}
+        if into is not None:
+            for key, seconds in into.get("active", {}).items():
+                body["active"][key] = round(body["active"].get(key, 0.0) + seconds, 1)
+            if into["segment"] != segment:
+                body["active"].setdefault(str(into["segment"]), 0.0)  # seen
+            for event, ids in into.get("events", {}).items():
+                self.waiting.setdefault(event, []).extend(ids)
         if self.waiting:
-            body["events"] = self.waiting
+            body["events"] = {e: sorted(set(ids)) for e, ids in self.waiting.items()}
+        if not body["active"]:
+            del body["active"]
         self.active, self.waiting = {}, {}
+        return body
+
+    async def _send_position(self) -> None:
+        body, self.position = self.position, None
+        if body is not None:
+            await self._send(body)
+
+    async def _send(self, body: dict[str, Any]) -> None:
         self.last_write = time.monotonic()
         await self.call("position", "POST", f"{self.base}/position", (204,), body)
 
     async def before_submit(self, segment: int) -> None:
-        """Submit first sends the last segment's seconds (and, on ``page``, the events still
-        waiting, on their own when no position update was due)."""
-        if self.active:
-            await self.move(segment)
+        """Submit first sends the last segment's seconds (with the deferred update, if any),
+        and the events still waiting, on their own when no position update was due."""
+        if self.position is not None or self.active:
+            self.position = self._take(segment, self.position)
+            await self._send_position()
         for event, ids in self.waiting.items():
             body = {"event": event, "suggestions": ids}
             await self.call("events", "POST", f"{self.base}/suggestions/events", (204,), body)

@@ -83,8 +83,11 @@ class Cluster:
         )
 
 
-def start_cluster() -> Cluster | None:
-    """Start a cluster, or return None if no Postgres binaries are installed."""
+def start_cluster(*, durable: bool = False) -> Cluster | None:
+    """Start a cluster, or return None if no Postgres binaries are installed. The suite's
+    runs with ``fsync``, ``synchronous_commit`` and ``full_page_writes`` off; ``durable``
+    (the benches) turns them on as a deployed server has them. They are set on the server's
+    command line, which no ``ALTER SYSTEM`` overrides."""
     existing = os.environ.get("MARGINALIA_TEST_POSTGRES_URL")
     if existing:
         return Cluster(existing, None, None, [])
@@ -116,9 +119,10 @@ def start_cluster() -> Cluster | None:
         capture_output=True,
         check=True,
     )
+    switch = "on" if durable else "off"
     options = (
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync={switch} "
+        f"-c synchronous_commit={switch} -c full_page_writes={switch} -c max_connections=300"
     )
     subprocess.run(
         [

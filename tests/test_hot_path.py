@@ -111,6 +111,26 @@ def test_the_first_action_engages_the_assignment(app, client, token):
         assert row.last_seen_at >= row.engaged_at
 
 
+def test_the_pages_read_engages_the_assignment_and_a_finished_ones_read_stamps_nothing(
+    app, client, token
+):
+    """The page's load is its first sign of presence: the read of a live assignment stamps
+    the activity (the page sends no heartbeat with it); a submitted one's read changes
+    nothing."""
+    with app.app_context():
+        row = get_session().scalar(select(Assignment).where(Assignment.token == token))
+        assert row.engaged_at is None  # arrived, not yet loaded
+        arrived = row.last_seen_at
+    assert client.get(f"/api/assignments/{token}").status_code == 200
+    with app.app_context():
+        row = get_session().scalar(select(Assignment).where(Assignment.token == token))
+        assert row.engaged_at is not None and row.last_seen_at == row.engaged_at >= arrived
+    assert client.post(f"/api/assignments/{token}/submit", json={}).status_code == 200
+    before = db_snapshot(app)
+    assert client.get(f"/api/assignments/{token}").status_code == 200
+    assert db_snapshot(app) == before
+
+
 @pytest.mark.parametrize("idle_ping_s", [60.0, 0.0])
 def test_a_connection_broken_while_pooled(
     monkeypatch, postgres_cluster, request, tmp_path, idle_ping_s

@@ -112,7 +112,8 @@ class Handle(ABC):
 
     @abstractmethod
     def query(self, statement: Executable) -> Result:
-        """A Core statement the caller built, values included, compiled now (rare paths)."""
+        """A Core statement the caller built, values included (the arrival's choices), compiled
+        once per shape: its values are bound to the cached SQL."""
 
     @abstractmethod
     def session(self) -> Session:

@@ -9,6 +9,13 @@ prebuilt Core statements on the handle, each alone (no transaction to open or cl
 the assignment with its study and document, one for the annotations, one for the suggestions
 when they are shown, one for the practice checks on practice documents.
 
+The page's load is the worker's first sign of presence: reading a live assignment stamps the
+worker's activity (``last_seen_at``, and ``engaged_at`` the first time: the hold rule's "a
+loaded page engages the slot", :mod:`app.annotation.assigning`) with the heartbeat's own
+claim (:data:`app.annotation.hot_sql.CLAIM`), sent with the handle's commit, so the page sends
+no heartbeat of its own on load. The web entry opens a writer's handle for it (SQLite's
+``BEGIN IMMEDIATE``: the stamp after the reads cannot fail half-way).
+
 :func:`payload_parts` gives each top-level key with its value as JSON text, as ``jsonify``
 would write the value inside the whole payload; the web entry splices them in sorted order
 (``tests/test_assignment_read.py`` compares the answer with a reference built from the ORM).
@@ -21,7 +28,8 @@ from typing import Any, cast
 
 from sqlalchemy import bindparam, select
 
-from app.annotation.assignments import MARK_COLUMNS, NO_SUCH_TOKEN, TOKEN_PATTERN, marks_json
+from app.annotation import hot_sql
+from app.annotation.assignments import MARK_COLUMNS, NO_SUCH_TOKEN, TOKEN_PATTERN, marks_json, now
 from app.annotation.cache import DocumentPart, document_part, dumps, taxonomy_of
 from app.annotation.handle import Handle
 from app.annotation.hint_events import pick_shown
@@ -176,4 +184,7 @@ def payload_parts(db: Handle, token: str) -> tuple[dict[str, str], DocumentPart]
     practice = _practice(db, row, study)
     if practice is not None:
         parts["practice"] = dumps(practice)
+    if row.status == "active":  # the page's load: the worker is here (see the module)
+        params = {"assignment_id": row.id, "token": token, "now": now()}
+        db.later(hot_sql.CLAIM, params)
     return parts, document

@@ -81,13 +81,12 @@ class Route:
     method: str
     action: str
     json: bool = False  # reads a JSON body
-    writes: bool = True
 
 
 ROUTES: tuple[tuple[re.Pattern, Route], ...] = tuple(
     (re.compile(f"^{pattern}$"), route)
     for pattern, route in (
-        ("", Route("GET", "read", writes=False)),
+        ("", Route("GET", "read")),  # a live assignment's read stamps the activity
         ("/annotations", Route("POST", "add", json=True)),
         (f"/annotations/{NUMBER}", Route("DELETE", "remove")),
         (f"/annotations/{NUMBER}/edit", Route("POST", "edit", json=True)),
@@ -198,7 +197,7 @@ class WorkerApi:
         refuses; a lost database is a 503, anything else a logged 500."""
         db = None
         try:
-            db = open_handle(self.app.extensions["db_engine"], write=route.writes)
+            db = open_handle(self.app.extensions["db_engine"])
             try:
                 answer = action(db)
             except MarginaliaError as refusal:

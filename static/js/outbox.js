@@ -43,6 +43,10 @@ const retryable = (err) =>
 /** Suggestion ids per event kind in one request (the server's limit). */
 const MAX_EVENT_IDS = 200;
 
+/** A move's position update waits this long for later moves to join it (one request for
+ * many moves); the page's lifecycle (hidden, before submit) sends it sooner. */
+export const POSITION_EVERY_MS = 30_000;
+
 /** Writes that stamp the worker's activity on the server (a heartbeat after one is redundant). */
 const STAMPING = new Set(["add", "remove", "edit", "position"]);
 
@@ -65,14 +69,21 @@ function mergeEvents(into, from) {
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
  * | {kind: "edit", client_id (the new annotation's), from (the edited one's), previous, body}
- * | {kind: "position", segment, active?: {segment: seconds}, events?: {event: [id, ...]}}
+ * | {kind: "position", segment, active?: {segment: seconds}, events?: {event: [id, ...]},
+ *    defer?, due?} (a move's: deferred until `due`, POSITION_EVERY_MS after the first move
+ *    it carries)
  * | {kind: "event", suggestion, event, client_id?}
  * | {kind: "events", suggestions: [id, ...], event, defer?} (one request for many, e.g. "shown").
  * A deferred "events" op (a segment view's hints) is kept, in localStorage like any op, until
  * the next position update takes it along (one request per move instead of two); release()
  * sends what is still waiting on its own (before submit, when the tab is hidden).
  * Unsent position updates coalesce: the newest replaces older ones, their active seconds
- * summed per segment and their events merged, so nothing measured is lost.
+ * summed per segment, the segments they named kept as seen (0 seconds: the server stores a
+ * row for every segment named, the all-segments-seen rule's record) and their events
+ * merged, so nothing measured is lost. A move's update is deferred (`defer`, `due`): later
+ * moves join it, and it goes at its `due` time (the first move's + POSITION_EVERY_MS, a
+ * timer, also after a reload), or with release() (the tab hidden, before submit), or at
+ * once when an update that is not deferred joins it.
  * hooks: status(state, detail) with state "saving" | "saved" | "offline" | "retrying" | "error";
  * resolveId(client_id) -> server id or null; done(op, result); failed(op, error).
  * After each stored add, remove or position the window gets a "marginalia:stamped" event.
@@ -88,7 +99,25 @@ export class Outbox {
     this.delay = FIRST_DELAY_MS;
     this.timer = null;
     this.stopped = false;
+    this.dueTimer = null;
     window.addEventListener("online", () => this.kick(true));
+  }
+
+  /** Wait for the earliest deferred position's `due` time (set by push(), and by kick() for
+   * the positions a reload found in localStorage), then send the ones due. */
+  #schedule() {
+    clearTimeout(this.dueTimer);
+    this.dueTimer = null;
+    const dues = this.ops.filter((o) => o.defer && o.due).map((o) => o.due);
+    if (!dues.length || this.stopped) return;
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = null;
+      const now = Date.now();
+      this.ops = this.ops.map((o) => (o.defer && o.due && o.due <= now ? { ...o, defer: false } : o));
+      this.#save();
+      this.#schedule();
+      this.kick(true);
+    }, Math.max(0, Math.min(...dues) - Date.now()));
   }
 
   #load() {
@@ -128,10 +157,12 @@ export class Outbox {
     if (this.stopped) return;
     if (op.kind === "position") {
       // Only the latest position matters; keep the one in flight, drop queued ones, whose
-      // measured active seconds (timer.js) and events are carried over into this one, and
-      // take along the hint events waiting for a move.
+      // measured active seconds (timer.js), segments seen and events are carried over into
+      // this one, and take along the hint events waiting for a move.
       const active = { ...(op.active || {}) };
       const events = mergeEvents({}, op.events);
+      let defer = Boolean(op.defer);
+      let due = defer ? Date.now() + POSITION_EVERY_MS : null;
       this.ops = this.ops.filter((o) => {
         if (o === this.inFlight) return true;
         if (o.kind === "events" && o.defer) {
@@ -143,10 +174,23 @@ export class Outbox {
         for (const [segment, seconds] of Object.entries(o.active || {})) {
           active[segment] = Math.round(((active[segment] || 0) + seconds) * 10) / 10;
         }
+        if (o.segment !== op.segment && !(String(o.segment) in active)) active[o.segment] = 0; // seen
         mergeEvents(events, o.events);
+        if (!o.defer) defer = false; // it was due already: so is this one
+        else if (defer && o.due) due = Math.min(due, o.due); // the first move's time holds
         return false;
       });
       op = { ...op, active, ...(Object.keys(events).length ? { events } : {}) };
+      delete op.defer;
+      delete op.due;
+      if (defer) {
+        op.defer = true;
+        op.due = due;
+        this.ops.push(op);
+        this.#save();
+        this.#schedule();
+        return;
+      }
     }
     if (op.kind === "events" && op.defer) {
       // One waiting op per event kind: a later view's hints join it.
@@ -189,11 +233,24 @@ export class Outbox {
     this.kick(true);
   }
 
-  /** Send the deferred events still waiting for a move on their own, now. */
+  /** Send what is deferred now: a move's position update, with the hint events still
+   * waiting for a move (on their own when no update takes them). */
   release() {
     if (!this.ops.some((o) => o.defer)) return;
+    const position = this.ops.find((o) => o.kind === "position" && o.defer && o !== this.inFlight);
+    if (position) {
+      const events = mergeEvents({}, position.events);
+      this.ops = this.ops.filter((o) => {
+        if (!(o.kind === "events" && o.defer)) return true;
+        if (overflows(events, { [o.event]: o.suggestions })) return true; // on its own
+        mergeEvents(events, { [o.event]: o.suggestions });
+        return false;
+      });
+      if (Object.keys(events).length) position.events = events;
+    }
     this.ops = this.ops.map((o) => (o.defer ? { ...o, defer: false } : o));
     this.#save();
+    this.#schedule();
     this.kick(true);
   }
 
@@ -203,9 +260,11 @@ export class Outbox {
     this.ops = [];
     this.#save();
     clearTimeout(this.timer);
+    clearTimeout(this.dueTimer);
   }
 
   kick(now = false) {
+    if (!this.dueTimer) this.#schedule();
     if (now) {
       clearTimeout(this.timer);
       this.timer = null;

@@ -1,8 +1,10 @@
 // The annotate page's presence: keep this browser's token for resuming, and tell the server
-// the worker is here (a heartbeat on load, then at most once a minute while they interact),
-// so their slot is kept; arrivals that never load the page only hold a slot briefly. A stored
-// add, remove or position stamps the same activity (the outbox's "marginalia:stamped"), so
-// no heartbeat goes out within a minute of one.
+// the worker is here, so their slot is kept; arrivals that never load the page only hold a
+// slot briefly. The page's load is its first sign: reading the assignment's data stamps the
+// worker's activity (app/annotation/read.py), so no heartbeat goes with it. After that a
+// heartbeat goes at most once a minute while they interact, and not within a minute of a
+// stored add, remove or position, which stamp the same activity (the outbox's
+// "marginalia:stamped").
 import { rememberToken } from "./resume-store.js";
 
 const root = document.getElementById("annotate");
@@ -27,7 +29,7 @@ function onInteraction() {
 
 if (root) {
   rememberToken(root.dataset.study, root.dataset.worker, root.dataset.token);
-  beat();
+  lastBeat = Date.now(); // the page's data load stamps the activity
   window.addEventListener("marginalia:stamped", () => {
     lastBeat = Date.now();
   });

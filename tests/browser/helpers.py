@@ -82,6 +82,17 @@ def wait_saved(page, timeout: float = 10_000) -> None:
     )
 
 
+def hide_tab(page) -> None:
+    """The tab goes to the background (the page's lifecycle: what waits is sent now)."""
+    page.evaluate(
+        """() => {
+            Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
+            document.dispatchEvent(new Event('visibilitychange'));
+            delete document.visibilityState;
+        }"""
+    )
+
+
 def progress_text(page) -> str:
     return re.sub(r"\s+", " ", page.locator("#progress-text").inner_text()).strip()
 

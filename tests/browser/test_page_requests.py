@@ -1,8 +1,9 @@
 """The page's requests, in Chromium over the 26-segment SNaC summary: a document
-costs fewer requests (a segment view's hint events ride in the next move's position update;
-no heartbeat within a minute of a stored write) and every event and measured second still
-reaches the server: unsent position updates coalesce in the outbox (seconds summed per
-segment, events merged) and a reload replays them."""
+costs fewer requests (the moves of half a minute are one position update, which carries the
+segment views' hint events; the page's load and a stored write stamp the activity, so no
+heartbeat goes within a minute of either) and every event and measured second still reaches
+the server: unsent position updates coalesce in the outbox (seconds summed per segment, the
+segments passed kept as seen, events merged) and a reload replays them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from sqlalchemy import select
 
 from app.db import session_scope
 from app.models import Assignment, SegmentTime, SuggestionEvent
-from tests.browser.helpers import open_assignment, progress_text, wait_loaded, wait_saved
+from tests.browser.helpers import hide_tab, open_assignment, progress_text, wait_loaded, wait_saved
 from tests.browser.test_annotate_long import first_word, make_long_study
 
 pytestmark = pytest.mark.browser
@@ -80,9 +81,12 @@ def sent_seconds(positions: list[dict]) -> dict[int, float]:
 def test_a_document_costs_fewer_requests_and_every_event_and_second_is_stored(
     app, live_server, pw_page
 ):
-    # A hint on every segment of the real summary.
+    # A hint on every segment of the real summary. The page's clock is the test's: the walk
+    # takes 2.5 s of it, within the half minute a move's position update waits for later
+    # moves (and within the wall-clock time the server's time budget allows).
     ids = make_long_study(app, None, [(i, first_word(i)) for i in range(SEGMENTS)])
     page = pw_page
+    page.clock.install()
     counts, positions = record_requests(page)
     token = open_assignment(page, live_server.url, "long", "w1")
     page.click("summary")  # the instructions, read and closed
@@ -92,34 +96,56 @@ def test_a_document_costs_fewer_requests_and_every_event_and_second_is_stored(
     wait_saved(page)
     for segment in range(1, SEGMENTS):
         page.mouse.move(300 + segment, 300)  # a reader's input: the time counts
+        page.clock.run_for(100)
         page.keyboard.press("n")
         if segment == 1:
             item = f'#hint-list [data-suggestion-item="{ids[1]}"] button'
             page.locator(item, has_text="Dismiss").click()
-        wait_saved(page)  # a reader takes longer than a save: each move is its own update
+        wait_saved(page)
     assert progress_text(page) == f"Segment {SEGMENTS} of {SEGMENTS}"
+    assert counts["position"] == 0, counts  # every move is waiting in the one deferred update
     page.click("#submit-button")
     page.wait_for_url("**/done")
 
     total = sum(counts.values())
     print(f"\nrequests for the 26-segment document: {total} {dict(sorted(counts.items()))}")
-    # Before, the same walk cost a "shown" batch per segment view (26) and a request per
-    # dismissal besides (57 or 58 requests in all, see docs/PERFORMANCE.md). Now no hint
-    # event has a request of its own but the add's "accepted", and the last segment's shown
-    # hints go with the submit's final position update (or on their own when none was due).
-    assert counts["position"] in (SEGMENTS - 1, SEGMENTS), counts
-    assert counts["events (batch)"] + counts["position"] == SEGMENTS, counts
+    # Before, the same walk cost a position update per move (25), a "shown" batch per segment
+    # view and a request per dismissal besides, and a heartbeat on load. Now the moves of the
+    # half minute are one update, which the submit sends first with every hint event that
+    # waited (the last segment's too); the page's load stamped the activity, no heartbeat.
+    assert counts["position"] == 1 and counts["events (batch)"] == 0, counts
     assert counts["event"] == 1, counts  # the add's "accepted"
-    assert counts["get"] == 1 and counts["heartbeat"] == 1 and counts["submit"] == 1, counts
-    assert counts["add"] == 1 and total == 5 + SEGMENTS, counts
+    assert counts["get"] == 1 and counts["heartbeat"] == 0 and counts["submit"] == 1, counts
+    assert counts["add"] == 1 and total == 5, counts
 
     times, events = stored(app, token)
     assert events == {(i, "shown") for i in ids} | {(ids[0], "accepted"), (ids[1], "dismissed")}
     assert set(times) == set(range(SEGMENTS))  # every segment seen
     sent = sent_seconds(positions)
-    assert sent, "no active time was measured"
+    assert set(sent) == set(range(SEGMENTS)), sent  # the segments passed are named, seen
+    assert sum(sent.values()) > 0, "no active time was measured"
     for segment, seconds in sent.items():
         assert times[segment] == pytest.approx(seconds, abs=0.01), (segment, times, sent)
+
+
+def test_a_deferred_update_goes_half_a_minute_after_the_first_move(app, live_server, pw_page):
+    make_long_study(app, None)
+    page = pw_page
+    page.clock.install()
+    counts, positions = record_requests(page)
+    token = open_assignment(page, live_server.url, "long", "w1")
+    page.click("summary")
+    for segment in (1, 2):
+        page.mouse.move(300 + segment, 300)
+        page.clock.run_for(2_000)
+        page.keyboard.press("n")
+    page.clock.run_for(25_000)  # 27 s after the first move: still waiting
+    assert counts["position"] == 0, counts
+    page.clock.run_for(4_000)  # past 30 s: sent, both moves in one update
+    wait_saved(page)
+    assert counts["position"] == 1, counts
+    assert positions[0]["segment"] == 2 and set(positions[0]["active"]) >= {"0", "1"}, positions
+    assert set(stored(app, token)[0]) == {0, 1, 2}
 
 
 def outbox_ops(page) -> list[dict]:
@@ -135,15 +161,10 @@ def test_unsent_moves_coalesce_into_one_position_and_a_reload_replays_it(app, li
     counts, positions = record_requests(page)
     token = open_assignment(page, live_server.url, "long", "w1")
     page.click("summary")
-    page.mouse.move(300, 300)
-    page.keyboard.press("n")
-    wait_saved(page)
-    assert counts["position"] == 1 and counts["events (batch)"] == 0
-    assert stored(app, token)[1] == {(ids[0], "shown")}
 
-    # The network fails for position updates: four moves (and one back) wait in the outbox.
+    # The network fails for position updates: five moves (and one back) wait in the outbox.
     page.route("**/position", lambda route: route.abort("internetdisconnected"))
-    for segment in range(2, 6):
+    for segment in range(1, 6):
         page.mouse.move(300 + segment, 300)
         page.wait_for_timeout(300)
         page.keyboard.press("n")
@@ -152,23 +173,28 @@ def test_unsent_moves_coalesce_into_one_position_and_a_reload_replays_it(app, li
     page.wait_for_timeout(300)
     page.keyboard.press("p")  # back to segment 5
     ops = outbox_ops(page)
-    # One position op is left (and perhaps the one in flight), carrying every segment's
-    # seconds and the shown events of segments 2 to 6.
+    # One position op, deferred, carrying every segment's seconds and the shown events.
     waiting = [o for o in ops if o["kind"] == "position"]
-    assert 1 <= len(waiting) <= 2, ops
-    assert waiting[-1]["segment"] == 4, ops
-    shown = {i for o in waiting for i in (o.get("events") or {}).get("shown", [])}
-    assert shown == set(ids[1:6]), ops
-    assert not [o for o in ops if o["kind"] != "position"], ops
-    measured = {int(s) for o in waiting for s in o.get("active", {})}
-    assert measured >= {1, 2, 3, 4, 5}, ops
+    assert len(waiting) == 1 and waiting[0]["defer"], ops
+    assert waiting[0]["segment"] == 4, ops
+    shown = {i for o in ops for i in (o.get("events") or {}).get("shown", [])}
+    shown |= {i for o in ops if o.get("event") == "shown" for i in o.get("suggestions", [])}
+    assert shown == set(ids[:6]), ops
+    measured = {int(s) for s in waiting[0].get("active", {})}
+    assert measured >= {0, 1, 2, 3, 4, 5}, ops
 
-    # The tab is reloaded while still failing (a crash): the outbox keeps it all.
+    # Hidden, the tab tries to send it (and fails); then reloaded while still failing (a
+    # crash): the outbox keeps it all and the next try stores it.
+    hide_tab(page)
+    page.wait_for_timeout(300)
+    assert stored(app, token)[1] == set()
     page.reload()
     wait_loaded(page)
     assert progress_text(page) == "Segment 5 of 26"
     page.unroute("**/position")
     wait_saved(page, timeout=20_000)
+    hide_tab(page)  # any event of the reloaded page's view goes too
+    wait_saved(page)
     times, events = stored(app, token)
     assert events == {(i, "shown") for i in ids[:6]}, events
     assert all(times.get(segment, 0) > 0 for segment in range(6)), times
@@ -182,19 +208,24 @@ def test_no_heartbeat_within_a_minute_of_a_stored_write(app, live_server, pw_pag
     counts, _positions = record_requests(page)
     open_assignment(page, live_server.url, "long", "w1")
     page.click("summary")
-    assert counts["heartbeat"] == 1  # on load
-    # A minute later, with a move just stored: the move stamped the activity, no heartbeat.
-    page.clock.fast_forward(59_000)
-    page.keyboard.press("n")
-    wait_saved(page)
-    page.clock.fast_forward(30_000)
+    assert counts["heartbeat"] == 0 and counts["get"] == 1  # the load's read stamped it
+    # Over a minute since the load and nothing stored since: the interaction sends one.
+    page.clock.fast_forward(61_000)
     page.mouse.click(5, 5)
-    page.wait_for_timeout(200)
+    page.wait_for_timeout(300)
+    assert counts["heartbeat"] == 1, counts
+    # A move, whose update goes half a minute later: stored, it stamped the activity.
+    page.keyboard.press("n")
+    page.clock.run_for(31_000)
+    wait_saved(page)
+    assert counts["position"] == 1, counts
+    page.clock.fast_forward(30_000)  # 30 s after that write (61 s after the heartbeat)
+    page.mouse.click(6, 6)
+    page.wait_for_timeout(300)
     assert counts["heartbeat"] == 1, counts
     # Over a minute since that write and nothing else: the interaction sends one.
     page.clock.fast_forward(31_000)
-    page.mouse.click(6, 6)
-    page.wait_for_function("() => true")
+    page.mouse.click(7, 7)
     page.wait_for_timeout(300)
     assert counts["heartbeat"] == 2, counts
 
@@ -205,13 +236,7 @@ def test_a_hidden_tab_sends_the_hint_events_still_waiting(app, live_server, pw_p
     token = open_assignment(page, live_server.url, "long", "w1")
     wait_saved(page)
     assert stored(app, token)[1] == set()  # shown, waiting for a move
-    page.evaluate(
-        """() => {
-            Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});
-            document.dispatchEvent(new Event('visibilitychange'));
-            delete document.visibilityState;
-        }"""
-    )
+    hide_tab(page)
     wait_saved(page)
     page.wait_for_function(
         "() => !localStorage.getItem('marginalia.outbox.' +"

@@ -1,6 +1,6 @@
 // Moving through the document and finishing it: progress, Previous/Next (each move is saved
-// as the worker's position), and Submit, which waits for the outbox to drain, retries while
-// offline and then leaves for the done page.
+// as the worker's position, the moves of half a minute in one update), and Submit, which
+// waits for the outbox to drain, retries while offline and then leaves for the done page.
 
 import { t } from "../i18n.js";
 import { requestJson } from "../outbox.js";
@@ -59,7 +59,9 @@ export function goTo(segment) {
   const active = page.takeActive(); // the time belongs to the segment being left
   state.current = target;
   el.instructions.open = false;
-  if (!state.readOnly) page.outbox.push({ kind: "position", segment: target, active });
+  // Deferred: the moves of the next half minute join this update (outbox.js), which goes
+  // sooner when the tab is hidden or the worker submits.
+  if (!state.readOnly) page.outbox.push({ kind: "position", segment: target, active, defer: true });
   const typing = document.activeElement === el.textArea && el.textArea.classList.contains("kb-active");
   page.renderAll({ scrollContext: true });
   if (typing) page.keyboardMoved();
