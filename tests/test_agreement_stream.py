@@ -14,7 +14,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.quality import figures
-from app.quality.agreement import Agreement, agreement_breakdown, agreement_report
+from app.quality.agreement import (
+    Agreement,
+    CategoryScheme,
+    agreement_breakdown,
+    agreement_report,
+)
 from app.quality.agreement_counts import add_units, alpha_from_counts, stat_of
 from app.rules.scoring import Span
 from tests.agreement_reference import UnitCounts, krippendorff_alpha, two_agree
@@ -76,16 +81,16 @@ def studies(draw):
 def test_batches_add_up_to_the_whole(study):
     spans, annotated, cuts = study
     texts = {(doc, i): text for doc in DOCS for i, text in enumerate(TEXTS)}
-    options = {
-        "categories": ["CharE", "RefE", "SceneE"],
-        "scopes": {"SceneE": "sentence"},
-    }
-    groups = {"coherence": ["CharE", "SceneE"]}
+    scheme = CategoryScheme(
+        ["CharE", "RefE", "SceneE"],
+        groups={"coherence": ["CharE", "SceneE"]},
+        scopes={"SceneE": "sentence"},
+    )
     whole = {
-        **agreement_report(spans, texts, annotated, groups=groups, **options),
-        **agreement_breakdown(spans, texts, annotated, **options),
+        **agreement_report(spans, texts, annotated, scheme),
+        **agreement_breakdown(spans, texts, annotated, scheme),
     }
-    figures = Agreement(groups=groups, **options)
+    figures = Agreement(scheme.categories, groups=scheme.groups, scopes=scheme.scopes)
     batches = [[d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]]
     for batch in batches:
         figures.add(

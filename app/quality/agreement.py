@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,19 @@ from app.rules.scoring import Span, TextKey, widen_to_sentences
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"
 VARIANTS = (*LEVELS, NORMALISED)
+
+
+@dataclass(frozen=True)
+class CategoryScheme:
+    """What an agreement figure is computed over: the ``categories`` counted (taxonomy
+    order), the ``groups`` whose categories are also counted together (group id -> category
+    ids) and each category's scope (a ``sentence``-scope category's spans are widened to the
+    whole sentences they touch). One value for the set-up every figure of the report shares,
+    so a figure's signature names the work and this, not the same three keywords again."""
+
+    categories: Sequence[str]
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    scopes: Mapping[str, str] = field(default_factory=dict)
 
 
 def groups_from_taxonomy(snapshot: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -95,12 +108,9 @@ def agreement_report(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
     annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-    scopes: Mapping[str, str] | None = None,
+    scheme: CategoryScheme,
 ) -> dict[str, Any]:
-    """Agreement per category, per group and over all categories, at every level.
+    """Agreement per category, per group and over all categories of ``scheme``, at every level.
 
     ``spans`` are the workers' spans (``Span.source`` = worker id); ``texts`` maps
     (document, segment) to the segment text for every segment of the documents;
@@ -118,7 +128,9 @@ def agreement_report(
     where variant is ``token``, ``sentence``, ``segment`` or ``token_normalised`` and
     stat is ``{"alpha": float | None, "two_agree": float | None, "marked_units": int}``.
     """
-    figures = Agreement(categories, groups=groups, scopes=scopes, breakdown=False)
+    figures = Agreement(
+        scheme.categories, groups=scheme.groups, scopes=scheme.scopes, breakdown=False
+    )
     figures.add(spans, texts, annotated)
     return figures.report()
 
@@ -127,13 +139,11 @@ def agreement_breakdown(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
     annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    scopes: Mapping[str, str] | None = None,
+    scheme: CategoryScheme,
 ) -> dict[str, Any]:
-    """Token-level agreement over all ``categories`` per document and per pair of workers
-    (the same inputs and units as :func:`agreement_report`, its ``all`` / ``token`` figure
-    taken on fewer units):
+    """Token-level agreement over all the categories of ``scheme`` (its groups do not enter)
+    per document and per pair of workers (the same inputs and units as
+    :func:`agreement_report`, its ``all`` / ``token`` figure taken on fewer units):
 
     * ``per_document``: for each document annotated by at least two workers, its tokens, its
       workers as coders: ``{"document", "workers", "token": stat}``, by document id;
@@ -143,7 +153,7 @@ def agreement_breakdown(
 
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
-    figures = Agreement(categories, scopes=scopes, report=False)
+    figures = Agreement(scheme.categories, scopes=scheme.scopes, report=False)
     figures.add(spans, texts, annotated)
     return figures.breakdown()
 

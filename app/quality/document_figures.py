@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session
 from app.db import begin_write
 from app.models import DocumentFigures, Study, utcnow
 from app.quality import corpus_gamma
+from app.quality.agreement import CategoryScheme
 from app.quality.document_parts import (
     _slotted,
     document_digests,
@@ -356,14 +357,13 @@ def unitized_report(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
     annotated: Mapping[str, Iterable[str]],
+    scheme: CategoryScheme,
     *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-    scopes: Mapping[str, str] | None = None,
     budget: float | None = None,
 ) -> dict[str, Any]:
-    """γ and uα per category, per group and over all categories, per document and per pair,
-    of the work given whole, computed from nothing (no cache): what the figure job stores.
+    """γ and uα per category, per group and over all categories of ``scheme``, per document
+    and per pair, of the work given whole, computed from nothing (no cache): what the figure
+    job stores.
 
     Returns ``{"gamma": {"per_category", "per_group", "all"}`` (each value ``{"gamma",
     "low", "high", "samples"}`` or None), ``"unitized_alpha"`` (the same, floats or None),
@@ -378,7 +378,7 @@ def unitized_report(
         for doc in set(docs):
             workers[doc].add(worker)
     figures = UnitizedFigures(
-        None, None, categories, groups or {}, scopes or {}, b"",
+        None, None, scheme.categories, scheme.groups, scheme.scopes, b"",
         slots_of(len(names) for names in workers.values()), budget=budget,
     )  # fmt: skip
     names = sorted({key[0] for key in texts} | set(workers))

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from app.quality.agreement import _prepare
+from app.quality.agreement import CategoryScheme, _prepare
 from app.rules.scoring import Span, TextKey, sentence_bounds
 
 SEED = 0
@@ -123,12 +123,11 @@ def worker_models(
     spans: Iterable[Span],
     texts: Mapping[TextKey, str],
     annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    scopes: Mapping[str, str] | None = None,
+    scheme: CategoryScheme,
 ) -> dict[str, Any]:
-    """:func:`fit` of the work's :class:`Labels` (the work in one batch)."""
-    labels = Labels(categories, scopes)
+    """:func:`fit` of the work's :class:`Labels` (the work in one batch; the units are per
+    category of ``scheme``, its groups do not enter)."""
+    labels = Labels(scheme.categories, scheme.scopes)
     labels.add(spans, texts, annotated)
     return fit(labels)
 
