@@ -17,6 +17,7 @@ from app.quality import figures
 from app.quality.agreement import (
     Agreement,
     CategoryScheme,
+    WorkBatch,
     agreement_breakdown,
     agreement_report,
 )
@@ -94,9 +95,11 @@ def test_batches_add_up_to_the_whole(study):
     batches = [[d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]]
     for batch in batches:
         figures.add(
-            [s for s in spans if s.document in batch],
-            {key: text for key, text in texts.items() if key[0] in batch},
-            {w: docs & set(batch) for w, docs in annotated.items()},
+            WorkBatch(
+                [s for s in spans if s.document in batch],
+                {key: text for key, text in texts.items() if key[0] in batch},
+                {w: docs & set(batch) for w, docs in annotated.items()},
+            )
         )
     assert _same(whole, {**figures.report(), **figures.breakdown()})
 
@@ -113,9 +116,11 @@ def test_the_figures_key_by_batches_is_the_whole_works_key(study):
     key = figures.WorkKey(**options)
     for batch in ([d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]):
         key.add(
-            [s for s in spans if s.document in batch],
-            {k: text for k, text in texts.items() if k[0] in batch},
-            {w: docs & set(batch) for w, docs in annotated.items()},
+            WorkBatch(
+                [s for s in spans if s.document in batch],
+                {k: text for k, text in texts.items() if k[0] in batch},
+                {w: docs & set(batch) for w, docs in annotated.items()},
+            )
         )
     assert key.hexdigest() == whole
     if spans:

@@ -72,6 +72,18 @@ class CategoryScheme:
     scopes: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class WorkBatch:
+    """A batch of whole documents of the counted work, as every figure that is summed a batch
+    at a time takes it: the workers' ``spans`` (``Span.source`` = worker id), the ``texts``
+    of every segment of the batch's documents, and ``annotated``, each worker's documents
+    in the batch (a worker with no span on one of them marked nothing there)."""
+
+    spans: Sequence[Span]  # read by each figure in turn
+    texts: Mapping[TextKey, str]
+    annotated: Mapping[str, Iterable[str]]
+
+
 def groups_from_taxonomy(snapshot: Mapping[str, Any]) -> dict[str, list[str]]:
     """Group id -> its category ids, in taxonomy order (categories with no group skipped)."""
     groups: dict[str, list[str]] = {g["id"]: [] for g in snapshot.get("groups", [])}
@@ -131,7 +143,7 @@ def agreement_report(
     figures = Agreement(
         scheme.categories, groups=scheme.groups, scopes=scheme.scopes, breakdown=False
     )
-    figures.add(spans, texts, annotated)
+    figures.add(WorkBatch(list(spans), texts, annotated))
     return figures.report()
 
 
@@ -154,7 +166,7 @@ def agreement_breakdown(
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
     figures = Agreement(scheme.categories, scopes=scheme.scopes, report=False)
-    figures.add(spans, texts, annotated)
+    figures.add(WorkBatch(list(spans), texts, annotated))
     return figures.breakdown()
 
 
@@ -218,16 +230,12 @@ class Agreement:
         self.per_document: list[dict[str, Any]] = []
         self.pairs: dict[tuple[str, str], list[int]] = {}  # documents, units marked 0, 1, 2
 
-    def add(
-        self,
-        spans: Iterable[Span],
-        texts: Mapping[TextKey, str],
-        annotated: Mapping[str, Iterable[str]],
-    ) -> None:
+    def add(self, work: WorkBatch) -> None:
         """Add one batch of whole documents."""
-        annotated = {worker: set(docs) for worker, docs in annotated.items()}
+        texts = work.texts
+        annotated = {worker: set(docs) for worker, docs in work.annotated.items()}
         self.workers.update(worker for worker, docs in annotated.items() if docs)
-        kept, coders = _prepare(spans, texts, annotated, self.scopes)
+        kept, coders = _prepare(work.spans, texts, annotated, self.scopes)
         shared = {doc for doc, n in coders.items() if n >= 2}
         self.documents += len(shared)
         if not shared:
