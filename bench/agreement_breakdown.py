@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.quality.agreement import (  # noqa: E402
     CategoryScheme,
+    WorkBatch,
     agreement_breakdown,
     agreement_report,
 )
@@ -83,9 +84,10 @@ def main() -> None:
     args = parser.parse_args()
     spans, texts, annotated = study(args.documents)
     scheme = CategoryScheme(CATEGORIES)
-    report = best_of(3, lambda: agreement_report(spans, texts, annotated, scheme))
-    breakdown = best_of(3, lambda: agreement_breakdown(spans, texts, annotated, scheme))
-    result = agreement_breakdown(spans, texts, annotated, scheme)
+    work = WorkBatch(spans, texts, annotated)
+    report = best_of(3, lambda: agreement_report(work, scheme))
+    breakdown = best_of(3, lambda: agreement_breakdown(work, scheme))
+    result = agreement_breakdown(work, scheme)
     print(
         json.dumps(
             {

@@ -87,9 +87,10 @@ def test_batches_add_up_to_the_whole(study):
         groups={"coherence": ["CharE", "SceneE"]},
         scopes={"SceneE": "sentence"},
     )
+    work = WorkBatch(spans, texts, annotated)
     whole = {
-        **agreement_report(spans, texts, annotated, scheme),
-        **agreement_breakdown(spans, texts, annotated, scheme),
+        **agreement_report(work, scheme),
+        **agreement_breakdown(work, scheme),
     }
     figures = Agreement(scheme.categories, groups=scheme.groups, scopes=scheme.scopes)
     batches = [[d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]]

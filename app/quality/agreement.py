@@ -116,19 +116,15 @@ def _prepare(
     return kept, dict(coders)
 
 
-def agreement_report(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    scheme: CategoryScheme,
-) -> dict[str, Any]:
-    """Agreement per category, per group and over all categories of ``scheme``, at every level.
+def agreement_report(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
+    """Agreement per category, per group and over all categories of ``scheme``, at every
+    level, of ``work`` given whole.
 
-    ``spans`` are the workers' spans (``Span.source`` = worker id); ``texts`` maps
+    ``work.spans`` are the workers' spans (``Span.source`` = worker id); ``work.texts`` maps
     (document, segment) to the segment text for every segment of the documents;
-    ``annotated`` maps each worker to the documents they annotated (a worker with no spans
-    on a document they annotated marked nothing there; a document they did not annotate
-    is missing). Spans outside ``annotated`` or ``texts`` are ignored. Returns::
+    ``work.annotated`` maps each worker to the documents they annotated (a worker with no
+    spans on a document they annotated marked nothing there; a document they did not
+    annotate is missing). Spans outside ``annotated`` or ``texts`` are ignored. Returns::
 
         {"workers": int,              # workers who annotated at least one document
          "documents": int,            # documents annotated by at least two workers
@@ -143,16 +139,11 @@ def agreement_report(
     figures = Agreement(
         scheme.categories, groups=scheme.groups, scopes=scheme.scopes, breakdown=False
     )
-    figures.add(WorkBatch(list(spans), texts, annotated))
+    figures.add(work)
     return figures.report()
 
 
-def agreement_breakdown(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    scheme: CategoryScheme,
-) -> dict[str, Any]:
+def agreement_breakdown(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
     """Token-level agreement over all the categories of ``scheme`` (its groups do not enter)
     per document and per pair of workers (the same inputs and units as
     :func:`agreement_report`, its ``all`` / ``token`` figure taken on fewer units):
@@ -166,7 +157,7 @@ def agreement_breakdown(
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
     figures = Agreement(scheme.categories, scopes=scheme.scopes, report=False)
-    figures.add(WorkBatch(list(spans), texts, annotated))
+    figures.add(work)
     return figures.breakdown()
 
 

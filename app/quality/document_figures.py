@@ -39,7 +39,7 @@ from sqlalchemy.orm import Session
 from app.db import begin_write
 from app.models import DocumentFigures, Study, utcnow
 from app.quality import corpus_gamma
-from app.quality.agreement import CategoryScheme
+from app.quality.agreement import CategoryScheme, WorkBatch
 from app.quality.document_parts import (
     _slotted,
     document_digests,
@@ -354,12 +354,7 @@ class _Sums:
 
 
 def unitized_report(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    scheme: CategoryScheme,
-    *,
-    budget: float | None = None,
+    work: WorkBatch, scheme: CategoryScheme, *, budget: float | None = None
 ) -> dict[str, Any]:
     """γ and uα per category, per group and over all categories of ``scheme``, per document
     and per pair, of the work given whole, computed from nothing (no cache): what the figure
@@ -372,7 +367,7 @@ def unitized_report(
     "unitized_alpha", "documents"}`` (n x n matrices, None on the diagonal or where
     undefined), ``"seed"``, ``"samples"``, ``"precision"``, ``"skipped"`` (figures left out
     for their size), ``"missing"`` (parts left for the time budget), ``"computed"``."""
-    spans = list(spans)
+    spans, texts, annotated = work.spans, work.texts, work.annotated
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, docs in annotated.items():
         for doc in set(docs):

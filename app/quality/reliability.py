@@ -117,16 +117,11 @@ class Labels:
             self.values.append(label)
 
 
-def worker_models(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    scheme: CategoryScheme,
-) -> dict[str, Any]:
+def worker_models(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
     """:func:`fit` of the work's :class:`Labels` (the work in one batch; the units are per
     category of ``scheme``, its groups do not enter)."""
     labels = Labels(scheme.categories, scheme.scopes)
-    labels.add(WorkBatch(list(spans), texts, annotated))
+    labels.add(work)
     return fit(labels)
 
 
