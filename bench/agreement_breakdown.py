@@ -22,7 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.quality.agreement import agreement_breakdown, agreement_report  # noqa: E402
+from app.quality.agreement import (  # noqa: E402
+    CategoryScheme,
+    WorkBatch,
+    agreement_breakdown,
+    agreement_report,
+)
 from app.rules.scoring import Span  # noqa: E402
 
 WORDS = [
@@ -78,11 +83,11 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=1000)
     args = parser.parse_args()
     spans, texts, annotated = study(args.documents)
-    report = best_of(3, lambda: agreement_report(spans, texts, annotated, categories=CATEGORIES))
-    breakdown = best_of(
-        3, lambda: agreement_breakdown(spans, texts, annotated, categories=CATEGORIES)
-    )
-    result = agreement_breakdown(spans, texts, annotated, categories=CATEGORIES)
+    scheme = CategoryScheme(CATEGORIES)
+    work = WorkBatch(spans, texts, annotated)
+    report = best_of(3, lambda: agreement_report(work, scheme))
+    breakdown = best_of(3, lambda: agreement_breakdown(work, scheme))
+    result = agreement_breakdown(work, scheme)
     print(
         json.dumps(
             {

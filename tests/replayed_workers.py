@@ -163,9 +163,9 @@ def _word(rng: random.Random) -> str:
 def figures(study: Replayed) -> dict[str, Any]:
     """The worker models over the replayed study (app/quality/reliability.py) and each
     worker's true F1."""
+    from app.quality.agreement import CategoryScheme, WorkBatch
     from app.quality.reliability import worker_models
 
-    models = worker_models(
-        study.all_spans, study.texts, study.annotated, categories=CATEGORIES, scopes=SCOPES
-    )
+    scheme = CategoryScheme(CATEGORIES, scopes=SCOPES)
+    models = worker_models(WorkBatch(study.all_spans, study.texts, study.annotated), scheme)
     return {"models": models, "true_f1": study.true_f1()}

@@ -24,7 +24,13 @@ import numpy as np
 import pytest
 
 from app.documents.taxonomy import load_taxonomy
-from app.quality.agreement import NORMALISED, agreement_report, groups_from_taxonomy
+from app.quality.agreement import (
+    NORMALISED,
+    CategoryScheme,
+    WorkBatch,
+    agreement_report,
+    groups_from_taxonomy,
+)
 from app.rules.scoring import Span, sentence_bounds, token_bounds
 from tests.agreement_reference import (
     UnitCounts,
@@ -68,7 +74,7 @@ def test_token_alpha_two_workers_one_partial_overlap():
     # two-agree: 2 marked tokens, 1 of them by both workers
     assert two_agree(counts) == 0.5
 
-    report = agreement_report(spans, texts, annotated, categories=["CharE"])
+    report = agreement_report(WorkBatch(spans, texts, annotated), CategoryScheme(["CharE"]))
     char = report["per_category"]["CharE"]
     assert char["token"] == {"alpha": pytest.approx(20 / 33), "two_agree": 0.5, "marked_units": 2}
     # boundary-normalised: both spans become "Claudio meets" -> units (1,1),(1,1),5x(0,0)
@@ -114,7 +120,7 @@ def test_sentence_alpha_three_workers_with_missing_values():
 
     # segment level: d1 (1,1,1), d2 (0,.,1), d3 unpairable
     # o11 = 3, o01 = o10 = 1, n0 = 1, n1 = 4, n = 5 -> alpha = 1 - 4*2/(2*1*4) = 0
-    report = agreement_report(spans, texts, annotated, categories=["RefE"])
+    report = agreement_report(WorkBatch(spans, texts, annotated), CategoryScheme(["RefE"]))
     segment = report["per_category"]["RefE"]["segment"]
     assert segment["alpha"] == pytest.approx(0.0)
     assert package_alpha([[1, 0, NAN], [1, NAN, 1], [1, 1, NAN]]) == pytest.approx(0.0)
@@ -132,9 +138,8 @@ def test_groups_agree_where_categories_do_not():
     spans = [mark("A", "d", 0, 7, "CharE"), mark("B", "d", 0, 7, "RefE")]
     annotated = {"A": ["d"], "B": ["d"]}
     groups = {"coherence": ["CharE", "RefE"], "language": ["GramE"]}
-    report = agreement_report(
-        spans, texts, annotated, categories=["CharE", "RefE", "GramE"], groups=groups
-    )
+    scheme = CategoryScheme(["CharE", "RefE", "GramE"], groups=groups)
+    report = agreement_report(WorkBatch(spans, texts, annotated), scheme)
     assert report["per_category"]["CharE"]["token"]["alpha"] == pytest.approx(0.0)
     assert package_alpha([[1, 0, 0, 0], [0, 0, 0, 0]]) == pytest.approx(0.0)
     assert report["per_category"]["CharE"]["token"]["two_agree"] == 0.0
@@ -207,7 +212,7 @@ def test_normalised_alpha_hand_computed():
     assert krippendorff_alpha(counts) == pytest.approx(3 / 13)
     matrix = [[0, 1, 1, 0, 1, 1, 0], [0, 1, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 0]]
     assert package_alpha(matrix) == pytest.approx(3 / 13)
-    report = agreement_report(spans, texts, annotated, categories=["CharE"])
+    report = agreement_report(WorkBatch(spans, texts, annotated), CategoryScheme(["CharE"]))
     assert report["per_category"]["CharE"][NORMALISED]["alpha"] == pytest.approx(3 / 13)
     assert report["per_category"]["CharE"][NORMALISED]["two_agree"] == 1.0
     # raw two-agree: marked meets(1) Hero(2) the(1) party(2) -> 2/4
@@ -219,7 +224,9 @@ def test_undefined_alpha():
     assert krippendorff_alpha(UnitCounts(np.array([2, 2]), np.array([0, 0]))) is None
     assert krippendorff_alpha(UnitCounts(np.array([2, 2]), np.array([2, 2]))) is None
     assert krippendorff_alpha(UnitCounts(np.zeros(0, int), np.zeros(0, int))) is None
-    report = agreement_report([], {("d", 0): PARTY}, {"A": ["d"]}, categories=["CharE"])
+    report = agreement_report(
+        WorkBatch([], {("d", 0): PARTY}, {"A": ["d"]}), CategoryScheme(["CharE"])
+    )
     assert report["units"] == {"token": 0, "sentence": 0, "segment": 0}
     assert report["all"]["token"] == {"alpha": None, "two_agree": None, "marked_units": 0}
 
@@ -267,7 +274,7 @@ def _snac_synthetic(split: str):
 def test_snac_dev_matches_a_naive_recomputation():
     texts, spans, annotated = _snac_synthetic("dev")
     categories = ["CharE", "RefE", "SceneE", "InconE", "RepE", "GramE", "CorefE"]
-    report = agreement_report(spans, texts, annotated, categories=categories)
+    report = agreement_report(WorkBatch(spans, texts, annotated), CategoryScheme(categories))
     by_place = defaultdict(list)
     for sp in spans:
         by_place[sp.source, sp.category, sp.key].append(sp)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.quality.agreement import agreement_breakdown, agreement_report
+from app.quality.agreement import CategoryScheme, WorkBatch, agreement_breakdown, agreement_report
 from app.rules.scoring import Span
 
 TEXT = "Anna met Bob today"  # four tokens
@@ -23,7 +23,9 @@ def test_hand_computed_per_document_and_per_pair():
     # w1 marks "Anna met" (tokens 0, 1), w2 "met" (token 1), w3 nothing.
     spans = [span("d", "w1", 0, 8), span("d", "w2", 5, 8)]
     annotated = {"w1": {"d"}, "w2": {"d"}, "w3": {"d"}}
-    result = agreement_breakdown(spans, {("d", 0): TEXT}, annotated, categories=["CharE"])
+    result = agreement_breakdown(
+        WorkBatch(spans, {("d", 0): TEXT}, annotated), CategoryScheme(["CharE"])
+    )
     # Three coders, marked counts per token [1, 2, 0, 0]: coincidences o00 = 7, o01 = o10 = 2,
     # o11 = 1; n0 = 9, n1 = 3, n = 12; alpha = 1 - (4/12) / (2*9*3 / (12*11)) = 5/27.
     [doc] = result["per_document"]
@@ -46,7 +48,9 @@ def test_hand_computed_per_document_and_per_pair():
 def test_a_document_with_one_worker_and_workers_sharing_nothing_are_left_out():
     spans = [span("d1", "w1", 0, 4), span("d2", "w2", 0, 4)]
     texts = {("d1", 0): TEXT, ("d2", 0): TEXT}
-    result = agreement_breakdown(spans, texts, {"w1": {"d1"}, "w2": {"d2"}}, categories=["CharE"])
+    result = agreement_breakdown(
+        WorkBatch(spans, texts, {"w1": {"d1"}, "w2": {"d2"}}), CategoryScheme(["CharE"])
+    )
     assert result == {"per_document": [], "per_pair": []}
 
 
@@ -73,18 +77,20 @@ def test_the_breakdown_equals_the_report_on_the_restricted_input(study):
     spans, annotated = study
     texts = {(doc, 0): TEXT for doc in DOCS}
     categories = ["CharE", "RefE"]
-    result = agreement_breakdown(spans, texts, annotated, categories=categories)
+    result = agreement_breakdown(WorkBatch(spans, texts, annotated), CategoryScheme(categories))
     for row in result["per_document"]:
         doc = row["document"]
         only = {w: docs & {doc} for w, docs in annotated.items()}
-        expected = agreement_report(spans, {(doc, 0): TEXT}, only, categories=categories)
+        expected = agreement_report(
+            WorkBatch(spans, {(doc, 0): TEXT}, only), CategoryScheme(categories)
+        )
         assert row["token"] == expected["all"]["token"]
         assert row["workers"] == sum(1 for docs in only.values() if docs)
     for row in result["per_pair"]:
         first, second = row["workers"]
         shared = annotated[first] & annotated[second]
         pair = {first: shared, second: shared}
-        expected = agreement_report(spans, texts, pair, categories=categories)
+        expected = agreement_report(WorkBatch(spans, texts, pair), CategoryScheme(categories))
         assert row["token"] == expected["all"]["token"]
         assert row["documents"] == len(shared)
     expected_pairs = [
@@ -94,5 +100,5 @@ def test_the_breakdown_equals_the_report_on_the_restricted_input(study):
         if annotated[a] & annotated[b]
     ]
     assert [row["workers"] for row in result["per_pair"]] == expected_pairs
-    report = agreement_report(spans, texts, annotated, categories=categories)
+    report = agreement_report(WorkBatch(spans, texts, annotated), CategoryScheme(categories))
     assert len(result["per_document"]) == report["documents"]

@@ -9,7 +9,7 @@ workers, every other token 0 for both → two-agree 1 of 1 and α = 1.0 (perfect
 
 from __future__ import annotations
 
-from app.quality.agreement import agreement_report
+from app.quality.agreement import CategoryScheme, WorkBatch, agreement_report
 from app.rules.spans import Span
 
 TEXT = "Anna sings. Bob dances."
@@ -18,11 +18,8 @@ TEXT = "Anna sings. Bob dances."
 def test_group_and_all_are_the_or_of_their_categories():
     spans = [Span("d", 0, 0, 4, "CharE", "w1"), Span("d", 0, 0, 4, "RefE", "w2")]
     report = agreement_report(
-        spans,
-        {("d", 0): TEXT},
-        {"w1": ["d"], "w2": ["d"]},
-        categories=["CharE", "RefE"],
-        groups={"coherence": ["CharE", "RefE"]},
+        WorkBatch(spans, {("d", 0): TEXT}, {"w1": ["d"], "w2": ["d"]}),
+        CategoryScheme(["CharE", "RefE"], groups={"coherence": ["CharE", "RefE"]}),
     )
     assert report["units"]["token"] == 6
     for cat in ("CharE", "RefE"):

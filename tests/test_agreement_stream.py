@@ -14,7 +14,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.quality import figures
-from app.quality.agreement import Agreement, agreement_breakdown, agreement_report
+from app.quality.agreement import (
+    Agreement,
+    CategoryScheme,
+    WorkBatch,
+    agreement_breakdown,
+    agreement_report,
+)
 from app.quality.agreement_counts import add_units, alpha_from_counts, stat_of
 from app.rules.scoring import Span
 from tests.agreement_reference import UnitCounts, krippendorff_alpha, two_agree
@@ -76,22 +82,25 @@ def studies(draw):
 def test_batches_add_up_to_the_whole(study):
     spans, annotated, cuts = study
     texts = {(doc, i): text for doc in DOCS for i, text in enumerate(TEXTS)}
-    options = {
-        "categories": ["CharE", "RefE", "SceneE"],
-        "scopes": {"SceneE": "sentence"},
-    }
-    groups = {"coherence": ["CharE", "SceneE"]}
+    scheme = CategoryScheme(
+        ["CharE", "RefE", "SceneE"],
+        groups={"coherence": ["CharE", "SceneE"]},
+        scopes={"SceneE": "sentence"},
+    )
+    work = WorkBatch(spans, texts, annotated)
     whole = {
-        **agreement_report(spans, texts, annotated, groups=groups, **options),
-        **agreement_breakdown(spans, texts, annotated, **options),
+        **agreement_report(work, scheme),
+        **agreement_breakdown(work, scheme),
     }
-    figures = Agreement(groups=groups, **options)
+    figures = Agreement(scheme.categories, groups=scheme.groups, scopes=scheme.scopes)
     batches = [[d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]]
     for batch in batches:
         figures.add(
-            [s for s in spans if s.document in batch],
-            {key: text for key, text in texts.items() if key[0] in batch},
-            {w: docs & set(batch) for w, docs in annotated.items()},
+            WorkBatch(
+                [s for s in spans if s.document in batch],
+                {key: text for key, text in texts.items() if key[0] in batch},
+                {w: docs & set(batch) for w, docs in annotated.items()},
+            )
         )
     assert _same(whole, {**figures.report(), **figures.breakdown()})
 
@@ -108,9 +117,11 @@ def test_the_figures_key_by_batches_is_the_whole_works_key(study):
     key = figures.WorkKey(**options)
     for batch in ([d for d in DOCS if d in cuts], [d for d in DOCS if d not in cuts]):
         key.add(
-            [s for s in spans if s.document in batch],
-            {k: text for k, text in texts.items() if k[0] in batch},
-            {w: docs & set(batch) for w, docs in annotated.items()},
+            WorkBatch(
+                [s for s in spans if s.document in batch],
+                {k: text for k, text in texts.items() if k[0] in batch},
+                {w: docs & set(batch) for w, docs in annotated.items()},
+            )
         )
     assert key.hexdigest() == whole
     if spans:

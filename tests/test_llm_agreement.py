@@ -146,7 +146,7 @@ def test_a_pairs_alpha_is_the_reports_token_alpha(found):
     pair on one document, α from the pair's sums is the report's token-level α, per category
     and over all (SceneE widened to its sentences in both)."""
     from app.llm.agreeing import alpha_sums
-    from app.quality.agreement import agreement_report
+    from app.quality.agreement import CategoryScheme, WorkBatch, agreement_report
     from app.rules.spans import Span
 
     spans = []
@@ -157,9 +157,8 @@ def test_a_pairs_alpha_is_the_reports_token_alpha(found):
         spans.append(Span(key[0], key[1], start, end, category, worker, text[start:end]))
     categories = ["CharE", "RefE", "SceneE"]
     scopes = {"SceneE": "sentence"}
-    report = agreement_report(
-        spans, PAIR_TEXTS, {"a": ["d"], "b": ["d"]}, categories=categories, scopes=scopes
-    )
+    scheme = CategoryScheme(categories, scopes=scopes)
+    report = agreement_report(WorkBatch(spans, PAIR_TEXTS, {"a": ["d"], "b": ["d"]}), scheme)
     for name, wanted in [*((c, [c]) for c in categories), ("all", categories)]:
         sums = alpha_sums(spans, PAIR_TEXTS, "d", ("a", "b"), wanted, scopes)
         figure = report["all"] if name == "all" else report["per_category"][name]

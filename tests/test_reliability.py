@@ -244,6 +244,7 @@ def test_units_labels_and_consensus_f1_by_hand():
     sentence it overlaps (b's crosses the first break: two labels); each worker's consensus
     F1 is 2 Σ p·l / (Σ p + Σ l) over MACE's posteriors p of the units (all three marked, so
     all three returned) and the worker's labels l."""
+    from app.quality.agreement import CategoryScheme, WorkBatch
     from app.quality.reliability import unit_labels, worker_models
 
     text = "Anna sings. Bob dances. Cleo sleeps."  # sentences [0,11) [12,23) [24,36)
@@ -261,7 +262,7 @@ def test_units_labels_and_consensus_f1_by_hand():
         "b": [1, 1, 0],
         "c": [0, 0, 1],
     }
-    models = worker_models(spans, texts, annotated, categories=["CharE"])
+    models = worker_models(WorkBatch(spans, texts, annotated), CategoryScheme(["CharE"]))
     assert (models["units"], models["labels"], models["reason"]) == (3, 9, None)
     p = {(q["start"], q["category"]): q["posterior"] for q in models["posteriors"]}
     posterior = [p[(0, "CharE")], p[(12, "CharE")], p[(24, "CharE")]]
@@ -272,9 +273,9 @@ def test_units_labels_and_consensus_f1_by_hand():
         assert models["workers"][worker]["consensus_f1"] == pytest.approx(expected)
         assert models["workers"][worker]["units"] == 3
     # one worker alone, or nobody marking: not fitted, and the reason says why
-    alone = worker_models(spans[:1], texts, {"a": {"d"}}, categories=["CharE"])
+    alone = worker_models(WorkBatch(spans[:1], texts, {"a": {"d"}}), CategoryScheme(["CharE"]))
     assert alone["workers"] == {} and "two workers" in alone["reason"]
-    silent = worker_models([], texts, annotated, categories=["CharE"])
+    silent = worker_models(WorkBatch([], texts, annotated), CategoryScheme(["CharE"]))
     assert silent["workers"] == {} and "same" in silent["reason"]
 
 
@@ -286,6 +287,7 @@ def test_expected_f1_ranks_where_mace_competence_rewards_silence():
     a = 2·0.4 / 0.8 = 1, every = 0.8 / (0.8 + 0.6) = 4/7 (its true F1: 2 found, 3 wrong,
     2·2 / (2·2 + 3)), none = 0. MACE's competence puts *none* above *every* (0.60 > 0.40):
     most units are not errors, and *none* agrees with all of those."""
+    from app.quality.agreement import CategoryScheme, WorkBatch
     from app.quality.reliability import expected_f1, worker_models
 
     text = "Anna sings. Bob dances. Cleo sleeps. Dan eats. Eve reads."
@@ -297,7 +299,7 @@ def test_expected_f1_ranks_where_mace_competence_rewards_silence():
         for start, end in sentences[:marked]
     ]
     annotated = {w: {"d"} for w in ("a", "b", "c", "every", "none")}
-    models = worker_models(spans, texts, annotated, categories=["CharE"])
+    models = worker_models(WorkBatch(spans, texts, annotated), CategoryScheme(["CharE"]))
     assert models["error_prior"] == pytest.approx(2 / 5)
     workers = models["workers"]
     assert workers["a"]["expected_f1"] == pytest.approx(1.0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.quality.agreement import CategoryScheme, WorkBatch
 from app.quality.document_figures import unitized_report
 from app.quality.unitizing import Unit, alpha_disorders, unitizing_alpha
 from app.rules.scoring import Span
@@ -76,7 +77,7 @@ def test_report_slots_documents_pairs_and_identical_work():
     spans = [span(d, w, 0, 4) for d in ("d1", "d2") for w in ("w1", "w2", "w3")] + [
         span("d1", w, 9, 12, "RefE", segment=1) for w in ("w1", "w2", "w3")
     ]
-    result = unitized_report(spans, texts, annotated, categories=["CharE", "RefE"])
+    result = unitized_report(WorkBatch(spans, texts, annotated), CategoryScheme(["CharE", "RefE"]))
     assert result["study"] == {"annotators": 3, "documents": 2, "left_out": 1}
     everyone_agrees = {"gamma": 1.0}
     for figure in (result["gamma"]["all"], result["gamma"]["per_category"]["CharE"]):

@@ -67,28 +67,16 @@ def resume(
 
 
 def open_for_document(
-    session: Session,
-    study: Study,
-    document: Document,
-    worker_id: str,
-    *,
-    platform: str = "generic",
-    platform_data: dict[str, Any] | None = None,
+    session: Session, study: Study, document: Document, worker_id: str
 ) -> tuple[Assignment, bool]:
     """The (study, document, worker) assignment, opened without the policy's checks and the
     same token on every call: only for callers holding a researcher's API key of the study.
     Never an LLM annotator's worker ID (``worker_id_from``): only its run opens its work.
+    A script's assignment comes from no crowd platform: its platform is ``generic``.
 
     Returns ``(assignment, created)``; a new assignment gets the worker's condition.
     """
-    assignment, created = open_assignment(
-        session,
-        study,
-        document,
-        worker_id_from(worker_id),
-        platform=platform,
-        platform_data=platform_data,
-    )
+    assignment, created = open_assignment(session, study, document, worker_id_from(worker_id))
     if created:
         assignment.condition = condition_for(handle_of(session), study, assignment.worker_id)
     return assignment, created

@@ -27,8 +27,11 @@ class GoldSpan:
 
 
 @dataclass
-class ImportedSpan:
-    """One annotation found in an interchange file, by one annotator (or one vote)."""
+class AnnotatorSpan:
+    """Who marked what where: the worker, the segment, the character range in it, its text
+    and its category. An exported mark (``app.formats.annotated.Mark``) and an imported one
+    (:class:`ImportedSpan`) both start with these, in this order, as the interchange files
+    carry them, so a reader and a writer agree on them by construction."""
 
     worker_id: str
     segment: int
@@ -36,6 +39,12 @@ class ImportedSpan:
     end: int
     text: str
     category: str
+
+
+@dataclass
+class ImportedSpan(AnnotatorSpan):
+    """One annotation found in an interchange file, by one annotator (or one vote)."""
+
     paired: tuple[int, int, int, str] | None = None  # (segment, start, end, text)
     comment: str = ""
     # the segment where the paired span ends when it runs across segment breaks (its end is

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.documents.records import AnnotatorSpan
 from app.formats.wholetext import Layout, layout_of
 from app.models import Document, Study, isoformat
 from app.rules.work import (
@@ -43,16 +44,11 @@ MARK_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class Mark:
-    """One counted annotation (or accepted row of the adjudicated layer)."""
+@dataclass
+class Mark(AnnotatorSpan):
+    """One counted annotation (or accepted row of the adjudicated layer), as read for an
+    export (not changed after)."""
 
-    worker_id: str
-    segment: int
-    start: int
-    end: int
-    text: str
-    category: str
     paired_segment: int | None
     paired_start: int | None
     paired_end: int | None

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,31 @@ from app.rules.scoring import Span, TextKey, widen_to_sentences
 LEVELS = ("token", "sentence", "segment")
 NORMALISED = "token_normalised"
 VARIANTS = (*LEVELS, NORMALISED)
+
+
+@dataclass(frozen=True)
+class CategoryScheme:
+    """What an agreement figure is computed over: the ``categories`` counted (taxonomy
+    order), the ``groups`` whose categories are also counted together (group id -> category
+    ids) and each category's scope (a ``sentence``-scope category's spans are widened to the
+    whole sentences they touch). One value for the set-up every figure of the report shares,
+    so a figure's signature names the work and this, not the same three keywords again."""
+
+    categories: Sequence[str]
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    scopes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkBatch:
+    """A batch of whole documents of the counted work, as every figure that is summed a batch
+    at a time takes it: the workers' ``spans`` (``Span.source`` = worker id), the ``texts``
+    of every segment of the batch's documents, and ``annotated``, each worker's documents
+    in the batch (a worker with no span on one of them marked nothing there)."""
+
+    spans: Sequence[Span]  # read by each figure in turn
+    texts: Mapping[TextKey, str]
+    annotated: Mapping[str, Iterable[str]]
 
 
 def groups_from_taxonomy(snapshot: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -91,22 +116,15 @@ def _prepare(
     return kept, dict(coders)
 
 
-def agreement_report(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-    scopes: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Agreement per category, per group and over all categories, at every level.
+def agreement_report(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
+    """Agreement per category, per group and over all categories of ``scheme``, at every
+    level, of ``work`` given whole.
 
-    ``spans`` are the workers' spans (``Span.source`` = worker id); ``texts`` maps
+    ``work.spans`` are the workers' spans (``Span.source`` = worker id); ``work.texts`` maps
     (document, segment) to the segment text for every segment of the documents;
-    ``annotated`` maps each worker to the documents they annotated (a worker with no spans
-    on a document they annotated marked nothing there; a document they did not annotate
-    is missing). Spans outside ``annotated`` or ``texts`` are ignored. Returns::
+    ``work.annotated`` maps each worker to the documents they annotated (a worker with no
+    spans on a document they annotated marked nothing there; a document they did not
+    annotate is missing). Spans outside ``annotated`` or ``texts`` are ignored. Returns::
 
         {"workers": int,              # workers who annotated at least one document
          "documents": int,            # documents annotated by at least two workers
@@ -118,22 +136,17 @@ def agreement_report(
     where variant is ``token``, ``sentence``, ``segment`` or ``token_normalised`` and
     stat is ``{"alpha": float | None, "two_agree": float | None, "marked_units": int}``.
     """
-    figures = Agreement(categories, groups=groups, scopes=scopes, breakdown=False)
-    figures.add(spans, texts, annotated)
+    figures = Agreement(
+        scheme.categories, groups=scheme.groups, scopes=scheme.scopes, breakdown=False
+    )
+    figures.add(work)
     return figures.report()
 
 
-def agreement_breakdown(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    scopes: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Token-level agreement over all ``categories`` per document and per pair of workers
-    (the same inputs and units as :func:`agreement_report`, its ``all`` / ``token`` figure
-    taken on fewer units):
+def agreement_breakdown(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
+    """Token-level agreement over all the categories of ``scheme`` (its groups do not enter)
+    per document and per pair of workers (the same inputs and units as
+    :func:`agreement_report`, its ``all`` / ``token`` figure taken on fewer units):
 
     * ``per_document``: for each document annotated by at least two workers, its tokens, its
       workers as coders: ``{"document", "workers", "token": stat}``, by document id;
@@ -143,8 +156,8 @@ def agreement_breakdown(
 
     stat is ``{"alpha", "two_agree", "marked_units"}`` as in :func:`agreement_report`.
     """
-    figures = Agreement(categories, scopes=scopes, report=False)
-    figures.add(spans, texts, annotated)
+    figures = Agreement(scheme.categories, scopes=scheme.scopes, report=False)
+    figures.add(work)
     return figures.breakdown()
 
 
@@ -208,16 +221,12 @@ class Agreement:
         self.per_document: list[dict[str, Any]] = []
         self.pairs: dict[tuple[str, str], list[int]] = {}  # documents, units marked 0, 1, 2
 
-    def add(
-        self,
-        spans: Iterable[Span],
-        texts: Mapping[TextKey, str],
-        annotated: Mapping[str, Iterable[str]],
-    ) -> None:
+    def add(self, work: WorkBatch) -> None:
         """Add one batch of whole documents."""
-        annotated = {worker: set(docs) for worker, docs in annotated.items()}
+        texts = work.texts
+        annotated = {worker: set(docs) for worker, docs in work.annotated.items()}
         self.workers.update(worker for worker, docs in annotated.items() if docs)
-        kept, coders = _prepare(spans, texts, annotated, self.scopes)
+        kept, coders = _prepare(work.spans, texts, annotated, self.scopes)
         shared = {doc for doc, n in coders.items() if n >= 2}
         self.documents += len(shared)
         if not shared:

@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session
 from app.db import begin_write
 from app.models import DocumentFigures, Study, utcnow
 from app.quality import corpus_gamma
+from app.quality.agreement import CategoryScheme, WorkBatch
 from app.quality.document_parts import (
     _slotted,
     document_digests,
@@ -353,17 +354,11 @@ class _Sums:
 
 
 def unitized_report(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    groups: Mapping[str, Sequence[str]] | None = None,
-    scopes: Mapping[str, str] | None = None,
-    budget: float | None = None,
+    work: WorkBatch, scheme: CategoryScheme, *, budget: float | None = None
 ) -> dict[str, Any]:
-    """γ and uα per category, per group and over all categories, per document and per pair,
-    of the work given whole, computed from nothing (no cache): what the figure job stores.
+    """γ and uα per category, per group and over all categories of ``scheme``, per document
+    and per pair, of the work given whole, computed from nothing (no cache): what the figure
+    job stores.
 
     Returns ``{"gamma": {"per_category", "per_group", "all"}`` (each value ``{"gamma",
     "low", "high", "samples"}`` or None), ``"unitized_alpha"`` (the same, floats or None),
@@ -372,13 +367,13 @@ def unitized_report(
     "unitized_alpha", "documents"}`` (n x n matrices, None on the diagonal or where
     undefined), ``"seed"``, ``"samples"``, ``"precision"``, ``"skipped"`` (figures left out
     for their size), ``"missing"`` (parts left for the time budget), ``"computed"``."""
-    spans = list(spans)
+    spans, texts, annotated = work.spans, work.texts, work.annotated
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, docs in annotated.items():
         for doc in set(docs):
             workers[doc].add(worker)
     figures = UnitizedFigures(
-        None, None, categories, groups or {}, scopes or {}, b"",
+        None, None, scheme.categories, scheme.groups, scheme.scopes, b"",
         slots_of(len(names) for names in workers.values()), budget=budget,
     )  # fmt: skip
     names = sorted({key[0] for key in texts} | set(workers))

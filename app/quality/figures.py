@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from app.db import begin_write
 from app.models import ConsensusUnit, Document, FigureJob, Study, utcnow
+from app.quality.agreement import WorkBatch
 from app.quality.document_figures import UnitizedFigures
 from app.quality.document_parts import document_digests, slots_of
 from app.quality.reliability import Labels, fit
@@ -66,15 +67,10 @@ class WorkKey:
         self.head = json.dumps(head, sort_keys=True).encode()
         self.total = 0
 
-    def add(
-        self,
-        spans: Iterable[Span],
-        texts: Mapping[TextKey, str],
-        annotated: Mapping[str, Iterable[str]],
-    ) -> dict[str, bytes]:
-        """Add one batch of whole documents (``annotated`` naming the batch's documents);
-        returns each document's digest (:func:`document_digests`)."""
-        digests = document_digests(spans, texts, annotated)
+    def add(self, work: WorkBatch) -> dict[str, bytes]:
+        """Add one batch of whole documents; returns each document's digest
+        (:func:`document_digests`)."""
+        digests = document_digests(work.spans, work.texts, work.annotated)
         for digest in digests.values():
             self.total = (self.total + int.from_bytes(digest, "big")) % 2**256
         return digests
@@ -95,7 +91,7 @@ def state_key(
     """SHA-256 of everything :func:`compute` reads (and :data:`VERSION`): :class:`WorkKey`
     of the work in one batch."""
     key = WorkKey(categories=categories, groups=groups, scopes=scopes)
-    key.add(spans, texts, annotated)
+    key.add(WorkBatch(list(spans), texts, annotated))
     return key.hexdigest()
 
 
@@ -108,18 +104,11 @@ class Fresh:
     unitized: UnitizedFigures
     labels: Labels
 
-    def add(
-        self,
-        batch: Sequence[Any],
-        spans: list[Span],
-        texts: Mapping[TextKey, str],
-        annotated: Mapping[str, Iterable[str]],
-        digests: Mapping[str, bytes],
-    ) -> None:
-        """One batch of the walk (its documents, their spans, texts, workers and digests)."""
+    def add(self, batch: Sequence[Any], work: WorkBatch, digests: Mapping[str, bytes]) -> None:
+        """One batch of the walk (its documents, their work and digests)."""
         ids = {document.external_id: document.id for document in batch}
-        self.unitized.add(spans, texts, annotated, digests, ids)
-        self.labels.add(spans, texts, annotated)
+        self.unitized.add(work.spans, work.texts, work.annotated, digests, ids)
+        self.labels.add(work)
 
 
 def fresh(

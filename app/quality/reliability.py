@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from app.quality.agreement import _prepare
+from app.quality.agreement import CategoryScheme, WorkBatch, _prepare
 from app.rules.scoring import Span, TextKey, sentence_bounds
 
 SEED = 0
@@ -104,13 +104,11 @@ class Labels:
         self.tasks, self.coders, self.values = array("l"), array("l"), array("b")
         self.names: dict[str, int] = {}
 
-    def add(
-        self,
-        spans: Iterable[Span],
-        texts: Mapping[TextKey, str],
-        annotated: Mapping[str, Iterable[str]],
-    ) -> None:
-        units, labels = unit_labels(spans, texts, annotated, self.categories, self.scopes)
+    def add(self, work: WorkBatch) -> None:
+        """Add one batch of whole documents."""
+        units, labels = unit_labels(
+            work.spans, work.texts, work.annotated, self.categories, self.scopes
+        )
         base = len(self.units)
         self.units.extend(units)
         for (unit, worker), label in labels.items():
@@ -119,17 +117,11 @@ class Labels:
             self.values.append(label)
 
 
-def worker_models(
-    spans: Iterable[Span],
-    texts: Mapping[TextKey, str],
-    annotated: Mapping[str, Iterable[str]],
-    *,
-    categories: Sequence[str],
-    scopes: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """:func:`fit` of the work's :class:`Labels` (the work in one batch)."""
-    labels = Labels(categories, scopes)
-    labels.add(spans, texts, annotated)
+def worker_models(work: WorkBatch, scheme: CategoryScheme) -> dict[str, Any]:
+    """:func:`fit` of the work's :class:`Labels` (the work in one batch; the units are per
+    category of ``scheme``, its groups do not enter)."""
+    labels = Labels(scheme.categories, scheme.scopes)
+    labels.add(work)
     return fit(labels)
 
 

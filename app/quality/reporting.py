@@ -25,7 +25,7 @@ from app.models import (
     Suggestion,
 )
 from app.quality import figures
-from app.quality.agreement import Agreement, groups_from_taxonomy
+from app.quality.agreement import Agreement, WorkBatch, groups_from_taxonomy
 from app.quality.attention import attention_report, study_gold
 from app.quality.booookscore import attribute_counts, booookscore
 from app.quality.confident import confident_thresholds, gold_precision
@@ -175,11 +175,11 @@ def study_report(
     )
     for batch in counted_batches(session, study, work):
         spans, done, texts = tally.add(batch, by_document)
-        batch_spans = [s for found in spans.values() for s in found]
-        agreement.add(batch_spans, texts, done)
-        digests = key.add(batch_spans, texts, done)
+        batch_work = WorkBatch([s for found in spans.values() for s in found], texts, done)
+        agreement.add(batch_work)
+        digests = key.add(batch_work)
         if fresh is not None:
-            fresh.add(batch, batch_spans, texts, done, digests)
+            fresh.add(batch, batch_work, digests)
         for doc in batch:
             categories[doc.source].update(row.category for row in doc.marks)
 
