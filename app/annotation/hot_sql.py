@@ -229,13 +229,26 @@ REPORTED = text(
     "FROM segment_times WHERE assignment_id = :assignment_id"
 ).columns(last=TIMESTAMP, total=Float)
 
-ADD_SECONDS = text(
-    "INSERT INTO segment_times (assignment_id, segment, active_seconds, updated_at) "
-    "VALUES (:assignment_id, :segment, :seconds, :now) "
-    "ON CONFLICT (assignment_id, segment) DO UPDATE SET "
-    "active_seconds = segment_times.active_seconds + excluded.active_seconds, "
-    "updated_at = excluded.updated_at"
-).bindparams(bindparam("now", type_=TIMESTAMP), bindparam("seconds", type_=Float))
+
+@cache
+def add_seconds(dialect: str) -> TextClause:
+    """One position's seconds, every segment's in one upsert: ``:seconds`` is a JSON object
+    of segment index -> seconds (the segments seen with 0), each added to its row (a new
+    row for a segment not seen before)."""
+    rows = (
+        "SELECT :assignment_id, CAST(key AS INTEGER), CAST(value AS DOUBLE PRECISION), :now "
+        "FROM json_each_text(CAST(:seconds AS JSON))"
+        if dialect == "postgresql"
+        else "SELECT :assignment_id, CAST(key AS INTEGER), CAST(value AS REAL), :now "
+        "FROM json_each(:seconds) WHERE true"  # SQLite: WHERE parses the upsert's ON
+    )
+    return text(
+        "INSERT INTO segment_times (assignment_id, segment, active_seconds, updated_at) "
+        f"{rows} ON CONFLICT (assignment_id, segment) DO UPDATE SET "
+        "active_seconds = segment_times.active_seconds + excluded.active_seconds, "
+        "updated_at = excluded.updated_at"
+    ).bindparams(bindparam("now", type_=TIMESTAMP))
+
 
 # Suggestion events (app/annotation/hint_events.py): the ids narrowed to those the worker is
 # shown before any write, then each (suggestion, event) stored once.

@@ -18,6 +18,7 @@ is refused until every segment was reached).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -74,18 +75,21 @@ def budget(moment: datetime, opened: datetime, last: datetime | None, total: flo
 def record(db: Handle, keys: Any, segment: int, active: dict[int, float], moment: datetime) -> None:
     """Mark ``segment`` seen and add ``active`` (scaled down to the :func:`budget`) to the
     assignment's rows (``keys``: its ``id`` and ``created_at``), after the claim took its
-    row: the last report's time and the stored total, then one upsert per segment."""
+    row: the last report's time and the stored total, then one upsert of every segment's
+    seconds."""
     last, total = db.run(hot_sql.REPORTED, {"assignment_id": keys.id}).first()
     allowed = budget(moment, keys.created_at, last, total or 0.0)
     claimed = sum(active.values())
     scale = min(1.0, allowed / claimed) if claimed > 0 else 1.0
-    for index in sorted(set(active) | {segment}):
+    seconds = {
         # Down to the millisecond, so the rounded seconds never add up past the budget.
-        seconds = math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
-        db.later(  # with the commit
-            hot_sql.ADD_SECONDS,
-            {"assignment_id": keys.id, "segment": index, "seconds": seconds, "now": moment},
-        )
+        str(index): math.floor(active.get(index, 0.0) * scale * 1000 + 1e-6) / 1000
+        for index in sorted(set(active) | {segment})
+    }
+    db.later(  # with the commit
+        hot_sql.add_seconds(db.dialect),
+        {"assignment_id": keys.id, "seconds": json.dumps(seconds), "now": moment},
+    )
 
 
 def requires_all_seen(study: Study) -> bool:
