@@ -42,12 +42,16 @@ def test_the_bound_is_a_fifth_of_the_sampling_precision():
         (moved(gap=[50.51, 20.0]), False),  # 0.51 > 0.5
         (moved(gap=[49.51, 20.0]), True),  # either way
         (moved(gap=[49.49, 20.0]), False),
+        (moved(gap=[50.0, 20.49]), True),  # a deviation on its mean's scale: 0.49 <= 0.5
+        (moved(gap=[50.0, 20.51]), False),
         (moved(units=[201.9, 10.0]), True),  # 1.9 <= 2
         (moved(units=[202.1, 10.0]), False),
-        (moved(length=[8.0, 3.029]), True),  # 0.029 <= 0.03
-        (moved(length=[8.0, 3.031]), False),
-        (moved(weights=[0.504, 0.496]), True),  # 0.004 <= 0.005 for both
-        (moved(weights=[0.506, 0.494]), False),
+        (moved(units=[200.0, 11.9]), True),  # 1.9 <= 2, though 19 % of the deviation
+        (moved(units=[200.0, 12.1]), False),
+        (moved(length=[8.0, 3.079]), True),  # 0.079 <= 0.08
+        (moved(length=[8.0, 3.081]), False),
+        (moved(weights=[0.509, 0.491]), True),  # (0.009 + 0.009) / 2 = 0.009 <= 0.01
+        (moved(weights=[0.511, 0.489]), False),  # 0.011 > 0.01
         (moved(annotators=2), False),  # another set of slots: another sampler
         (moved(categories=["A", "C"]), False),
     ],
@@ -56,11 +60,11 @@ def test_kept_or_drawn_again_at_the_bound(now, kept):
     assert still_drawn(DRAWN, now) is kept
 
 
-def test_a_zero_statistic_must_stay_zero():
-    """A deviation of 0 (every annotator with as many units) allows no move at all."""
-    flat = moved(units=[200.0, 0.0])
+def test_a_statistic_whose_mean_is_zero_must_stay_as_it_was():
+    """Every gap 0 (units end to end): no move at all is within 1 % of 0."""
+    flat = moved(gap=[0.0, 0.0])
     assert still_drawn(flat, flat)
-    assert not still_drawn(flat, moved(units=[200.0, 0.001]))
+    assert not still_drawn(flat, moved(gap=[0.001, 0.0]))
 
 
 def _documents(gap: int) -> list[tuple[list[Unit], int]]:

@@ -192,20 +192,25 @@ def _rounded(value: float) -> float:
 
 def still_drawn(drawn: dict[str, Any], now: dict[str, Any]) -> bool:
     """Whether the chance disorder drawn from the statistics ``drawn`` stands for ``now``
-    (both :func:`laid_parameters`): the same annotators and categories, and each mean,
-    deviation and category weight within :data:`DRIFT` of its value in ``drawn``
-    (|now − drawn| ≤ DRIFT · |drawn|). The chance is known to :data:`unitizing.PRECISION` at
-    95 % only, so redrawing it for a smaller move would change γ by sampling noise alone; the
-    comparison is with the statistics it was drawn from, never the last ones, so drift cannot
-    add up past the bound unnoticed."""
+    (both :func:`laid_parameters`): the same annotators and categories; the mean and the
+    deviation of the units per annotator, of the gaps and of the lengths each within
+    :data:`DRIFT` of that statistic's mean in ``drawn`` (a deviation is measured on its
+    quantity's scale: the deviation of three annotators' nearly equal counts is near 0 and
+    swings by half with one unit while the draws hardly change); the categories' shares
+    within :data:`DRIFT` in total variation (½ Σ |now − drawn|).
+
+    The chance is known to :data:`unitizing.PRECISION` at 95 % only, so redrawing it for a
+    smaller move would change γ by sampling noise alone; the comparison is with the
+    statistics it was drawn from, never the last ones, so drift cannot add up past the bound
+    unnoticed."""
     if (drawn["annotators"], drawn["categories"]) != (now["annotators"], now["categories"]):
         return False
-    pairs = [
-        (old, new)
-        for name in ("units", "gap", "length", "weights")
-        for old, new in zip(drawn[name], now[name], strict=True)
-    ]
-    return all(abs(new - old) <= DRIFT * abs(old) for old, new in pairs)
+    for name in ("units", "gap", "length"):
+        scale = DRIFT * abs(drawn[name][0])
+        if any(abs(new - old) > scale for old, new in zip(drawn[name], now[name], strict=True)):
+            return False
+    moved = sum(abs(new - old) for old, new in zip(drawn["weights"], now["weights"], strict=True))
+    return moved / 2 <= DRIFT
 
 
 def _bounded(parameters: dict[str, Any]) -> list[float]:
