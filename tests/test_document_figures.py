@@ -357,3 +357,32 @@ def test_a_pairs_alignment_is_pygammas_best_alignment(seed):
     best = continuum.get_best_alignment(CombinedCategoricalDissimilarity(alpha=1, beta=1))
     theirs = best.disorder * continuum.avg_num_annotations_per_annotator
     assert two_alignment(units["a"], units["b"]) == pytest.approx(theirs, rel=1e-5, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_a_study_figure_keeps_its_stored_chance_while_its_statistics_stay(app, client, study):
+    """The chance disorder a study figure drew is stored with the statistics it was drawn
+    from (docs/METRICS.md, "Kept, or drawn again"): a change that leaves them as they were
+    (doc-3's first worker: a document of one worker enters no figure) keeps it, here
+    replaced by 2.0 to see it used; doc-3 entering the figures (6 units per annotator become
+    8) draws it again."""
+    assert run_jobs(app) == 1
+    with app.app_context(), session_scope() as session:
+        job = session.scalar(select(FigureJob))
+        first = job.result["unitized"]["gamma"]["all"]["gamma"]
+        drawn = json.loads(json.dumps(job.result["drawn"]))
+        chance = drawn["all"]["chance"]["disorder"]
+        drawn["all"]["chance"] = {"disorder": 2.0, "samples": SAMPLES}
+        job.result = {**job.result, "drawn": drawn}
+    observed = (1 - first) * chance  # γ = 1 − observed / chance
+    submit(client, "w4", "doc-3", MARKS["w1"])
+    assert run_jobs(app) == 1
+    kept = stored(app)["agreement"]["gamma"]["all"]["gamma"]
+    assert first < 1 and kept != pytest.approx(first)  # in disorder: the chance matters
+    assert kept == pytest.approx(1 - observed / 2.0)
+    submit(client, "w5", "doc-3", MARKS["w2"])
+    submit(client, "w6", "doc-3", MARKS["w3"])
+    assert run_jobs(app) == 1
+    with app.app_context(), session_scope() as session:
+        redrawn = session.scalar(select(FigureJob)).result["drawn"]["all"]["chance"]
+    assert redrawn["disorder"] != 2.0 and redrawn["disorder"] > 0

@@ -49,6 +49,9 @@ SAMPLE_UNITS = 12  # at most this many units per annotator in a random continuum
 EMPTY = 1.0  # Δ∅: a unit aligned with nothing (pygamma's default)
 DIGITS = 3  # the sampler's statistics, to this many significant digits
 EXACT_TUPLES = 20_000  # a sample with at most this many candidate alignments is aligned exactly
+# a study figure's chance disorder is kept while each statistic it was drawn from moved by at
+# most this share of its value (a fifth of the sampling's own precision, unitizing.PRECISION)
+DRIFT = PRECISION / 5
 
 
 @contextmanager
@@ -185,6 +188,29 @@ def _rounded(value: float) -> float:
     close is the same (the sampling's own precision is 5 %), so a submission in a big study
     mostly finds its chance disorders already drawn."""
     return float(f"{float(value):.{DIGITS}g}")
+
+
+def still_drawn(drawn: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether the chance disorder drawn from the statistics ``drawn`` stands for ``now``
+    (both :func:`laid_parameters`): the same annotators and categories; the mean and the
+    deviation of the units per annotator, of the gaps and of the lengths each within
+    :data:`DRIFT` of that statistic's mean in ``drawn`` (a deviation is measured on its
+    quantity's scale: the deviation of three annotators' nearly equal counts is near 0 and
+    swings by half with one unit while the draws hardly change); the categories' shares
+    within :data:`DRIFT` in total variation (½ Σ |now − drawn|).
+
+    The chance is known to :data:`unitizing.PRECISION` at 95 % only, so redrawing it for a
+    smaller move would change γ by sampling noise alone; the comparison is with the
+    statistics it was drawn from, never the last ones, so drift cannot add up past the bound
+    unnoticed."""
+    if (drawn["annotators"], drawn["categories"]) != (now["annotators"], now["categories"]):
+        return False
+    for name in ("units", "gap", "length"):
+        scale = DRIFT * abs(drawn[name][0])
+        if any(abs(new - old) > scale for old, new in zip(drawn[name], now[name], strict=True)):
+            return False
+    moved = sum(abs(new - old) for old, new in zip(drawn["weights"], now["weights"], strict=True))
+    return moved / 2 <= DRIFT
 
 
 def _bounded(parameters: dict[str, Any]) -> list[float]:

@@ -187,7 +187,8 @@ class UnitizedFigures:
         """The figures of :func:`unitized_report`, plus ``missing`` (parts still to compute:
         documents', chance disorders) and ``computed`` (documents' parts computed now); and
         what the next run may reuse (``{"chances"``: the chance disorders used, by their
-        statistics' hash; ``"pairs"``: each pair's figures, by its documents' states``}``),
+        statistics' hash; ``"pairs"``: each pair's figures, by its documents' states;
+        ``"drawn"``: each study figure's chance with the statistics it was drawn from``}``),
         ``cache`` being the last run's."""
         self.store()
         sums = _Sums(self, cache)
@@ -202,7 +203,7 @@ class UnitizedFigures:
             units = {d.name: [u for u in laid[d.name] if u.category in cats] for d in entered}
             parts = [d.parts["figures"].get(name) if d.parts else False for d in entered]
             laid_out = [(units[d.name], d.length) for d in entered]
-            gammas[name] = sums.gamma(parts, laid_out, slots)
+            gammas[name] = sums.gamma(parts, laid_out, slots, figure=name)
             renamed = {d.name: {s: s for s in slots} for d in entered}
             lengths = {d.name: d.length for d in entered}
             together, total = _laid([d.name for d in entered], units, lengths, renamed)
@@ -242,7 +243,7 @@ class UnitizedFigures:
             "skipped": sums.skipped,
             "missing": self.missing,
             "computed": self.computed,
-        }, {"chances": sums.used, "pairs": sums.pairs_used}
+        }, {"chances": sums.used, "pairs": sums.pairs_used, "drawn": sums.drawn_used}
 
     def _pairs(self, sums: _Sums) -> dict[str, Any]:
         """The per-pair matrices: γ, uα and shared documents of each two workers."""
@@ -314,22 +315,29 @@ def _pair_part(document: _Document, a: str, b: str) -> Any:
 
 class _Sums:
     """A figure's γ from its documents' parts (False: still to compute; None: left out for
-    its size) and its chance disorder, computed once per set of statistics."""
+    its size) and its chance disorder, computed once per set of statistics; a study figure
+    keeps the chance it last drew while its statistics stay near those it was drawn from
+    (:func:`corpus_gamma.still_drawn`: any submission moves the pooled statistics a little)."""
 
     def __init__(self, figures: UnitizedFigures, cache: Mapping[str, Any]):
         self.figures, self.skipped, self.late = figures, 0, False
         self.chances: Mapping[str, Any] = cache.get("chances") or {}
         self.pairs: Mapping[str, Any] = cache.get("pairs") or {}
+        self.drawn: Mapping[str, Any] = cache.get("drawn") or {}
         self.used: dict[str, Any] = {}
         self.pairs_used: dict[str, Any] = {}
+        self.drawn_used: dict[str, Any] = {}
 
     def gamma(
         self,
         parts: Sequence[Any],
         documents: Sequence[tuple[Sequence[Unit], int]],
         annotators: Sequence[str],
+        figure: str | None = None,
     ) -> dict[str, Any] | None:
-        """``documents``: each document's units and length, in the order they are laid."""
+        """``documents``: each document's units and length, in the order they are laid;
+        ``figure``: the study figure's name (None: a pair's, whose statistics move only when
+        one of its own documents changes)."""
         if not any(units for units, _ in documents):
             return None
         if any(part is False for part in parts):
@@ -341,14 +349,21 @@ class _Sums:
         if parameters is None:
             return None
         key = hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()
-        chance = self.used.get(key) or self.chances.get(key)
-        if chance is None:
-            if self.figures._late():
-                self.figures.missing += 1
-                self.late = True
-                return None
-            chance = corpus_gamma.expected(parameters)
-        self.used[key] = chance
+        last = self.drawn.get(figure or "")
+        if last is not None and corpus_gamma.still_drawn(last["parameters"], parameters):
+            self.drawn_used[figure or ""] = last
+            chance = last["chance"]
+        else:
+            chance = self.used.get(key) or self.chances.get(key)
+            if chance is None:
+                if self.figures._late():
+                    self.figures.missing += 1
+                    self.late = True
+                    return None
+                chance = corpus_gamma.expected(parameters)
+            self.used[key] = chance
+            if figure is not None:
+                self.drawn_used[figure] = {"parameters": parameters, "chance": chance}
         observed = [sum(p[0] for p in parts), sum(p[1] for p in parts)]
         return corpus_gamma.gamma(observed, len(annotators), chance)
 

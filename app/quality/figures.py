@@ -148,7 +148,7 @@ def bring_current(
     started = time.monotonic()
     row = figure_row(session, study, include_practice)
     previous = (row.result if row is not None else None) or {}
-    cache = {"chances": previous.get("chances") or {}, "pairs": previous.get("pairs") or {}}
+    cache = {name: previous.get(name) or {} for name in ("chances", "pairs", "drawn")}
     unitized, used = fresh.unitized.report(cache)
     same_work = row is not None and row.result_key == key  # a partial run's second part
     models = previous.get("models") if same_work and previous.get("models") else None
