@@ -190,28 +190,6 @@ def test_the_report_command_reads_what_is_current(app, client, study, monkeypatc
     assert waited.exit_code == 1 and "is `marginalia worker` running?" in waited.output
 
 
-def test_mace_restarts_repeat_the_first(monkeypatch):
-    """crowd-kit starts each restart from the same point with a fixed seed, so one restart
-    gives the figures of three (reliability.RESTARTS)."""
-    from app.quality import reliability
-
-    rng = np.random.default_rng(3)
-    labels = reliability.Labels(["A"])
-    for task in range(60):
-        labels.units.append(("d", 0, task, task + 1, "A"))
-        truth = rng.random() < 0.3
-        for worker in range(5):
-            said = truth if rng.random() < 0.6 + 0.08 * worker else not truth
-            labels.tasks.append(task)
-            labels.coders.append(labels.names.setdefault(f"w{worker}", worker))
-            labels.values.append(int(said))
-    once = reliability.fit(labels)
-    monkeypatch.setattr(reliability, "RESTARTS", 3)
-    thrice = reliability.fit(labels)
-    assert thrice.pop("restarts") == 3 and once.pop("restarts") == 1
-    assert thrice == once
-
-
 def by_hand(
     documents: list[list[Unit]], annotators: list[str], lengths: list[int]
 ) -> tuple[float, int]:
