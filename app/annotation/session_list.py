@@ -25,8 +25,9 @@ from sqlalchemy.orm import Session
 
 from app.annotation.assigning import abandon_after
 from app.annotation.assignments import now
-from app.annotation.sessions import DONE, training
+from app.annotation.sessions import DONE
 from app.models import Assignment, Document, WorkSession
+from app.rules.work import is_practice
 
 STATES = ("started", "finished", "returned", "screened_out")
 VISIT_KEYS = {"prolific": "session_id", "mturk": "assignment_id"}
@@ -81,7 +82,7 @@ def session_rows(db: Session, study: Any) -> list[SessionRow]:
             Assignment.platform_data,
             Assignment.last_seen_at,
             Assignment.submitted_at,
-            Document.is_gold,
+            is_practice([study]).label("training"),
         )
         .join(Document, Document.id == Assignment.document_id)
         .where(Assignment.study_id == study.id, Assignment.session_id.is_not(None))
@@ -91,11 +92,10 @@ def session_rows(db: Session, study: Any) -> list[SessionRow]:
     for row in found:
         of_session[row.session_id].append(row)
     cutoff = now() - abandon_after(study)
-    in_training = training(study)
     rows = []
     for work in sessions:
         mine = of_session.get(work.id, [])
-        real = [a for a in mine if not (a.is_gold and in_training)]
+        real = [a for a in mine if not a.training]  # the training phase's are not the K
         seen = [_aware(m) for a in mine for m in (a.last_seen_at, a.submitted_at) if m]
         key = VISIT_KEYS.get(work.platform)
         visits = [(a.platform_data or {}).get(key) for a in mine] if key else []

@@ -36,11 +36,11 @@ from sqlalchemy import Boolean, DateTime, bindparam, text
 from app.annotation.assignments import new_completion_code, now
 from app.annotation.consent import ConsentNeeded, Proof, required_hash, vouches
 from app.annotation.handle import Handle
-from app.annotation.qualification import qualification
 from app.annotation.session_settings import session_rule
 from app.crowd.platforms import Arrival
 from app.documents.journey import pending_stages, withholds_code
 from app.errors import Conflict
+from app.rules.work import has_pass_mark
 
 TIMESTAMP = DateTime(timezone=True)
 # The statuses of a document done in a session: submitted, or rejected later by the
@@ -101,8 +101,9 @@ def needs_session(study: Any) -> bool:
 
 
 def training(study: Any) -> bool:
-    """Whether the study's gold documents are its training phase (a pass mark is set)."""
-    return qualification(study) is not None
+    """Whether the study's gold documents are its training phase (a pass mark is set): the
+    counted-work rule's own test (app/rules/work.py)."""
+    return has_pass_mark(study)
 
 
 def admit(
