@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
 from functools import cache
 from typing import Any
 
@@ -17,6 +16,7 @@ from sqlalchemy import Connection, Engine, Executable
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
+from app.annotation.cache import Bounded
 from app.annotation.handle import Handle, Result, lost_connection
 
 PREPARED_KEY = "marginalia_prepared"  # the set of names prepared on a pooled connection
@@ -59,10 +59,8 @@ def _prepared_form(statement: Executable) -> tuple[str, str, tuple[str, ...]]:
 # query()'s compiled statements by shape (SQLAlchemy's cache key: the statement without
 # its values), as SQLAlchemy's own connection caches them: an arrival's choices are built per
 # call with the study's and worker's values, and compiling one costs ~1 ms where running it
-# costs a tenth of that.
-_COMPILED_CACHE_SIZE = 500
-_compiled_cache: OrderedDict[Any, tuple[str, Any]] = OrderedDict()
-_compiled_lock = threading.Lock()  # the web process's threads share the cache
+# costs a tenth of that. Each entry: the SQL, the compiled form, its bind processors.
+_compiled_cache: Bounded[tuple[str, Any, tuple[tuple[str, Any], ...]]] = Bounded(500, 500)
 
 
 def _compiled_query(statement: Executable, dialect: Any) -> tuple[str, dict[str, Any]]:
@@ -70,47 +68,45 @@ def _compiled_query(statement: Executable, dialect: Any) -> tuple[str, dict[str,
     a statement with a list for ``IN`` (rendered into the SQL) is compiled each time."""
     key = statement._generate_cache_key()  # None: a shape SQLAlchemy cannot cache either
     shape = None if key is None else (dialect.name, key.key)
-    with _compiled_lock:
-        entry = _compiled_cache.get(shape) if shape is not None else None
-        if entry is not None:
-            _compiled_cache.move_to_end(shape)
+    entry = None if shape is None else _compiled_cache.get(shape)
     if entry is None:
         compiled = statement.compile(dialect=dialect, cache_key=key)
         if key is None or compiled.post_compile_params or compiled.literal_execute_params:
             compiled = statement.compile(
                 dialect=dialect, compile_kwargs={"render_postcompile": True}
             )
-            return str(compiled), _processed(compiled, compiled.construct_params(), dialect)
-        entry = (str(compiled), compiled)
-        with _compiled_lock:
-            _compiled_cache[shape] = entry
-            if len(_compiled_cache) > _COMPILED_CACHE_SIZE:
-                _compiled_cache.popitem(last=False)
-    sql, compiled = entry
+            params = compiled.construct_params()
+            return str(compiled), _processed(params, _processors(compiled, dialect))
+        entry = (str(compiled), compiled, _processors(compiled, dialect))
+        _compiled_cache.put(shape, entry)
+    sql, compiled, processors = entry
     params = compiled.construct_params(extracted_parameters=key.bindparams)
-    return sql, _processed(compiled, params, dialect)
+    return sql, _processed(params, processors)
 
 
-def _processed(compiled: Any, params: dict[str, Any], dialect: Any) -> dict[str, Any]:
-    """``params`` through their types' bind processors (JSON to text, ...)."""
+def _processors(compiled: Any, dialect: Any) -> tuple[tuple[str, Any], ...]:
+    """The parameters of ``compiled`` whose values psycopg2 cannot take as they are (a
+    ``JSON`` column's dict), with SQLAlchemy's own converter for each: what its execution
+    would apply."""
+    found = []
     for name, bind in compiled.binds.items():
         process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        if process is not None and name in params:
+        if process is not None:
+            found.append((name, process))
+    return tuple(found)
+
+
+def _processed(params: dict[str, Any], processors: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    for name, process in processors:
+        if name in params:
             params[name] = process(params[name])
     return params
 
 
 @cache
 def _bind_processors(statement: Executable) -> tuple[tuple[str, Any], ...]:
-    """The parameters whose values psycopg2 cannot take as they are (a ``JSON`` column's
-    dict), with SQLAlchemy's own converter for each: what its execution would apply."""
-    compiled = statement.compile(dialect=_DIALECT)
-    found = []
-    for name, bind in compiled.binds.items():
-        process = bind.type.dialect_impl(_DIALECT).bind_processor(_DIALECT)
-        if process is not None:
-            found.append((name, process))
-    return tuple(found)
+    """:func:`_processors` of a prebuilt statement."""
+    return _processors(statement.compile(dialect=_DIALECT), _DIALECT)
 
 
 def _bound(statement: Executable, params: dict[str, Any]) -> dict[str, Any]:
