@@ -66,6 +66,15 @@ function mergeEvents(into, from) {
   return into;
 }
 
+/** A deferred "events" op's ids merged into `events` (an update's), unless that would pass
+ * the server's limit per request; whether they were. */
+function joinWaiting(events, op) {
+  const ids = { [op.event]: op.suggestions };
+  if (overflows(events, ids)) return false;
+  mergeEvents(events, ids);
+  return true;
+}
+
 /**
  * Operations: {kind: "add", client_id, body} | {kind: "remove", client_id}
  * | {kind: "edit", client_id (the new annotation's), from (the edited one's), previous, body}
@@ -165,11 +174,7 @@ export class Outbox {
       let due = defer ? Date.now() + POSITION_EVERY_MS : null;
       this.ops = this.ops.filter((o) => {
         if (o === this.inFlight) return true;
-        if (o.kind === "events" && o.defer) {
-          if (overflows(events, { [o.event]: o.suggestions })) return true; // the next move's
-          mergeEvents(events, { [o.event]: o.suggestions });
-          return false;
-        }
+        if (o.kind === "events" && o.defer) return !joinWaiting(events, o); // else the next move's
         if (o.kind !== "position" || overflows(events, o.events)) return true;
         for (const [segment, seconds] of Object.entries(o.active || {})) {
           active[segment] = Math.round(((active[segment] || 0) + seconds) * 10) / 10;
@@ -240,12 +245,7 @@ export class Outbox {
     const position = this.ops.find((o) => o.kind === "position" && o.defer && o !== this.inFlight);
     if (position) {
       const events = mergeEvents({}, position.events);
-      this.ops = this.ops.filter((o) => {
-        if (!(o.kind === "events" && o.defer)) return true;
-        if (overflows(events, { [o.event]: o.suggestions })) return true; // on its own
-        mergeEvents(events, { [o.event]: o.suggestions });
-        return false;
-      });
+      this.ops = this.ops.filter((o) => !(o.kind === "events" && o.defer && joinWaiting(events, o)));
       if (Object.keys(events).length) position.events = events;
     }
     this.ops = this.ops.map((o) => (o.defer ? { ...o, defer: false } : o));
