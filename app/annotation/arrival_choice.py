@@ -60,9 +60,10 @@ def fewest_taken(
     slot; ``lock`` ("skip" or "wait"): its row locked on Postgres, skipping or waiting for
     rows others hold."""
     # Counted once, before the join (MATERIALIZED): on a database whose tables were never
-    # analyzed (a new study's first hour) Postgres took the count for a subquery of one row
-    # and ran it again for every document, an arrival's cost growing with documents x
-    # assignments (13 ms at 100 documents and 250 assignments; 0.5 ms counted once).
+    # analyzed (before autovacuum's first ANALYZE) Postgres took the count for a subquery of
+    # one row and ran it again for every document, an arrival's cost growing with documents x
+    # assignments (13 ms at 100 documents and 250 assignments; 2.8 ms counted once; 0.35 ms
+    # either way once analyzed, docs/PERFORMANCE.md).
     taken = (
         select(Assignment.document_id, func.count().label("n"))
         .where(Assignment.study_id == study.id, *takes_slot())
