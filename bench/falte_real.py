@@ -401,6 +401,14 @@ def print_summary(rows: list[dict], levels: list[int], pairs: int) -> None:
                 f" (web x{ratio['web']:.2f}, Postgres x{ratio['postgres']:.2f}), "
                 f"documents/s x{ratio['rate']:.2f}"
             )
+            # What x0.8 would leave for Postgres once our web CPU is paid: a lower bound that
+            # needs no guess about what Postgres could be brought to.
+            left = 0.8 * per["falte"]["total"] - per["ours"]["web"]
+            print(
+                f"   {level:>4} clients our web CPU alone: x{per['ours']['web'] / per['falte']['total']:.2f}"
+                f" of FALTE's whole; x0.8 would leave Postgres {left:.2f} ms a document"
+                f" (ours: {per['ours']['postgres']:.2f}, FALTE's: {per['falte']['postgres']:.2f})"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
