@@ -5,17 +5,30 @@ is written out by hand from the rows below."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import select
 
 from app.db import session_scope
-from app.models import Annotation, Assignment, Document, Segment, Study
+from app.models import (
+    AdjudicatedError,
+    Annotation,
+    Assignment,
+    ConsensusUnit,
+    Document,
+    DocumentReview,
+    Segment,
+    Study,
+)
 from app.rules.work import (
     Work,
+    columns,
     is_practice,
     select_documents,
     select_in_hand,
     select_segments,
+    select_work,
 )
 from tests.conftest import BACKENDS, make_database_url, make_study
 
@@ -129,3 +142,240 @@ def test_the_training_phase_is_a_gold_document_of_a_study_with_a_pass_mark(app):
     query = select(Document.external_id).where(is_practice([a, b])).order_by(Document.id)
     assert run(app, query) == [("a-gold",)]
     assert run(app, select(Document.external_id).where(is_practice([b]))) == []
+
+
+MARKED, SUBMITTED, DECIDED, COMPUTED = (datetime(2026, 1, 2, 3, 4, s, tzinfo=UTC) for s in range(4))
+
+
+def plain(value):
+    """A time as naive UTC (SQLite gives it back naive, Postgres aware)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def every_column(app, slug: str, work: Work) -> list[dict]:
+    """Each row of the work with every column of :func:`columns` by its name."""
+    with app.app_context(), session_scope() as session:
+        found = session.scalar(select(Study).where(Study.slug == slug))
+        sql = columns(found, work)
+        labelled = (column.label(name) for name, column in sql.items())
+        rows = session.execute(select_work(found, work, *labelled)).all()
+        return [{name: plain(value) for name, value in zip(sql, row, strict=True)} for row in rows]
+
+
+def seed_layers(app) -> dict[str, int]:
+    """Study "c": "d1" ("Anna sings." | "Bob dances now.") and "d2" ("Cleo sleeps." |
+    "Dan eats."). Workers: w1 submitted on d1 one paired, commented mark of "dances"; w2
+    submitted on d2 without a mark. Adjudicated: d1 reviewed done, "Anna" accepted, "Bob"
+    rejected; d2 not reviewed. Consensus units (posterior): d1 "Bob" SceneE (1.0), d1
+    "dances" CharE (0.4), d2 "sleeps" CharE (0.5), d2 "Dan eats" CharE (0.95)."""
+    make_study(
+        app,
+        "c",
+        documents=[
+            ("d1", ["Anna sings.", "Bob dances now."]),
+            ("d2", ["Cleo sleeps.", "Dan eats."]),
+        ],
+    )
+    ids: dict[str, int] = {}
+    with app.app_context(), session_scope() as session:
+        study_id = session.scalar(select(Study.id).where(Study.slug == "c"))
+        docs = {d.external_id: d.id for d in session.scalars(select(Document))}
+        for worker, doc in (("w1", "d1"), ("w2", "d2")):
+            assignment = Assignment(
+                token=f"t-{worker}",
+                study_id=study_id,
+                document_id=docs[doc],
+                worker_id=worker,
+                status="submitted",
+                completion_code=f"C-{worker}",
+                submitted_at=SUBMITTED,
+            )
+            session.add(assignment)
+            session.flush()
+            ids[worker] = assignment.id
+        mark = Annotation(
+            assignment_id=ids["w1"],
+            client_id="m1",
+            segment=1,
+            start=4,
+            end=10,
+            text="dances",
+            category="CharE",
+            comment="slow",
+            attributes={"severity": "high"},
+            paired_segment=0,
+            paired_start=0,
+            paired_end=4,
+            paired_text="Anna",
+            created_at=MARKED,
+        )
+        session.add(mark)
+        session.add(DocumentReview(document_id=docs["d1"], status="done", updated_by="r"))
+        for text, start, decision in (("Anna", 0, "accepted"), ("Bob", 0, "rejected")):
+            session.add(
+                AdjudicatedError(
+                    document_id=docs["d1"],
+                    segment=0 if text == "Anna" else 1,
+                    start=start,
+                    end=start + len(text),
+                    text=text,
+                    category="CharE",
+                    decision=decision,
+                    origin="reviewed",
+                    decided_by="r",
+                    decided_at=DECIDED,
+                )
+            )
+        for name, doc, segment, start, end, category, posterior in (
+            ("bob", "d1", 1, 0, 3, "SceneE", 1.0),
+            ("dances", "d1", 1, 4, 10, "CharE", 0.4),
+            ("dan", "d2", 1, 0, 8, "CharE", 0.95),
+            ("sleeps", "d2", 0, 5, 11, "CharE", 0.5),
+        ):
+            unit = ConsensusUnit(
+                study_id=study_id,
+                document_id=docs[doc],
+                segment=segment,
+                start=start,
+                end=end,
+                category=category,
+                posterior=posterior,
+                marked=1,
+                created_at=COMPUTED,
+            )
+            session.add(unit)
+            session.flush()
+            ids[name] = unit.id
+        session.flush()
+        ids["mark"] = mark.id
+        ids["anna"] = session.scalar(
+            select(AdjudicatedError.id).where(AdjudicatedError.text == "Anna")
+        )
+        ids |= {f"doc:{k}": v for k, v in docs.items()}
+    return ids
+
+
+NO_PAIR = {f"paired_{n}": None for n in ("segment", "start", "end", "text", "end_segment")}
+
+
+def test_every_column_of_the_workers_layer_by_name(app):
+    """A mark's row, then a submitted assignment without a mark: one row of NULLs but its
+    assignment's columns, created when submitted."""
+    ids = seed_layers(app)
+    assignment = {"role": "real", "review_status": "done", "status": "submitted"}
+    assert every_column(app, "c", Work()) == [
+        {
+            **assignment,
+            "document_id": ids["doc:d1"],
+            "document": "d1",
+            "worker_id": "w1",
+            "assignment": "t-w1",
+            "assignment_id": ids["w1"],
+            "completion_code": "C-w1",
+            "id": ids["mark"],
+            "segment": 1,
+            "start": 4,
+            "end": 10,
+            "text": "dances",
+            "category": "CharE",
+            "comment": "slow",
+            "attributes": {"severity": "high"},
+            "mark": ids["mark"],
+            "paired_segment": 0,
+            "paired_start": 0,
+            "paired_end": 4,
+            "paired_text": "Anna",
+            "paired_end_segment": None,
+            "created_at": plain(MARKED),
+            "segment_text": "Bob dances now.",
+        },
+        {
+            **assignment,
+            **NO_PAIR,
+            "review_status": "unreviewed",
+            "document_id": ids["doc:d2"],
+            "document": "d2",
+            "worker_id": "w2",
+            "assignment": "t-w2",
+            "assignment_id": ids["w2"],
+            "completion_code": "C-w2",
+            **dict.fromkeys(("id", "segment", "start", "end", "text", "category"), None),
+            **dict.fromkeys(("comment", "attributes", "mark", "segment_text"), None),
+            "created_at": plain(SUBMITTED),
+        },
+    ]
+
+
+def test_every_column_of_the_adjudicated_layer_by_name(app):
+    """The accepted row of the document reviewed done; no assignment; when decided."""
+    ids = seed_layers(app)
+    expected = {
+        **NO_PAIR,
+        "document_id": ids["doc:d1"],
+        "document": "d1",
+        "role": "real",
+        "review_status": "done",
+        "worker_id": "adjudicated",
+        "assignment": None,
+        "assignment_id": None,
+        "completion_code": None,
+        "id": ids["anna"],
+        "segment": 0,
+        "start": 0,
+        "end": 4,
+        "text": "Anna",
+        "category": "CharE",
+        "comment": "",
+        "attributes": None,
+        "mark": ids["anna"],
+        "created_at": plain(DECIDED),
+        "segment_text": "Anna sings.",
+    }
+    assert every_column(app, "c", Work(layer="adjudicated")) == [expected]
+    assert every_column(app, "c", Work(layer="adjudicated", review_status="any")) == [expected]
+
+
+def test_every_column_of_the_consensus_layer_by_name(app):
+    """The units at or above the posterior, by document, segment and start; the text is the
+    unit's stretch of its own document's segment; no assignment, pair or comment."""
+    ids = seed_layers(app)
+
+    def unit(name, doc, segment, start, end, category, posterior, text, whole):
+        return {
+            **NO_PAIR,
+            "document_id": ids[f"doc:{doc}"],
+            "document": doc,
+            "role": "real",
+            "review_status": "done" if doc == "d1" else "unreviewed",
+            "worker_id": "consensus",
+            "assignment": None,
+            "assignment_id": None,
+            "completion_code": None,
+            "id": ids[name],
+            "segment": segment,
+            "start": start,
+            "end": end,
+            "text": text,
+            "category": category,
+            "comment": None,
+            "attributes": None,
+            "mark": ids[name],
+            "created_at": plain(COMPUTED),
+            "segment_text": whole,
+            "posterior": posterior,
+        }
+
+    bob = unit("bob", "d1", 1, 0, 3, "SceneE", 1.0, "Bob", "Bob dances now.")
+    sleeps = unit("sleeps", "d2", 0, 5, 11, "CharE", 0.5, "sleeps", "Cleo sleeps.")
+    dan = unit("dan", "d2", 1, 0, 8, "CharE", 0.95, "Dan eats", "Dan eats.")
+    dances = unit("dances", "d1", 1, 4, 10, "CharE", 0.4, "dances", "Bob dances now.")
+    assert every_column(app, "c", Work(layer="consensus", min_posterior=0.5)) == [bob, sleeps, dan]
+    assert every_column(app, "c", Work(layer="consensus")) == [bob, dan]
+    assert every_column(app, "c", Work(layer="consensus", min_posterior=0.0)) == [
+        bob,
+        dances,
+        sleeps,
+        dan,
+    ]
