@@ -15,7 +15,12 @@ from app.rules.matching import (
     sentence_labels,
     token_iou,
 )
-from app.rules.scoring import locate_spans, merge_suggestion_recall, precision_recall_f1
+from app.rules.scoring import (
+    locate_spans,
+    matches,
+    merge_suggestion_recall,
+    precision_recall_f1,
+)
 from app.rules.spans import (
     Span,
     sentence_bounds,
@@ -265,3 +270,16 @@ def test_recall_over_several_documents_is_one_count_over_them_all():
         "per_category": {},
         "missed": [],
     }
+
+
+def test_matches_asks_the_lenient_rule_unless_told():
+    """[0, 10) and [5, 15) share 5 of 15 characters: they overlap (lenient), under a half
+    (not strict)."""
+    a, b = span(0, 10), span(5, 15)
+    assert matches(a, b)
+    assert matches(a, b, rule="lenient")
+    assert not matches(a, b, rule="strict")
+    text = {("d", 0): TEXT}
+    scopes = {"SceneE": "sentence"}
+    assert matches(span(0, 4, "SceneE"), span(5, 10, "SceneE"), texts=text, scopes=scopes)
+    assert not matches(span(0, 4, "SceneE"), span(5, 10, "SceneE"), texts=text)
