@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.rules.matching import (
+    _covered_units,
     eligible,
     iou,
     match,
@@ -29,6 +30,16 @@ from app.rules.spans import (
     token_bounds,
     widen_to_sentences,
 )
+
+
+@pytest.fixture(autouse=True)
+def cold_caches():
+    """Each test measures from the text, not from an answer an earlier test left in the
+    per-process caches of token bounds and covered units (a run that forks after the whole
+    suite, as mutmut's does, would otherwise never reach the rule)."""
+    _covered_units.cache_clear()
+    token_bounds.cache_clear()
+
 
 TEXT = "Anna sings. Bob dances. Cleo sleeps."
 #       0    5    10   15   20   25   30   35
@@ -135,6 +146,9 @@ def test_token_and_sentence_iou_hand_computed():
     assert token_iou(text, span(0, 10), span(5, 11)) == 1 / 3  # {0, 1} and {1, 2}
     assert token_iou(text, span(5, 10), span(5, 11)) == 1 / 2  # {1} and {1, 2}
     assert token_iou(text, span(0, 4), span(12, 15)) == 0.0
+    # a span covers a token their ranges share a character of: not one it only touches
+    assert token_iou(text, span(4, 10), span(5, 10)) == 1.0  # "Anna" ends at 4: {1}, {1}
+    assert token_iou(text, span(0, 5), span(0, 4)) == 1.0  # "sings" starts at 5: {0}, {0}
     assert sentence_iou(text, span(0, 4), span(5, 15)) == 1 / 2  # {0} and {0, 1}
     assert iou(frozenset(), frozenset()) == 0.0
     assert iou(frozenset({1, 2, 3}), frozenset({3, 4})) == 1 / 4
@@ -162,12 +176,12 @@ def test_a_span_belongs_to_the_sentence_it_starts_in_or_the_next_one():
     to sentence 1; one starting after the last sentence (trailing spaces) to none."""
     texts = {("d", 0): TEXT, ("t", 0): "Anna sings.   "}
     spans = [
+        span(12, 12),  # empty: none (and the spans after it still count)
         span(0, 3),  # 0
         span(10, 14),  # starts in 0
         span(11, 14, "RefE"),  # the space: 1
         span(23, 30, "RefE"),  # the space: 2
         span(35, 36, "RefE"),  # the last character: 2
-        span(12, 12),  # empty: none
         span(None, 5),  # not located: none
         span(0, 3, document="x"),  # no text: none
         span(12, 13, document="t"),  # after the last sentence: none
