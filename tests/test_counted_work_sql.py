@@ -154,22 +154,24 @@ def plain(value):
     return value
 
 
-def every_column(app, slug: str, work: Work) -> list[dict]:
+def every_column(app, slug: str, work: Work, **options) -> list[dict]:
     """Each row of the work with every column of :func:`columns` by its name."""
     with app.app_context(), session_scope() as session:
         found = session.scalar(select(Study).where(Study.slug == slug))
         sql = columns(found, work)
         labelled = (column.label(name) for name, column in sql.items())
-        rows = session.execute(select_work(found, work, *labelled)).all()
+        rows = session.execute(select_work(found, work, *labelled, **options)).all()
         return [{name: plain(value) for name, value in zip(sql, row, strict=True)} for row in rows]
 
 
 def seed_layers(app) -> dict[str, int]:
     """Study "c": "d1" ("Anna sings." | "Bob dances now.") and "d2" ("Cleo sleeps." |
-    "Dan eats."). Workers: w1 submitted on d1 one paired, commented mark of "dances"; w2
-    submitted on d2 without a mark. Adjudicated: d1 reviewed done, "Anna" accepted, "Bob"
-    rejected; d2 not reviewed. Consensus units (posterior): d1 "Bob" SceneE (1.0), d1
-    "dances" CharE (0.4), d2 "sleeps" CharE (0.5), d2 "Dan eats" CharE (0.95)."""
+    "Dan eats."), each row added out of its export order. Workers: w2 submitted on d2
+    without a mark, then w1 submitted on d1 with a paired, commented mark of "dances"
+    (segment 1), then one of "sings" (segment 0). Adjudicated: d1 reviewed done, "sings"
+    and "Anna" accepted, "Bob" rejected; d2 in review, nothing accepted. Consensus units
+    (posterior): d1 "dances" CharE (0.4), "Bob" SceneE (1.0), "Bob" CharE (0.6); d2 "Dan
+    eats" CharE (0.95), "sleeps" CharE (0.5)."""
     make_study(
         app,
         "c",
@@ -182,7 +184,7 @@ def seed_layers(app) -> dict[str, int]:
     with app.app_context(), session_scope() as session:
         study_id = session.scalar(select(Study.id).where(Study.slug == "c"))
         docs = {d.external_id: d.id for d in session.scalars(select(Document))}
-        for worker, doc in (("w1", "d1"), ("w2", "d2")):
+        for worker, doc in (("w2", "d2"), ("w1", "d1")):
             assignment = Assignment(
                 token=f"t-{worker}",
                 study_id=study_id,
@@ -195,42 +197,52 @@ def seed_layers(app) -> dict[str, int]:
             session.add(assignment)
             session.flush()
             ids[worker] = assignment.id
-        mark = Annotation(
-            assignment_id=ids["w1"],
-            client_id="m1",
-            segment=1,
-            start=4,
-            end=10,
-            text="dances",
-            category="CharE",
-            comment="slow",
-            attributes={"severity": "high"},
-            paired_segment=0,
-            paired_start=0,
-            paired_end=4,
-            paired_text="Anna",
-            created_at=MARKED,
-        )
-        session.add(mark)
-        session.add(DocumentReview(document_id=docs["d1"], status="done", updated_by="r"))
-        for text, start, decision in (("Anna", 0, "accepted"), ("Bob", 0, "rejected")):
-            session.add(
-                AdjudicatedError(
-                    document_id=docs["d1"],
-                    segment=0 if text == "Anna" else 1,
-                    start=start,
-                    end=start + len(text),
-                    text=text,
-                    category="CharE",
-                    decision=decision,
-                    origin="reviewed",
-                    decided_by="r",
-                    decided_at=DECIDED,
-                )
+        for name, segment, start, text in (("dances", 1, 4, "dances"), ("sings", 0, 5, "sings")):
+            mark = Annotation(
+                assignment_id=ids["w1"],
+                client_id=name,
+                segment=segment,
+                start=start,
+                end=start + len(text),
+                text=text,
+                category="CharE",
+                comment="slow",
+                attributes={"severity": "high"},
+                paired_segment=0,
+                paired_start=0,
+                paired_end=4,
+                paired_text="Anna",
+                created_at=MARKED,
             )
+            session.add(mark)
+            session.flush()
+            ids[f"mark:{name}"] = mark.id
+        session.add(DocumentReview(document_id=docs["d1"], status="done", updated_by="r"))
+        session.add(DocumentReview(document_id=docs["d2"], status="in_review", updated_by="r"))
+        for text, segment, start, decision in (
+            ("sings", 0, 5, "accepted"),
+            ("Anna", 0, 0, "accepted"),
+            ("Bob", 1, 0, "rejected"),
+        ):
+            row = AdjudicatedError(
+                document_id=docs["d1"],
+                segment=segment,
+                start=start,
+                end=start + len(text),
+                text=text,
+                category="CharE",
+                decision=decision,
+                origin="reviewed",
+                decided_by="r",
+                decided_at=DECIDED,
+            )
+            session.add(row)
+            session.flush()
+            ids[f"adjudicated:{text}"] = row.id
         for name, doc, segment, start, end, category, posterior in (
-            ("bob", "d1", 1, 0, 3, "SceneE", 1.0),
             ("dances", "d1", 1, 4, 10, "CharE", 0.4),
+            ("bob", "d1", 1, 0, 3, "SceneE", 1.0),
+            ("bob-char", "d1", 1, 0, 3, "CharE", 0.6),
             ("dan", "d2", 1, 0, 8, "CharE", 0.95),
             ("sleeps", "d2", 0, 5, 11, "CharE", 0.5),
         ):
@@ -248,98 +260,130 @@ def seed_layers(app) -> dict[str, int]:
             session.add(unit)
             session.flush()
             ids[name] = unit.id
-        session.flush()
-        ids["mark"] = mark.id
-        ids["anna"] = session.scalar(
-            select(AdjudicatedError.id).where(AdjudicatedError.text == "Anna")
-        )
         ids |= {f"doc:{k}": v for k, v in docs.items()}
     return ids
 
 
 NO_PAIR = {f"paired_{n}": None for n in ("segment", "start", "end", "text", "end_segment")}
+NO_MARK = dict.fromkeys(
+    ("id", "segment", "start", "end", "text", "category", "comment", "attributes", "mark"), None
+)
 
 
 def test_every_column_of_the_workers_layer_by_name(app):
-    """A mark's row, then a submitted assignment without a mark: one row of NULLs but its
-    assignment's columns, created when submitted."""
+    """w1's marks by segment, then w2's submitted assignment without a mark: one row of
+    NULLs but its assignment's columns, created when submitted. ``marks_only`` drops that
+    row, ``document_id`` keeps one document's."""
     ids = seed_layers(app)
-    assignment = {"role": "real", "review_status": "done", "status": "submitted"}
-    assert every_column(app, "c", Work()) == [
-        {
-            **assignment,
-            "document_id": ids["doc:d1"],
-            "document": "d1",
-            "worker_id": "w1",
-            "assignment": "t-w1",
-            "assignment_id": ids["w1"],
-            "completion_code": "C-w1",
-            "id": ids["mark"],
-            "segment": 1,
-            "start": 4,
-            "end": 10,
-            "text": "dances",
-            "category": "CharE",
-            "comment": "slow",
-            "attributes": {"severity": "high"},
-            "mark": ids["mark"],
-            "paired_segment": 0,
-            "paired_start": 0,
-            "paired_end": 4,
-            "paired_text": "Anna",
-            "paired_end_segment": None,
-            "created_at": plain(MARKED),
-            "segment_text": "Bob dances now.",
-        },
-        {
-            **assignment,
-            **NO_PAIR,
-            "review_status": "unreviewed",
-            "document_id": ids["doc:d2"],
-            "document": "d2",
-            "worker_id": "w2",
-            "assignment": "t-w2",
-            "assignment_id": ids["w2"],
-            "completion_code": "C-w2",
-            **dict.fromkeys(("id", "segment", "start", "end", "text", "category"), None),
-            **dict.fromkeys(("comment", "attributes", "mark", "segment_text"), None),
-            "created_at": plain(SUBMITTED),
-        },
-    ]
-
-
-def test_every_column_of_the_adjudicated_layer_by_name(app):
-    """The accepted row of the document reviewed done; no assignment; when decided."""
-    ids = seed_layers(app)
-    expected = {
-        **NO_PAIR,
+    w1 = {
         "document_id": ids["doc:d1"],
         "document": "d1",
         "role": "real",
         "review_status": "done",
-        "worker_id": "adjudicated",
-        "assignment": None,
-        "assignment_id": None,
-        "completion_code": None,
-        "id": ids["anna"],
-        "segment": 0,
-        "start": 0,
-        "end": 4,
-        "text": "Anna",
+        "worker_id": "w1",
+        "assignment": "t-w1",
+        "assignment_id": ids["w1"],
+        "completion_code": "C-w1",
+        "status": "submitted",
         "category": "CharE",
-        "comment": "",
-        "attributes": None,
-        "mark": ids["anna"],
-        "created_at": plain(DECIDED),
+        "comment": "slow",
+        "attributes": {"severity": "high"},
+        "paired_segment": 0,
+        "paired_start": 0,
+        "paired_end": 4,
+        "paired_text": "Anna",
+        "paired_end_segment": None,
+        "created_at": plain(MARKED),
+    }
+    sings = {
+        **w1,
+        "id": ids["mark:sings"],
+        "mark": ids["mark:sings"],
+        "segment": 0,
+        "start": 5,
+        "end": 10,
+        "text": "sings",
         "segment_text": "Anna sings.",
     }
-    assert every_column(app, "c", Work(layer="adjudicated")) == [expected]
-    assert every_column(app, "c", Work(layer="adjudicated", review_status="any")) == [expected]
+    dances = {
+        **w1,
+        "id": ids["mark:dances"],
+        "mark": ids["mark:dances"],
+        "segment": 1,
+        "start": 4,
+        "end": 10,
+        "text": "dances",
+        "segment_text": "Bob dances now.",
+    }
+    empty = {
+        **NO_PAIR,
+        **NO_MARK,
+        "document_id": ids["doc:d2"],
+        "document": "d2",
+        "role": "real",
+        "review_status": "in_review",
+        "worker_id": "w2",
+        "assignment": "t-w2",
+        "assignment_id": ids["w2"],
+        "completion_code": "C-w2",
+        "status": "submitted",
+        "created_at": plain(SUBMITTED),
+        "segment_text": None,
+    }
+    assert every_column(app, "c", Work()) == [sings, dances, empty]
+    assert every_column(app, "c", Work(), marks_only=True) == [sings, dances]
+    assert every_column(app, "c", Work(), document_id=ids["doc:d2"]) == [empty]
+
+
+def test_every_column_of_the_adjudicated_layer_by_name(app):
+    """The accepted rows of the document reviewed done, by start; no assignment; when
+    decided. ``review_status="any"`` adds the document in review: one empty row."""
+    ids = seed_layers(app)
+
+    def accepted(text, start):
+        return {
+            **NO_PAIR,
+            "document_id": ids["doc:d1"],
+            "document": "d1",
+            "role": "real",
+            "review_status": "done",
+            "worker_id": "adjudicated",
+            "assignment": None,
+            "assignment_id": None,
+            "completion_code": None,
+            "id": ids[f"adjudicated:{text}"],
+            "segment": 0,
+            "start": start,
+            "end": start + len(text),
+            "text": text,
+            "category": "CharE",
+            "comment": "",
+            "attributes": None,
+            "mark": ids[f"adjudicated:{text}"],
+            "created_at": plain(DECIDED),
+            "segment_text": "Anna sings.",
+        }
+
+    done = [accepted("Anna", 0), accepted("sings", 5)]
+    in_review = {
+        **done[0],
+        **NO_MARK,
+        "document_id": ids["doc:d2"],
+        "document": "d2",
+        "review_status": "in_review",
+        "created_at": None,
+        "segment_text": None,
+    }
+    assert every_column(app, "c", Work(layer="adjudicated")) == done
+    anything = Work(layer="adjudicated", review_status="any")
+    assert every_column(app, "c", anything) == [*done, in_review]
+    assert every_column(app, "c", anything, marks_only=True) == done
 
 
 def test_every_column_of_the_consensus_layer_by_name(app):
-    """The units at or above the posterior, by document, segment and start; the text is the
-    unit's stretch of its own document's segment; no assignment, pair or comment."""
+    """The units at or above the posterior, by document, segment, start and category; the
+    text is the unit's stretch of its own document's segment; no assignment, pair or
+    comment."""
     ids = seed_layers(app)
 
     def unit(name, doc, segment, start, end, category, posterior, text, whole):
@@ -348,7 +392,7 @@ def test_every_column_of_the_consensus_layer_by_name(app):
             "document_id": ids[f"doc:{doc}"],
             "document": doc,
             "role": "real",
-            "review_status": "done" if doc == "d1" else "unreviewed",
+            "review_status": "done" if doc == "d1" else "in_review",
             "worker_id": "consensus",
             "assignment": None,
             "assignment_id": None,
@@ -367,15 +411,19 @@ def test_every_column_of_the_consensus_layer_by_name(app):
             "posterior": posterior,
         }
 
+    bob_char = unit("bob-char", "d1", 1, 0, 3, "CharE", 0.6, "Bob", "Bob dances now.")
     bob = unit("bob", "d1", 1, 0, 3, "SceneE", 1.0, "Bob", "Bob dances now.")
+    dances = unit("dances", "d1", 1, 4, 10, "CharE", 0.4, "dances", "Bob dances now.")
     sleeps = unit("sleeps", "d2", 0, 5, 11, "CharE", 0.5, "sleeps", "Cleo sleeps.")
     dan = unit("dan", "d2", 1, 0, 8, "CharE", 0.95, "Dan eats", "Dan eats.")
-    dances = unit("dances", "d1", 1, 4, 10, "CharE", 0.4, "dances", "Bob dances now.")
-    assert every_column(app, "c", Work(layer="consensus", min_posterior=0.5)) == [bob, sleeps, dan]
+    half = Work(layer="consensus", min_posterior=0.5)
+    assert every_column(app, "c", half) == [bob_char, bob, sleeps, dan]
     assert every_column(app, "c", Work(layer="consensus")) == [bob, dan]
     assert every_column(app, "c", Work(layer="consensus", min_posterior=0.0)) == [
+        bob_char,
         bob,
         dances,
         sleeps,
         dan,
     ]
+    assert every_column(app, "c", half, document_id=ids["doc:d2"]) == [sleeps, dan]
