@@ -297,3 +297,33 @@ def test_matches_asks_the_lenient_rule_unless_told():
     scopes = {"SceneE": "sentence"}
     assert matches(span(0, 4, "SceneE"), span(5, 10, "SceneE"), texts=text, scopes=scopes)
     assert not matches(span(0, 4, "SceneE"), span(5, 10, "SceneE"), texts=text)
+
+
+def test_the_scores_measure_with_the_texts_and_scopes_given():
+    """TEXT: "Anna" [0, 4) against gold "Anna sings" [0, 10): tokens {0} of {0, 1}, IoU a
+    half, a strict match with the text (characters: 4 of 10, none without it). SceneE, a
+    sentence-scope category: "Anna" against "sings" [5, 10) share their sentence, a match
+    under both rules with the scopes and the text (none without either)."""
+    texts, scopes = {("d", 0): TEXT}, {"SceneE": "sentence"}
+    char = precision_recall_f1([span(0, 4)], [span(0, 10)], texts=texts)
+    assert char["overall"]["matched_gold"] == 1
+    assert precision_recall_f1([span(0, 4)], [span(0, 10)])["overall"]["matched_gold"] == 0
+    scene = ([span(0, 4, "SceneE")], [span(5, 10, "SceneE")])
+    both = precision_recall_f1(*scene, texts=texts, scopes=scopes)
+    assert (both["overall"]["f1"], both["lenient"]["overall"]["f1"]) == (1.0, 1.0)
+    for partial in ({"texts": texts}, {"scopes": scopes}):
+        alone = precision_recall_f1(*scene, **partial)
+        assert (alone["overall"]["f1"], alone["lenient"]["overall"]["f1"]) == (0.0, 0.0), partial
+
+
+def test_without_texts_gold_without_offsets_counts_against_recall():
+    gold = [span(None, None, text="Anna"), span(0, 4)]
+    overall = precision_recall_f1([span(0, 4)], gold)["overall"]
+    assert (overall["matched_gold"], overall["gold"], overall["recall"]) == (1, 2, 0.5)
+
+
+def test_only_a_span_missing_an_offset_is_placed():
+    texts = {("d", 0): "la la la"}
+    placed = locate_spans([span(3, 5, text="la"), span(None, 8, text="la")], texts)
+    assert [(s.start, s.end) for s in placed] == [(3, 5), (0, 2)]
+    assert [(s.start, s.end) for s in locate_spans([span(6, None, text="la")], texts)] == [(0, 2)]
