@@ -143,3 +143,35 @@ def test_export_and_auto_accept_by_posterior_from_the_command_line(app, client, 
             select(AdjudicatedError.start, AdjudicatedError.end, AdjudicatedError.decision)
         ).all()
     assert sorted(accepted) == [(*b, "accepted") for b in BOUNDS[:2]]
+
+
+def test_the_stored_worker_models_and_when_they_were_computed(app, database_url):
+    """The reader of the stored figures (app/rules/stored_figures.py): the practice-free
+    row's worker models and when it finished, as last computed; nothing before the first
+    computation or without a result; the row with practice is another one."""
+    from datetime import UTC, datetime
+
+    from app.models import FigureJob
+
+    make_study(app)
+    finished = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    a = {"competence": 0.9, "expected_f1": 0.75}
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        assert stored_reliability(session, study) == ({}, None)
+        session.add(FigureJob(study_id=study.id, include_practice=True, result={"x": 1}))
+        session.add(FigureJob(study_id=study.id, include_practice=False, status="running"))
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        assert stored_reliability(session, study) == ({}, None)  # no result yet
+        row = session.scalar(select(FigureJob).where(FigureJob.include_practice.is_(False)))
+        row.result = {"models": {"workers": {"a": a}, "units": 3}}
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study))
+        assert stored_reliability(session, study) == ({"a": a}, None)  # never finished
+        row = session.scalar(select(FigureJob).where(FigureJob.include_practice.is_(False)))
+        row.finished_at = finished
+    with app.app_context(), session_scope() as session:
+        models, when = stored_reliability(session, session.scalar(select(Study)))
+    assert models == {"a": a}
+    assert when is not None and when.startswith("2026-01-02T03:04:05")
