@@ -427,3 +427,38 @@ def test_every_column_of_the_consensus_layer_by_name(app):
         dan,
     ]
     assert every_column(app, "c", half, document_id=ids["doc:d2"]) == [sleeps, dan]
+
+
+def test_documents_and_segments_come_by_position_then_id_then_index(app):
+    """Study "o" has no document of its own at first: "late" (position 2) is added first,
+    then "tie-1" and "tie-2" (position 1, in that order of id), each with its segments
+    added last index first. The order is by position, the id breaking the tie, then the
+    segment's index: never the order the rows were added in."""
+    make_study(app, "o", documents=[("seed", ["S."])])
+    with app.app_context(), session_scope() as session:
+        study_o = session.scalar(select(Study).where(Study.slug == "o"))
+        seed_doc = session.scalar(select(Document).where(Document.external_id == "seed"))
+        session.delete(seed_doc)
+        session.flush()
+        for external, position in (("late", 2), ("tie-1", 1), ("tie-2", 1)):
+            document = Document(study_id=study_o.id, external_id=external, position=position)
+            session.add(document)
+            session.flush()
+            for index in (1, 0):
+                session.add(
+                    Segment(document_id=document.id, index=index, text=f"{external}#{index}")
+                )
+    o = study(app, "o")
+    assert run(app, select_documents(o, Work(), Document.external_id)) == [
+        ("tie-1",),
+        ("tie-2",),
+        ("late",),
+    ]
+    assert [text for _, text in run(app, select_segments(o, Work()))] == [
+        "tie-1#0",
+        "tie-1#1",
+        "tie-2#0",
+        "tie-2#1",
+        "late#0",
+        "late#1",
+    ]
