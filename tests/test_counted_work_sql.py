@@ -168,7 +168,8 @@ def seed_layers(app) -> dict[str, int]:
     """Study "c": "d1" ("Anna sings." | "Bob dances now.") and "d2" ("Cleo sleeps." |
     "Dan eats."), each row added out of its export order. Workers: w2 submitted on d2
     without a mark, then w1 submitted on d1 with a paired, commented mark of "dances"
-    (segment 1), then one of "sings" (segment 0). Adjudicated: d1 reviewed done, "sings"
+    (segment 1), then one of "sings" (segment 0), then the "dances" mark's second
+    category (SceneE, one multi-label mark). Adjudicated: d1 reviewed done, "sings"
     and "Anna" accepted, "Bob" rejected; d2 in review, nothing accepted. Consensus units
     (posterior): d1 "dances" CharE (0.4), "Bob" SceneE (1.0), "Bob" CharE (0.6); d2 "Dan
     eats" CharE (0.95), "sleeps" CharE (0.5)."""
@@ -197,15 +198,21 @@ def seed_layers(app) -> dict[str, int]:
             session.add(assignment)
             session.flush()
             ids[worker] = assignment.id
-        for name, segment, start, text in (("dances", 1, 4, "dances"), ("sings", 0, 5, "sings")):
+        for name, segment, start, text, category in (
+            ("dances", 1, 4, "dances", "CharE"),
+            ("sings", 0, 5, "sings", "CharE"),
+            ("dances-scene", 1, 4, "dances", "SceneE"),
+        ):
             mark = Annotation(
                 assignment_id=ids["w1"],
                 client_id=name,
+                # a multi-label mark's second row: the first row's id
+                mark=ids["mark:dances"] if name == "dances-scene" else None,
                 segment=segment,
                 start=start,
                 end=start + len(text),
                 text=text,
-                category="CharE",
+                category=category,
                 comment="slow",
                 attributes={"severity": "high"},
                 paired_segment=0,
@@ -271,9 +278,10 @@ NO_MARK = dict.fromkeys(
 
 
 def test_every_column_of_the_workers_layer_by_name(app):
-    """w1's marks by segment, then w2's submitted assignment without a mark: one row of
-    NULLs but its assignment's columns, created when submitted. ``marks_only`` drops that
-    row, ``document_id`` keeps one document's."""
+    """w1's marks by segment (a multi-label mark's rows share its first row's id), then
+    w2's submitted assignment without a mark: one row of NULLs but its assignment's
+    columns, created when submitted. ``marks_only`` drops that row, ``document_id`` keeps
+    one document's."""
     ids = seed_layers(app)
     w1 = {
         "document_id": ids["doc:d1"],
@@ -330,8 +338,9 @@ def test_every_column_of_the_workers_layer_by_name(app):
         "created_at": plain(SUBMITTED),
         "segment_text": None,
     }
-    assert every_column(app, "c", Work()) == [sings, dances, empty]
-    assert every_column(app, "c", Work(), marks_only=True) == [sings, dances]
+    scene = {**dances, "id": ids["mark:dances-scene"], "category": "SceneE"}
+    assert every_column(app, "c", Work()) == [sings, dances, scene, empty]
+    assert every_column(app, "c", Work(), marks_only=True) == [sings, dances, scene]
     assert every_column(app, "c", Work(), document_id=ids["doc:d2"]) == [empty]
 
 
