@@ -169,7 +169,8 @@ def seed_layers(app) -> dict[str, int]:
     "Dan eats."), each row added out of its export order. Workers: w2 submitted on d2
     without a mark, then w1 submitted on d1 with a paired, commented mark of "dances"
     (segment 1), then one of "sings" (segment 0), then the "dances" mark's second
-    category (SceneE, one multi-label mark). Adjudicated: d1 reviewed done, "sings"
+    category (SceneE, one multi-label mark); w3 submitted on d2 with a mark of "sleeps"
+    (segment 0, as "sings"). Adjudicated: d1 reviewed done, "sings"
     and "Anna" accepted, "Bob" rejected; d2 in review, nothing accepted. Consensus units
     (posterior): d1 "dances" CharE (0.4), "Bob" SceneE (1.0), "Bob" CharE (0.6); d2 "Dan
     eats" CharE (0.95), "sleeps" CharE (0.5)."""
@@ -185,7 +186,7 @@ def seed_layers(app) -> dict[str, int]:
     with app.app_context(), session_scope() as session:
         study_id = session.scalar(select(Study.id).where(Study.slug == "c"))
         docs = {d.external_id: d.id for d in session.scalars(select(Document))}
-        for worker, doc in (("w2", "d2"), ("w1", "d1")):
+        for worker, doc in (("w2", "d2"), ("w1", "d1"), ("w3", "d2")):
             assignment = Assignment(
                 token=f"t-{worker}",
                 study_id=study_id,
@@ -202,9 +203,10 @@ def seed_layers(app) -> dict[str, int]:
             ("dances", 1, 4, "dances", "CharE"),
             ("sings", 0, 5, "sings", "CharE"),
             ("dances-scene", 1, 4, "dances", "SceneE"),
+            ("sleeps", 0, 5, "sleeps", "CharE"),
         ):
             mark = Annotation(
-                assignment_id=ids["w1"],
+                assignment_id=ids["w3" if name == "sleeps" else "w1"],
                 client_id=name,
                 # a multi-label mark's second row: the first row's id
                 mark=ids["mark:dances"] if name == "dances-scene" else None,
@@ -339,9 +341,24 @@ def test_every_column_of_the_workers_layer_by_name(app):
         "segment_text": None,
     }
     scene = {**dances, "id": ids["mark:dances-scene"], "category": "SceneE"}
-    assert every_column(app, "c", Work()) == [sings, dances, scene, empty]
-    assert every_column(app, "c", Work(), marks_only=True) == [sings, dances, scene]
-    assert every_column(app, "c", Work(), document_id=ids["doc:d2"]) == [empty]
+    sleeps = {
+        **sings,
+        "document_id": ids["doc:d2"],
+        "document": "d2",
+        "review_status": "in_review",
+        "worker_id": "w3",
+        "assignment": "t-w3",
+        "assignment_id": ids["w3"],
+        "completion_code": "C-w3",
+        "id": ids["mark:sleeps"],
+        "mark": ids["mark:sleeps"],
+        "end": 11,
+        "text": "sleeps",
+        "segment_text": "Cleo sleeps.",
+    }
+    assert every_column(app, "c", Work()) == [sings, dances, scene, empty, sleeps]
+    assert every_column(app, "c", Work(), marks_only=True) == [sings, dances, scene, sleeps]
+    assert every_column(app, "c", Work(), document_id=ids["doc:d2"]) == [empty, sleeps]
 
 
 def test_every_column_of_the_adjudicated_layer_by_name(app):
