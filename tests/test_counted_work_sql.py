@@ -459,7 +459,8 @@ def test_documents_and_segments_come_by_position_then_id_then_index(app):
     """Study "o" has no document of its own at first: "late" (position 2) is added first,
     then "tie-1" and "tie-2" (position 1, in that order of id), each with its segments
     added last index first. The order is by position, the id breaking the tie, then the
-    segment's index: never the order the rows were added in."""
+    segment's index (the work: then its assignment), never the order the rows were added
+    in."""
     make_study(app, "o", documents=[("seed", ["S."])])
     with app.app_context(), session_scope() as session:
         study_o = session.scalar(select(Study).where(Study.slug == "o"))
@@ -474,8 +475,24 @@ def test_documents_and_segments_come_by_position_then_id_then_index(app):
                 session.add(
                     Segment(document_id=document.id, index=index, text=f"{external}#{index}")
                 )
+        documents = {d.external_id: d.id for d in session.scalars(select(Document))}
+        for external in ("late", "tie-2", "tie-1"):  # the work, added out of order too
+            session.add(
+                Assignment(
+                    token=f"t-{external}",
+                    study_id=study_o.id,
+                    document_id=documents[external],
+                    worker_id="w",
+                    status="submitted",
+                )
+            )
     o = study(app, "o")
     assert run(app, select_documents(o, Work(), Document.external_id)) == [
+        ("tie-1",),
+        ("tie-2",),
+        ("late",),
+    ]
+    assert run(app, select_work(o, Work(), Document.external_id)) == [
         ("tie-1",),
         ("tie-2",),
         ("late",),
