@@ -21,6 +21,7 @@ from app.rules.scoring import (
     matches,
     merge_suggestion_recall,
     precision_recall_f1,
+    scopes_from_taxonomy,
 )
 from app.rules.spans import (
     Span,
@@ -327,3 +328,11 @@ def test_only_a_span_missing_an_offset_is_placed():
     placed = locate_spans([span(3, 5, text="la"), span(None, 8, text="la")], texts)
     assert [(s.start, s.end) for s in placed] == [(3, 5), (0, 2)]
     assert [(s.start, s.end) for s in locate_spans([span(6, None, text="la")], texts)] == [(0, 2)]
+
+
+def test_a_category_without_a_scope_is_scored_as_spans():
+    """The taxonomy snapshot's scopes: "span" unless the category says "sentence"; a
+    snapshot without categories has none."""
+    snapshot = {"categories": [{"id": "A"}, {"id": "B", "scope": "sentence"}]}
+    assert scopes_from_taxonomy(snapshot) == {"A": "span", "B": "sentence"}
+    assert scopes_from_taxonomy({}) == {}
