@@ -46,7 +46,7 @@ def five_sentences(app, client, pause: dict | None = None) -> None:
 
     make_study(app, documents=[("d", [TEXT])], annotators_per_doc=5)
     with app.app_context(), session_scope() as session:
-        study = session.scalar(select(Study))
+        study = session.scalar(select(Study).where(Study.slug == "demo"))
         study.settings = {**(study.settings or {}), **({"pause": pause} if pause else {})}
     for worker, marked in (("a", 2), ("b", 2), ("c", 2), ("every", 5), ("none", 0)):
         token = open_token(client, worker=worker, document="d")
@@ -143,3 +143,50 @@ def test_export_and_auto_accept_by_posterior_from_the_command_line(app, client, 
             select(AdjudicatedError.start, AdjudicatedError.end, AdjudicatedError.decision)
         ).all()
     assert sorted(accepted) == [(*b, "accepted") for b in BOUNDS[:2]]
+
+
+def test_the_stored_worker_models_and_when_they_were_computed(app, database_url):
+    """The reader of the stored figures (app/rules/stored_figures.py): the practice-free
+    row's worker models and when it finished, as last computed; nothing before the first
+    computation or without a result; the row with practice and another study's row are
+    not read."""
+    from datetime import UTC, datetime
+
+    from app.models import FigureJob
+
+    make_study(app, "other")
+    make_study(app)
+    with app.app_context(), session_scope() as session:
+        other = session.scalar(select(Study).where(Study.slug == "other"))
+        done = {"models": {"workers": {"z": {}}}}
+        session.add(FigureJob(study_id=other.id, include_practice=False, result=done))
+    finished = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    a = {"competence": 0.9, "expected_f1": 0.75}
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study).where(Study.slug == "demo"))
+        assert stored_reliability(session, study) == ({}, None)
+        session.add(FigureJob(study_id=study.id, include_practice=True, result={"x": 1}))
+        session.add(FigureJob(study_id=study.id, include_practice=False, status="running"))
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study).where(Study.slug == "demo"))
+        assert stored_reliability(session, study) == ({}, None)  # no result yet
+        row = session.scalar(
+            select(FigureJob).where(
+                FigureJob.study_id == study.id, FigureJob.include_practice.is_(False)
+            )
+        )
+        row.result = {"models": {"workers": {"a": a}, "units": 3}}
+    with app.app_context(), session_scope() as session:
+        study = session.scalar(select(Study).where(Study.slug == "demo"))
+        assert stored_reliability(session, study) == ({"a": a}, None)  # never finished
+        row = session.scalar(
+            select(FigureJob).where(
+                FigureJob.study_id == study.id, FigureJob.include_practice.is_(False)
+            )
+        )
+        row.finished_at = finished
+    with app.app_context(), session_scope() as session:
+        demo = session.scalar(select(Study).where(Study.slug == "demo"))
+        models, when = stored_reliability(session, demo)
+    assert models == {"a": a}
+    assert when is not None and when.startswith("2026-01-02T03:04:05")
