@@ -83,6 +83,7 @@ from app.documents.studies import SLUG_PATTERN, find_document, get_study
 from app.documents.text import storable
 from app.errors import Conflict, NotFound
 from app.models import Document
+from app.rules.work import has_pass_mark
 
 log = logging.getLogger(__name__)
 
@@ -353,8 +354,9 @@ _TARGET = select(Document.id, Document.created_at, Document.is_gold).where(
 
 
 def _training(study: Any, target: Target) -> bool:
-    """Whether ``target`` is a training document (:func:`app.annotation.sessions.training`)."""
-    return target.is_gold and sessions.training(study)
+    """Whether ``target`` is a training document: a gold one of a study with a pass mark
+    (:func:`app.rules.work.has_pass_mark`)."""
+    return target.is_gold and has_pass_mark(study)
 
 
 def _release_helps(state: Any, target: Target | None, cap: int) -> bool:

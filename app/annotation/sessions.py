@@ -100,12 +100,6 @@ def needs_session(study: Any) -> bool:
     return session_rule(study).documents > 1 or required_hash(study) is not None
 
 
-def training(study: Any) -> bool:
-    """Whether the study's gold documents are its training phase (a pass mark is set): the
-    counted-work rule's own test (app/rules/work.py)."""
-    return has_pass_mark(study)
-
-
 def admit(
     study: Any, worker_id: str, platform: str, data: dict[str, Any], visit: Open | Continue | None
 ) -> Open | Continue | None:
@@ -200,7 +194,7 @@ def record_agreement(db: Handle, study: Any, worker_id: str, session_id: int) ->
 
 def facts(db: Handle, study: Any, session_id: int) -> Facts | None:
     """The session's :class:`Facts`, or None for no such session."""
-    row = db.run(FACTS, {"session_id": session_id, "training": training(study)}).first()
+    row = db.run(FACTS, {"session_id": session_id, "training": has_pass_mark(study)}).first()
     if row is None:
         return None
     return Facts(
@@ -243,13 +237,13 @@ def position(db: Handle, assignment: Any) -> tuple[int, int] | None:
     params = {
         "session_id": assignment.session_id,
         "assignment_id": assignment.id,
-        "training": training(assignment.study),
+        "training": has_pass_mark(assignment.study),
     }
     return db.run(POSITION, params).scalar() or 1, found.documents
 
 
 def _is_training(assignment: Any) -> bool:
-    return assignment.document.is_gold and training(assignment.study)
+    return assignment.document.is_gold and has_pass_mark(assignment.study)
 
 
 def code_withheld(session: Any, assignment: Any, *, ends_session: bool) -> bool:
@@ -286,6 +280,6 @@ def release_code(db: Handle, study: Any, assignment_id: int, session_id: int | N
         "code": found.completion_code,
         "session_id": session_id,
         "study_id": study.id,
-        "training": training(study),
+        "training": has_pass_mark(study),
     }
     db.run(RELEASE, params)
